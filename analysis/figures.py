@@ -1,0 +1,78 @@
+"""Figures per experiment; each reads flows.csv/summary.csv of a run folder."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experiments.runfolder import read_csv  # noqa: E402
+
+
+def _caption(config: dict[str, Any], extra: str = "") -> str:
+    p = config["params"]
+    keys = ("topo", "routing", "bw", "queue", "duration", "trim", "runs", "seed", "cc",
+            "subflows", "backend")
+    text = ", ".join(f"{k}={p[k]}" for k in keys if k in p)
+    backend = p.get("backend", "emulated")
+    return f"{config['experiment']} [{backend}] {config['run_id']}\n{text}{extra}"
+
+
+def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray]:
+    """Per rank: mean, min and max over runs of the sorted per-run values of ``metric``."""
+    runs: dict[str, list[float]] = {}
+    for r in rows:
+        if r[metric] != "":
+            runs.setdefault(r["run"], []).append(float(r[metric]))
+    n = min(len(v) for v in runs.values())
+    mat = np.array([sorted(v)[:n] for v in runs.values()])
+    return mat.mean(axis=0), mat.min(axis=0), mat.max(axis=0)
+
+
+Series = tuple[str, list[dict[str, str]], str]  # label, flow rows, metric column
+
+
+def rank_plot(path: Path, series: list[Series], title: str,
+              ylabel: str = "normalized throughput") -> Path:
+    """Value vs rank of flow, one line per series (mean over runs), run spread shaded."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, rows, metric in series:
+        if not rows:
+            continue
+        mean, lo, hi = rank_curves(rows, metric)
+        x = np.arange(1, len(mean) + 1)
+        ax.plot(x, mean, marker="o", ms=3, label=f"{label} (mean {mean.mean():.2f})")
+        ax.fill_between(x, lo, hi, alpha=0.2)
+    ax.set_xlabel("rank of flow")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """rank.png (TCP vs MPTCP) and iperf_vs_bwm.png (two measurements of the same flows)."""
+    rows = read_csv(run_dir / "flows.csv")
+    by_t = {t: [r for r in rows if r["transport"] == t]
+            for t in dict.fromkeys(r["transport"] for r in rows)}
+    routing = config["params"].get("routing", "")
+    rank = rank_plot(run_dir / "rank.png",
+                     [(f"{t.upper()}-{routing}", rs, "norm_iperf") for t, rs in by_t.items()],
+                     _caption(config, "\nshaded: min-max over runs"))
+    t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
+    agree = rank_plot(run_dir / "iperf_vs_bwm.png",
+                      [("iperf3 (receiver payload)", by_t[t], "norm_iperf"),
+                       ("bwm-ng (receiver port, L2 frames)", by_t[t], "norm_bwm")],
+                      _caption(config, f"\n{t.upper()}; a frame carries 1514 B per 1448 B "
+                               "of payload"))
+    return [rank, agree]

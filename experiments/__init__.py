@@ -1,0 +1,1 @@
+"""Experiments, the runtime they share, and the ``dcrepro`` command line."""

@@ -1,0 +1,130 @@
+"""The ``dcrepro`` command: run | plot | clean | env."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+from topos.spec import SpecError
+
+# experiment name -> module; each defines NAME, HELP, DEFAULTS, QUICK, add_arguments, run
+EXPERIMENTS = {
+    "permutation": "experiments.permutation",
+}
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(EXPERIMENTS[name])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (also used to document every flag)."""
+    ap = argparse.ArgumentParser(
+        prog="dcrepro", description="Reproduce datacenter-network experiments on Mininet.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run an experiment (root) and draw its figures")
+    exps = run.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+    for name in EXPERIMENTS:
+        mod = _module(name)
+        p = exps.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+    plot = sub.add_parser("plot", help="(re)draw the figures of a run folder (no root needed)")
+    plot.add_argument("run_dir", help="results/<experiment>/<run id>")
+    clean = sub.add_parser("clean", help="remove what crashed dcrepro runs left behind "
+                           "(only their own bridges, interfaces and processes)")
+    clean.add_argument("--force", action="store_true",
+                       help="also clean runs whose dcrepro process is still alive")
+    sub.add_parser("env", help="print the environment report")
+    return ap
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Validate everything, then run inside a run folder; always leave a status behind."""
+    from .runfolder import RunFolder
+    from .runtime import RunError, install_signal_handlers
+
+    mod = _module(args.experiment)
+    from .common import resolve
+    try:
+        params = resolve(args, mod.DEFAULTS, mod.QUICK)
+        if hasattr(mod, "validate"):
+            mod.validate(params)
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    if params.get("backend", "emulated") == "emulated" and os.geteuid() != 0:
+        print("dcrepro: error: emulated runs need root (sudo .venv/bin/dcrepro ...)",
+              file=sys.stderr)
+        return 2
+    folder = RunFolder(Path(args.out), mod.NAME, params)
+    print(f"run folder: {folder.path}", flush=True)
+    install_signal_handlers()
+    try:
+        mod.run(params, folder)
+    except KeyboardInterrupt as exc:
+        folder.set_status("interrupted", error=str(exc) or "SIGINT")
+        print(f"dcrepro: interrupted; partial data left in {folder.path}", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
+        kind = "" if isinstance(exc, RunError) else f"{type(exc).__name__}: "
+        folder.log.error("run failed: %s\n%s", exc, traceback.format_exc())
+        folder.set_status("failed", error=f"{kind}{exc}")
+        print(f"dcrepro: run failed: {kind}{exc}\n  details: {folder.path}/log.txt",
+              file=sys.stderr)
+        return 1
+    folder.set_status("ok")
+    return _plot(folder.path)
+
+
+def _plot(run_dir: Path) -> int:
+    import analysis
+    try:
+        figures = analysis.plot(run_dir)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 1
+    summary = run_dir / "summary.csv"
+    if summary.exists():
+        print(summary.read_text().rstrip())
+    for f in figures:
+        print(f"figure: {f}")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove leftovers of dead runs (resources recorded in /run/dcrepro)."""
+    from .runtime import clean_all
+    if os.geteuid() != 0:
+        print("dcrepro: error: clean needs root", file=sys.stderr)
+        return 2
+    done = clean_all(force=args.force)
+    print("\n".join(done) if done else "nothing to clean")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dcrepro`` console script."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "plot":
+        return _plot(Path(args.run_dir))
+    if args.command == "clean":
+        return cmd_clean(args)
+    if args.command == "env":
+        from .sysinfo import environment
+        print(json.dumps(environment(), indent=1))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Flags shared by every experiment (one name everywhere) and their per-experiment defaults."""
+from __future__ import annotations
+
+import argparse
+import random
+from typing import Any, Mapping
+
+import routing
+import topos
+
+from .runtime import LinkSpec
+
+SHARED = {
+    "topo": (str, "topology spec: " + topos.help_text()),
+    "routing": (str, "routing spec: " + routing.help_text()),
+    "bw": (float, "link rate, Mb/s"),
+    "queue": (int, "tail-drop queue per port, packets"),
+    "duration": (float, "traffic time per flow, seconds"),
+    "trim": (float, "seconds dropped at the start and end of every flow"),
+    "runs": (int, "repetitions, each with its own seed-derived traffic"),
+    "seed": (int, "root seed of the run"),
+    "transport": (str, "tcp, mptcp, or a comma list of both"),
+    "subflows": (int, "MPTCP subflows per connection (1..8)"),
+    "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
+}
+
+
+def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
+               quick: Mapping[str, Any]) -> None:
+    """Add the shared flags an experiment uses, showing its default and quick values."""
+    for name, default in defaults.items():
+        if name not in SHARED:
+            continue
+        typ, text = SHARED[name]
+        q = f"; quick: {quick[name]}" if name in quick else ""
+        p.add_argument(f"--{name}", type=typ, default=None,
+                       help=f"{text} (default: {default}{q})")
+    p.add_argument("--quick", action="store_true",
+                   help="short version for a first look: " +
+                   ", ".join(f"{k}={v}" for k, v in quick.items()))
+    p.add_argument("--out", default="results", help="results root folder (default: results)")
+
+
+def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
+            quick: Mapping[str, Any]) -> dict[str, Any]:
+    """Explicit flag > quick value (with --quick) > default; then validate everything."""
+    params = dict(defaults)
+    if args.quick:
+        params.update(quick)
+    for key in defaults:
+        value = getattr(args, key, None)
+        if value is not None:
+            params[key] = value
+    params["quick"] = bool(args.quick)
+    validate(params)
+    return params
+
+
+def validate(params: dict[str, Any]) -> None:
+    """Raise ValueError (one line, for the user) on any bad value, before anything is built."""
+    if "topo" in params:
+        topos.parse(params["topo"])
+    if "routing" in params:
+        routing.parse(params["routing"])
+    if "bw" in params or "queue" in params:
+        LinkSpec(params.get("bw", 10.0), params.get("queue", 100))
+    if params.get("duration", 1) <= 0:
+        raise ValueError(f"--duration must be > 0, got {params['duration']}")
+    if "trim" in params and not 0 <= 2 * params["trim"] < params["duration"]:
+        raise ValueError(f"--trim {params['trim']} leaves no measurement window in "
+                         f"--duration {params['duration']}")
+    if params.get("runs", 1) < 1:
+        raise ValueError(f"--runs must be >= 1, got {params['runs']}")
+    if "transport" in params:
+        items = [t.strip() for t in str(params["transport"]).split(",")]
+        bad = [t for t in items if t not in ("tcp", "mptcp")]
+        if bad or not items:
+            raise ValueError(f"--transport: unknown {bad}; use tcp, mptcp or tcp,mptcp")
+    if "subflows" in params and not 1 <= params["subflows"] <= 8:
+        raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
+                         f"{params['subflows']}")
+
+
+def transports(params: Mapping[str, Any]) -> list[str]:
+    """The transport list of a run."""
+    return [t.strip() for t in str(params["transport"]).split(",")]
+
+
+def run_rng(seed: int, run: int) -> random.Random:
+    """The explicit RNG of repetition ``run`` of a run seeded with ``seed``."""
+    return random.Random(seed * 1_000_003 + run)
+
+
+def derangement(hosts: list[str], rng: random.Random) -> dict[str, str]:
+    """A random permutation matrix: every host sends to one other, none receives two."""
+    if len(hosts) < 2:
+        raise ValueError("a permutation needs at least two hosts")
+    while True:
+        dst = hosts[:]
+        rng.shuffle(dst)
+        if all(a != b for a, b in zip(hosts, dst)):
+            return dict(zip(hosts, dst))

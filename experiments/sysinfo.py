@@ -1,0 +1,102 @@
+"""What this machine can do, detected at run time and recorded with every run."""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from typing import Any
+
+
+def run_text(argv: list[str], timeout: float = 10) -> str:
+    """stdout+stderr of a command, or '' if it is missing or fails to start."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (p.stdout + p.stderr).strip()
+
+
+@lru_cache(maxsize=1)
+def kernel_config() -> dict[str, str]:
+    """CONFIG_* values from /proc/config.gz (empty if the kernel does not expose it)."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as fh:
+            return dict(line.strip().split("=", 1) for line in fh if line.startswith("CONFIG_"))
+    except OSError:
+        return {}
+
+
+def kernel_feature(option: str, module: str) -> bool:
+    """True if a kernel feature is built in, or loaded/loadable as ``module``."""
+    value = kernel_config().get(option)
+    if value == "y" or os.path.exists(f"/sys/module/{module}"):
+        return True
+    if value == "m" and shutil.which("modprobe"):
+        return subprocess.run(["modprobe", "-q", module], check=False).returncode == 0
+    return False
+
+
+def ovs_datapath() -> str:
+    """'kernel' when the Open vSwitch kernel datapath is usable, else 'user' (netdev)."""
+    return "kernel" if kernel_feature("CONFIG_OPENVSWITCH", "openvswitch") else "user"
+
+
+def versions() -> dict[str, str]:
+    """Versions of every component a result depends on."""
+    def first(text: str) -> str:
+        return text.splitlines()[0] if text else "missing"
+    out = {
+        "kernel": os.uname().release,
+        "ovs": first(run_text(["ovs-vsctl", "--version"])),
+        "iperf3": first(run_text(["iperf3", "--version"])),
+        "bwm-ng": first(run_text(["bwm-ng", "-V"])),
+        "mptcpize": "present" if shutil.which("mptcpize") else "missing",
+    }
+    for mod, name in (("os_ken", "os-ken"), ("mininet.net", "mininet")):
+        try:
+            if mod == "mininet.net":
+                from mininet.net import VERSION as v  # type: ignore
+            else:
+                from importlib.metadata import version
+                v = version("os-ken")
+            out[name] = str(v)
+        except Exception:  # noqa: BLE001 - report, never crash the report
+            out[name] = "missing"
+    return out
+
+
+def read_sysctl(name: str) -> str:
+    """A root-namespace sysctl value, or '' if absent."""
+    try:
+        with open("/proc/sys/" + name.replace(".", "/"), encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def environment() -> dict[str, Any]:
+    """The environment report: datapath, netem, MPTCP, congestion control, versions."""
+    ovs_up = bool(run_text(["ovs-vsctl", "--timeout=3", "show"])) and \
+        "database connection failed" not in run_text(["ovs-vsctl", "--timeout=3", "show"])
+    return {
+        "ovs_datapath": ovs_datapath(),
+        "ovs_running": ovs_up,
+        "netem": kernel_feature("CONFIG_NET_SCH_NETEM", "sch_netem"),
+        "htb": kernel_feature("CONFIG_NET_SCH_HTB", "sch_htb"),
+        "mptcp_enabled": read_sysctl("net.mptcp.enabled") == "1",
+        "tcp_congestion_control": read_sysctl("net.ipv4.tcp_congestion_control"),
+        "tcp_available_cc": read_sysctl("net.ipv4.tcp_available_congestion_control").split(),
+        "cpus": os.cpu_count(),
+        "versions": versions(),
+    }
+
+
+def git_state(repo: str) -> dict[str, Any]:
+    """Commit and dirty flag of the dcrepro checkout that produced a result."""
+    commit = run_text(["git", "-C", repo, "rev-parse", "HEAD"])
+    dirty = run_text(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"])
+    return {"commit": commit if re.fullmatch(r"[0-9a-f]{40}", commit) else None,
+            "dirty": bool(dirty)}

@@ -1,0 +1,263 @@
+"""Traffic and measurement inside an Emulation: iperf3 (TCP or MPTCP), bwm-ng, CPU, subflows.
+
+Every wait polls a condition with a deadline; nothing sleeps to "let things settle".
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .runtime import Emulation, RunError, check, in_ns
+
+BASE_PORT = 5201
+
+
+@dataclass
+class Flow:
+    """One iperf3 transfer from ``src`` to ``dst`` (host names) and what was measured of it."""
+
+    src: str
+    dst: str
+    port: int = BASE_PORT
+    start: float = 0.0  # wall-clock time the client was started
+    iperf_mbps: float = float("nan")
+    bwm_mbps: float = float("nan")
+    subflows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def configure_mptcp(emu: Emulation, subflows: int) -> None:
+    """Give every host ``subflows - 1`` extra addresses as MPTCP 'subflow' endpoints.
+
+    Upstream MPTCP's in-kernel path manager opens one extra subflow per local endpoint to the
+    peer's address, so a single-homed host gets N subflows from N-1 extra addresses; their
+    different 5-tuples are hashed onto different paths by the fabric.
+    """
+    if not 1 <= subflows <= 8:
+        raise RunError("--subflows must be 1..8 (upstream MPTCP allows at most 8 subflows)")
+    extra = subflows - 1
+    emu.set_static_arp(extra=extra)
+    for h in emu.net.hosts:
+        intf = h.intfList()[0].name
+        lines = ["mptcp endpoint flush",
+                 f"mptcp limits set subflow {extra} add_addr_accepted {extra}"]
+        for ip in emu.topo.extra_ips(h.name, extra):
+            lines += [f"addr replace {ip}/8 dev {intf}",
+                      f"mptcp endpoint add {ip} dev {intf} subflow"]
+        check(in_ns(h.pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
+
+
+class CpuSampler(threading.Thread):
+    """Samples whole-machine CPU utilisation from /proc/stat once per ``interval`` seconds."""
+
+    def __init__(self, path: Path, interval: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.path, self.interval = path, interval
+        self.samples: list[tuple[float, float]] = []
+        self._halt = threading.Event()
+
+    @staticmethod
+    def _read() -> tuple[int, int]:
+        with open("/proc/stat", encoding="ascii") as fh:
+            vals = [int(v) for v in fh.readline().split()[1:]]
+        idle = vals[3] + vals[4]
+        return sum(vals) - idle, sum(vals)
+
+    def run(self) -> None:
+        busy0, total0 = self._read()
+        while not self._halt.wait(self.interval):
+            busy, total = self._read()
+            if total > total0:
+                self.samples.append((time.time(), 100.0 * (busy - busy0) / (total - total0)))
+            busy0, total0 = busy, total
+
+    def stop(self) -> list[tuple[float, float]]:
+        """Stop sampling, write cpu.csv, return the samples."""
+        self._halt.set()
+        self.join(timeout=5)
+        with open(self.path, "w", newline="", encoding="ascii") as fh:
+            w = csv.writer(fh)
+            w.writerow(["time", "cpu_percent"])
+            w.writerows((round(t, 3), round(u, 2)) for t, u in self.samples)
+        return self.samples
+
+
+def receiver_intf(emu: Emulation, host: str) -> str:
+    """The switch-side interface that delivers traffic to ``host`` (bwm-ng reads its tx)."""
+    sw = emu.topo.access_switch(host)
+    return f"{sw}-eth{emu.topo.port(sw, host)}"
+
+
+def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
+    pending = {(f.dst, f.port) for f in flows}
+    deadline = time.monotonic() + timeout
+    while pending:
+        for host, port in sorted(pending):
+            out = emu.host_cmd(emu.host(host), ["ss", "-Hltn", f"sport = :{port}"])
+            if out.strip():
+                pending.discard((host, port))
+        if pending:
+            if time.monotonic() > deadline:
+                raise RunError(f"iperf3 servers not listening after {timeout}s: "
+                               f"{sorted(pending)[:4]}")
+            time.sleep(0.05)  # bounded poll of a socket that is about to appear
+
+
+_SS_REC = re.compile(r"^ESTAB\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
+
+
+def parse_ss_subflows(text: str, dport: int) -> dict[str, list[dict[str, Any]]]:
+    """Group `ss -Hntie` sockets to ``dport`` by MPTCP token: token -> subflow 5-tuples."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _SS_REC.match(line)
+        if not m or int(m.group(4)) != dport:
+            continue
+        info = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith(("\t", " ")) \
+            else line
+        # group by the peer's token: the initial subflow shows its local token as 0000
+        tok = re.search(r"token:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)\(id:\d+\)", info)
+        acked = re.search(r"bytes_acked:(\d+)", info)
+        if not tok:
+            continue
+        groups.setdefault(tok.group(1), []).append({
+            "src_ip": m.group(1).split("%")[0], "src_port": int(m.group(2)),
+            "dst_ip": m.group(3).split("%")[0], "dst_port": int(m.group(4)),
+            "bytes_acked": int(acked.group(1)) if acked else 0})
+    return groups
+
+
+def data_subflows(text: str, dport: int) -> list[dict[str, Any]]:
+    """Subflows of the busiest MPTCP connection to ``dport`` (iperf3's data, not control)."""
+    groups = parse_ss_subflows(text, dport)
+    if not groups:
+        return []
+    return max(groups.values(), key=lambda g: sum(s["bytes_acked"] for s in g))
+
+
+def tcp_tuple(text: str, dport: int) -> list[dict[str, Any]]:
+    """The busiest plain TCP socket to ``dport`` as a one-element 5-tuple list."""
+    best: dict[str, Any] | None = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _SS_REC.match(line)
+        if not m or int(m.group(4)) != dport:
+            continue
+        info = lines[i + 1] if i + 1 < len(lines) else ""
+        acked = re.search(r"bytes_acked:(\d+)", info)
+        cand = {"src_ip": m.group(1).split("%")[0], "src_port": int(m.group(2)),
+                "dst_ip": m.group(3).split("%")[0], "dst_port": dport,
+                "bytes_acked": int(acked.group(1)) if acked else 0}
+        if best is None or cand["bytes_acked"] > best["bytes_acked"]:
+            best = cand
+    return [best] if best else []
+
+
+def iperf_window_mbps(report: dict[str, Any], t0: float, t1: float) -> float:
+    """Mean received rate (Mb/s) over intervals inside [t0, t1] s of an iperf3 server report."""
+    total_bytes = total_time = 0.0
+    for iv in report.get("intervals", []):
+        s = iv["sum"]
+        if s["start"] >= t0 - 1e-6 and s["end"] <= t1 + 0.5:
+            total_bytes += s["bytes"]
+            total_time += s["end"] - s["start"]
+    return 8 * total_bytes / total_time / 1e6 if total_time > 0 else float("nan")
+
+
+def bwm_window_mbps(path: Path, intf: str, t0: float, t1: float) -> float:
+    """Mean transmit rate (Mb/s, L2 bytes) of ``intf`` between wall-clock t0 and t1."""
+    rates = []
+    with open(path, encoding="ascii", errors="replace") as fh:
+        for row in csv.reader(fh):
+            if len(row) > 3 and row[1] == intf and t0 <= float(row[0]) <= t1:
+                rates.append(float(row[2]))
+    return 8 * sum(rates) / len(rates) / 1e6 if rates else float("nan")
+
+
+def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float,
+              trim: float, out: Path, port: int = BASE_PORT) -> dict[str, Any]:
+    """Run every flow at once for ``duration`` s; fill in rates over the trimmed window.
+
+    Returns the measurement facts (CPU samples summary, window).  Raises RunError if a
+    client fails, hangs, or (MPTCP) does not establish every requested subflow.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    wrap = ["mptcpize", "run"] if transport == "mptcp" else []
+    for f in flows:
+        f.port = port
+    servers = []
+    for f in flows:
+        fh = open(out / f"iperf-server-{f.dst}.json", "w")  # noqa: SIM115 - closed below
+        servers.append((f, fh, emu.popen(emu.host(f.dst),
+                                         [*wrap, "iperf3", "-s", "-1", "-J", "-p", str(port)],
+                                         stdout=fh, stderr=subprocess.STDOUT)))
+    _wait_listening(emu, flows, timeout=20)
+    intfs = sorted({receiver_intf(emu, f.dst) for f in flows})
+    bwm_path = out / "bwm.csv"
+    bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", "500", "-T", "rate", "-u", "bytes",
+                           "-C", ",", "-F", str(bwm_path), "-I", ",".join(intfs)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu = CpuSampler(out / "cpu.csv")
+    cpu.start()
+    clients = []
+    for f in flows:
+        fh = open(out / f"iperf-client-{f.src}.json", "w")  # noqa: SIM115
+        f.start = time.time()
+        clients.append((f, fh, emu.popen(
+            emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(port),
+                              "-t", str(duration), "-J", "--connect-timeout", "5000"],
+            stdout=fh, stderr=subprocess.STDOUT)))
+    # Snapshot the sockets once mid-run: MPTCP subflows (and plain TCP 5-tuples) for the
+    # subflow check and for path tracing.
+    mid = time.monotonic() + max(duration / 2, min(duration, 3))
+    while time.monotonic() < mid:
+        if any(p.poll() is not None for _, _, p in clients):
+            break
+        time.sleep(min(0.2, max(0.0, mid - time.monotonic())))
+    for f in flows:
+        text = emu.host_cmd(emu.host(f.src), ["ss", "-Hntie"])
+        (out / f"ss-{f.src}.txt").write_text(text)
+        f.subflows = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
+    deadline = time.monotonic() + duration + 30
+    for f, fh, p in clients:
+        try:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise RunError(f"iperf3 client {f.src}->{f.dst} did not finish in time") from None
+        finally:
+            fh.close()
+        if p.returncode != 0:
+            raise RunError(f"iperf3 client {f.src}->{f.dst} failed ({p.returncode}); see "
+                           f"{out / f'iperf-client-{f.src}.json'}")
+    for f, fh, p in servers:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"iperf3 server on {f.dst} did not exit") from None
+        finally:
+            fh.close()
+    samples = cpu.stop()
+    from .runtime import stop_process
+    stop_process(bwm)
+    emu.check_controller()
+    for f in flows:
+        report = json.loads((out / f"iperf-server-{f.dst}.json").read_text())
+        if "error" in report:
+            raise RunError(f"iperf3 server {f.dst}: {report['error']}")
+        f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
+        f.bwm_mbps = bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst),
+                                     f.start + trim, f.start + duration - trim)
+    t0 = min(f.start for f in flows) + trim
+    t1 = max(f.start for f in flows) + duration - trim
+    window = [u for t, u in samples if t0 <= t <= t1]
+    return {"cpu_mean": round(sum(window) / len(window), 1) if window else None,
+            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
+            if window else None,
+            "window_s": [trim, duration - trim]}

@@ -1,0 +1,490 @@
+"""Flow-level model of a perfect network, to compare emulated throughput against.
+
+Everything here works on plain data so it can be used without Mininet:
+
+* a *link* is any hashable id; by convention a tuple ``(a, b)`` for the
+  DIRECTED link a->b;
+* ``capacities`` maps link id -> capacity (payload goodput, e.g. Mb/s; see
+  :func:`goodput_capacity`);
+* a *path* is a sequence of link ids;
+* a *flow* (connection) is a list of subflow paths: one path for plain TCP,
+  several (possibly repeated) for an MPTCP connection.
+
+Rates are returned as ``numpy.ndarray`` of float64 in the units of the
+capacities.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse as sp
+
+__all__ = [
+    "maxmin_rates",
+    "connection_rates",
+    "max_concurrent_flow",
+    "max_concurrent_flow_graph",
+    "jain_index",
+    "goodput_capacity",
+]
+
+Link = Hashable
+Path = Sequence[Hashable]
+Flow = Sequence[Path]
+Capacities = Mapping[Hashable, float]
+
+# A link counts as saturated when its spare capacity is below this fraction of
+# its capacity: the water level is computed in floating point, so demanding an
+# exact zero would miss links that are full up to rounding.
+_SAT_RTOL = 1e-10
+# Frozen connection rates are re-imposed slightly relaxed in later LPs so that
+# rounding in HiGHS' answer can never make the next LP infeasible.
+_FREEZE_RELAX = 1e-9
+# Dual values below this are treated as zero (they sum to 1 over the
+# unfrozen connections, so a real bottleneck has a far larger one).
+_DUAL_TOL = 1e-9
+
+
+def _capacity(capacities: Capacities, link: Link) -> float:
+    """Return the validated capacity of one link."""
+    try:
+        value = capacities[link]
+    except KeyError:
+        raise ValueError(f"link {link!r} is not in capacities") from None
+    value = float(value)
+    # NaN or negative capacities have no meaning and would poison the
+    # water-filling arithmetic silently, so reject them up front.
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"capacity of link {link!r} must be >= 0, got {value!r}")
+    return value
+
+
+def _index_paths(capacities: Capacities, paths: Sequence[Path]):
+    """Map paths to (link ids, capacity array, per-path link-index arrays)."""
+    index: dict = {}
+    links: list = []
+    caps: list = []
+    out: list[np.ndarray] = []
+    for p, path in enumerate(paths):
+        path = list(path)
+        if not path:
+            raise ValueError(f"path {p} has no links")
+        row = []
+        for link in path:
+            try:
+                i = index.get(link)
+            except TypeError:  # unhashable: cannot be a key of capacities
+                raise ValueError(f"link {link!r} is not a hashable link id") from None
+            if i is None:
+                cap = _capacity(capacities, link)
+                i = len(links)
+                index[link] = i
+                links.append(link)
+                caps.append(cap)
+            row.append(i)
+        # A repeated link means the path loops; it would be charged twice on
+        # that link, which no real (loop-free) route does.
+        if len(set(row)) != len(row):
+            dup = next(link for k, link in enumerate(path) if row.index(row[k]) != k)
+            raise ValueError(f"path {p} uses link {dup!r} more than once (loop)")
+        out.append(np.asarray(row, dtype=np.int64))
+    return links, np.asarray(caps, dtype=float), out
+
+
+def _flatten_flows(flows: Sequence[Flow]):
+    """Flatten connections into (paths, connection index of each path)."""
+    paths: list = []
+    owner: list[int] = []
+    for i, flow in enumerate(flows):
+        flow = list(flow)
+        if not flow:
+            raise ValueError(f"flow {i} has no paths")
+        paths.extend(flow)
+        owner.extend([i] * len(flow))
+    return paths, np.asarray(owner, dtype=np.int64)
+
+
+def maxmin_rates(capacities: Capacities, paths: Sequence[Path]) -> np.ndarray:
+    """Max-min fair rate of each path, each path treated as an independent flow."""
+    n = len(paths)
+    if n == 0:
+        return np.zeros(0)
+    _, cap, rows = _index_paths(capacities, paths)
+    n_links = len(cap)
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=n)
+    lidx = np.concatenate(rows)
+    pidx = np.repeat(np.arange(n, dtype=np.int64), lengths)
+
+    rates = np.zeros(n)
+    active = np.ones(n, dtype=bool)
+    # Water-filling keeps every unfrozen path at the same "level"; per link we
+    # only need how many unfrozen paths cross it and how much the frozen ones
+    # already use, so each event costs O(links + remaining incidences).
+    count = np.bincount(lidx, minlength=n_links).astype(float)
+    frozen_load = np.zeros(n_links)
+    finite = np.isfinite(cap)
+    level = 0.0
+    n_active = n
+    while n_active:
+        live = count > 0
+        fair = np.full(n_links, np.inf)
+        with np.errstate(invalid="ignore"):
+            fair[live] = (cap[live] - frozen_load[live]) / count[live]
+        nxt = fair.min()
+        if not np.isfinite(nxt):
+            # Remaining paths cross only infinite-capacity links.
+            rates[active] = np.inf
+            break
+        # Rounding must never lower the level of later events below an
+        # earlier one (max-min rates are frozen in non-decreasing order).
+        nxt = level = max(float(nxt), level)
+        with np.errstate(invalid="ignore"):
+            spare = cap - frozen_load - count * nxt
+        sat = live & finite & (spare <= _SAT_RTOL * cap)
+        sat[int(np.argmin(fair))] = True  # the event link is full by definition
+        newly = np.zeros(n, dtype=bool)
+        newly[pidx[sat[lidx]]] = True  # lidx/pidx only hold active paths
+        rates[newly] = nxt
+        active &= ~newly
+        n_active -= int(newly.sum())
+        ent = newly[pidx]
+        delta = np.bincount(lidx[ent], minlength=n_links)
+        count -= delta
+        frozen_load += delta * nxt
+        # Drop incidences of frozen paths so later events get cheaper.
+        keep = ~ent
+        lidx = lidx[keep]
+        pidx = pidx[keep]
+    return rates
+
+
+def _solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=(0, None)):
+    """Run HiGHS and return the result; raise on anything but optimal/unbounded."""
+    res = scipy.optimize.linprog(
+        c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs"
+    )
+    if res.status not in (0, 3):
+        raise RuntimeError(f"HiGHS failed (status {res.status}): {res.message}")
+    return res
+
+
+def _path_variables(capacities: Capacities, flows: Sequence[Flow]):
+    """Build one LP variable per distinct (connection, path) pair.
+
+    Returns (owner of each variable, sparse link x variable incidence over the
+    finite-capacity links, those capacities, mask of connections that own a
+    path made only of infinite links).
+    """
+    paths, owner = _flatten_flows(flows)
+    _, cap, rows = _index_paths(capacities, paths)
+    # In an LP a repeated subflow path adds nothing (the split is free), so
+    # keep one variable per distinct path of each connection.
+    seen: set = set()
+    var_owner: list[int] = []
+    var_rows: list[np.ndarray] = []
+    for o, r in zip(owner.tolist(), rows):
+        key = (o, tuple(sorted(r.tolist())))
+        if key in seen:
+            continue
+        seen.add(key)
+        var_owner.append(o)
+        var_rows.append(r)
+    finite = np.isfinite(cap)
+    unbounded = np.zeros(len(flows), dtype=bool)
+    for o, r in zip(var_owner, var_rows):
+        if not finite[r].any():
+            unbounded[o] = True
+    # Infinite links impose no constraint, so they get no row.
+    link_row = np.full(len(cap), -1, dtype=np.int64)
+    link_row[finite] = np.arange(int(finite.sum()))
+    cols, rws = [], []
+    for j, r in enumerate(var_rows):
+        rr = link_row[r]
+        rr = rr[rr >= 0]
+        rws.append(rr)
+        cols.append(np.full(len(rr), j, dtype=np.int64))
+    n_vars = len(var_rows)
+    n_rows = int(finite.sum())
+    rr = np.concatenate(rws) if rws else np.zeros(0, dtype=np.int64)
+    cc = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    A_link = sp.csr_matrix((np.ones(len(rr)), (rr, cc)), shape=(n_rows, n_vars))
+    return np.asarray(var_owner, dtype=np.int64), A_link, cap[finite], unbounded
+
+
+def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarray:
+    """Max-min fair rates between connections that may split over their paths."""
+    n = len(flows)
+    var_owner, A_link, b_link, unbounded = _path_variables(capacities, flows)
+    rates = np.zeros(n)
+    rates[unbounded] = np.inf  # such a connection can take infinity on its free path
+    # Variables of unbounded connections are dropped: they need no finite link.
+    keep_var = ~unbounded[var_owner]
+    var_owner = var_owner[keep_var]
+    A_link = A_link[:, np.flatnonzero(keep_var)]
+    n_vars = len(var_owner)
+    # S[i, j] = 1 when variable j belongs to connection i (sum_p x_ip = S x).
+    S = sp.csr_matrix(
+        (np.ones(n_vars), (var_owner, np.arange(n_vars))), shape=(n, n_vars)
+    )
+    frozen = unbounded.copy()
+    c = np.zeros(n_vars + 1)
+    c[-1] = -1.0  # maximise the common level t
+    for _ in range(n + 1):
+        open_ = np.flatnonzero(~frozen)
+        if len(open_) == 0:
+            break
+        done = np.flatnonzero(frozen & ~unbounded)
+        # Rows: link capacities; t - sum_p x_ip <= 0 for unfrozen i;
+        # -sum_p x_ip <= -r_i for frozen i (they must keep their rate).
+        blocks = [
+            sp.hstack([A_link, sp.csr_matrix((A_link.shape[0], 1))]),
+            sp.hstack([-S[open_], sp.csr_matrix(np.ones((len(open_), 1)))]),
+        ]
+        b = [b_link, np.zeros(len(open_))]
+        if len(done):
+            blocks.append(sp.hstack([-S[done], sp.csr_matrix((len(done), 1))]))
+            b.append(-rates[done] * (1 - _FREEZE_RELAX))
+        A = sp.vstack(blocks, format="csr")
+        res = _solve_lp(c, A, np.concatenate(b))
+        if res.status == 3:  # cannot happen: every open connection crosses a finite link
+            raise RuntimeError("aggregate max-min LP unbounded")
+        level = max(float(res.x[-1]), 0.0)
+        # Dual y_i of "t <= s_i" (y >= 0, sum y = 1): for any feasible point
+        # sum_i y_i s_i <= t* (weak duality), so a connection with y_i > 0
+        # cannot rise above t* while the others keep t*: it is bottlenecked.
+        # Each round freezes at least one connection, so at most n LPs.
+        m = len(b_link)
+        y = -np.asarray(res.ineqlin.marginals[m : m + len(open_)])
+        stuck = y > _DUAL_TOL
+        if not stuck.any():
+            stuck[int(np.argmax(y))] = True
+        rates[open_[stuck]] = level
+        frozen[open_[stuck]] = True
+    return rates
+
+
+def connection_rates(
+    capacities: Capacities, flows: Sequence[Flow], mode: str = "independent"
+) -> np.ndarray:
+    """Rate of each connection (list of subflow paths) under the chosen fairness model.
+
+    mode="independent": every subflow is an independent flow in the max-min
+    allocation and a connection gets the sum of its subflows. This is what
+    upstream Linux MPTCP gives: it has no coupled congestion control, so each
+    subflow competes like a separate TCP flow (n subflows on one bottleneck get
+    n shares).
+
+    mode="aggregate": max-min fairness between *connections*, each connection
+    being one per-connection aggregate that may split its rate over its paths
+    arbitrarily (the ideal of coupled/resource-pooling congestion control).
+    Computed by progressive filling with a sequence of HiGHS LPs.
+    """
+    if mode == "independent":
+        paths, owner = _flatten_flows(flows)
+        if not paths:
+            return np.zeros(0)
+        sub = maxmin_rates(capacities, paths)
+        return np.bincount(owner, weights=sub, minlength=len(flows))
+    if mode == "aggregate":
+        if len(flows) == 0:
+            return np.zeros(0)
+        return _aggregate_rates(capacities, flows)
+    raise ValueError(f"unknown mode {mode!r}; expected 'independent' or 'aggregate'")
+
+
+def _demand_array(demands, n: int) -> np.ndarray:
+    """Validate demands (default 1.0 each) and return them as an array."""
+    if demands is None:
+        return np.ones(n)
+    d = np.asarray(demands, dtype=float).reshape(-1)
+    if len(d) != n:
+        raise ValueError(f"got {len(d)} demands for {n} connections")
+    if np.isnan(d).any() or (d < 0).any() or np.isinf(d).any():
+        raise ValueError("demands must be finite and >= 0")
+    return d
+
+
+def max_concurrent_flow(
+    capacities: Capacities, flows: Sequence[Flow], demands: Sequence[float] | None = None
+) -> float:
+    """Largest lambda such that every connection carries lambda*demand over its own paths.
+
+    Returns float('inf') when nothing constrains lambda (all demands zero, or
+    every connection with demand has a path of infinite-capacity links).
+    """
+    n = len(flows)
+    d = _demand_array(demands, n)
+    if n == 0:
+        return math.inf
+    var_owner, A_link, b_link, unbounded = _path_variables(capacities, flows)
+    n_vars = len(var_owner)
+    # Connections with no demand or an unconstrained path never bind lambda.
+    binding = np.flatnonzero((d > 0) & ~unbounded)
+    if len(binding) == 0:
+        return math.inf
+    S = sp.csr_matrix(
+        (np.ones(n_vars), (var_owner, np.arange(n_vars))), shape=(n, n_vars)
+    )
+    # Rows: link capacities; lambda*d_i - sum_p x_ip <= 0.
+    A = sp.vstack(
+        [
+            sp.hstack([A_link, sp.csr_matrix((A_link.shape[0], 1))]),
+            sp.hstack([-S[binding], sp.csr_matrix(d[binding].reshape(-1, 1))]),
+        ],
+        format="csr",
+    )
+    b = np.concatenate([b_link, np.zeros(len(binding))])
+    c = np.zeros(n_vars + 1)
+    c[-1] = -1.0
+    res = _solve_lp(c, A, b)
+    if res.status == 3:
+        return math.inf
+    return max(float(res.x[-1]), 0.0)
+
+
+def max_concurrent_flow_graph(
+    capacities: Capacities,
+    pairs: Sequence[tuple[Hashable, Hashable]],
+    demands: Sequence[float] | None = None,
+) -> float:
+    """Largest lambda such that every (src, dst) pair gets lambda*demand over any graph paths.
+
+    The graph is the directed graph of the capacities' link ids (u, v). This is
+    a multicommodity-flow LP; commodities are grouped by source (one commodity
+    per source with a demand at each of its destinations), which is exact for
+    max concurrent flow and keeps the LP at (#sources x #links) variables.
+    Returns float('inf') when nothing constrains lambda.
+    """
+    n = len(pairs)
+    d = _demand_array(demands, n)
+    nodes: dict = {}
+    eu, ev, ecap = [], [], []
+    for link, value in capacities.items():
+        if not (isinstance(link, tuple) and len(link) == 2):
+            raise ValueError(f"link id {link!r} is not a (u, v) tuple")
+        u, v = link
+        if u == v:
+            raise ValueError(f"link {link!r} is a self-loop")
+        cap = _capacity(capacities, link)
+        eu.append(nodes.setdefault(u, len(nodes)))
+        ev.append(nodes.setdefault(v, len(nodes)))
+        ecap.append(cap)
+    # Aggregate demands per source -> destination (duplicates add up).
+    by_src: dict[int, dict[int, float]] = {}
+    for (s, t), dem in zip(pairs, d.tolist()):
+        if s not in nodes:
+            raise ValueError(f"source node {s!r} is not in the graph")
+        if t not in nodes:
+            raise ValueError(f"destination node {t!r} is not in the graph")
+        if s == t:
+            raise ValueError(f"pair ({s!r}, {t!r}) has the same source and destination")
+        if dem > 0:
+            dst = by_src.setdefault(nodes[s], {})
+            dst[nodes[t]] = dst.get(nodes[t], 0.0) + dem
+    if not by_src:
+        return math.inf
+    N = len(nodes)
+    eu = np.asarray(eu, dtype=np.int64)
+    ev = np.asarray(ev, dtype=np.int64)
+    ecap = np.asarray(ecap, dtype=float)
+    E = len(eu)
+
+    var_src, var_edge = [], []
+    for k, s in enumerate(by_src):
+        # Flow of commodity s never needs to re-enter s.
+        e = np.flatnonzero(ev != s)
+        var_edge.append(e)
+        var_src.append(np.full(len(e), k, dtype=np.int64))
+    var_edge = np.concatenate(var_edge)
+    var_src = np.concatenate(var_src)
+    n_vars = len(var_edge)
+    srcs = np.fromiter(by_src, dtype=np.int64, count=len(by_src))
+    lam = n_vars  # column of lambda
+
+    # Conservation for commodity k at node v != s_k:
+    #   inflow - outflow - lambda * d(s_k, v) = 0.
+    # Row id k*N + v, then the rows of v == s_k (redundant) are removed.
+    n_comm = len(srcs)
+    row_map = np.arange(n_comm * N).reshape(n_comm, N)
+    drop = row_map[np.arange(n_comm), srcs]
+    valid = np.ones(n_comm * N, dtype=bool)
+    valid[drop] = False
+    new_id = np.cumsum(valid) - 1
+    src_of_var = srcs[var_src]
+    r_in = var_src * N + ev[var_edge]  # head node gets +1 (never the source)
+    tail = eu[var_edge]
+    out_ok = tail != src_of_var
+    r_out = (var_src * N + tail)[out_ok]
+    rows = [new_id[r_in], new_id[r_out]]
+    cols = [np.arange(n_vars), np.flatnonzero(out_ok)]
+    vals = [np.ones(n_vars), -np.ones(len(r_out))]
+    dem_rows, dem_vals = [], []
+    for k, (s, dst) in enumerate(by_src.items()):
+        for t, dem in dst.items():
+            dem_rows.append(new_id[k * N + t])
+            dem_vals.append(-dem)
+    rows.append(np.asarray(dem_rows, dtype=np.int64))
+    cols.append(np.full(len(dem_rows), lam, dtype=np.int64))
+    vals.append(np.asarray(dem_vals))
+    n_eq = int(valid.sum())
+    A_eq = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(n_eq, n_vars + 1),
+    )
+    # Capacity rows: sum over commodities of the flow on e <= c_e (finite e only).
+    fin = np.isfinite(ecap)
+    cap_row = np.full(E, -1, dtype=np.int64)
+    cap_row[fin] = np.arange(int(fin.sum()))
+    vr = cap_row[var_edge]
+    ok = vr >= 0
+    A_ub = sp.csr_matrix(
+        (np.ones(int(ok.sum())), (vr[ok], np.flatnonzero(ok))),
+        shape=(int(fin.sum()), n_vars + 1),
+    )
+    c = np.zeros(n_vars + 1)
+    c[lam] = -1.0
+    res = _solve_lp(c, A_ub, ecap[fin], A_eq=A_eq, b_eq=np.zeros(n_eq))
+    if res.status == 3:
+        return math.inf
+    return max(float(res.x[lam]), 0.0)
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index (sum x)^2 / (n * sum x^2); NaN when all values are zero."""
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if x.size == 0:
+        raise ValueError("jain_index of an empty sequence")
+    if np.isnan(x).any() or (x < 0).any():
+        raise ValueError("jain_index needs non-negative numbers")
+    sq = float(np.dot(x, x))
+    if sq == 0.0:
+        # 0/0: with nothing allocated, fairness is undefined, not perfect.
+        return float("nan")
+    return float(x.sum()) ** 2 / (x.size * sq)
+
+
+def goodput_capacity(
+    link_rate_mbps: float,
+    mtu: int = 1500,
+    mss_overhead: int = 52,
+    extra_option_bytes: int = 0,
+    wire_overhead: int = 14,
+) -> float:
+    """TCP payload goodput of a link shaped to link_rate_mbps, for bulk MTU-sized segments."""
+    # Payload per segment: MTU minus 20 B IPv4 + 20 B TCP headers + 12 B TCP
+    # timestamp option (on by default in Linux) = MSS 1448 for MTU 1500.
+    # extra_option_bytes covers e.g. the MPTCP DSS option carried on data.
+    # Bytes charged per segment: on Mininet's veth + HTB shaping, HTB charges
+    # qdisc_pkt_len = skb->len, which includes the 14 B Ethernet header but no
+    # FCS / preamble / inter-frame gap (those exist only on real wires); for
+    # GSO skbs the kernel adds the per-segment headers back
+    # (qdisc_pkt_len_init), so the 1514 B/segment accounting still holds.
+    payload = mtu - mss_overhead - extra_option_bytes
+    charged = mtu + wire_overhead
+    if link_rate_mbps < 0 or payload <= 0 or charged <= 0:
+        raise ValueError("need link_rate_mbps >= 0 and a positive payload per segment")
+    return float(link_rate_mbps) * payload / charged

@@ -1,0 +1,41 @@
+"""Routing registry: ``make_plan(topo, "ecmp")`` -> Plan.  Adding a strategy = one entry here."""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from topos.base import Topology
+from topos.spec import Param, Spec, describe, parse_spec, positive_int
+
+from . import strategies
+from .plan import Plan, Rule, SwitchPlan
+
+_REGISTRY: dict[str, tuple[Callable[..., Plan], Mapping[str, Param]]] = {
+    "st": (strategies.plan_st, {}),
+    "ecmp": (strategies.plan_ecmp, {}),
+    "hashed": (strategies.plan_hashed, {}),
+    "ksp": (strategies.plan_ksp, {"k": Param(int, 8, "paths per switch pair", positive_int,
+                                             "> 0")}),
+}
+SCHEMAS = {name: schema for name, (_, schema) in _REGISTRY.items()}
+
+
+def parse(text: str) -> Spec:
+    """Parse a routing spec such as ``ksp,k=4``; raises SpecError."""
+    return parse_spec(text, SCHEMAS, "routing")
+
+
+def make_plan(topo: Topology, spec: str | Spec) -> Plan:
+    """The routing plan for ``topo`` under ``spec``."""
+    parsed = parse(spec) if isinstance(spec, str) else spec
+    fn, _ = _REGISTRY[parsed.name]
+    plan = fn(topo, **parsed.params)
+    plan.routing = str(parsed)
+    return plan
+
+
+def help_text() -> str:
+    """Registered strategies with their keys and defaults."""
+    return describe(SCHEMAS)
+
+
+__all__ = ["Plan", "Rule", "SwitchPlan", "make_plan", "parse", "help_text", "SCHEMAS"]

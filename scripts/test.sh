@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Install what is missing, then run the whole test suite (unit + integration as root).
+# Extra arguments go to pytest, e.g. scripts/test.sh -m "not integration".
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+./setup.sh
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Idempotent installer for dcrepro on Debian 12 (root). A second run takes seconds.
+#   Debian packages -> Open vSwitch running -> .venv (system site packages, for Debian's
+#   Mininet) with dcrepro installed -> a short environment report.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: needs root (Mininet and Open vSwitch do): sudo ./setup.sh" >&2
+  exit 1
+fi
+
+PKGS=(mininet openvswitch-switch iperf3 bwm-ng mptcpize ethtool iputils-ping iproute2
+      procps python3-venv python3-networkx git)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  apt-get update -qq
+  # policy-rc.d may forbid service starts inside containers; OVS is started below instead
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Open vSwitch: start it without systemd when it is not answering (works without the
+# kernel module: dcrepro then uses the userspace datapath).
+if ! timeout 5 ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+  echo "setup: starting Open vSwitch"
+  /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/tmp/dcrepro-ovs-start.log 2>&1 || true
+  if ! timeout 15 ovs-vsctl --timeout=10 show >/dev/null 2>&1; then
+    echo "setup: Open vSwitch did not start; see /tmp/dcrepro-ovs-start.log" >&2
+    cat /tmp/dcrepro-ovs-start.log >&2
+    exit 1
+  fi
+fi
+
+# Python: Debian's Mininet lives in /usr/bin/python3's dist-packages.
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+stamp=.venv/.dcrepro-installed
+want=$(sha256sum pyproject.toml | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/dcrepro ]; then
+  echo "setup: installing dcrepro into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+  echo "$want" > "$stamp"
+fi
+
+.venv/bin/python - <<'PY'
+from experiments.sysinfo import environment
+e = environment()
+v = e["versions"]
+print(f"dcrepro environment: OVS datapath={e['ovs_datapath']} running={e['ovs_running']} "
+      f"netem={'yes' if e['netem'] else 'no'} MPTCP={'on' if e['mptcp_enabled'] else 'off'} "
+      f"cc={e['tcp_congestion_control']} cpus={e['cpus']}")
+print("  " + ", ".join(f"{k} {val}" for k, val in v.items()))
+PY

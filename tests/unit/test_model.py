@@ -1,0 +1,323 @@
+"""Unit tests of the flow-level model (model.flowmodel), with hand-solved cases."""
+
+import math
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from model import (
+    connection_rates,
+    goodput_capacity,
+    jain_index,
+    max_concurrent_flow,
+    max_concurrent_flow_graph,
+    maxmin_rates,
+)
+
+TOL = 1e-6
+
+
+def close(actual, expected):
+    """Element-wise comparison to TOL (absolute) with a readable failure."""
+    np.testing.assert_allclose(np.asarray(actual, float), np.asarray(expected, float),
+                               rtol=0, atol=TOL)
+
+
+# ----------------------------------------------------------------- max-min rates
+
+
+def test_dumbbell_three_flows():
+    caps = {"L": 10.0}
+    paths = [["L"], ["L"], ["L"]]
+    close(maxmin_rates(caps, paths), [10 / 3] * 3)
+    flows = [[p] for p in paths]
+    close(connection_rates(caps, flows), [10 / 3] * 3)
+    close(connection_rates(caps, flows, mode="aggregate"), [10 / 3] * 3)
+    assert max_concurrent_flow(caps, flows) == pytest.approx(10 / 3, abs=TOL)
+
+
+def test_dumbbell_with_demands():
+    # lambda * (1 + 2 + 2) <= 10  ->  lambda = 2
+    caps = {"L": 10.0}
+    flows = [[["L"]]] * 3
+    assert max_concurrent_flow(caps, flows, demands=[1, 2, 2]) == pytest.approx(2.0, abs=TOL)
+
+
+def test_second_bottleneck_gives_two_and_eight():
+    # Flow 1 is held to 2 by S; flow 0 takes the rest of L: 8, not 5/5.
+    caps = {"L": 10.0, "S": 2.0}
+    close(maxmin_rates(caps, [["L"], ["L", "S"]]), [8.0, 2.0])
+
+
+def test_parking_lot():
+    caps = {"A": 1.0, "B": 1.0}
+    paths = [["A", "B"], ["A"], ["B"]]
+    close(maxmin_rates(caps, paths), [0.5, 0.5, 0.5])
+
+
+def test_parking_lot_unequal():
+    # A (1) saturates first at 0.5 for flows 0 and 1; flow 2 gets B's rest 2-0.5.
+    caps = {"A": 1.0, "B": 2.0}
+    paths = [["A", "B"], ["A"], ["B"]]
+    close(maxmin_rates(caps, paths), [0.5, 0.5, 1.5])
+
+
+def test_tuple_links_and_order_of_events():
+    # Directed tuple link ids; three levels of bottlenecks: 1, then 2, then 4.
+    caps = {("a", "b"): 3.0, ("b", "c"): 7.0, ("c", "d"): 100.0}
+    paths = [
+        [("a", "b")],                          # shares (a,b) 3 ways -> 1
+        [("a", "b"), ("b", "c")],              # -> 1
+        [("a", "b"), ("b", "c"), ("c", "d")],  # -> 1
+        [("b", "c")],                          # (b,c): 7 - 2 = 5 left for 2 -> 2.5
+        [("b", "c"), ("c", "d")],              # -> 2.5
+    ]
+    close(maxmin_rates(caps, paths), [1, 1, 1, 2.5, 2.5])
+
+
+def test_zero_and_infinite_capacity():
+    caps = {"Z": 0.0, "L": 4.0, "INF": math.inf}
+    rates = maxmin_rates(caps, [["Z", "L"], ["L"], ["INF"], ["INF", "L"]])
+    # Z freezes path 0 at 0; L is shared by paths 1 and 3 -> 2 each; path 2 unbounded.
+    close(rates[[0, 1, 3]], [0.0, 2.0, 2.0])
+    assert rates[2] == math.inf
+
+
+def test_empty_path_list():
+    assert maxmin_rates({"L": 1.0}, []).shape == (0,)
+    assert connection_rates({"L": 1.0}, []).shape == (0,)
+
+
+# ------------------------------------------------------------- MPTCP connections
+
+
+def test_mptcp_alone_on_two_disjoint_paths():
+    caps = {"P1": 5.0, "P2": 3.0}
+    flows = [[["P1"], ["P2"]]]
+    close(connection_rates(caps, flows), [8.0])
+    close(connection_rates(caps, flows, mode="aggregate"), [8.0])
+    assert max_concurrent_flow(caps, flows) == pytest.approx(8.0, abs=TOL)
+
+
+def test_mptcp_with_competing_tcp():
+    caps = {"P1": 5.0, "P2": 3.0}
+    flows = [[["P1"], ["P2"]], [["P1"]]]
+    # Independent subflows: P1 split 2.5/2.5 between MPTCP subflow 1 and TCP;
+    # subflow 2 alone on P2 gets 3 -> MPTCP 5.5, TCP 2.5.
+    close(connection_rates(caps, flows), [5.5, 2.5])
+    # Aggregate: total capacity 8, TCP can only use P1, MPTCP moves to P2:
+    # MPTCP = 3 (P2) + 1 (P1) = 4, TCP = 4 on P1.
+    close(connection_rates(caps, flows, mode="aggregate"), [4.0, 4.0])
+    # Both at lambda: TCP <= 5, and 2 lambda <= 8 -> lambda = 4.
+    assert max_concurrent_flow(caps, flows) == pytest.approx(4.0, abs=TOL)
+
+
+def test_mptcp_three_connections():
+    # A only on L1 (1), B on L1 or L2, C only on L2 (10).
+    caps = {"L1": 1.0, "L2": 10.0}
+    flows = [[["L1"]], [["L1"], ["L2"]], [["L2"]]]
+    # Independent: L1 shared by A and B's first subflow (0.5 each), L2 by B's
+    # second subflow and C (5 each) -> [0.5, 5.5, 5].
+    close(connection_rates(caps, flows), [0.5, 5.5, 5.0])
+    # Aggregate: the common level stops at 1 (A alone fills L1), then B and C
+    # split L2 -> [1, 5, 5].
+    close(connection_rates(caps, flows, mode="aggregate"), [1.0, 5.0, 5.0])
+    # lambda = 1: A is held by L1; B and C fit on L2.
+    assert max_concurrent_flow(caps, flows) == pytest.approx(1.0, abs=TOL)
+
+
+def test_mptcp_repeated_subflow_path():
+    # Two subflows on the same path against one TCP flow on a 9-capacity link.
+    caps = {"L": 9.0}
+    flows = [[["L"], ["L"]], [["L"]]]
+    close(connection_rates(caps, flows), [6.0, 3.0])
+    close(connection_rates(caps, flows, mode="aggregate"), [4.5, 4.5])
+
+
+# ------------------------------------------------------------------- fat tree k=4
+
+
+def fat_tree_k4():
+    """Hand-built k=4 fat tree: unit capacities, directed links both ways."""
+    k = 4
+    caps = {}
+
+    def add(a, b):
+        caps[(a, b)] = 1.0
+        caps[(b, a)] = 1.0
+
+    for pod in range(k):
+        for e in range(k // 2):
+            for h in range(k // 2):
+                add(f"h{pod}{e}{h}", f"e{pod}{e}")
+            for a in range(k // 2):
+                add(f"e{pod}{e}", f"a{pod}{a}")
+        for a in range(k // 2):
+            for c in range(k // 2):
+                # aggregation switch a of every pod connects to core group a
+                add(f"a{pod}{a}", f"c{a}{c}")
+    return caps
+
+
+def links(nodes):
+    return [(nodes[i], nodes[i + 1]) for i in range(len(nodes) - 1)]
+
+
+def test_fat_tree_shape():
+    caps = fat_tree_k4()
+    nodes = {n for link in caps for n in link}
+    assert len(nodes) == 36  # 16 hosts + 8 edge + 8 agg + 4 core
+    assert len(caps) == 2 * (16 + 16 + 16)
+
+
+def test_fat_tree_collision():
+    caps = fat_tree_k4()
+    # Hosts h000 and h001 share edge switch e00; both are routed over the same
+    # uplink e00->a00->c00->a10->e10 to hosts h100, h101.
+    p0 = links(["h000", "e00", "a00", "c00", "a10", "e10", "h100"])
+    p1 = links(["h001", "e00", "a00", "c00", "a10", "e10", "h101"])
+    close(maxmin_rates(caps, [p0, p1]), [0.5, 0.5])
+    assert max_concurrent_flow(caps, [[p0], [p1]]) == pytest.approx(0.5, abs=TOL)
+    # With free routing the second flow can take e00->a01: the fat tree is
+    # rearrangeably non-blocking, so only the unit host links bind.
+    pairs = [("h000", "h100"), ("h001", "h101")]
+    assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(1.0, abs=TOL)
+
+
+def test_fat_tree_permutation_non_blocking():
+    caps = fat_tree_k4()
+    hosts = [f"h{p}{e}{h}" for p in range(4) for e in range(2) for h in range(2)]
+    # Every host sends to the host 4 positions on (next pod): all inter-pod.
+    pairs = [(hosts[i], hosts[(i + 4) % 16]) for i in range(16)]
+    assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(1.0, abs=TOL)
+
+
+def test_fat_tree_incast_host_link():
+    caps = fat_tree_k4()
+    # Two senders into one host: its single unit downlink is shared -> 0.5.
+    pairs = [("h000", "h300"), ("h101", "h300")]
+    assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(0.5, abs=TOL)
+    # Demands 1 and 3 into the same host: 4 lambda <= 1.
+    assert max_concurrent_flow_graph(caps, pairs, demands=[1, 3]) == pytest.approx(
+        0.25, abs=TOL)
+
+
+def test_graph_diamond():
+    # Two disjoint s->t routes of capacities 1 and 2 -> 3 for a single pair.
+    caps = {("s", "a"): 1.0, ("a", "t"): 5.0, ("s", "b"): 2.0, ("b", "t"): 2.0}
+    assert max_concurrent_flow_graph(caps, [("s", "t")]) == pytest.approx(3.0, abs=TOL)
+    # Unreachable destination: nothing can be carried.
+    assert max_concurrent_flow_graph(caps, [("t", "s")]) == pytest.approx(0.0, abs=TOL)
+
+
+# ------------------------------------------------------------------------ errors
+
+
+def test_error_empty_path():
+    with pytest.raises(ValueError, match="no links"):
+        maxmin_rates({"L": 1.0}, [["L"], []])
+
+
+def test_error_unknown_link():
+    with pytest.raises(ValueError, match=r"\('x', 'y'\)"):
+        maxmin_rates({("a", "b"): 1.0}, [[("a", "b"), ("x", "y")]])
+
+
+def test_error_repeated_link():
+    with pytest.raises(ValueError, match="more than once"):
+        maxmin_rates({"A": 1.0, "B": 1.0}, [["A", "B", "A"]])
+
+
+def test_error_other_inputs():
+    with pytest.raises(ValueError, match="no paths"):
+        connection_rates({"L": 1.0}, [[["L"]], []])
+    with pytest.raises(ValueError, match="mode"):
+        connection_rates({"L": 1.0}, [[["L"]]], mode="coupled")
+    with pytest.raises(ValueError):
+        maxmin_rates({"L": -1.0}, [["L"]])
+    with pytest.raises(ValueError):
+        max_concurrent_flow({"L": 1.0}, [[["L"]]], demands=[1, 2])
+    with pytest.raises(ValueError):
+        max_concurrent_flow_graph({("a", "b"): 1.0}, [("a", "z")])
+    with pytest.raises(ValueError):
+        max_concurrent_flow_graph({("a", "b"): 1.0}, [("a", "a")])
+
+
+# ------------------------------------------------------------ Jain and goodput
+
+
+def test_jain_index():
+    assert jain_index([1, 1, 1, 1]) == pytest.approx(1.0, abs=TOL)
+    assert jain_index([1, 0, 0, 0]) == pytest.approx(0.25, abs=TOL)
+    # (1+3)^2 / (2 * (1+9)) = 16/20
+    assert jain_index([1, 3]) == pytest.approx(0.8, abs=TOL)
+    assert math.isnan(jain_index([0, 0]))
+    with pytest.raises(ValueError):
+        jain_index([])
+
+
+def test_goodput_capacity():
+    assert goodput_capacity(10) == pytest.approx(10 * 1448 / 1514, abs=1e-12)
+    assert goodput_capacity(100, extra_option_bytes=20) == pytest.approx(
+        100 * 1428 / 1514, abs=1e-12)
+    assert goodput_capacity(1000, mtu=9000) == pytest.approx(1000 * 8948 / 9014, abs=1e-9)
+
+
+# ------------------------------------------------------ randomised properties
+
+
+def random_instance(seed, n_links=12, n_paths=25):
+    rng = random.Random(seed)
+    caps = {i: rng.choice([1.0, 2.0, 3.5, 10.0]) for i in range(n_links)}
+    paths = [rng.sample(range(n_links), rng.randint(1, 4)) for _ in range(n_paths)]
+    return caps, paths
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_maxmin_optimality_conditions(seed):
+    caps, paths = random_instance(seed)
+    rates = maxmin_rates(caps, paths)
+    load = {link: 0.0 for link in caps}
+    for p, r in zip(paths, rates):
+        for link in p:
+            load[link] += r
+    # Feasible ...
+    for link in caps:
+        assert load[link] <= caps[link] + TOL
+    # ... and every path has a bottleneck: a saturated link on which no other
+    # path gets more (the characterisation of the max-min fair allocation).
+    for p, r in zip(paths, rates):
+        assert any(
+            load[link] >= caps[link] - TOL
+            and all(rates[q] <= r + TOL for q, other in enumerate(paths) if link in other)
+            for link in p
+        )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_aggregate_consistency(seed):
+    caps, paths = random_instance(seed)
+    # Single-path connections cannot split: aggregate == per-path max-min.
+    single = [[p] for p in paths]
+    close(connection_rates(caps, single, mode="aggregate"), maxmin_rates(caps, paths))
+    # Multipath: the first water level of aggregate max-min is the max
+    # concurrent flow with unit demands.
+    rng = random.Random(seed)
+    flows = [[paths[j] for j in rng.sample(range(len(paths)), 3)] for _ in range(8)]
+    agg = connection_rates(caps, flows, mode="aggregate")
+    assert agg.min() == pytest.approx(max_concurrent_flow(caps, flows), abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_graph_lp_equals_all_paths_lp(seed):
+    # Path formulation over all simple paths == edge formulation.
+    g = nx.gnp_random_graph(7, 0.45, seed=seed, directed=True)
+    rng = random.Random(seed)
+    caps = {(u, v): rng.choice([1.0, 2.0, 5.0]) for u, v in g.edges}
+    pairs = [(u, v) for u in g for v in g if u != v and nx.has_path(g, u, v)]
+    pairs = rng.sample(pairs, min(4, len(pairs)))
+    flows = [[links(p) for p in nx.all_simple_paths(g, s, t)] for s, t in pairs]
+    assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(
+        max_concurrent_flow(caps, flows), abs=TOL)

@@ -1,0 +1,137 @@
+"""Routing plans: golden files, and behaviour checked by walking packets through the rules."""
+import itertools
+
+import networkx as nx
+import pytest
+
+import routing
+import topos
+from routing.plan import Plan
+from routing.strategies import hash_basis, k_shortest_paths
+from routing.walk import ETH_TYPE_ARP, WalkError, all_paths, first_choice, walk
+
+FT4 = topos.build("fattree,k=4")
+JF = topos.build("jellyfish,switches=8,ports=4,hosts=6,seed=1")
+
+
+@pytest.mark.parametrize("topo,spec,golden_name", [
+    (FT4, "st", "plan-fattree4-st.json"),
+    (FT4, "ecmp", "plan-fattree4-ecmp.json"),
+    (FT4, "hashed", "plan-fattree4-hashed.json"),
+    (JF, "ksp,k=3", "plan-jellyfish8-ksp3.json"),
+])
+def test_golden_plans(topo, spec, golden_name, golden):
+    plan = routing.make_plan(topo, spec)
+    text = plan.dumps()
+    golden(golden_name, text)
+    assert Plan.loads(text).dumps() == text  # lossless round trip
+
+
+def _pairs(t):
+    return [(a, b) for a, b in itertools.permutations(t.hosts(), 2)]
+
+
+@pytest.mark.parametrize("topo", [FT4, JF], ids=["fattree4", "jellyfish8"])
+@pytest.mark.parametrize("spec", ["st", "ecmp", "hashed", "ksp,k=3"])
+def test_every_pair_delivered_loop_free_for_ip_and_arp(topo, spec):
+    plan = routing.make_plan(topo, spec)
+    for a, b in _pairs(topo):
+        for path in all_paths(topo, plan, a, b):
+            assert len(set(path)) == len(path)
+            assert path[0] == topo.access_switch(a) and path[-1] == topo.access_switch(b)
+        walk(topo, plan, a, b, first_choice, eth_type=ETH_TYPE_ARP)
+
+
+def _expected_shortest(t, a, b):
+    g = t.switch_graph()
+    return {tuple(p) for p in nx.all_shortest_paths(g, t.access_switch(a), t.access_switch(b))}
+
+
+@pytest.mark.parametrize("spec", ["ecmp", "hashed"])
+def test_multipath_uses_exactly_all_shortest_paths(spec):
+    plan = routing.make_plan(FT4, spec)
+    for a, b in _pairs(FT4):
+        got = all_paths(FT4, plan, a, b)
+        assert got == _expected_shortest(FT4, a, b)
+    # k=4: 4 paths between pods, 2 inside a pod, 1 under one edge switch
+    assert len(all_paths(FT4, plan, "0_0_2", "3_1_3")) == 4
+    assert len(all_paths(FT4, plan, "0_0_2", "0_1_2")) == 2
+
+
+def test_st_is_one_leftmost_path_and_concentrates_on_one_port():
+    plan = routing.make_plan(FT4, "st")
+    assert all(len(all_paths(FT4, plan, a, b)) == 1 for a, b in _pairs(FT4))
+    assert walk(FT4, plan, "1_0_2", "0_0_2", first_choice) == \
+        ["1_0_1", "1_2_1", "4_1_1", "0_2_1", "0_0_1"]
+    # the outcast pattern: every sender outside the receiver's edge switch enters it on
+    # one port; the neighbour under the same edge switch uses its own port
+    recv, edge = "0_0_2", "0_0_1"
+    entry = {}
+    for s in FT4.hosts():
+        if s == recv:
+            continue
+        path = walk(FT4, plan, s, recv, first_choice)
+        entry[s] = path[-2] if len(path) > 1 else s
+    remote = {e for s, e in entry.items() if s != "0_0_3"}
+    assert len(entry) - 1 == 14 and remote == {"0_2_1"}
+    assert entry["0_0_3"] == "0_0_3"
+
+
+def test_ecmp_decides_per_hop_with_per_switch_basis_hashed_only_at_ingress():
+    ecmp = routing.make_plan(FT4, "ecmp")
+    bases = {a[1] for sp in ecmp.switches.values() for r in sp.rules for a in r.actions
+             if a[0] == "multipath"}
+    # every edge and aggregation switch hashes, each with its own basis; cores never choose
+    assert bases == {hash_basis(s) for s in FT4.switches()
+                     if FT4.node(s).attrs["layer"] in ("edge", "agg")}
+    assert len(bases) == 16
+    hashed = routing.make_plan(FT4, "hashed")
+    for name, sp in hashed.switches.items():
+        has_mp = any(a[0] == "multipath" for r in sp.rules for a in r.actions)
+        assert has_mp == (FT4.node(name).attrs["layer"] == "edge"), name
+
+
+def test_hashed_choice_pins_whole_path():
+    plan = routing.make_plan(FT4, "hashed")
+    seen = []
+    for choice in range(4):
+        calls = []
+
+        def select(sw, n, choice=choice):
+            calls.append(sw)
+            return choice % n
+        seen.append(tuple(walk(FT4, plan, "0_0_2", "3_1_3", select)))
+        assert calls == ["0_0_1"], "hashed must choose once, at the ingress switch"
+    assert len(set(seen)) == 4
+
+
+def test_no_rule_has_a_timeout_and_tables_are_known():
+    for spec in ("st", "ecmp", "hashed"):
+        plan = routing.make_plan(FT4, spec)
+        assert {r.table for sp in plan.switches.values() for r in sp.rules} <= {0, 1}
+
+
+def test_ksp_paths_loop_free_distinct_shortest_first():
+    g = JF.switch_graph()
+    for a, b in itertools.permutations(sorted(g.nodes), 2):
+        paths = k_shortest_paths(g, a, b, 4)
+        assert len(paths) == len({tuple(p) for p in paths}) and 1 <= len(paths) <= 4
+        assert all(len(set(p)) == len(p) and p[0] == a and p[-1] == b for p in paths)
+        assert [len(p) for p in paths] == sorted(len(p) for p in paths)
+        assert len(paths[0]) == nx.shortest_path_length(g, a, b) + 1
+
+
+def test_ksp_plan_offers_k_paths():
+    plan = routing.make_plan(JF, "ksp,k=3")
+    a, b = JF.hosts()[0], JF.hosts()[-1]
+    got = all_paths(JF, plan, a, b)
+    want = {tuple(p) for p in k_shortest_paths(JF.switch_graph(), JF.access_switch(a),
+                                                JF.access_switch(b), 3)}
+    assert got == want
+
+
+def test_walk_detects_broken_plans():
+    plan = routing.make_plan(FT4, "st")
+    plan.switches["4_1_1"].rules.clear()
+    with pytest.raises(WalkError, match="dropped at 4_1_1"):
+        walk(FT4, plan, "1_0_2", "0_0_2", first_choice)

@@ -1,0 +1,62 @@
+"""Spec strings and CLI validation: every bad value stops with one clear line (no root)."""
+import subprocess
+import sys
+
+import pytest
+
+import routing
+import topos
+from topos.spec import SpecError
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("", "empty topology spec"),
+    ("torus", "unknown topology 'torus'"),
+    ("fattree,k=4,k=6", "given twice"),
+    ("fattree,q=2", "unknown key 'q'"),
+    ("fattree,k=four", "not a valid int"),
+    ("fattree,4,5", "too many positional"),
+    ("fattree,,", "empty item"),
+    ("jellyfish,ports=0", "invalid"),
+])
+def test_topology_spec_errors(text, msg):
+    with pytest.raises(SpecError, match=msg):
+        topos.parse(text)
+
+
+def test_positional_and_defaults():
+    s = topos.parse("jellyfish,30,seed=7")
+    assert s.name == "jellyfish" and s["switches"] == 30 and s["seed"] == 7 and s["ports"] == 4
+    assert str(routing.parse("ksp")) == "ksp,k=8"
+    with pytest.raises(SpecError, match="unknown routing 'spray'"):
+        routing.parse("spray")
+    with pytest.raises(SpecError, match="k=0 is invalid"):
+        routing.parse("ksp,k=0")
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--topo", "fattree,k=3"], "even number"),
+    (["--routing", "nope"], "unknown routing"),
+    (["--bw", "-1"], "--bw must be"),
+    (["--queue", "0"], "--queue must be"),
+    (["--duration", "4", "--trim", "2"], "no measurement window"),
+    (["--transport", "udp"], "--transport"),
+    (["--subflows", "9"], "--subflows must be 1..8"),
+    (["--runs", "0"], "--runs must be"),
+])
+def test_cli_rejects_bad_values_before_building(args, msg, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation",
+                        "--out", str(tmp_path), *args], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert not any(tmp_path.iterdir()), "nothing may be created for a rejected run"
+
+
+def test_help_lists_every_flag_with_default():
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation", "--help"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0
+    for flag in ("--topo", "--routing", "--bw", "--queue", "--duration", "--trim", "--runs",
+                 "--seed", "--transport", "--subflows", "--cc", "--quick", "--out"):
+        assert flag in p.stdout
+    assert "default: fattree,k=4" in p.stdout
