@@ -24,6 +24,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from mininet.node import RemoteController
+
 from routing.plan import Plan
 from topos.base import Topology
 
@@ -31,6 +33,17 @@ from .sysinfo import ovs_datapath, read_sysctl
 
 STATE_DIR = Path("/run/dcrepro")
 LOG = logging.getLogger("dcrepro")
+
+
+class _ExternalController(RemoteController):
+    """The os-ken process dcrepro started and already saw listening.
+
+    Mininet's own check pipes the OpenFlow port through telnet and then fails to decode the
+    binary HELLO it gets back; dcrepro's readiness signal is the controller's READY lines.
+    """
+
+    def checkListening(self) -> None:  # noqa: N802 - Mininet's name
+        return None
 
 
 class RunError(RuntimeError):
@@ -330,7 +343,7 @@ class Emulation:
         from mininet.link import Link
         from mininet.log import setLogLevel
         from mininet.net import Mininet
-        from mininet.node import OVSSwitch, RemoteController
+        from mininet.node import OVSSwitch
 
         from topos.mn import MnTopo
 
@@ -367,10 +380,11 @@ class Emulation:
         self.net = Mininet(topo=MnTopo(self.topo), switch=switch_cls, link=Link,
                            controller=None, autoSetMacs=False, build=False,
                            waitConnected=False, cleanup=False)
-        self.net.addController(RemoteController("c0", ip="127.0.0.1",
-                                                port=self.controller.port))
+        self.net.addController(_ExternalController("c0", ip="127.0.0.1",
+                                                   port=self.controller.port))
         self.net.build()
-        self.registry.add("pids", [h.pid for h in self.net.hosts])
+        self.registry.add("pids", [n.pid for n in (*self.net.hosts, *self.net.switches,
+                                                   *self.net.controllers)])
         self.registry.add("bridges", [s.name for s in self.net.switches])
         self.registry.add("intfs", [i.name for s in self.net.switches
                                     for i in s.intfList() if i.name != "lo"])
@@ -578,13 +592,15 @@ class Emulation:
         subprocess.run(["ip", "-force", "-batch", "-"], input="".join(
             f"link del {i}\n" for i in intfs), text=True, capture_output=True, check=False,
             timeout=60)
-        for h in self.net.hosts:
-            if h.shell is not None and h.shell.poll() is None:
-                os.killpg(h.shell.pid, signal.SIGKILL)
-        for h in self.net.hosts:
-            if h.shell is not None:
-                h.shell.wait(timeout=10)
-                h.shell = None
+        # every Mininet node (hosts, switches, the controller stub) owns a bash shell
+        nodes = [*self.net.hosts, *self.net.switches, *self.net.controllers]
+        for n in nodes:
+            if n.shell is not None and n.shell.poll() is None:
+                os.killpg(n.shell.pid, signal.SIGKILL)
+        for n in nodes:
+            if n.shell is not None:
+                n.shell.wait(timeout=10)
+                n.shell = None
 
     def facts_dict(self) -> dict[str, Any]:
         """Observed facts as a plain dict."""

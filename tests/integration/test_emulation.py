@@ -1,0 +1,120 @@
+"""Tiny real experiments: real Mininet, Open vSwitch, os-ken, iperf3, MPTCP (root only)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import routing
+import topos
+from experiments.runtime import STATE_DIR, Emulation, LinkSpec, RunError
+from experiments.traffic import Flow, run_iperf
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Emulator state that should not exist between runs."""
+    bridges = subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"], capture_output=True,
+                             text=True).stdout.split()
+    veths = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                           text=True).stdout.splitlines()
+    procs = subprocess.run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"],
+                           capture_output=True, text=True).stdout.splitlines()
+    procs = [p for p in procs if "pytest" not in p]
+    return {"bridges": bridges, "veths": veths, "procs": procs}
+
+
+@pytest.fixture(autouse=True)
+def clean_before_and_after():
+    assert leftovers() == {"bridges": [], "veths": [], "procs": []}, "dirty machine"
+    yield
+    left = leftovers()
+    assert left == {"bridges": [], "veths": [], "procs": []}, f"teardown left {left}"
+    assert not list(STATE_DIR.glob("*.json")), "run registry not cleared"
+
+
+@pytest.mark.parametrize("spec", ["st", "ecmp", "hashed"])
+def test_all_pairs_ping_through_controller(spec, tmp_path):
+    topo = topos.build("fattree,k=4")
+    plan = routing.make_plan(topo, spec)
+    with Emulation(topo, plan, LinkSpec(20, 50), tmp_path, f"t-ping-{spec}") as emu:
+        assert emu.ping_all() == []
+        assert emu.facts.qdisc["limit"] == 50 and emu.facts.qdisc["interfaces"] == 96
+        assert emu.facts.cc_in_hosts == "cubic"
+    assert (tmp_path / "controller.log").read_text().count("DCREPRO READY") == 20
+
+
+def test_single_tcp_flow_reaches_link_rate(tmp_path):
+    """Correctness floor (85 %); the 93 % goal is measured by bench/, not asserted here."""
+    topo = topos.build("fattree,k=4")
+    plan = routing.make_plan(topo, "ecmp")
+    with Emulation(topo, plan, LinkSpec(20, 100), tmp_path, "t-single") as emu:
+        flows = [Flow("0_0_2", "3_1_3")]
+        run_iperf(emu, flows, "tcp", duration=8, trim=2, out=tmp_path / "tcp")
+    assert flows[0].iperf_mbps >= 0.85 * 20, flows[0]
+    assert flows[0].bwm_mbps >= 0.85 * 20, flows[0]
+    assert len(flows[0].subflows) == 1
+
+
+def test_wrong_congestion_control_is_refused(tmp_path):
+    topo = topos.build("fattree,k=2")
+    plan = routing.make_plan(topo, "st")
+    with pytest.raises(RunError, match="not available"):
+        with Emulation(topo, plan, LinkSpec(), tmp_path, "t-cc", cc="nonexistent"):
+            pass
+
+
+def _dcrepro(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "experiments.cli", *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(tmp_path):
+    p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "6", "--trim", "1",
+                 "--subflows", "4", "--out", str(tmp_path))
+    out, _ = p.communicate(timeout=240)
+    assert p.returncode == 0, out
+    run = next((tmp_path / "permutation").iterdir())
+    assert json.loads((run / "status.json").read_text())["status"] == "ok"
+    config = json.loads((run / "config.json").read_text())
+    assert config["params"]["subflows"] == 4 and config["params"]["seed"] == 1
+    assert config["runtime"]["run00"]["qdisc"]["leaf"] == "pfifo"
+    assert config["runtime"]["run00"]["datapath"] in ("user", "kernel")
+    assert "commit" in config["git"] and config["environment"]["versions"]["iperf3"]
+    for f in ("summary.csv", "flows.csv", "rank.png", "iperf_vs_bwm.png", "log.txt",
+              "run00/plan.json", "run00/controller.log", "run00/permutation.json",
+              "run00/tcp/bwm.csv", "run00/tcp/cpu.csv", "run00/mptcp/flows.json"):
+        assert (run / f).exists(), f
+    flows = json.loads((run / "run00/mptcp/flows.json").read_text())
+    assert len(flows) == 16
+    for f in flows:
+        # 4 subflows asked; at least 2 really established, with distinct source addresses
+        assert len(f["subflows"]) >= 2 and len({s["src_ip"] for s in f["subflows"]}) >= 2
+    rows = (run / "flows.csv").read_text().splitlines()
+    assert len(rows) == 1 + 32
+    assert all(float(r.split(",")[4]) > 0 for r in rows[1:]), "every flow moved data"
+
+
+def test_sigint_leaves_nothing_behind(tmp_path):
+    p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "30", "--trim", "1",
+                 "--transport", "tcp", "--out", str(tmp_path), start_new_session=True)
+    deadline = time.monotonic() + 90
+    # interrupt once traffic runs: the first iperf3 server report file exists
+    while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
+        assert p.poll() is None, p.stdout.read()
+        assert time.monotonic() < deadline, "run did not start traffic in time"
+        time.sleep(0.2)
+    assert leftovers()["bridges"], "the network should be up at this point"
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, out
+    run = next((tmp_path / "permutation").iterdir())
+    assert json.loads((run / "status.json").read_text())["status"] == "interrupted"
