@@ -261,3 +261,48 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
             if window else None,
             "window_s": [trim, duration - trim]}
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    """Counters of one switch-side interface: bytes/packets both ways, qdisc drops."""
+
+    rx_bytes: int
+    tx_bytes: int
+    rx_packets: int
+    tx_packets: int
+    qdisc_drops: int
+    qdisc_sent_packets: int
+
+
+def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
+    """Snapshot of every switch port: (switch, port) -> counters (sysfs + `tc -s`).
+
+    Switch ports live in the root namespace, so this is a few file reads and one tc call;
+    rx on a switch port is traffic *entering* the switch from the peer, tx is leaving it.
+    """
+    qd: dict[str, tuple[int, int]] = {}
+    for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]"):
+        if q.get("kind") == "pfifo":
+            qd[q["dev"]] = (q.get("drops", 0), q.get("packets", 0))
+    out = {}
+    for sw in emu.topo.switches():
+        for port in emu.topo.ports(sw):
+            intf = f"{sw}-eth{port}"
+            base = Path("/sys/class/net") / intf / "statistics"
+            vals = [int((base / n).read_text()) for n in
+                    ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")]
+            drops, sent = qd.get(intf, (0, 0))
+            out[(sw, port)] = PortCounters(*vals, qdisc_drops=drops, qdisc_sent_packets=sent)
+    return out
+
+
+def counter_delta(before: dict[tuple[str, int], PortCounters],
+                  after: dict[tuple[str, int], PortCounters]) -> list[dict[str, Any]]:
+    """Per-port differences between two snapshots, as rows for a CSV."""
+    rows = []
+    for key, a in sorted(after.items()):
+        b = before[key]
+        rows.append({"switch": key[0], "port": key[1],
+                     **{f: getattr(a, f) - getattr(b, f) for f in PortCounters.__dataclass_fields__}})
+    return rows
