@@ -1,6 +1,8 @@
 """Figures per experiment; each reads flows.csv/summary.csv of a run folder."""
 from __future__ import annotations
 
+import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,14 @@ from experiments.runfolder import read_csv  # noqa: E402
 
 
 def _caption(config: dict[str, Any], extra: str = "") -> str:
+    """Figure title: experiment, backend, run id and every parameter, wrapped to fit."""
     p = config["params"]
     keys = ("topo", "routing", "bw", "queue", "duration", "trim", "runs", "seed", "cc",
             "subflows", "backend")
     text = ", ".join(f"{k}={p[k]}" for k in keys if k in p)
     backend = p.get("backend", "emulated")
-    return f"{config['experiment']} [{backend}] {config['run_id']}\n{text}{extra}"
+    lines = [f"{config['experiment']} [{backend}] {config['run_id']}", text, *extra.split("\n")]
+    return "\n".join(textwrap.fill(line, 100) for line in lines if line)
 
 
 def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np.ndarray,
@@ -60,19 +64,59 @@ def rank_plot(path: Path, series: list[Series], title: str,
     return path
 
 
+def suspect_note(run_dir: Path) -> str:
+    """Caption line naming why a run's numbers are suspect ('' if they are not)."""
+    path = run_dir / "fidelity.json"
+    if not path.exists():
+        return ""
+    reasons = [f"{f.get('transport', '')} run {f.get('run')}: {r}"
+               for f in json.loads(path.read_text()).get("reports", [])
+               for r in f.get("reasons", [])]
+    return ("\nSUSPECT: " + "; ".join(reasons)) if reasons else ""
+
+
+def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
+    """Emulated vs model normalized throughput per flow; the diagonal is a perfect emulator."""
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    for label, rows, metric in series:
+        pts = [(float(r["norm_model"]), float(r[metric])) for r in rows
+               if r.get(metric) not in (None, "") and r.get("norm_model") not in (None, "")]
+        if pts:
+            ax.scatter(*zip(*pts), s=14, alpha=0.7, label=label)
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="perfect emulator")
+    ax.set_xlabel("model (max-min on traced paths)")
+    ax.set_ylabel("emulated (iperf3)")
+    ax.set_xlim(0, 1.05)
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(title, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """rank.png (TCP vs MPTCP) and iperf_vs_bwm.png (two measurements of the same flows)."""
+    """rank.png (TCP vs MPTCP); emulated runs also iperf_vs_bwm.png and fidelity.png."""
     rows = read_csv(run_dir / "flows.csv")
     by_t = {t: [r for r in rows if r["transport"] == t]
             for t in dict.fromkeys(r["transport"] for r in rows)}
     routing = config["params"].get("routing", "")
-    rank = rank_plot(run_dir / "rank.png",
-                     [(f"{t.upper()}-{routing}", rs, "norm_iperf") for t, rs in by_t.items()],
-                     _caption(config, "\nshaded: min-max over runs"))
-    t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
-    agree = rank_plot(run_dir / "iperf_vs_bwm.png",
-                      [("iperf3 (receiver payload)", by_t[t], "norm_iperf"),
-                       ("bwm-ng (receiver port, L2 frames)", by_t[t], "norm_bwm")],
-                      _caption(config, f"\n{t.upper()}; a frame carries 1514 B per 1448 B "
-                               "of payload"))
-    return [rank, agree]
+    emulated = config["params"].get("backend", "emulated") == "emulated"
+    metric = "norm_iperf" if emulated else "norm_model"
+    note = suspect_note(run_dir)
+    out = [rank_plot(run_dir / "rank.png",
+                     [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
+                     _caption(config, "\nshaded: min-max over runs" + note))]
+    if emulated:
+        t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
+        out.append(rank_plot(
+            run_dir / "iperf_vs_bwm.png",
+            [("iperf3 (receiver payload)", by_t[t], "norm_iperf"),
+             ("bwm-ng (receiver port, L2 frames)", by_t[t], "norm_bwm")],
+            _caption(config, f"\n{t.upper()}; a frame carries 1514 B per 1448 B of payload")))
+        out.append(fidelity_plot(run_dir / "fidelity.png",
+                                 [(t.upper(), rs, "norm_iperf") for t, rs in by_t.items()],
+                                 _caption(config, note)))
+    return out

@@ -1,4 +1,4 @@
-"""Per-run summaries written next to the raw data (summary.csv)."""
+"""Per-run summaries written next to the raw data (flows.csv, summary.csv)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +8,8 @@ import numpy as np
 
 from experiments.runfolder import write_csv
 from model import jain_index
+
+MEASURES = ("norm_iperf", "norm_bwm", "norm_model")
 
 
 def group_stats(values: Iterable[float]) -> dict[str, float]:
@@ -20,21 +22,38 @@ def group_stats(values: Iterable[float]) -> dict[str, float]:
             "p10": round(float(np.percentile(v, 10)), 4), "min": round(float(v.min()), 4)}
 
 
+def _mean(values: list[Any], digits: int) -> Any:
+    vals = [float(v) for v in values if v is not None and v == v]
+    return round(float(np.mean(vals)), digits) if vals else ""
+
+
 def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
-                              params: dict[str, Any], key: str = "transport") -> None:
-    """flows.csv (one row per flow) and summary.csv (per group, per run and over all runs)."""
+                              params: dict[str, Any], key: str = "transport",
+                              reports: list[dict[str, Any]] | None = None) -> None:
+    """flows.csv (one row per flow) and summary.csv (per group and measure, per run and
+    over all runs), with the fidelity verdict of emulated groups beside the iperf3 rows."""
     write_csv(run_dir / "flows.csv", rows)
+    reports = reports or []
     out = []
     for group in dict.fromkeys(r[key] for r in rows):
         mine = [r for r in rows if r[key] == group]
         for run in sorted({r["run"] for r in mine}) + ["all"]:
             sel = [r for r in mine if run == "all" or r["run"] == run]
-            for metric in ("norm_iperf", "norm_bwm"):
-                stats = group_stats(r[metric] for r in sel)
-                cpu = [r["cpu_mean"] for r in sel if r.get("cpu_mean") is not None]
-                sat = [r["cpu_saturated_share"] for r in sel
-                       if r.get("cpu_saturated_share") is not None]
-                out.append({key: group, "run": run, "measure": metric, **stats,
-                            "cpu_mean": round(float(np.mean(cpu)), 1) if cpu else "",
-                            "cpu_saturated_share": round(float(np.mean(sat)), 3) if sat else ""})
+            fids = [f for f in reports if f.get(key) == group and (run == "all" or
+                                                                    f["run"] == run)]
+            for metric in MEASURES:
+                if metric not in sel[0]:
+                    continue
+                row = {key: group, "run": run, "measure": metric,
+                       **group_stats(r[metric] for r in sel),
+                       "cpu_mean": _mean([r.get("cpu_mean") for r in sel], 1),
+                       "cpu_saturated_share": _mean([r.get("cpu_saturated_share")
+                                                     for r in sel], 3)}
+                if metric == "norm_iperf" and fids:
+                    row["fidelity_aggregate_ratio"] = _mean([f["aggregate_ratio"]
+                                                             for f in fids], 3)
+                    row["fidelity_median_error"] = _mean([f["median_abs_error"]
+                                                          for f in fids], 3)
+                    row["suspect"] = any(f["suspect"] for f in fids)
+                out.append(row)
     write_csv(run_dir / "summary.csv", out)

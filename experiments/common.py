@@ -76,6 +76,8 @@ def validate(params: dict[str, Any]) -> None:
         bad = [t for t in items if t not in ("tcp", "mptcp")]
         if bad or not items:
             raise ValueError(f"--transport: unknown {bad}; use tcp, mptcp or tcp,mptcp")
+    if params.get("backend", "emulated") not in ("emulated", "model"):
+        raise ValueError(f"--backend must be emulated or model, got {params['backend']}")
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")

@@ -1,29 +1,48 @@
 """Permutation traffic on a fat tree: TCP vs MPTCP under ECMP (the Jellyfish reproduction's
-sanity figure, Fig. 4 of 000_b87022286e416fdf.txt, and its iperf-vs-bwm-ng check, Fig. 5)."""
+sanity figure, Fig. 4 of 000_b87022286e416fdf.txt, and its iperf-vs-bwm-ng check, Fig. 5).
+
+Emulated runs trace every (sub)flow through the switches and compare each flow with the
+flow model on its traced paths (fidelity report).  ``--backend model`` skips the emulator:
+paths are chosen through the same plan by a seeded hash, rates come from the model, so
+networks far beyond one machine (e.g. ``--topo fattree,k=16``) take seconds.
+"""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import routing
 import topos
+from analysis.fidelity import headline, load_calibration, lp_bounds, report
+from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 
 from .common import add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
 from .runtime import Emulation, LinkSpec, RunError
+from .trace import trace_flows
 from .traffic import BASE_PORT, Flow, configure_mptcp, run_iperf
 
 NAME = "permutation"
 HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank of flow"
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=4", "routing": "ecmp", "bw": 10.0, "queue": 100, "duration": 60.0,
-    "trim": 5.0, "runs": 8, "seed": 1, "transport": "tcp,mptcp", "subflows": 8, "cc": "cubic"}
+    "trim": 5.0, "runs": 8, "seed": 1, "transport": "tcp,mptcp", "subflows": 8, "cc": "cubic",
+    "backend": "emulated"}
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 
 
 def add_arguments(p: Any) -> None:
-    """Flags of this experiment (only shared ones)."""
+    """Shared flags plus --backend."""
     add_shared(p, DEFAULTS, QUICK)
+    add_backend(p)
+
+
+def add_backend(p: Any) -> None:
+    """The --backend flag (shared by experiments that have a model backend)."""
+    p.add_argument("--backend", default=None, choices=["emulated", "model"],
+                   help="emulated: Mininet + OVS + os-ken (root); model: flow-level model "
+                        "on the same routing plan, no root, any size (default: emulated)")
 
 
 def check_subflows(flows: list[Flow], wanted: int) -> None:
@@ -34,10 +53,20 @@ def check_subflows(flows: list[Flow], wanted: int) -> None:
                        f"{len(short)} connections ({', '.join(short[:4])})")
 
 
-def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir: Any,
-          run: int) -> list[dict[str, Any]]:
-    """Run each transport over the same permutation on one network; return per-flow rows."""
-    rows = []
+def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float) -> dict:
+    row: dict[str, Any] = {"run": run, "transport": transport, "src": src, "dst": dst}
+    for name, mbps in rates.items():
+        row[f"{name}_mbps"] = round(mbps, 4)
+    for name, mbps in rates.items():
+        row[f"norm_{name}"] = round(mbps / bw, 5)
+    return row
+
+
+def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir: Path,
+          run: int, calibration: dict | None) -> tuple[list[dict], list[dict]]:
+    """Each transport over the same permutation on one network: rows and fidelity reports."""
+    rows, reports = [], []
+    bw = params["bw"]
     for i, transport in enumerate(transports(params)):
         if transport == "mptcp":
             configure_mptcp(emu, params["subflows"])
@@ -47,15 +76,32 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
                          port=BASE_PORT + i)
         if transport == "mptcp":
             check_subflows(flows, params["subflows"])
-        (out / "flows.json").write_text(json.dumps(
-            [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
+        traced = trace_flows(emu, flows)
+        (out / "paths.json").write_text(json.dumps(traced, indent=1))
+        model = rates_on_paths(emu.topo, bw, pairs, traced)
+        fid = report({f.src: f.iperf_mbps for f in flows}, model, bw,
+                     meas["cpu_saturated_share"], calibration, meas["emulator_loss_share"])
+        fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"],
+                   queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"])
+        reports.append(fid)
         for f in flows:
-            rows.append({"run": run, "transport": transport, "src": f.src, "dst": f.dst,
-                         "iperf_mbps": round(f.iperf_mbps, 4), "bwm_mbps": round(f.bwm_mbps, 4),
-                         "norm_iperf": round(f.iperf_mbps / params["bw"], 5),
-                         "norm_bwm": round(f.bwm_mbps / params["bw"], 5),
+            rows.append({**_row(run, transport, f.src, f.dst, bw, iperf=f.iperf_mbps,
+                                bwm=f.bwm_mbps, model=model[f.src]),
                          "subflows": len(f.subflows), "cpu_mean": meas["cpu_mean"],
                          "cpu_saturated_share": meas["cpu_saturated_share"]})
+    return rows, reports
+
+
+def model_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
+                params: dict[str, Any], run: int, rng: Any) -> list[dict]:
+    """The model backend: hash-chosen paths through the plan, max-min rates on them."""
+    rows = []
+    for transport in transports(params):
+        n = params["subflows"] if transport == "mptcp" else 1
+        routed = route_by_hash(topo, plan, pairs, synthetic_subflows(topo, pairs, n, rng))
+        model = rates_on_paths(topo, params["bw"], pairs, routed)
+        rows += [{**_row(run, transport, s, d, params["bw"], model=model[s]), "subflows": n}
+                 for s, d in pairs.items()]
     return rows
 
 
@@ -64,21 +110,38 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     from analysis.summaries import write_permutation_summary
 
     rows: list[dict[str, Any]] = []
+    reports: list[dict[str, Any]] = []
+    bounds: dict[str, Any] = {}
     link = LinkSpec(params["bw"], params["queue"])
+    emulated = params["backend"] == "emulated"
+    calibration = load_calibration(folder.path.parent.parent, params["topo"], params["bw"]) \
+        if emulated else None
     for r in range(params["runs"]):
         rng = run_rng(params["seed"], r)
         topo = topos.build(params["topo"])
         plan = routing.make_plan(topo, params["routing"])
         pairs = derangement(topo.hosts(), rng)
         run_dir = folder.path / f"run{r:02d}"
-        folder.log.info("run %d: %s, %s, permutation %s", r, topo.spec, plan.routing, pairs)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "permutation.json").write_text(json.dumps(pairs, indent=1))
+        folder.log.info("run %d: %s, %s, %s backend", r, topo.spec, plan.routing,
+                        params["backend"])
+        bounds[f"run{r:02d}"] = lp_bounds(topo, plan, pairs, params["bw"])
+        if not emulated:
+            rows += model_drive(topo, plan, pairs, params, r, rng)
+            continue
         with Emulation(topo, plan, link, run_dir, f"{folder.id}-{r}", cc=params["cc"]) as emu:
             failed = emu.ping_all()
             if failed:
                 raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
             facts = emu.facts_dict()
-            rows += drive(emu, pairs, params, run_dir, r)
+            new_rows, new_reports = drive(emu, pairs, params, run_dir, r, calibration)
+            rows += new_rows
+            reports += new_reports
             facts["qdisc_after"] = emu.verify_qdiscs()
             folder.record(f"run{r:02d}", facts)
-        (run_dir / "permutation.json").write_text(json.dumps(pairs, indent=1))
-        write_permutation_summary(folder.path, rows, params)
+        for fid in new_reports:
+            print(f"fidelity run {r} {fid['transport']}: {headline(fid)}", flush=True)
+    write_permutation_summary(folder.path, rows, params, reports=reports)
+    (folder.path / "fidelity.json").write_text(json.dumps(
+        {"lp_bounds_normalized": bounds, "reports": reports}, indent=1))

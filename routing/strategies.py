@@ -70,23 +70,29 @@ def _deliver_local(topo: Topology, plan: Plan) -> None:
     without flooding, so the multipath fabric cannot loop it.
     """
     g = topo.switch_graph()
-    for h in topo.hosts():
-        dst = topo.access_switch(h)
-        node = topo.node(h)
-        plan.switches[dst].add(TABLE_MAIN, PRIO_DST, {"eth_dst": node.mac},
-                               [["output", topo.port(dst, h)]])
+    for dst, hosts in _hosts_by_switch(topo).items():
         dist = nx.single_source_shortest_path_length(g, dst)
-        for s in topo.switches():
-            if s == dst:
-                port = topo.port(dst, h)
-            elif s in dist:
-                port = min(topo.port(s, n) for n in g.neighbors(s)
-                           if dist.get(n, -1) == dist[s] - 1)
-            else:
-                continue
-            plan.switches[s].add(TABLE_MAIN, PRIO_ARP,
-                                 {"eth_type": ETH_TYPE_ARP, "arp_tpa": node.ip},
-                                 [["output", port]])
+        # next hop toward dst: computed once per destination switch, shared by its hosts
+        toward = {s: min(topo.port(s, n) for n in g.neighbors(s)
+                         if dist.get(n, -1) == dist[s] - 1)
+                  for s in topo.switches() if s != dst and s in dist}
+        for h in hosts:
+            node = topo.node(h)
+            port = topo.port(dst, h)
+            plan.switches[dst].add(TABLE_MAIN, PRIO_DST, {"eth_dst": node.mac},
+                                   [["output", port]])
+            arp = {"eth_type": ETH_TYPE_ARP, "arp_tpa": node.ip}
+            plan.switches[dst].add(TABLE_MAIN, PRIO_ARP, arp, [["output", port]])
+            for s, out in toward.items():
+                plan.switches[s].add(TABLE_MAIN, PRIO_ARP, arp, [["output", out]])
+
+
+def _hosts_by_switch(topo: Topology) -> dict[str, list[str]]:
+    """Access switch -> its hosts, in topology order."""
+    out: dict[str, list[str]] = {}
+    for h in topo.hosts():
+        out.setdefault(topo.access_switch(h), []).append(h)
+    return out
 
 
 def per_hop(topo: Topology, routing: str, pick: Callable[[list[int]], list[int]]) -> Plan:
@@ -94,20 +100,20 @@ def per_hop(topo: Topology, routing: str, pick: Callable[[list[int]], list[int]]
     plan = _empty_plan(topo, routing)
     g = topo.switch_graph()
     _deliver_local(topo, plan)
-    dist = dict(nx.all_pairs_shortest_path_length(g))
     selectors = {s: _Selector(sp) for s, sp in plan.switches.items()}
-    for h in topo.hosts():
-        dst_sw = topo.access_switch(h)
+    for dst_sw, hosts in _hosts_by_switch(topo).items():
+        dist = nx.single_source_shortest_path_length(g, dst_sw)
         for s in topo.switches():
             if s == dst_sw:
                 continue
-            if dst_sw not in dist[s]:
+            if s not in dist:
                 raise ValueError(f"{routing}: {s} cannot reach {dst_sw}")
             ports = sorted(topo.port(s, n) for n in g.neighbors(s)
-                           if dist[n].get(dst_sw, -1) == dist[s][dst_sw] - 1)
-            chosen = pick(ports)
-            plan.switches[s].add(TABLE_MAIN, PRIO_DST, {"eth_dst": topo.node(h).mac},
-                                 selectors[s].actions([[["output", p]] for p in chosen]))
+                           if dist.get(n, -1) == dist[s] - 1)
+            actions = selectors[s].actions([[["output", p]] for p in pick(ports)])
+            for h in hosts:
+                plan.switches[s].add(TABLE_MAIN, PRIO_DST, {"eth_dst": topo.node(h).mac},
+                                     actions)
     return plan
 
 

@@ -56,11 +56,30 @@ def _matches(rule: Rule, pkt: Packet) -> bool:
 def lookup(rules: list[Rule], table: int, pkt: Packet) -> Rule | None:
     """The highest-priority matching rule of ``table`` (None = table miss = drop)."""
     best = None
-    for rule in rules:
-        if rule.table == table and _matches(rule, pkt) and \
-                (best is None or rule.priority > best.priority):
+    for rule in _candidates(rules, table, pkt):
+        if _matches(rule, pkt) and (best is None or rule.priority > best.priority):
             best = rule
     return best
+
+
+_INDEX: dict[int, tuple[list[Rule], int, dict[tuple[int, Any], list[Rule]]]] = {}
+
+
+def _candidates(rules: list[Rule], table: int, pkt: Packet) -> list[Rule]:
+    # Index a switch's rules by (table, eth_dst) once: large plans (k=16: 650k rules) would
+    # otherwise be scanned linearly at every hop.  Keyed by list identity, rebuilt if the
+    # list object or its length changes; rules for another eth_dst or ARP target never match.
+    entry = _INDEX.get(id(rules))
+    if entry is None or entry[0] is not rules or entry[1] != len(rules):
+        index: dict[tuple[int, Any], list[Rule]] = {}
+        for r in rules:
+            m = dict(r.match)
+            key = m.get("eth_dst") or (("arp", m["arp_tpa"]) if "arp_tpa" in m else None)
+            index.setdefault((r.table, key), []).append(r)
+        entry = _INDEX[id(rules)] = (rules, len(rules), index)
+    idx = entry[2]
+    arp = idx.get((table, ("arp", pkt.arp_tpa)), []) if pkt.arp_tpa else []
+    return idx.get((table, pkt.eth_dst), []) + arp + idx.get((table, None), [])
 
 
 def _execute(switch: str, rules: list[Rule], actions: tuple, pkt: Packet,

@@ -1,0 +1,96 @@
+"""How far to trust a run: emulated rates against the flow model on the same paths.
+
+For each flow the model gives the max-min fair rate on the path(s) the switches really used
+(traced), with payload-goodput capacities, so a perfect emulator reaches ratio 1.0.  MPTCP
+subflows count as independent flows because upstream Linux MPTCP has no coupled congestion
+control.  LP bounds say what any routing over the allowed paths (and over all paths) could
+achieve.  A run is ``suspect`` when the CPU was saturated or the emulated aggregate is far
+from the model: thresholds below, reasons spelled out.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from model import jain_index, max_concurrent_flow, max_concurrent_flow_graph
+from model.network import capacities, path_links
+from routing.plan import Plan
+from routing.walk import all_paths
+from topos.base import Topology
+
+SUSPECT_CPU_SHARE = 0.25   # more than a quarter of the samples above 90 % CPU
+SUSPECT_RATIO = 0.85       # emulated aggregate below 85 % of the model's
+SUSPECT_LOSS = 0.001       # more than 0.1 % of packets lost outside the tail-drop queues
+CALIBRATION_FILE = "calibration.json"
+
+
+def lp_bounds(topo: Topology, plan: Plan, pairs: dict[str, str], bw: float,
+              max_hosts: int = 128) -> dict[str, Any]:
+    """Optimal common rate (normalized to bw) over the routing's paths and over all paths."""
+    if len(topo.hosts()) > max_hosts:
+        return {"skipped": f"more than {max_hosts} hosts"}
+    caps = capacities(topo, bw)
+    allowed = [[path_links(s, p, d) for p in sorted(all_paths(topo, plan, s, d))]
+               for s, d in pairs.items()]
+    return {"routing_paths": round(max_concurrent_flow(caps, allowed) / bw, 4),
+            "any_paths": round(max_concurrent_flow_graph(caps, list(pairs.items())) / bw, 4)}
+
+
+def report(emulated: dict[str, float], model: dict[str, float], bw: float,
+           cpu_saturated_share: float | None,
+           calibration: dict[str, Any] | None = None,
+           emulator_loss_share: float | None = None) -> dict[str, Any]:
+    """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source)."""
+    srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
+    emu = np.array([emulated[s] for s in srcs])
+    mod = np.array([model[s] for s in srcs])
+    ratio = emu / mod
+    agg = float(emu.sum() / mod.sum()) if mod.sum() > 0 else float("nan")
+    reasons = []
+    if cpu_saturated_share is not None and cpu_saturated_share > SUSPECT_CPU_SHARE:
+        reasons.append(f"CPU above 90 % in {cpu_saturated_share:.0%} of samples")
+    if emulator_loss_share is not None and emulator_loss_share > SUSPECT_LOSS:
+        reasons.append(f"the software switch lost {emulator_loss_share:.2%} of packets "
+                       "outside the tail-drop queues")
+    if agg < SUSPECT_RATIO:
+        reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
+    return {
+        "per_flow": [{"src": s, "emulated_mbps": round(float(e), 4),
+                      "model_mbps": round(float(m), 4), "ratio": round(float(r), 4)}
+                     for s, e, m, r in zip(srcs, emu, mod, ratio)],
+        "aggregate_ratio": round(agg, 4),
+        "median_abs_error": round(float(median(abs(ratio - 1))), 4) if len(srcs) else None,
+        "jain_emulated": round(float(jain_index(emu / bw)), 4),
+        "jain_model": round(float(jain_index(mod / bw)), 4),
+        "mean_norm_emulated": round(float(emu.mean() / bw), 4),
+        "mean_norm_model": round(float(mod.mean() / bw), 4),
+        "cpu_saturated_share": cpu_saturated_share,
+        "emulator_loss_share": emulator_loss_share,
+        "calibration": calibration,
+        "model_note": "max-min fair rates on the traced paths; MPTCP subflows independent "
+                      "(upstream Linux MPTCP has no coupled congestion control)",
+        "suspect": bool(reasons), "reasons": reasons,
+    }
+
+
+def load_calibration(results_root: Path, topo_spec: str, bw: float) -> dict[str, Any] | None:
+    """The stored single-flow calibration for this topology and link rate, if any."""
+    path = results_root / CALIBRATION_FILE
+    if not path.exists():
+        return None
+    return json.loads(path.read_text()).get(f"{topo_spec}|{bw:g}")
+
+
+def headline(fid: dict[str, Any]) -> str:
+    """One line for the terminal."""
+    flag = "SUSPECT: " + "; ".join(fid["reasons"]) if fid["suspect"] else "ok"
+    cal = fid.get("calibration")
+    cal_text = (f", single flow here reaches {cal['utilisation']:.2f} of the link"
+                if cal else ", not calibrated (dcrepro calibrate)")
+    return (f"emulated/model aggregate {fid['aggregate_ratio']:.2f}, median per-flow error "
+            f"{fid['median_abs_error']:.2f}, Jain emulated {fid['jain_emulated']:.2f} vs model "
+            f"{fid['jain_model']:.2f}{cal_text} -> {flag}")

@@ -1,0 +1,353 @@
+"""Summaries and figures of the two TCP Outcast experiments (outcast, outcast-fattree).
+
+Reads only the run folder: flows.csv (one row per sender and run), series.csv (per-sender
+rate over time, iperf3 goodput and bwm-ng offered rate), drops.csv / drops_series.csv
+(derived drops per input port of the bottleneck switch, see experiments/outcast.py).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experiments.runfolder import read_csv, write_csv  # noqa: E402
+
+DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
+               "- segments of its senders delivered to the receiver (tcp_info segs_in)")
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _mean(values: list[float]) -> float:
+    v = [x for x in values if x == x]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def _r(x: float, nd: int = 4) -> Any:
+    return round(x, nd) if x == x else ""
+
+
+def _jain(values: list[float]) -> float:
+    v = np.asarray([x for x in values if x == x], dtype=float)
+    return float(v.sum() ** 2 / (v.size * (v ** 2).sum())) if v.size and (v ** 2).sum() else \
+        float("nan")
+
+
+def _extra(params: dict[str, Any]) -> str:
+    rto = params.get("rto_min") or "kernel default (200ms)"
+    return f", rto_min={rto}, interval={params.get('interval')}s"
+
+
+# -- summaries ------------------------------------------------------------------------------
+
+def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> dict[str, Any]:
+    """Lone flow vs the N aggregated flows of one (N, run) or a pooled set of runs."""
+    lone = [_f(r["iperf_mbps"]) for r in rows if r["role"] == "lone"]
+    agg = [_f(r["iperf_mbps"]) for r in rows if r["role"] != "lone"]
+    share = [_f(r["share_of_fair"]) for r in rows if r["role"] == "lone"]
+    runs = sorted({r["run"] for r in rows})
+    ratio = []
+    for run in runs:
+        lo = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] == "lone"]
+        ag = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] != "lone"]
+        ratio.append(_mean(lo) / _mean(ag) if ag and _mean(ag) > 0 else float("nan"))
+    lone_drops = [_f(d["drops"]) for d in drops if "lone" in str(d["port"])]
+    lone_rx = [_f(d["rx_packets"]) for d in drops if "lone" in str(d["port"])]
+    agg_drops = [_f(d["drops"]) for d in drops if "lone" not in str(d["port"])]
+    agg_rx = [_f(d["rx_packets"]) for d in drops if "lone" not in str(d["port"])]
+    return {
+        "runs": len(runs), "lone_mbps": _r(_mean(lone)),
+        "lone_share_of_fair": _r(_mean(share)),
+        "lone_share_min": _r(min(share)) if share else "",
+        "lone_share_max": _r(max(share)) if share else "",
+        "others_mean_mbps": _r(_mean(agg)), "lone_over_others": _r(_mean(ratio)),
+        "jain_all": _r(_mean([_jain([_f(r["iperf_mbps"]) for r in rows if r["run"] == run])
+                              for run in runs])),
+        "drops_lone_port": _r(_mean(lone_drops), 1),
+        "drop_rate_lone_port": _r(sum(lone_drops) / sum(lone_rx)) if sum(lone_rx) else "",
+        "drops_uplink_port": _r(_mean(agg_drops), 1),
+        "drop_rate_uplink_port": _r(sum(agg_drops) / sum(agg_rx)) if sum(agg_rx) else "",
+        "retransmits_lone": _r(_mean([_f(r["retransmits"]) for r in rows
+                                      if r["role"] == "lone"]), 1),
+        "cpu_mean": _r(_mean([_f(r["cpu_mean"]) for r in rows]), 1),
+        "cpu_max": _r(max((_f(r["cpu_max"]) for r in rows), default=float("nan")), 1),
+    }
+
+
+def write_outcast_summary(run_dir: Path, rows: list[dict[str, Any]],
+                          series: list[dict[str, Any]], drops: list[dict[str, Any]],
+                          drop_series: list[dict[str, Any]], params: dict[str, Any]) -> None:
+    """flows.csv, series.csv, drops.csv, drops_series.csv and summary.csv (per N, per run
+    and pooled over runs as run=all)."""
+    write_csv(run_dir / "flows.csv", rows)
+    write_csv(run_dir / "series.csv", series)
+    write_csv(run_dir / "drops.csv", drops)
+    write_csv(run_dir / "drops_series.csv", drop_series)
+    out = []
+    for n in sorted({r["flows"] for r in rows}):
+        mine = [r for r in rows if r["flows"] == n]
+        dmine = [d for d in drops if d["flows"] == n]
+        for run in sorted({r["run"] for r in mine}) + ["all"]:
+            sel = [r for r in mine if run == "all" or r["run"] == run]
+            dsel = [d for d in dmine if run == "all" or d["run"] == run]
+            out.append({"flows": n, "run": run, "fair_mbps": _r(params["bw"] / (int(n) + 1)),
+                        **outcast_stats(sel, dsel)})
+    write_csv(run_dir / "summary.csv", out)
+
+
+def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The local sender vs the remote senders' average, and means by hop distance."""
+    runs = sorted({r["run"] for r in rows})
+
+    def is_local(r: dict[str, Any]) -> bool:
+        return str(r["local"]) == "True"
+
+    ratio = []
+    for run in runs:
+        lo = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and is_local(r)]
+        rem = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and not is_local(r)]
+        ratio.append(_mean(lo) / _mean(rem) if rem and _mean(rem) > 0 else float("nan"))
+    out = {"runs": len(runs),
+           "local_mbps": _r(_mean([_f(r["iperf_mbps"]) for r in rows if is_local(r)])),
+           "remote_mean_mbps": _r(_mean([_f(r["iperf_mbps"]) for r in rows if not is_local(r)])),
+           "local_over_remote": _r(_mean(ratio)),
+           "local_over_remote_min": _r(min(ratio)) if ratio else "",
+           "local_over_remote_max": _r(max(ratio)) if ratio else "",
+           "local_share_of_fair": _r(_mean([_f(r["share_of_fair"]) for r in rows
+                                            if is_local(r)]))}
+    for hops in sorted({int(r["hops"]) for r in rows}):
+        out[f"mean_mbps_{hops}hops"] = _r(_mean([_f(r["iperf_mbps"]) for r in rows
+                                                 if int(r["hops"]) == hops]))
+    out["jain_all"] = _r(_mean([_jain([_f(r["iperf_mbps"]) for r in rows if r["run"] == run])
+                                for run in runs]))
+    out["cpu_mean"] = _r(_mean([_f(r["cpu_mean"]) for r in rows]), 1)
+    out["cpu_max"] = _r(max((_f(r["cpu_max"]) for r in rows), default=float("nan")), 1)
+    return out
+
+
+def write_fattree_summary(run_dir: Path, rows: list[dict[str, Any]],
+                          series: list[dict[str, Any]], drops: list[dict[str, Any]],
+                          drop_series: list[dict[str, Any]], params: dict[str, Any]) -> None:
+    """flows.csv, series.csv, drops.csv, drops_series.csv and summary.csv (per run + all)."""
+    write_csv(run_dir / "flows.csv", rows)
+    write_csv(run_dir / "series.csv", series)
+    write_csv(run_dir / "drops.csv", drops)
+    write_csv(run_dir / "drops_series.csv", drop_series)
+    out = []
+    for run in sorted({r["run"] for r in rows}) + ["all"]:
+        sel = [r for r in rows if run == "all" or r["run"] == run]
+        out.append({"routing": params["routing"], "run": run, **fattree_stats(sel)})
+    write_csv(run_dir / "summary.csv", out)
+
+
+# -- figures --------------------------------------------------------------------------------
+
+def _series(rows: list[dict[str, str]], sender: str, source: str) -> tuple[np.ndarray,
+                                                                        np.ndarray]:
+    pts = sorted((_f(r["t"]), _f(r["mbps"])) for r in rows
+                 if r["sender"] == sender and r["source"] == source)
+    return np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+
+
+def _time_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special: str,
+                source: str, title: str, fair: float) -> None:
+    cmap = plt.get_cmap("tab20")
+    for i, s in enumerate(senders):
+        t, y = _series(rows, s, source)
+        if s == special:
+            ax.plot(t, y, color="black", lw=2.2, label=f"{s} (alone on its port)", zorder=5)
+        else:
+            ax.plot(t, y, color=cmap(i % 20), lw=0.8, alpha=0.85,
+                    label=s if len(senders) <= 8 else None)
+    ax.axhline(fair, color="red", ls="--", lw=1, label=f"fair share {fair:.2f} Mb/s")
+    ax.set_xlabel("time since first sender started (s)")
+    ax.set_ylabel("Mb/s")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2, loc="upper right")
+
+
+def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special: str,
+               fair: float, title: str) -> None:
+    means, lo, hi = [], [], []
+    for s in senders:
+        v = [_f(r["iperf_mbps"]) for r in rows if r["sender"] == s]
+        means.append(_mean(v))
+        lo.append(_mean(v) - min(v))
+        hi.append(max(v) - _mean(v))
+    colors = ["black" if s == special else "tab:blue" for s in senders]
+    ax.bar(range(len(senders)), means, yerr=[lo, hi], color=colors, capsize=2)
+    ax.axhline(fair, color="red", ls="--", lw=1, label=f"fair share {fair:.2f} Mb/s")
+    ax.set_xticks(range(len(senders)))
+    ax.set_xticklabels(senders, rotation=60, fontsize=6)
+    ax.set_ylabel("average goodput (Mb/s)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+
+
+def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[str, str]]) -> None:
+    ports = [p for p in dict.fromkeys(r["port"] for r in drop_series)]
+    for p in ports:
+        pts = sorted((_f(r["t"]), _f(r["drops"])) for r in drop_series if r["port"] == p)
+        if not pts:
+            continue
+        t = np.array([x[0] for x in pts])
+        y = np.cumsum([x[1] for x in pts])
+        style = {"color": "grey", "ls": ":"} if p == "bottleneck qdisc" else {}
+        tot = next((d for d in totals if d["port"] == p), None)
+        label = f"{p}: {int(y[-1])}" + (f" (rate {float(tot['drop_rate']):.3f})"
+                                        if tot and tot.get("drop_rate") else "")
+        ax.plot(t, y, label=label, **style)
+    ax.set_xlabel("time since first sender started (s)")
+    ax.set_ylabel("cumulative drops (packets)")
+    ax.set_title("drops by input port (derived; dotted: output pfifo counter)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def _caption(config: dict[str, Any], extra: str = "") -> str:
+    # imported late: analysis/figures.py imports this module to register the plot functions
+    from .figures import _caption as caption
+    return caption(config, extra)
+
+
+def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
+    from experiments.runfolder import status_of
+    status = status_of(run_dir)
+    if status["status"] != "ok":
+        raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "
+                         "a failed run is never plotted as data")
+
+
+def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """Per N: outcast_nNN.png (goodput and offered rate over time, averages, drops per
+    input port); over all N: outcast_share.png (lone flow's share of its fair share)."""
+    _check_ok(config, run_dir)
+    params = config["params"]
+    rows = read_csv(run_dir / "flows.csv")
+    series = read_csv(run_dir / "series.csv")
+    drops = read_csv(run_dir / "drops.csv")
+    dseries = read_csv(run_dir / "drops_series.csv")
+    figs = []
+    ns = sorted({int(r["flows"]) for r in rows})
+    for n in ns:
+        mine = [r for r in rows if int(r["flows"]) == n]
+        senders = list(dict.fromkeys(r["sender"] for r in mine))
+        run0 = min(r["run"] for r in mine)
+        s0 = [r for r in series if int(r["flows"]) == n and r["run"] == run0]
+        fair = params["bw"] / (n + 1)
+        st = outcast_stats(mine, [d for d in drops if int(d["flows"]) == n])
+        fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+        _time_panel(axes[0, 0], s0, senders, "lone", "iperf3",
+                    f"goodput at the receiver (iperf3 {params['interval']} s), run {run0}", fair)
+        _time_panel(axes[0, 1], s0, senders, "lone", "bwm-ng",
+                    "rate entering the network at each sender's switch port (bwm-ng rx)", fair)
+        _bar_panel(axes[1, 0], mine, senders, "lone", fair,
+                   f"average over runs (bars: min-max of {st['runs']} runs); lone = "
+                   f"{st['lone_share_of_fair']} of fair share")
+        _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and d["run"] == run0],
+                    [d for d in drops if int(d["flows"]) == n and d["run"] == run0])
+        fig.suptitle(f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 port 3 "
+                     f"(bottleneck s1 port 1 -> recv)", fontsize=11)
+        fig.text(0.01, 0.005, _caption(config, _extra(params) + f"\n{DROP_METHOD}"),
+                 fontsize=6.5, va="bottom")
+        fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+        path = run_dir / f"outcast_n{n:02d}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        figs.append(path)
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    for label, pick, color in (("lone flow (own port)", lambda r: r["role"] == "lone", "black"),
+                               ("flows behind s2 (mean)", lambda r: r["role"] != "lone",
+                                "tab:blue")):
+        xs, ys, means = [], [], []
+        for n in ns:
+            by_run: dict[str, list[float]] = {}
+            for r in rows:
+                if int(r["flows"]) == n and pick(r):
+                    by_run.setdefault(r["run"], []).append(_f(r["share_of_fair"]))
+            vals = [_mean(v) for v in by_run.values()]
+            xs += [n] * len(vals)
+            ys += vals
+            means.append(_mean(vals))
+        ax.scatter(xs, ys, color=color, alpha=0.5, s=14)
+        ax.plot(ns, means, marker="o", color=color, label=label)
+    ax.axhline(1, color="red", ls="--", lw=1, label="fair share 1/(N+1)")
+    ax.axhline(0.5, color="grey", ls=":", lw=1, label="half of fair share")
+    ax.set_xlabel("competing flows N behind s2")
+    ax.set_ylabel("average goodput / fair share")
+    ax.set_xticks(ns)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(_caption(config, _extra(params) + "\ndots: single runs"), fontsize=7)
+    fig.tight_layout()
+    path = run_dir / "outcast_share.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    figs.append(path)
+    return figs
+
+
+def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """fattree_outcast.png: goodput over time of the senders outside the receiver's pod and
+    the local sender; average goodput grouped by hop distance; drops per input port."""
+    _check_ok(config, run_dir)
+    params = config["params"]
+    rows = read_csv(run_dir / "flows.csv")
+    series = read_csv(run_dir / "series.csv")
+    drops = read_csv(run_dir / "drops.csv")
+    dseries = read_csv(run_dir / "drops_series.csv")
+    run0 = min(r["run"] for r in rows)
+    r0 = [r for r in rows if r["run"] == run0]
+    local = next((r["sender"] for r in r0 if r["local"] == "True"), "")
+    shown = [r["sender"] for r in r0 if int(r["hops"]) == max(int(x["hops"]) for x in r0)]
+    shown.append(local)
+    fair = params["bw"] / len(r0)
+    st = fattree_stats(rows)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    _time_panel(axes[0, 0], [s for s in series if s["run"] == run0], shown, local, "iperf3",
+                f"goodput, senders outside the receiver's pod + {local} (run {run0})", fair)
+    ax = axes[0, 1]
+    hops = sorted({int(r["hops"]) for r in rows})
+    for i, h in enumerate(hops):
+        per_sender = {}
+        for r in rows:
+            if int(r["hops"]) == h:
+                per_sender.setdefault(r["sender"], []).append(_f(r["iperf_mbps"]))
+        vals = [_mean(v) for v in per_sender.values()]
+        ax.bar(i, _mean(vals), color="black" if h == min(hops) else "tab:blue", alpha=0.8)
+        ax.scatter([i] * len(vals), vals, color="orange", s=12, zorder=5)
+        ax.text(i, _mean(vals), f"{_mean(vals):.2f}\n({len(vals)} senders)", ha="center",
+                va="bottom", fontsize=7)
+    ax.axhline(fair, color="red", ls="--", lw=1, label=f"fair share {fair:.2f} Mb/s")
+    ax.set_xticks(range(len(hops)))
+    ax.set_xticklabels([f"{h} hops" for h in hops])
+    ax.set_ylabel("average goodput (Mb/s)")
+    ax.set_title(f"by hop distance (dots: senders, mean of {st['runs']} runs); "
+                 f"local/remote = {st['local_over_remote']}", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    senders = list(dict.fromkeys(r["sender"] for r in rows))
+    _bar_panel(axes[1, 0], rows, senders, local, fair, "average goodput per sender")
+    _drop_panel(axes[1, 1], [d for d in dseries if d["run"] == run0],
+                [d for d in drops if d["run"] == run0])
+    fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}, "
+                 f"receiver {params['receiver']}", fontsize=11)
+    fig.text(0.01, 0.005, _caption(config, _extra(params) + f", receiver={params['receiver']}"
+                                   f"\n{DROP_METHOD}"), fontsize=6.5, va="bottom")
+    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+    path = run_dir / "fattree_outcast.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,458 @@
+"""Fairness of Jellyfish vs fat tree (Jellyfish paper Fig. 2 as reproduced in
+000_b87022286e416fdf.txt): a random permutation on two topologies, MPTCP on both, fat tree
+routed by ECMP and Jellyfish by k shortest paths; normalized throughput vs rank of flow.
+
+Every run builds a fresh seeded Jellyfish and a fresh permutation matrix (both drawn from the
+run's RNG, so the emulated and the model backend see the same graphs and traffic for a seed).
+``--backend emulated`` runs the traffic in Mininet (root); ``--backend model`` routes synthetic
+MPTCP subflows through the SAME routing plans (routing.walk with a per-switch CRC32 of the
+5-tuple, model/network.py) and computes rates with the flow-level model, which is how the paper
+scale (k=10 fat tree, 250+ servers) is reached on this machine.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+import routing
+import topos
+from model import connection_rates, maxmin_rates
+from model.network import capacities, path_links, route_by_hash, synthetic_subflows
+from topos.base import Topology, TopologyError
+from topos.jellyfish import path_length_distribution
+from topos.spec import Spec
+
+from .common import add_shared, derangement, run_rng, transports
+from .runfolder import RunFolder
+from .runtime import Emulation, LinkSpec, RunError
+from .traffic import BASE_PORT, Flow, configure_mptcp, counter_delta, port_counters, run_iperf
+
+NAME = "fairness"
+HELP = ("Jellyfish + k-shortest paths vs fat tree + ECMP, MPTCP on both: normalized throughput "
+        "vs rank of flow (Jellyfish paper, Fig. 2)")
+DEFAULTS: dict[str, Any] = {
+    "fattree": "fattree,k=4", "jellyfish": "jellyfish,switches=20,ports=4,hosts=16", "k": 4,
+    "backend": "emulated", "grow": None, "extra_servers": 0.0, "aggregate": "auto",
+    "bw": 15.0, "queue": 100, "duration": 60.0, "trim": 5.0, "runs": 8, "seed": 1,
+    "transport": "mptcp", "subflows": 8, "cc": "cubic"}
+QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
+BACKENDS = ("emulated", "model")
+#: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
+AGGREGATE_AUTO_MAX_HOSTS = 64
+#: how long an emulation waits for another engineer's emulation to release the machine
+LOCK_WAIT_S = 900.0
+#: links are grouped by the layers of their two ends, in this order
+LAYER_ORDER = ("host", "edge", "tor", "agg", "core", "switch")
+
+
+def add_arguments(p: Any) -> None:
+    """Shared flags plus the two topologies, ksp's k, the backend and the growth options."""
+    add_shared(p, DEFAULTS, QUICK)
+    p.add_argument("--fattree", default=None,
+                   help=f"fat tree spec, routed by ecmp (default: {DEFAULTS['fattree']})")
+    p.add_argument("--jellyfish", default=None,
+                   help="Jellyfish spec, routed by ksp; its seed is replaced by a per-run seed "
+                   f"drawn from --seed (default: {DEFAULTS['jellyfish']})")
+    p.add_argument("--k", type=int, default=None,
+                   help="paths of k-shortest-path routing (default: 4, as the reproduction "
+                   "used on its 20-switch graph; the Jellyfish authors used 8 at paper scale)")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="emulated: Mininet, root; model: flow-level model over the same "
+                   "routing plans, no root (default: emulated)")
+    p.add_argument("--grow", type=int, default=None,
+                   help="switches added to every Jellyfish by incremental expansion "
+                   "(overrides the spec's grow=; default: the spec's)")
+    p.add_argument("--extra-servers", type=float, default=None,
+                   help="also run a Jellyfish with this fraction more servers on the same "
+                   "switches, e.g. 0.12 as the Jellyfish paper compares (default: 0 = no)")
+    p.add_argument("--aggregate", choices=("auto", "on", "off"), default=None,
+                   help="model rates with coupled (aggregate max-min, LP) MPTCP besides "
+                   f"independent subflows; auto = only up to {AGGREGATE_AUTO_MAX_HOSTS} hosts "
+                   "(default: auto)")
+
+
+def validate(params: dict[str, Any]) -> None:
+    """Experiment-specific checks (one-line ValueError), before anything is built."""
+    ft = topos.parse(params["fattree"])
+    if ft.name != "fattree":
+        raise ValueError(f"--fattree must be a fattree spec, got '{params['fattree']}'")
+    jf = topos.parse(params["jellyfish"])
+    if jf.name != "jellyfish":
+        raise ValueError(f"--jellyfish must be a jellyfish spec, got '{params['jellyfish']}'")
+    if params["k"] < 1:
+        raise ValueError(f"--k must be >= 1, got {params['k']}")
+    if params["backend"] not in BACKENDS:
+        raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
+                         f"'{params['backend']}'")
+    if params["grow"] is not None and params["grow"] < 0:
+        raise ValueError(f"--grow must be >= 0, got {params['grow']}")
+    if not 0 <= params["extra_servers"] <= 1:
+        raise ValueError(f"--extra-servers must be a fraction in [0, 1], got "
+                         f"{params['extra_servers']}")
+    if params["aggregate"] not in ("auto", "on", "off"):
+        raise ValueError(f"--aggregate must be auto, on or off, got '{params['aggregate']}'")
+    if len(transports(params)) != 1:
+        raise ValueError("--transport: give one transport (mptcp or tcp) for this experiment")
+    for label, spec in jellyfish_variants(params).items():
+        _buildable(label, spec)
+
+
+def jellyfish_variants(params: dict[str, Any]) -> dict[str, Spec]:
+    """label -> Jellyfish spec (seed still to be drawn): the base one and the one with more
+    servers on the same switches (when --extra-servers > 0)."""
+    base = topos.parse(params["jellyfish"])
+    p = dict(base.params)
+    if params.get("grow") is not None:
+        p["grow"] = params["grow"]
+    out = {"jellyfish": Spec("jellyfish", p)}
+    extra = params.get("extra_servers") or 0.0
+    more = int(round(p["hosts"] * (1 + extra)))
+    if extra > 0 and more > p["hosts"]:
+        out["jellyfish-more"] = Spec("jellyfish", {**p, "hosts": more})
+    return out
+
+
+def _buildable(label: str, spec: Spec) -> None:
+    """Raise ValueError unless the spec builds for some seed (sizes, ports, addresses)."""
+    err: Exception | None = None
+    for seed in range(5):
+        try:
+            topos.build(Spec(spec.name, {**spec.params, "seed": seed}))
+            return
+        except TopologyError as exc:
+            err = exc
+    raise ValueError(f"{label} '{spec}' cannot be built: {err}")
+
+
+def draw_jellyfish(spec: Spec, rng: Any, tries: int = 20) -> Topology:
+    """The Jellyfish of ``spec`` with a seed drawn from ``rng`` (redrawn if disconnected)."""
+    for _ in range(tries):
+        seed = rng.randrange(1, 2**31)
+        try:
+            return topos.build(Spec(spec.name, {**spec.params, "seed": seed}))
+        except TopologyError as exc:
+            if "disconnected" not in str(exc):
+                raise
+    raise RunError(f"jellyfish '{spec}': {tries} seeds in a row gave disconnected graphs")
+
+
+def permutation(topo: Topology, rng: Any, cache: dict[int, list[int]]) -> dict[str, str]:
+    """A permutation matrix by host index; topologies of equal size share it within a run."""
+    hosts = topo.hosts()
+    n = len(hosts)
+    if n not in cache:
+        cache[n] = [d for _, d in sorted(derangement(list(range(n)), rng).items())]
+    return {hosts[i]: hosts[j] for i, j in enumerate(cache[n])}
+
+
+def link_class(topo: Topology, u: str, v: str) -> str:
+    """Layer pair of a link, e.g. edge-agg, agg-core, host-tor, tor-tor."""
+    def layer(n: str) -> str:
+        node = topo.node(n)
+        return "host" if node.kind == "host" else node.attrs.get("layer", "switch")
+    a, b = sorted((layer(u), layer(v)), key=LAYER_ORDER.index)
+    return f"{a}-{b}"
+
+
+def run_networks(params: dict[str, Any], r: int, ft: tuple[Topology, Any]
+                 ) -> tuple[list[tuple[str, Topology, Any, dict[str, str]]], dict[str, Any]]:
+    """Topologies, plans and permutations of repetition ``r``, plus synthetic 5-tuples.
+
+    The draw order is fixed (Jellyfish seeds, permutations, then source ports) so both
+    backends see identical networks and traffic for the same --seed.
+    """
+    rng = run_rng(params["seed"], r)
+    nets = [("fattree", ft[0], ft[1])]
+    for label, spec in jellyfish_variants(params).items():
+        topo = draw_jellyfish(spec, rng)
+        nets.append((label, topo, routing.make_plan(topo, f"ksp,k={params['k']}")))
+    cache: dict[int, list[int]] = {}
+    out = [(label, topo, plan, permutation(topo, rng, cache)) for label, topo, plan in nets]
+    nsub = params["subflows"] if transports(params)[0] == "mptcp" else 1
+    tuples = {label: synthetic_subflows(topo, pairs, nsub, rng, BASE_PORT)
+              for label, topo, _, pairs in out}
+    return out, tuples
+
+
+def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[str, list],
+                bw: float, aggregate: bool) -> tuple[dict[str, dict[str, Any]],
+                                                     dict[tuple[str, str], float]]:
+    """Per connection (keyed by source): model rate, aggregate rate, paths; per link: load."""
+    routed = route_by_hash(topo, plan, pairs, tuples)
+    caps = capacities(topo, bw)
+    srcs = list(pairs)
+    conns: dict[str, list[list[tuple[str, str]]]] = {s: [] for s in srcs}
+    for rt in routed:
+        conns[rt["src"]].append(path_links(rt["src"], rt["path"], rt["dst"]))
+    flows = [conns[s] for s in srcs]
+    rates = connection_rates(caps, flows, mode="independent")
+    agg = connection_rates(caps, flows, mode="aggregate") if aggregate else None
+    # per-link load from the same max-min allocation (one rate per subflow)
+    paths = [p for s in srcs for p in conns[s]]
+    sub = maxmin_rates(caps, paths)
+    load = dict.fromkeys(caps, 0.0)
+    for p, rate in zip(paths, sub):
+        for link in p:
+            load[link] += float(rate)
+    out = {}
+    for i, s in enumerate(srcs):
+        out[s] = {"mbps": float(rates[i]),
+                  "aggregate_mbps": float(agg[i]) if agg is not None else float("nan"),
+                  "paths": len({tuple(p) for p in conns[s]})}
+    return out, load
+
+
+def _aggregate_wanted(params: dict[str, Any], topo: Topology) -> bool:
+    mode = params["aggregate"]
+    return mode == "on" or (mode == "auto" and len(topo.hosts()) <= AGGREGATE_AUTO_MAX_HOSTS)
+
+
+def path_length_rows(r: int, label: str, topo: Topology) -> list[dict[str, Any]]:
+    """Share of ordered host pairs at each path length (links, host links included)."""
+    dist = path_length_distribution(topo, max_hops=6)
+    return [{"run": r, "topology": label, "spec": topo.spec, "hops": h,
+             "share": round(share, 6)} for h, share in dist.items()]
+
+
+# -- emulated backend -----------------------------------------------------------------------
+
+class CounterWindow(threading.Thread):
+    """Port counter snapshots at the start and end of the trimmed measurement window.
+
+    Waits (bounded) until run_iperf has started every client (Flow.start), then snapshots at
+    max(start) + trim and min(start) + duration - trim, the window the rates are taken over.
+    """
+
+    def __init__(self, emu: Emulation, flows: list[Flow], duration: float, trim: float) -> None:
+        super().__init__(daemon=True)
+        self.emu, self.flows, self.duration, self.trim = emu, flows, duration, trim
+        self.halt = threading.Event()
+        self.before: Any = None
+        self.after: Any = None
+        self.window_s = 0.0
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            deadline = time.monotonic() + 60
+            while not all(f.start for f in self.flows):
+                if self.halt.wait(0.05) or time.monotonic() > deadline:
+                    self.error = "clients did not start"
+                    return
+            t0 = max(f.start for f in self.flows) + self.trim
+            t1 = min(f.start for f in self.flows) + self.duration - self.trim
+            if self.halt.wait(max(0.0, t0 - time.time())):
+                return
+            self.before, tb = port_counters(self.emu), time.time()
+            if self.halt.wait(max(0.0, t1 - time.time())):
+                return
+            self.after = port_counters(self.emu)
+            self.window_s = time.time() - tb
+        except Exception as exc:  # noqa: BLE001 - reported by the caller
+            self.error = f"{type(exc).__name__}: {exc}"
+
+
+def measured_link_rows(topo: Topology, window: CounterWindow, bw: float, r: int,
+                       label: str) -> list[dict[str, Any]]:
+    """Utilisation of every directed link over the window (switch tx; host uplinks by rx)."""
+    rows = []
+    if window.before is None or window.after is None or window.window_s <= 0:
+        return rows
+    for d in counter_delta(window.before, window.after):
+        sw, port = d["switch"], d["port"]
+        peer = topo.ports(sw)[port][0]
+        cap = topo.link_bw(sw, peer, bw) * 1e6 * window.window_s / 8
+        dirs = [(sw, peer, d["tx_bytes"])]
+        if not topo.is_switch(peer):
+            dirs.append((peer, sw, d["rx_bytes"]))
+        for u, v, nbytes in dirs:
+            rows.append({"run": r, "topology": label, "source": "measured", "u": u, "v": v,
+                         "layer": link_class(topo, u, v), "bytes": nbytes,
+                         "util": round(nbytes / cap, 5),
+                         "drops": d["qdisc_drops"] if (u, v) == (sw, peer) else ""})
+    return rows
+
+
+def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: float, r: int,
+                    label: str) -> list[dict[str, Any]]:
+    """Model utilisation of every directed link (load / link rate; payload, so <= 0.96)."""
+    return [{"run": r, "topology": label, "source": "model", "u": u, "v": v,
+             "layer": link_class(topo, u, v), "util": round(mbps / topo.link_bw(u, v, bw), 5)}
+            for (u, v), mbps in sorted(load.items())]
+
+
+@contextmanager
+def emulation(topo: Topology, plan: Any, link: LinkSpec, run_dir: Path, run_id: str,
+              cc: str, timing: dict[str, float]) -> Iterator[Emulation]:
+    """An Emulation that waits (bounded) for another engineer's emulation to finish first;
+    fills ``timing`` with lock_wait_s, bringup_s and teardown_s."""
+    t0 = time.monotonic()
+    while True:
+        emu = Emulation(topo, plan, link, run_dir, run_id, cc=cc)
+        t1 = time.monotonic()
+        try:
+            emu.__enter__()
+            break
+        except RunError as exc:
+            if "another dcrepro emulation" not in str(exc) or t1 - t0 > LOCK_WAIT_S:
+                raise
+            time.sleep(2.0)  # bounded poll of a lock held by another process
+    timing["lock_wait_s"] = round(t1 - t0, 2)
+    timing["bringup_s"] = round(time.monotonic() - t1, 2)
+    try:
+        yield emu
+    finally:
+        t2 = time.monotonic()
+        emu.__exit__(None, None, None)
+        timing["teardown_s"] = round(time.monotonic() - t2, 2)
+
+
+def check_subflows(flows: list[Flow], wanted: int) -> None:
+    """Fail unless every MPTCP connection really runs the requested number of subflows."""
+    from .permutation import check_subflows as check
+    check(flows, wanted)
+
+
+Inspect = Callable[[Emulation, str, list[Flow]], None]
+
+
+def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
+            pairs: dict[str, str], run_dir: Path, run_id: str, r: int,
+            inspect: Inspect | None) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]],
+                                              dict[str, Any]]:
+    """One topology of one run in Mininet: flows, measurement facts, link rows, facts."""
+    transport = transports(params)[0]
+    timing: dict[str, Any] = {}
+    link = LinkSpec(params["bw"], params["queue"])
+    with emulation(topo, plan, link, run_dir, run_id, params["cc"], timing) as emu:
+        t = time.monotonic()
+        failed = emu.ping_all()
+        if failed:
+            raise RunError(f"{label}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
+        if transport == "mptcp":
+            configure_mptcp(emu, params["subflows"])
+        timing["ping_and_config_s"] = round(time.monotonic() - t, 2)
+        facts = emu.facts_dict()
+        flows = [Flow(s, d) for s, d in pairs.items()]
+        window = CounterWindow(emu, flows, params["duration"], params["trim"])
+        window.start()
+        t = time.monotonic()
+        try:
+            meas = run_iperf(emu, flows, transport, params["duration"], params["trim"],
+                             run_dir / transport, port=BASE_PORT)
+        except BaseException:
+            window.halt.set()
+            raise
+        finally:
+            window.join(timeout=30)
+        timing["traffic_s"] = round(time.monotonic() - t, 2)
+        if transport == "mptcp":
+            check_subflows(flows, params["subflows"])
+        if inspect is not None:
+            inspect(emu, label, flows)
+        facts["qdisc_after"] = emu.verify_qdiscs()
+    facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
+        window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
+        cpu_saturated_share=meas["cpu_saturated_share"])
+    links = measured_link_rows(topo, window, params["bw"], r, label)
+    return flows, meas, links, facts
+
+
+# -- the experiment -------------------------------------------------------------------------
+
+def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = None) -> None:
+    """All repetitions; ``inspect(emu, label, flows)`` runs while each network is still up
+    (tests trace the subflows with it)."""
+    from analysis.fairness import write_fidelity, write_model_summary
+    from analysis.summaries import write_permutation_summary
+
+    emulated = params["backend"] == "emulated"
+    transport = transports(params)[0]
+    ft_topo = topos.build(params["fattree"])
+    ft = (ft_topo, routing.make_plan(ft_topo, "ecmp"))
+    rows: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    lengths: list[dict[str, Any]] = []
+    t_start = time.monotonic()
+    traffic_s = 0.0
+    for r in range(params["runs"]):
+        t_net = time.monotonic()
+        nets, tuples = run_networks(params, r, ft)
+        plan_s = round(time.monotonic() - t_net, 2)
+        run_dir = folder.path / f"run{r:02d}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "networks.json").write_text(json.dumps(
+            {label: {"spec": topo.spec, "routing": plan.routing, "permutation": pairs}
+             for label, topo, plan, pairs in nets}, indent=1))
+        for label, topo, plan, pairs in nets:
+            folder.log.info("run %d %s: %s, %s, permutation %s", r, label, topo.spec,
+                            plan.routing, pairs)
+            lengths += path_length_rows(r, label, topo)
+            base = {"run": r, "topology": label, "spec": topo.spec, "routing": plan.routing,
+                    "servers": len(topo.hosts())}
+            agg = _aggregate_wanted(params, topo)
+            if emulated:
+                sub_dir = run_dir / label
+                flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
+                                                    f"{folder.id}-{r}-{label}", r, inspect)
+                traffic_s += params["duration"]
+                links += lrows
+                (sub_dir / "flows.json").write_text(json.dumps(
+                    [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
+                    indent=1))
+                # fidelity: the model on the same plan with the 5-tuples the run really used
+                real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
+                                for s in f.subflows] or tuples[label][f.src] for f in flows}
+                t = time.monotonic()
+                pred, _ = model_rates(topo, plan, pairs, real, params["bw"], agg)
+                facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
+                folder.record(f"run{r:02d}-{label}", facts)
+                for f in flows:
+                    rows.append({**base, "src": f.src, "dst": f.dst,
+                                 "iperf_mbps": round(f.iperf_mbps, 4),
+                                 "bwm_mbps": round(f.bwm_mbps, 4),
+                                 "norm_iperf": round(f.iperf_mbps / params["bw"], 5),
+                                 "norm_bwm": round(f.bwm_mbps / params["bw"], 5),
+                                 "norm_model": round(pred[f.src]["mbps"] / params["bw"], 5),
+                                 "norm_model_aggregate": round(
+                                     pred[f.src]["aggregate_mbps"] / params["bw"], 5),
+                                 "subflows": len(f.subflows),
+                                 "src_addrs": len({s["src_ip"] for s in f.subflows}),
+                                 "model_paths": pred[f.src]["paths"],
+                                 "cpu_mean": meas["cpu_mean"],
+                                 "cpu_saturated_share": meas["cpu_saturated_share"]})
+            else:
+                t = time.monotonic()
+                pred, load = model_rates(topo, plan, pairs, tuples[label], params["bw"], agg)
+                folder.record(f"run{r:02d}-{label}", {
+                    "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
+                    "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
+                links += model_link_rows(topo, load, params["bw"], r, label)
+                for src, dst in pairs.items():
+                    rows.append({**base, "src": src, "dst": dst,
+                                 "model_mbps": round(pred[src]["mbps"], 4),
+                                 "norm_model": round(pred[src]["mbps"] / params["bw"], 5),
+                                 "norm_model_aggregate": round(
+                                     pred[src]["aggregate_mbps"] / params["bw"], 5),
+                                 "subflows": len(tuples[label][src]),
+                                 "model_paths": pred[src]["paths"]})
+        # everything so far is on disk after every repetition
+        from .runfolder import write_csv
+        write_csv(folder.path / "links.csv", links)
+        write_csv(folder.path / "path_lengths.csv", lengths)
+        if emulated:
+            write_permutation_summary(folder.path, rows, params, key="topology")
+        else:
+            write_model_summary(folder.path, rows)
+    wall = time.monotonic() - t_start
+    timing = {"wall_s": round(wall, 1), "traffic_s": round(traffic_s, 1),
+              "overhead_share_of_traffic": round((wall - traffic_s) / traffic_s, 3)
+              if traffic_s else None, "transport": transport}
+    folder.record("timing", timing)
+    write_fidelity(folder.path, rows, timing, emulated)

@@ -1,0 +1,474 @@
+"""TCP Outcast on the linear topology (002_b94e7e7e77304abe.txt, Fig. 3 and Fig. 4).
+
+One receiver ``recv`` on s1; the lone sender ``lone`` on s1's port 2; N senders ``a1..aN``
+behind s2, whose uplink enters s1 on port 3.  Every sender runs one long TCP flow to its own
+iperf3 server on ``recv``; all meet in the tail-drop queue of s1's port 1 (s1 -> recv).
+
+Measured per sender: goodput over time (iperf3 server intervals, 0.5 s) and the offered rate
+entering the network (bwm-ng, rx of the switch port facing the sender, 0.5 s); the average
+over the trimmed window; the lone flow's share of its fair share 1/(N+1) of the bottleneck.
+
+Drops per *input* port of s1 (port blackout).  Linux drops at the output queue without
+knowing the input port, so the count is derived, sampled every 0.5 s:
+
+    drops(port) = packets entering s1 on ``port``  (sysfs rx_packets of s1-ethP)
+                - segments of that port's senders that reached the receiver's sockets
+                  (tcp_info ``segs_in`` per connection, read with ``ss -tin`` in recv,
+                  summed per source address)
+
+``segs_in`` counts every segment a socket received, duplicates and pure ACKs included, so
+it is the packet count delivered per source; iperf3 bytes / MSS would miss retransmitted
+duplicates.  The sum over ports is checked against the drop counter of s1-eth1's pfifo
+(``tc -s``); the difference (packets queued at the two sample instants, drops elsewhere in
+the receiver) is recorded as ``check_residual``.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import routing
+import topos
+
+from .common import add_shared, run_rng
+from .runfolder import RunFolder, write_csv
+from .runtime import Emulation, LinkSpec, RunError, check, in_ns, stop_process
+from .traffic import BASE_PORT, CpuSampler, Flow, _wait_listening, iperf_window_mbps
+
+NAME = "outcast"
+HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
+DEFAULTS: dict[str, Any] = {
+    "flows": "2,6,12", "bw": 10.0, "queue": 20, "duration": 60.0, "trim": 5.0, "runs": 3,
+    "seed": 1, "cc": "reno", "rto_min": None, "interval": 0.5}
+QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
+ROUTING = "st"  # a line has one path; st is the plain destination-based plan
+
+
+def add_arguments(p: Any) -> None:
+    """Shared flags plus --flows, --rto-min and --interval."""
+    add_shared(p, DEFAULTS, QUICK)
+    p.add_argument("--flows", type=str, default=None,
+                   help="competing flows N behind s2, a comma list runs each "
+                        f"(default: {DEFAULTS['flows']})")
+    add_tcp_arguments(p)
+
+
+def add_tcp_arguments(p: Any) -> None:
+    """--rto-min and --interval (shared by both outcast experiments)."""
+    p.add_argument("--rto-min", dest="rto_min", type=str, default=None,
+                   help="per-route TCP rto_min set in every sender host, e.g. 2ms or 10ms "
+                        "(default: not set, kernel default 200ms)")
+    p.add_argument("--interval", type=float, default=None,
+                   help="sampling interval of the time series, seconds, 0.1..1 (default: 0.5)")
+
+
+def parse_flows(text: Any) -> list[int]:
+    """'2,6,12' -> [2, 6, 12]; raises ValueError with a one-line message."""
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    try:
+        values = [int(s) for s in items]
+    except ValueError:
+        raise ValueError(f"--flows must be a comma list of integers, got {text!r}") from None
+    if not values or any(not 1 <= v <= 64 for v in values):
+        raise ValueError(f"--flows values must be 1..64, got {text!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"--flows has duplicates: {text!r}")
+    return values
+
+
+_RTO = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|us)$")
+
+
+def rto_min_ms(text: Any) -> float | None:
+    """'2ms' -> 2.0, None/'' -> None (kernel default); ValueError on anything else."""
+    if text in (None, "", "default", "none"):
+        return None
+    m = _RTO.match(str(text).strip())
+    if not m:
+        raise ValueError(f"--rto-min must look like 2ms, 0.2s or 500us, got {text!r}")
+    ms = float(m.group(1)) * {"ms": 1.0, "s": 1000.0, "us": 0.001}[m.group(2)]
+    if not 1 <= ms <= 1000:
+        raise ValueError(f"--rto-min must be between 1ms and 1s, got {text!r}")
+    return ms
+
+
+def validate_tcp(params: dict[str, Any]) -> None:
+    """Checks shared by both outcast experiments."""
+    rto_min_ms(params.get("rto_min"))
+    if not 0.1 <= float(params.get("interval", 0.5)) <= 1.0:
+        raise ValueError(f"--interval must be 0.1..1 s, got {params['interval']}")
+    if params["duration"] < 4 * params["interval"]:
+        raise ValueError(f"--duration {params['duration']} is too short for a time series")
+    if not re.fullmatch(r"[a-z0-9_]+", str(params.get("cc", "reno"))):
+        raise ValueError(f"--cc must be a congestion control name, got {params['cc']!r}")
+
+
+def validate(params: dict[str, Any]) -> None:
+    """One-line ValueError for bad values, before anything is built."""
+    parse_flows(params["flows"])
+    validate_tcp(params)
+
+
+# -- many senders, one receiver -------------------------------------------------------------
+
+def set_rto_min(emu: Emulation, senders: list[str], receiver: str,
+                rto: str | None) -> dict[str, str]:
+    """Pin rto_min on each sender's route to the receiver; return `ip route get` read back."""
+    dst = emu.topo.node(receiver).ip
+    got = {}
+    for s in senders:
+        h = emu.host(s)
+        if rto_min_ms(rto) is not None:
+            intf = h.intfList()[0].name
+            emu.host_cmd(h, ["ip", "route", "replace", f"{dst}/32", "dev", intf,
+                             "src", emu.topo.node(s).ip, "rto_min", str(rto)])
+        # `ip route get` omits metrics; the table entry shows rto_min when it is set
+        table = emu.host_cmd(h, ["ip", "route", "show", "match", dst]).strip()
+        got[s] = " | ".join(line.strip() for line in table.splitlines())
+        if rto_min_ms(rto) is not None and "rto_min" not in got[s]:
+            raise RunError(f"{s}: rto_min {rto} not in its route: {got[s]}")
+    return got
+
+
+_SS_PEER = re.compile(r"^\S+\s+\d+\s+\d+\s+\S+:\d+\s+(\S+):(\d+)")
+_SEGS_IN = re.compile(r"\bsegs_in:(\d+)")
+
+
+def parse_segs_in(text: str) -> dict[str, int]:
+    """`ss -Htin` output -> source address -> sum of segs_in over its sockets."""
+    out: dict[str, int] = {}
+    peer = None
+    for line in text.splitlines():
+        m = _SS_PEER.match(line)
+        if m:
+            peer = m.group(1).split("%")[0].strip("[]")
+            if peer.startswith("::ffff:"):
+                peer = peer[7:]
+        seg = _SEGS_IN.search(line)
+        if seg and peer is not None:
+            out[peer] = out.get(peer, 0) + int(seg.group(1))
+            peer = None
+    return out
+
+
+@dataclass
+class Group:
+    """Input port(s) of the bottleneck switch and the senders whose traffic enters there."""
+
+    label: str
+    intfs: list[str]
+    senders: list[str]
+
+
+class DropSampler(threading.Thread):
+    """Every ``interval`` s: rx packets of the watched input ports, per-source delivered
+    segments at the receiver (ss segs_in), and the bottleneck pfifo's drops/backlog."""
+
+    def __init__(self, emu: Emulation, receiver: str, bottleneck: str, groups: list[Group],
+                 interval: float) -> None:
+        super().__init__(daemon=True)
+        self.emu, self.groups, self.interval = emu, groups, interval
+        self.recv_pid = emu.host(receiver).pid
+        self.bottleneck = bottleneck
+        self.ip_of = {s: emu.topo.node(s).ip for g in groups for s in g.senders}
+        self.samples: list[dict[str, Any]] = []
+        self.error: str | None = None
+        self._halt = threading.Event()
+
+    def _rx(self) -> dict[str, int]:
+        return {i: int(Path(f"/sys/class/net/{i}/statistics/rx_packets").read_text())
+                for g in self.groups for i in g.intfs}
+
+    def _qdisc(self) -> tuple[int, int]:
+        q = json.loads(check(["tc", "-s", "-j", "qdisc", "show", "dev", self.bottleneck],
+                             timeout=5) or "[]")
+        pf = next((x for x in q if x.get("kind") == "pfifo"), {})
+        return pf.get("drops", 0), pf.get("qlen", 0)
+
+    def sample(self) -> dict[str, Any]:
+        """One snapshot: the port and qdisc counters are read just before and just after
+        the (slow: a process in the receiver's namespace) socket read and averaged, so all
+        three refer to the same instant; otherwise packets delivered while ss runs would
+        show up as negative drops."""
+        drops0, _ = self._qdisc()
+        rx0 = self._rx()
+        t0 = time.time()
+        ss = check(in_ns(self.recv_pid, ["ss", "-Htin"]), timeout=5)
+        t1 = time.time()
+        rx1 = self._rx()
+        drops1, backlog = self._qdisc()
+        delivered = parse_segs_in(ss)
+        return {"t": (t0 + t1) / 2, "ss_s": round(t1 - t0, 4),
+                "rx": {i: (rx0[i] + rx1[i]) / 2 for i in rx0},
+                "delivered": {s: delivered.get(ip, 0) for s, ip in self.ip_of.items()},
+                "q_drops": (drops0 + drops1) / 2, "q_backlog_pkts": backlog}
+
+    def run(self) -> None:
+        try:
+            self.samples.append(self.sample())
+            while not self._halt.wait(self.interval):
+                self.samples.append(self.sample())
+        except Exception as exc:  # noqa: BLE001 - reported by stop()
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Stop sampling; raise RunError if sampling failed."""
+        self._halt.set()
+        self.join(timeout=10)
+        if self.error:
+            raise RunError(f"drop sampler failed: {self.error}")
+        return self.samples
+
+
+def drop_rows(samples: list[dict[str, Any]], groups: list[Group], t0: float,
+              t_end: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(time series rows, totals rows) of derived drops per group.
+
+    Totals use the first sample (before any client started) and the last one taken while
+    every connection was still open (``t_end``), since closed sockets lose their segs_in.
+    """
+    usable = [s for s in samples if s["t"] <= t_end]
+    if len(usable) < 2:
+        raise RunError("drop sampler: fewer than two samples inside the traffic window")
+    series = []
+
+    def counts(s: dict[str, Any], g: Group) -> tuple[int, int]:
+        return (sum(s["rx"][i] for i in g.intfs), sum(s["delivered"][x] for x in g.senders))
+
+    for a, b in zip(usable, usable[1:]):
+        for g in groups:
+            (rx0, d0), (rx1, d1) = counts(a, g), counts(b, g)
+            series.append({"t": round(b["t"] - t0, 3), "port": g.label,
+                           "rx_packets": round(rx1 - rx0, 1), "delivered": d1 - d0,
+                           "drops": round((rx1 - rx0) - (d1 - d0), 1)})
+        series.append({"t": round(b["t"] - t0, 3), "port": "bottleneck qdisc",
+                       "drops": b["q_drops"] - a["q_drops"], "backlog": b["q_backlog_pkts"]})
+    first, last = usable[0], usable[-1]
+    totals = []
+    derived = 0
+    for g in groups:
+        (rx0, d0), (rx1, d1) = counts(first, g), counts(last, g)
+        drops = round((rx1 - rx0) - (d1 - d0), 1)
+        derived += drops
+        totals.append({"port": g.label, "intfs": "+".join(g.intfs), "senders": len(g.senders),
+                       "rx_packets": round(rx1 - rx0, 1), "delivered": d1 - d0, "drops": drops,
+                       "drop_rate": round(drops / (rx1 - rx0), 5) if rx1 > rx0 else ""})
+    qd = last["q_drops"] - first["q_drops"]
+    for row in totals:
+        row["bottleneck_qdisc_drops"] = qd
+        row["check_residual"] = round(derived - qd, 1)
+        row["ss_read_s_max"] = max(x.get("ss_s", 0) for x in usable)
+        row["backlog_at_end"] = last["q_backlog_pkts"]
+        row["window_s"] = round(last["t"] - first["t"], 2)
+    return series, totals
+
+
+@dataclass
+class Sender:
+    """One long TCP flow from ``name`` to the receiver, on its own server port."""
+
+    name: str
+    port: int
+    entry: str  # which input port of the bottleneck switch (or group) it arrives by
+    start: float = 0.0
+    iperf_mbps: float = float("nan")
+    offered_mbps: float = float("nan")
+    retransmits: int = -1
+    series: list[tuple[float, float]] = field(default_factory=list)
+
+
+def _bwm_series(path: Path, intf: str) -> list[tuple[float, float]]:
+    """(unix time, Mb/s received by the switch on ``intf``) from a bwm-ng CSV."""
+    out = []
+    if not path.exists():
+        return out
+    with open(path, encoding="ascii", errors="replace") as fh:
+        for row in csv.reader(fh):
+            if len(row) > 3 and row[1] == intf:
+                out.append((float(row[0]), 8 * float(row[3]) / 1e6))  # bytes_in/s = rx
+    return out
+
+
+def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups: list[Group],
+                    params: dict[str, Any], out: Path, rng: random.Random) -> dict[str, Any]:
+    """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once.
+
+    Writes iperf3 JSON per sender, bwm.csv (rx of each sender's access port), cpu.csv and the
+    drop samples; fills in per-sender rates and series; returns measurement facts.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    duration, trim, interval = params["duration"], params["trim"], params["interval"]
+    recv_host = emu.host(receiver)
+    servers = []
+    for s in senders:
+        fh = open(out / f"iperf-server-{s.name}.json", "w")  # noqa: SIM115 - closed below
+        servers.append((s, fh, emu.popen(recv_host, ["iperf3", "-s", "-1", "-J", "-i",
+                                                     str(interval), "-p", str(s.port)],
+                                         stdout=fh, stderr=subprocess.STDOUT)))
+    _wait_listening(emu, [Flow(s.name, receiver, port=s.port) for s in senders], timeout=20)
+    access = {s.name: _access_intf(emu, s.name) for s in senders}
+    bwm_path = out / "bwm.csv"
+    bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", str(int(interval * 1000)), "-T", "rate",
+                           "-u", "bytes", "-C", ",", "-F", str(bwm_path),
+                           "-I", ",".join(sorted(set(access.values())))],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu = CpuSampler(out / "cpu.csv", interval=1.0)
+    cpu.start()
+    drops = DropSampler(emu, receiver, _access_intf(emu, receiver), groups, interval)
+    drops.start()
+    # wait for the sampler's baseline (before any client) with a bounded poll
+    deadline = time.monotonic() + 10
+    while not drops.samples and drops.error is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not drops.samples:
+        raise RunError(f"drop sampler did not take its baseline sample ({drops.error})")
+    order = senders[:]
+    rng.shuffle(order)  # start order from the run's seed: no sender always starts first
+    dst_ip = emu.topo.node(receiver).ip
+    clients = []
+    for s in order:
+        fh = open(out / f"iperf-client-{s.name}.json", "w")  # noqa: SIM115
+        s.start = time.time()
+        clients.append((s, fh, emu.popen(emu.host(s.name), [
+            "iperf3", "-c", dst_ip, "-p", str(s.port), "-t", str(duration), "-J",
+            "--connect-timeout", "5000"], stdout=fh, stderr=subprocess.STDOUT)))
+    deadline = time.monotonic() + duration + 30
+    try:
+        for s, fh, p in clients:
+            try:
+                p.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise RunError(f"iperf3 client {s.name} did not finish in time") from None
+            if p.returncode != 0:
+                raise RunError(f"iperf3 client {s.name} failed ({p.returncode}); see "
+                               f"{out / f'iperf-client-{s.name}.json'}")
+        for s, fh, p in servers:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                raise RunError(f"iperf3 server for {s.name} did not exit") from None
+    finally:
+        for _, fh, _ in (*clients, *servers):
+            fh.close()
+        samples = drops.stop()
+        cpu_samples = cpu.stop()
+        stop_process(bwm)
+    emu.check_controller()
+    t0 = min(s.start for s in senders)
+    t_first_end = t0 + duration - 0.2
+    series, totals = drop_rows(samples, groups, t0, t_first_end)
+    write_csv(out / "drops_series.csv", series)
+    (out / "drop_samples.json").write_text(json.dumps(samples))
+    for s in senders:
+        report = json.loads((out / f"iperf-server-{s.name}.json").read_text())
+        if "error" in report:
+            raise RunError(f"iperf3 server for {s.name}: {report['error']}")
+        s.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
+        off = s.start - t0
+        # iperf3's last interval is a fraction of one: too short to be a rate sample
+        s.series = [(round(off + iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
+                     iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
+                    if iv["sum"]["seconds"] >= interval / 2]
+        client = json.loads((out / f"iperf-client-{s.name}.json").read_text())
+        s.retransmits = int(client.get("end", {}).get("sum_sent", {}).get("retransmits", -1))
+        bw = [r for t, r in _bwm_series(bwm_path, access[s.name])
+              if s.start + trim <= t <= s.start + duration - trim]
+        s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
+    window = [u for t, u in cpu_samples if t0 + trim <= t <= t0 + duration - trim]
+    return {"t0": t0, "drops_series": series, "drops": totals,
+            "bwm": {s.name: [(round(t - t0, 3), round(r, 4)) for t, r in
+                             _bwm_series(bwm_path, access[s.name])] for s in senders},
+            "cpu_mean": round(sum(window) / len(window), 1) if window else None,
+            "cpu_max": round(max(window), 1) if window else None,
+            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
+            if window else None}
+
+
+def _access_intf(emu: Emulation, host: str) -> str:
+    sw = emu.topo.access_switch(host)
+    return f"{sw}-eth{emu.topo.port(sw, host)}"
+
+
+def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any],
+                fair_mbps: float, extra: dict[str, dict[str, Any]]) -> tuple[list, list]:
+    """(per-sender average rows, per-sender time series rows) for the CSVs."""
+    rows, series = [], []
+    for s in senders:
+        rows.append({**base, "sender": s.name, **extra.get(s.name, {}), "entry": s.entry,
+                     "iperf_mbps": round(s.iperf_mbps, 4), "offered_mbps": round(s.offered_mbps, 4),
+                     "fair_mbps": round(fair_mbps, 4),
+                     "share_of_fair": round(s.iperf_mbps / fair_mbps, 4),
+                     "retransmits": s.retransmits, "cpu_mean": meas["cpu_mean"],
+                     "cpu_max": meas["cpu_max"],
+                     "cpu_saturated_share": meas["cpu_saturated_share"]})
+        for t, mbps in s.series:
+            series.append({**base, "sender": s.name, "source": "iperf3", "t": t,
+                           "mbps": round(mbps, 4)})
+        for t, mbps in meas["bwm"][s.name]:
+            series.append({**base, "sender": s.name, "source": "bwm-ng", "t": t, "mbps": mbps})
+    return rows, series
+
+
+def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, run_id: str,
+                 senders: list[Sender], receiver: str, groups: list[Group],
+                 rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Bring up one network, check it, run the flows, verify the queues again."""
+    link = LinkSpec(params["bw"], params["queue"])
+    with Emulation(topo, plan, link, run_dir, run_id, cc=params["cc"]) as emu:
+        failed = emu.ping_all()
+        if failed:
+            raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
+        facts = emu.facts_dict()
+        facts["rto_min_requested"] = params.get("rto_min")
+        facts["routes"] = set_rto_min(emu, [s.name for s in senders], receiver,
+                                      params.get("rto_min"))
+        meas = run_many_to_one(emu, senders, receiver, groups, params, run_dir, rng)
+        facts["qdisc_after"] = emu.verify_qdiscs()
+        facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
+        facts["drops"] = meas["drops"]
+    return facts, meas
+
+
+def run(params: dict[str, Any], folder: RunFolder) -> None:
+    """For each N in --flows, --runs repetitions of lone vs N senders."""
+    from analysis.outcast import write_outcast_summary
+
+    rows: list[dict[str, Any]] = []
+    series: list[dict[str, Any]] = []
+    drops: list[dict[str, Any]] = []
+    drop_series: list[dict[str, Any]] = []
+    for n in parse_flows(params["flows"]):
+        for r in range(params["runs"]):
+            rng = run_rng(params["seed"], 1000 * n + r)
+            topo = topos.build(f"outcast,n={n}")
+            plan = routing.make_plan(topo, ROUTING)
+            senders = [Sender(name, BASE_PORT + i, f"s1 port {topo.entry_port(name)}")
+                       for i, name in enumerate(topo.senders())]
+            groups = [Group("s1 port 2 (lone)", ["s1-eth2"], [topo.lone]),
+                      Group(f"s1 port 3 (from s2, {n} flows)", ["s1-eth3"],
+                            topo.senders_behind_s2)]
+            tag = f"n{n:02d}-run{r:02d}"
+            run_dir = folder.path / tag
+            folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params["cc"],
+                            params.get("rto_min"))
+            facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
+                                       senders, topo.receiver, groups, rng)
+            facts["topo"] = topo.spec
+            folder.record(tag, facts)
+            base = {"flows": n, "run": r}
+            fair = params["bw"] / (n + 1)
+            extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}
+            rws, srs = sender_rows(senders, meas, base, fair, extra)
+            rows += rws
+            series += srs
+            drops += [{**base, **d} for d in meas["drops"]]
+            drop_series += [{**base, **d} for d in meas["drops_series"]]
+            write_outcast_summary(folder.path, rows, series, drops, drop_series, params)

@@ -1,0 +1,127 @@
+"""TCP Outcast in a k=4 fat tree (002_b94e7e7e77304abe.txt, Fig. 5 and Fig. 6).
+
+Every host but one sends one long TCP flow to the receiver (default ``0_0_2``).  The one
+sender under the receiver's edge switch (``0_0_3``) enters that switch on its own port; the
+14 others arrive over the uplinks: under ``st`` all on one uplink port (the outcast
+pattern), under ``hashed``/``ecmp`` spread by the flow hash over both.
+
+Measured like the linear experiment (experiments/outcast.py): goodput per sender over time
+(iperf3 server intervals), offered rate at each sender's access port (bwm-ng), averages
+grouped by hop distance (2 = same edge switch, 4 = same pod, 6 = other pod), and derived
+drops per input port of the receiver's edge switch.  Where a flow enters is known per port
+only under ``st`` (a pure function of the plan, found by walking it); under the hash-based
+strategies the uplinks are counted together.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+import routing
+import topos
+from routing.walk import first_choice, walk
+
+from .common import add_shared, run_rng
+from .outcast import (Group, Sender, add_tcp_arguments, emulate_once, sender_rows,
+                      validate_tcp)
+from .runfolder import RunFolder
+from .traffic import BASE_PORT
+
+NAME = "outcast-fattree"
+HELP = "TCP Outcast in a fat tree: 15 senders to one receiver, st vs hashed vs ecmp"
+DEFAULTS: dict[str, Any] = {
+    "topo": "fattree,k=4", "routing": "st", "receiver": "0_0_2", "bw": 10.0, "queue": 20,
+    "duration": 60.0, "trim": 5.0, "runs": 3, "seed": 1, "cc": "reno", "rto_min": None,
+    "interval": 0.5}
+QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
+
+
+def add_arguments(p: Any) -> None:
+    """Shared flags plus --receiver, --rto-min and --interval."""
+    add_shared(p, DEFAULTS, QUICK)
+    p.add_argument("--receiver", type=str, default=None,
+                   help=f"receiving host (default: {DEFAULTS['receiver']})")
+    add_tcp_arguments(p)
+
+
+def validate(params: dict[str, Any]) -> None:
+    """One-line ValueError for bad values, before any network is built."""
+    spec = topos.parse(params["topo"])
+    if spec.name != "fattree":
+        raise ValueError(f"--topo must be a fat tree (fattree,k=K), got {params['topo']!r}")
+    if routing.parse(params["routing"]).name not in ("st", "ecmp", "hashed"):
+        raise ValueError(f"--routing must be st, hashed or ecmp, got {params['routing']!r}")
+    topo = topos.build(spec)
+    if params["receiver"] not in topo.hosts():
+        raise ValueError(f"--receiver {params['receiver']!r} is not a host of {topo.spec} "
+                         f"(hosts look like {topo.hosts()[0]})")
+    if len(topo.hosts()) - 1 > 64:
+        raise ValueError(f"{topo.spec} has {len(topo.hosts()) - 1} senders; at most 64")
+    validate_tcp(params)
+
+
+def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Group],
+                                                        dict[str, dict[str, Any]]]:
+    """Senders with their entry port on the receiver's edge switch, port groups, hop counts."""
+    edge = topo.access_switch(receiver)
+    g = topo.graph()
+    pinned = plan.routing == "st"
+    senders, extra = [], {}
+    by_port: dict[int, list[str]] = {}
+    for i, s in enumerate(h for h in topo.hosts() if h != receiver):
+        hops = nx.shortest_path_length(g, s, receiver)
+        if topo.access_switch(s) == edge:
+            port = topo.port(edge, s)
+            entry = f"{edge} port {port} (own)"
+        elif pinned:
+            path = walk(topo, plan, s, receiver, first_choice)
+            port = topo.port(edge, path[-2])
+            entry = f"{edge} port {port} (uplink)"
+        else:
+            port = 0  # any uplink: chosen per flow by the hash
+            entry = f"{edge} uplinks (hash)"
+        by_port.setdefault(port, []).append(s)
+        senders.append(Sender(s, BASE_PORT + i, entry))
+        extra[s] = {"hops": hops, "local": topo.access_switch(s) == edge}
+    uplinks = [p for p, (peer, _) in topo.ports(edge).items() if topo.is_switch(peer)]
+    groups = []
+    for port, names in sorted(by_port.items(), key=lambda kv: kv[0] or 1 << 30):
+        if port == 0:
+            groups.append(Group(f"{edge} uplinks {'+'.join(map(str, uplinks))}",
+                                [f"{edge}-eth{p}" for p in uplinks], names))
+        else:
+            kind = "uplink" if port in uplinks else "own port"
+            groups.append(Group(f"{edge} port {port} ({kind}, {len(names)} flows)",
+                                [f"{edge}-eth{port}"], names))
+    return senders, groups, extra
+
+
+def run(params: dict[str, Any], folder: RunFolder) -> None:
+    """--runs repetitions of every host but the receiver sending to it."""
+    from analysis.outcast import write_fattree_summary
+
+    rows: list[dict[str, Any]] = []
+    series: list[dict[str, Any]] = []
+    drops: list[dict[str, Any]] = []
+    drop_series: list[dict[str, Any]] = []
+    for r in range(params["runs"]):
+        rng = run_rng(params["seed"], r)
+        topo = topos.build(params["topo"])
+        plan = routing.make_plan(topo, params["routing"])
+        senders, groups, extra = layout(topo, plan, params["receiver"])
+        tag = f"run{r:02d}"
+        run_dir = folder.path / tag
+        folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s", tag, topo.spec,
+                        plan.routing, params["receiver"], params["cc"], params.get("rto_min"))
+        facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
+                                   senders, params["receiver"], groups, rng)
+        folder.record(tag, facts)
+        base = {"routing": plan.routing, "run": r}
+        fair = params["bw"] / len(senders)
+        rws, srs = sender_rows(senders, meas, base, fair, extra)
+        rows += rws
+        series += srs
+        drops += [{**base, **d} for d in meas["drops"]]
+        drop_series += [{**base, **d} for d in meas["drops_series"]]
+        write_fattree_summary(folder.path, rows, series, drops, drop_series, params)

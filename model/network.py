@@ -1,0 +1,79 @@
+"""Bridge between topologies/plans and the flow model: capacities, link lists, synthetic
+flows routed through a plan the way the switches would (a seeded hash per hop).
+
+The switch's own hash function is not reproduced: ``hash_select`` is a stable CRC32 of the
+switch name and 5-tuple, so the *distribution* of path choices matches the plan while the
+individual choices differ from the datapath's; traced paths of emulated runs show the
+datapath's actual choices.
+"""
+from __future__ import annotations
+
+import random
+import zlib
+from typing import Any, Callable, Sequence
+
+from routing.plan import Plan
+from routing.walk import walk
+from topos.base import Topology
+
+from .flowmodel import connection_rates, goodput_capacity
+
+Link = tuple[str, str]
+
+
+def capacities(topo: Topology, bw: float) -> dict[Link, float]:
+    """Payload goodput of every directed link (both directions of every topology link)."""
+    caps = {}
+    for link in topo.links():
+        rate = goodput_capacity(link.bw if link.bw is not None else bw)
+        caps[(link.a, link.b)] = caps[(link.b, link.a)] = rate
+    return caps
+
+
+def path_links(src: str, switches: Sequence[str], dst: str) -> list[Link]:
+    """Directed links of a host-to-host path given by its switches."""
+    nodes = [src, *switches, dst]
+    return list(zip(nodes[:-1], nodes[1:]))
+
+
+def hash_select(five_tuple: dict[str, Any]) -> Callable[[str, int], int]:
+    """A select(switch, n) that hashes the 5-tuple per switch (stable across processes)."""
+    key = f"{five_tuple['src_ip']}:{five_tuple['src_port']}>" \
+          f"{five_tuple['dst_ip']}:{five_tuple['dst_port']}"
+    return lambda switch, n: zlib.crc32(f"{switch}|{key}".encode()) % n
+
+
+def synthetic_subflows(topo: Topology, pairs: dict[str, str], subflows: int,
+                       rng: random.Random, dst_port: int = 5201) -> dict[str, list[dict]]:
+    """5-tuples the emulator would use: subflow i leaves from extra address i-1 of the host."""
+    out = {}
+    for src, dst in pairs.items():
+        ips = [topo.node(src).ip, *topo.extra_ips(src, subflows - 1)]
+        out[src] = [{"src_ip": ip, "src_port": rng.randrange(32768, 61000),
+                     "dst_ip": topo.node(dst).ip, "dst_port": dst_port} for ip in ips]
+    return out
+
+
+def route_by_hash(topo: Topology, plan: Plan, pairs: dict[str, str],
+                  tuples: dict[str, list[dict]]) -> list[dict[str, Any]]:
+    """Path of every subflow through ``plan`` chosen by hash_select (same shape as traces)."""
+    routed = []
+    for src, dst in pairs.items():
+        for ft in tuples[src]:
+            routed.append({"src": src, "dst": dst, "five_tuple": ft,
+                           "path": walk(topo, plan, src, dst, hash_select(ft))})
+    return routed
+
+
+def rates_on_paths(topo: Topology, bw: float, pairs: dict[str, str],
+                   routed: list[dict[str, Any]], mode: str = "independent") -> dict[str, float]:
+    """Model rate (Mb/s) of every connection, keyed by source host, on the given paths."""
+    conns: dict[str, list[list[Link]]] = {src: [] for src in pairs}
+    for r in routed:
+        conns[r["src"]].append(path_links(r["src"], r["path"], r["dst"]))
+    missing = [s for s, paths in conns.items() if not paths]
+    if missing:
+        raise ValueError(f"no path recorded for connections from {missing[:4]}")
+    srcs = list(conns)
+    rates = connection_rates(capacities(topo, bw), [conns[s] for s in srcs], mode=mode)
+    return {s: float(r) for s, r in zip(srcs, rates)}

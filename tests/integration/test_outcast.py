@@ -1,0 +1,73 @@
+"""Outcast on real Mininet/OVS (root): the tail-drop queue read back, a short full run."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+
+import pytest
+
+import routing
+import topos
+from analysis.outcast import plot_outcast
+from experiments import outcast
+from experiments.common import resolve
+from experiments.runfolder import RunFolder, read_csv
+from experiments.runtime import Emulation, LinkSpec
+
+from test_emulation import clean_before_and_after  # noqa: F401,E402 - autouse leftover check
+
+pytestmark = pytest.mark.integration
+
+
+def test_qdisc_read_back_is_requested_tail_drop_and_rto_min_is_set(tmp_path):
+    topo = topos.build("outcast,n=2")
+    plan = routing.make_plan(topo, "st")
+    with Emulation(topo, plan, LinkSpec(10, 7), tmp_path, "t-outcast-q", cc="reno") as emu:
+        assert emu.facts.qdisc == {"root": "htb", "leaf": "pfifo", "limit": 7,
+                                   "rate_mbit": 10, "interfaces": 10}
+        assert emu.facts.cc_in_hosts == "reno"
+        # the bottleneck output port itself, read with tc: HTB root, pfifo limit 7 leaf
+        qs = json.loads(subprocess.run(["tc", "-j", "qdisc", "show", "dev", "s1-eth1"],
+                                       capture_output=True, text=True, check=True).stdout)
+        assert {q["kind"] for q in qs} == {"htb", "pfifo"}
+        assert next(q for q in qs if q["kind"] == "pfifo")["options"]["limit"] == 7
+        routes = outcast.set_rto_min(emu, topo.senders(), "recv", "2ms")
+        # `lock` shown: TCP honours a route's rto_min only when the metric is locked
+        assert all(re.search(r"rto_min (lock )?2ms", r) for r in routes.values()), routes
+        assert emu.verify_qdiscs()["limit"] == 7
+
+
+def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
+    p = argparse.ArgumentParser()
+    outcast.add_arguments(p)
+    args = p.parse_args(["--flows", "2", "--duration", "6", "--trim", "1", "--runs", "1",
+                         "--rto-min", "10ms", "--out", str(tmp_path)])
+    params = resolve(args, outcast.DEFAULTS, outcast.QUICK)
+    outcast.validate(params)
+    folder = RunFolder(tmp_path, outcast.NAME, params)
+    outcast.run(params, folder)
+    folder.set_status("ok")
+    run = folder.path
+    figs = plot_outcast(run, json.loads((run / "config.json").read_text()))
+    assert [f.name for f in figs] == ["outcast_n02.png", "outcast_share.png"]
+    config = json.loads((run / "config.json").read_text())
+    facts = config["runtime"]["n02-run00"]
+    assert facts["qdisc"]["limit"] == facts["qdisc_after"]["limit"] == 20
+    assert facts["cc_in_hosts"] == "reno" and facts["rto_min_requested"] == "10ms"
+    assert all(re.search(r"rto_min (lock )?10ms", r) for r in facts["routes"].values())
+    for f in ("flows.csv", "series.csv", "drops.csv", "drops_series.csv", "summary.csv",
+              "n02-run00/bwm.csv", "n02-run00/cpu.csv", "n02-run00/iperf-server-lone.json",
+              "n02-run00/plan.json"):
+        assert (run / f).exists(), f
+    flows = read_csv(run / "flows.csv")
+    assert [r["sender"] for r in flows] == ["lone", "a1", "a2"]
+    assert all(float(r["iperf_mbps"]) > 0 for r in flows), flows
+    total = sum(float(r["iperf_mbps"]) for r in flows)
+    assert 0.6 * 10 < total <= 10.5, total  # the bottleneck is full, and not exceeded
+    drops = read_csv(run / "drops.csv")
+    assert [d["intfs"] for d in drops] == ["s1-eth2", "s1-eth3"]
+    # derived per-port drops add up to the pfifo's counter, up to what was still queued
+    d = drops[0]
+    assert abs(float(d["check_residual"])) <= 20 + 10, drops

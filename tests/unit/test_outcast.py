@@ -1,0 +1,119 @@
+"""Outcast: linear topology shape and port layout, flag validation, drop accounting (no root)."""
+import ipaddress
+
+import pytest
+
+import routing
+import topos
+from experiments import outcast, outcast_fattree
+from experiments.outcast import Group, drop_rows, parse_flows, parse_segs_in, rto_min_ms
+from routing.walk import all_paths, first_choice, walk
+from topos.base import TopologyError
+from topos.outcast import PORT_LONE, PORT_RECV, PORT_UPLINK, OutcastLinear
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 12])
+def test_linear_shape_and_port_layout(n):
+    t = topos.build(f"outcast,n={n}")
+    assert t.spec == f"outcast,n={n}" and isinstance(t, OutcastLinear)
+    assert t.switches() == ["s1", "s2"]
+    assert (t.node("s1").dpid, t.node("s2").dpid) == (1, 2)
+    assert t.hosts() == ["recv", "lone", *[f"a{i}" for i in range(1, n + 1)]]
+    # s1: 1 = receiver, 2 = lone sender, 3 = uplink from s2; nothing else
+    assert t.ports("s1") == {PORT_RECV: ("recv", 0), PORT_LONE: ("lone", 0),
+                             PORT_UPLINK: ("s2", 1)}
+    assert t.ports("s2") == {1: ("s1", 3), **{i + 1: (f"a{i}", 0) for i in range(1, n + 1)}}
+    assert t.access_switch("recv") == t.access_switch("lone") == "s1"
+    assert all(t.access_switch(a) == "s2" for a in t.senders_behind_s2)
+    assert t.senders() == ["lone", *t.senders_behind_s2]
+    assert t.entry_port("lone") == 2 and {t.entry_port(a) for a in t.senders_behind_s2} == {3}
+    with pytest.raises(TopologyError):
+        t.entry_port("recv")
+
+
+def test_linear_identities_unique_and_valid():
+    t = OutcastLinear(200)
+    nodes = [t.node(h) for h in t.hosts()]
+    assert len({h.ip for h in nodes}) == len({h.mac for h in nodes}) == len(nodes)
+    for h in nodes:
+        ip = ipaddress.ip_address(h.ip)
+        assert ip in ipaddress.ip_network("10.0.0.0/9") and len(h.name) <= 9
+    with pytest.raises(TopologyError):
+        OutcastLinear(0)
+    with pytest.raises(TopologyError):
+        OutcastLinear(201)
+
+
+def test_every_sender_reaches_receiver_through_its_documented_port():
+    t = topos.build("outcast,n=6")
+    plan = routing.make_plan(t, "st")
+    for s in t.senders():
+        path = walk(t, plan, s, "recv", first_choice)
+        assert path[-1] == "s1"
+        assert t.port("s1", path[-2] if len(path) > 1 else s) == t.entry_port(s)
+        assert len(all_paths(t, plan, s, "recv")) == 1
+
+
+def test_flag_parsing_and_validation():
+    assert parse_flows("2, 6,12") == [2, 6, 12]
+    for bad in ("", "0", "2,x", "65", "2,2"):
+        with pytest.raises(ValueError):
+            parse_flows(bad)
+    assert rto_min_ms(None) is None and rto_min_ms("2ms") == 2.0 and rto_min_ms("0.2s") == 200
+    for bad in ("2", "0ms", "5s", "abc"):
+        with pytest.raises(ValueError):
+            rto_min_ms(bad)
+    good = dict(outcast.DEFAULTS)
+    outcast.validate(good)
+    for key, value in (("interval", 2.0), ("rto_min", "fast"), ("flows", "1,a"),
+                       ("cc", "re no")):
+        with pytest.raises(ValueError):
+            outcast.validate({**good, key: value})
+    ft = dict(outcast_fattree.DEFAULTS)
+    outcast_fattree.validate(ft)
+    for key, value in (("receiver", "h1"), ("topo", "jellyfish"), ("routing", "ksp")):
+        with pytest.raises(ValueError):
+            outcast_fattree.validate({**ft, key: value})
+
+
+def test_fattree_layout_st_pins_remote_senders_to_one_uplink():
+    topo = topos.build("fattree,k=4")
+    senders, groups, extra = outcast_fattree.layout(topo, routing.make_plan(topo, "st"), "0_0_2")
+    assert len(senders) == 15
+    assert {s.name: extra[s.name]["hops"] for s in senders}["0_0_3"] == 2
+    assert sorted(e["hops"] for e in extra.values()) == [2] + [4] * 2 + [6] * 12
+    assert [(g.intfs, len(g.senders)) for g in groups] == [(["0_0_1-eth2"], 1),
+                                                          (["0_0_1-eth3"], 14)]
+    _, groups, _ = outcast_fattree.layout(topo, routing.make_plan(topo, "hashed"), "0_0_2")
+    assert [(g.intfs, len(g.senders)) for g in groups] == [
+        (["0_0_1-eth2"], 1), (["0_0_1-eth3", "0_0_1-eth4"], 14)]
+
+
+SS = """ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000
+\t reno wscale:7,7 rto:204 segs_out:10 segs_in:12 data_segs_in:10
+ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40002
+\t reno segs_out:3 segs_in:100 data_segs_in:98
+ESTAB 0 0 [::ffff:10.0.0.1]:5202 [::ffff:10.1.0.1]:40010
+\t reno segs_out:3 segs_in:7 data_segs_in:5
+"""
+
+
+def test_segs_in_summed_per_source():
+    assert parse_segs_in(SS) == {"10.0.0.2": 112, "10.1.0.1": 7}
+
+
+def test_derived_drops_per_input_port():
+    groups = [Group("lone", ["s1-eth2"], ["lone"]), Group("up", ["s1-eth3"], ["a1", "a2"])]
+
+    def sample(t, rx2, rx3, d_lone, d1, d2, qd):
+        return {"t": t, "rx": {"s1-eth2": rx2, "s1-eth3": rx3},
+                "delivered": {"lone": d_lone, "a1": d1, "a2": d2},
+                "q_drops": qd, "q_backlog_pkts": 0}
+    samples = [sample(0, 5, 5, 0, 0, 0, 0), sample(1, 105, 205, 60, 90, 95, 55),
+               sample(2, 205, 405, 150, 190, 195, 65), sample(9, 0, 0, 0, 0, 0, 0)]
+    series, totals = drop_rows(samples, groups, t0=0.0, t_end=2.5)
+    assert [(r["port"], r["drops"]) for r in series if r["t"] == 1] == [
+        ("lone", 40), ("up", 15), ("bottleneck qdisc", 55)]
+    assert [(r["port"], r["rx_packets"], r["delivered"], r["drops"]) for r in totals] == [
+        ("lone", 200, 150, 50), ("up", 400, 385, 15)]
+    assert all(r["check_residual"] == 0 and r["bottleneck_qdisc_drops"] == 65 for r in totals)
