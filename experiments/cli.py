@@ -41,6 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
                            "(only their own bridges, interfaces and processes)")
     clean.add_argument("--force", action="store_true",
                        help="also clean runs whose dcrepro process is still alive")
+    cal = sub.add_parser("calibrate", help="measure one flow per link rate on this machine "
+                         "(root); shown beside every later run's fidelity report")
+    cal.add_argument("--topo", default="fattree,k=4", help="topology spec")
+    cal.add_argument("--bw", default="10,50", help="comma list of link rates, Mb/s")
+    cal.add_argument("--duration", type=float, default=15.0, help="seconds per flow")
+    cal.add_argument("--trim", type=float, default=3.0, help="seconds dropped at each end")
+    cal.add_argument("--cc", default="cubic", help="TCP congestion control")
+    cal.add_argument("--out", default="results", help="results root (calibration.json)")
     sub.add_parser("env", help="print the environment report")
     return ap
 
@@ -109,6 +117,36 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Validate, then measure and store the single-flow calibration."""
+    from .calibrate import calibrate
+    from .common import validate
+    from .runtime import RunError, install_signal_handlers
+    try:
+        try:
+            rates = [float(x) for x in args.bw.split(",")]
+        except ValueError:
+            raise ValueError(f"--bw {args.bw!r}: give link rates in Mb/s, e.g. 10,50") from None
+        for bw in rates:
+            validate({"topo": args.topo, "bw": bw, "duration": args.duration,
+                      "trim": args.trim})
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("dcrepro: error: calibrate needs root", file=sys.stderr)
+        return 2
+    install_signal_handlers()
+    try:
+        calibrate(args.topo, rates, args.duration, args.trim, args.cc, Path(args.out))
+    except KeyboardInterrupt:
+        return 130
+    except RunError as exc:
+        print(f"dcrepro: calibration failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcrepro`` console script."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
@@ -119,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return _plot(Path(args.run_dir))
     if args.command == "clean":
         return cmd_clean(args)
+    if args.command == "calibrate":
+        return cmd_calibrate(args)
     if args.command == "env":
         from .sysinfo import environment
         print(json.dumps(environment(), indent=1))

@@ -20,7 +20,12 @@ knowing the input port, so the count is derived, sampled every 0.5 s:
 it is the packet count delivered per source; iperf3 bytes / MSS would miss retransmitted
 duplicates.  The sum over ports is checked against the drop counter of s1-eth1's pfifo
 (``tc -s``); the difference (packets queued at the two sample instants, drops elsewhere in
-the receiver) is recorded as ``check_residual``.
+the receiver) is recorded as ``check_residual``.  Observed: the pfifo counts a few per
+cent MORE drops than packets actually lost (negative residual, steady ~10 packets/s at
+10 Mb/s), presumably because OVS's userspace datapath sends on the port with an AF_PACKET
+socket and retries a send the qdisc refused (ENOBUFS), so one packet can be counted as
+dropped and then still be delivered.  The derived per-port numbers count packets really
+lost (entered s1, never reached the receiver).
 """
 from __future__ import annotations
 

@@ -1,0 +1,289 @@
+"""Summaries and figures of the ``fairness`` experiment (Jellyfish + ksp vs fat tree + ECMP).
+
+Reads and writes run folders only: flows.csv (one row per connection), links.csv (per
+directed link utilisation), path_lengths.csv (per run and topology), fidelity.csv.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experiments.runfolder import read_csv, write_csv  # noqa: E402
+
+from .figures import _caption, rank_plot  # noqa: E402
+from .summaries import group_stats  # noqa: E402
+
+MODEL_METRICS = ("norm_model", "norm_model_aggregate")
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(str(r["topology"]), []).append(r)
+    return out
+
+
+def write_model_summary(run_dir: Path, rows: list[dict[str, Any]]) -> None:
+    """flows.csv and summary.csv (per topology, per run and over all runs) of model rates."""
+    write_csv(run_dir / "flows.csv", rows)
+    out = []
+    for topo, mine in _groups(rows).items():
+        for run in sorted({r["run"] for r in mine}) + ["all"]:
+            sel = [r for r in mine if run == "all" or r["run"] == run]
+            for metric in MODEL_METRICS:
+                stats = group_stats(_num(r.get(metric)) for r in sel)
+                if stats["n"]:
+                    out.append({"topology": topo, "run": run, "measure": metric, **stats})
+    write_csv(run_dir / "summary.csv", out)
+
+
+def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, Any]]:
+    """Per topology over all runs: the headline numbers and how far the measurement tools and
+    the flow-level model agree with each other."""
+    out = []
+    groups = _groups(rows)
+    main = "norm_bwm" if emulated else "norm_model"
+    ref = group_stats(_num(r.get(main)) for r in groups.get("fattree", []))
+    for topo, sel in groups.items():
+        row: dict[str, Any] = {"topology": topo, "servers": sel[0].get("servers", ""),
+                               "runs": len({str(r["run"]) for r in sel})}
+        metrics = ("norm_bwm", "norm_iperf", *MODEL_METRICS) if emulated else MODEL_METRICS
+        for metric in metrics:
+            st = group_stats(_num(r.get(metric)) for r in sel)
+            for k in ("mean", "jain", "p10"):
+                if st.get("n"):
+                    row[f"{k}_{metric[5:]}"] = st[k]
+        st = group_stats(_num(r.get(main)) for r in sel)
+        if st.get("n") and ref.get("n") and ref["mean"]:
+            row["mean_vs_fattree"] = round(st["mean"] / ref["mean"], 4)
+        if emulated:
+            bwm = np.array([_num(r["norm_bwm"]) for r in sel])
+            ipf = np.array([_num(r["norm_iperf"]) for r in sel])
+            mdl = np.array([_num(r.get("norm_model")) for r in sel])
+            ok = (ipf > 0) & np.isfinite(bwm)
+            if ok.any():
+                ratio = bwm[ok] / ipf[ok]
+                # bwm-ng counts 1514-B frames per 1448 B of payload: expect ~1.046
+                row["bwm_over_iperf_median"] = round(float(np.median(ratio)), 4)
+                row["bwm_over_iperf_p90_dev"] = round(float(np.percentile(
+                    np.abs(ratio - np.median(ratio)), 90)), 4)
+            okm = (mdl > 0) & np.isfinite(bwm)
+            if okm.any():
+                row["emulated_over_model_mean"] = round(float(bwm[okm].mean() /
+                                                              mdl[okm].mean()), 4)
+                row["flow_corr_emulated_model"] = round(float(np.corrcoef(
+                    bwm[okm], mdl[okm])[0, 1]), 3) if okm.sum() > 2 and mdl[okm].std() > 0 \
+                    else ""
+            cpu = [_num(r.get("cpu_mean")) for r in sel]
+            sat = [_num(r.get("cpu_saturated_share")) for r in sel]
+            row["cpu_mean"] = round(float(np.nanmean(cpu)), 1) if cpu else ""
+            row["cpu_saturated_share"] = round(float(np.nanmean(sat)), 3) if sat else ""
+            row["subflows_min"] = min(int(_num(r.get("subflows"))) for r in sel)
+        out.append(row)
+    return out
+
+
+def write_fidelity(run_dir: Path, rows: list[dict[str, Any]], timing: dict[str, Any],
+                   emulated: bool) -> None:
+    """fidelity.csv: one row per topology plus one row with the run's timing."""
+    out = fidelity_rows(rows, emulated)
+    out.append({"topology": "timing", **timing})
+    write_csv(run_dir / "fidelity.csv", out)
+
+
+# -- figures --------------------------------------------------------------------------------
+
+def _label(_topo: str, rows: list[dict[str, str]]) -> str:
+    spec = rows[0].get("spec", "")
+    routing = rows[0].get("routing", "")
+    servers = rows[0].get("servers", "")
+    if spec.startswith("fattree"):
+        name = "fat tree " + spec.split(",", 1)[1]
+    else:
+        keep = [p for p in spec.split(",")[1:] if not p.startswith(("seed=", "hosts="))
+                and p != "grow=0"]
+        name = "Jellyfish " + ",".join(keep)
+    return f"{name} + {routing} ({servers} servers)"
+
+
+def _extra(config: dict[str, Any]) -> str:
+    p = config["params"]
+    parts = [f"fattree={p.get('fattree')}", f"jellyfish={p.get('jellyfish')} (seed per run)",
+             f"ksp k={p.get('k')}", f"transport={p.get('transport')}"]
+    if p.get("extra_servers"):
+        parts.append(f"extra_servers={p['extra_servers']}")
+    if p.get("grow") is not None:
+        parts.append(f"grow={p['grow']}")
+    return "\n" + ", ".join(parts)
+
+
+def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> list[Path]:
+    """rank.png (+ model/aggregate variants) from flows.csv rows."""
+    emulated = config["params"].get("backend", "emulated") == "emulated"
+    groups = _groups(rows)
+    out = []
+    if emulated:
+        how = ("\nthroughput: bwm-ng at each receiver's switch port (L2 frames), as the paper; "
+               "mean over runs, shaded min-max")
+        out.append(rank_plot(run_dir / "rank.png",
+                             [(_label(t, rs), rs, "norm_bwm") for t, rs in groups.items()],
+                             _caption(config, _extra(config) + how)))
+        series = []
+        for t, rs in groups.items():
+            series += [(f"{_label(t, rs)} emulated", rs, "norm_bwm"),
+                       (f"{_label(t, rs)} model", rs, "norm_model")]
+        out.append(rank_plot(run_dir / "rank_vs_model.png", series, _caption(
+            config, _extra(config) + "\nmodel: same plans, CRC32 hash per switch of the run's "
+            "real subflow 5-tuples, independent max-min subflows (upstream MPTCP, no coupled CC)")))
+        series = []
+        for t, rs in groups.items():
+            series += [(f"{_label(t, rs)} iperf3", rs, "norm_iperf"),
+                       (f"{_label(t, rs)} bwm-ng", rs, "norm_bwm")]
+        out.append(rank_plot(run_dir / "iperf_vs_bwm.png", series, _caption(
+            config, "\niperf3: receiver payload; bwm-ng: receiver port, L2 frames "
+            "(1514 B per 1448 B of payload)")))
+    else:
+        how = ("\nflow-level model over the routing plans (CRC32 hash per switch of synthetic "
+               "5-tuples); independent max-min subflows (upstream MPTCP: no coupled CC); "
+               "shaded min-max over runs")
+        out.append(rank_plot(run_dir / "rank.png",
+                             [(_label(t, rs), rs, "norm_model") for t, rs in groups.items()],
+                             _caption(config, _extra(config) + how)))
+        if any(_num(r.get("norm_model_aggregate")) == _num(r.get("norm_model_aggregate"))
+               for r in rows):
+            out.append(rank_plot(
+                run_dir / "rank_aggregate.png",
+                [(_label(t, rs), rs, "norm_model_aggregate") for t, rs in groups.items()],
+                _caption(config, _extra(config) + "\nflow-level model, coupled MPTCP ideal "
+                         "(aggregate max-min over each connection's paths)")))
+    return out
+
+
+def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
+    """Share of host pairs at each path length and within h hops (paper Fig. 1 idea)."""
+    rows = read_csv(run_dir / "path_lengths.csv")
+    by: dict[str, dict[int, list[float]]] = {}
+    for r in rows:
+        by.setdefault(r["topology"], {}).setdefault(int(r["hops"]), []).append(
+            float(r["share"]))
+    hops = sorted({h for d in by.values() for h in d if h >= 2})  # a path has >= 2 links
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
+    width = 0.8 / max(1, len(by))
+    for i, (topo, d) in enumerate(by.items()):
+        mean = np.array([np.mean(d.get(h, [0.0])) for h in hops])
+        lo = np.array([np.min(d.get(h, [0.0])) for h in hops])
+        hi = np.array([np.max(d.get(h, [0.0])) for h in hops])
+        x = np.arange(len(hops)) + (i - (len(by) - 1) / 2) * width
+        ax1.bar(x, mean, width, yerr=[mean - lo, hi - mean], capsize=2, label=topo)
+        cum = np.cumsum(mean)
+        ax2.plot(hops[:-1], cum[:-1], marker="o", label=topo)
+    names = [str(h) for h in hops[:-1]] + [f">{hops[-2]}"]
+    ax1.set_xticks(np.arange(len(hops)), names)
+    ax1.set_xlabel("path length (links, host links included)")
+    ax1.set_ylabel("fraction of server pairs")
+    ax1.legend(fontsize=8)
+    ax1.grid(alpha=0.3, axis="y")
+    ax2.set_xticks(hops[:-1])
+    ax2.set_xlabel("h")
+    ax2.set_ylabel("fraction of server pairs within h links")
+    ax2.set_ylim(0, 1.05)
+    ax2.grid(alpha=0.3)
+    ax2.legend(fontsize=8)
+    fig.suptitle(_caption(config, "\nshortest paths computed from the graphs; Jellyfish: mean "
+                          "over runs (one random graph per run), bars min-max"), fontsize=8)
+    fig.tight_layout()
+    path = run_dir / "path_lengths.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def core_balance(links: list[dict[str, str]]) -> dict[str, float]:
+    """Coefficient of variation of per-link utilisation of each topology's agg-core links,
+    per run, averaged (0 = every core link carries the same traffic)."""
+    out: dict[str, float] = {}
+    per: dict[tuple[str, str], list[float]] = {}
+    for r in links:
+        if r["layer"] == "agg-core":
+            per.setdefault((r["topology"], r["run"]), []).append(float(r["util"]))
+    for topo in dict.fromkeys(t for t, _ in per):
+        cvs = [np.std(v) / np.mean(v) for (t, _), v in per.items() if t == topo and np.mean(v)]
+        if cvs:
+            out[topo] = round(float(np.mean(cvs)), 3)
+    return out
+
+
+def plot_utilisation(run_dir: Path, config: dict[str, Any]) -> Path | None:
+    """Per-link utilisation grouped by switch layer, one box + points per layer and topology."""
+    rows = read_csv(run_dir / "links.csv")
+    if not rows:
+        return None
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["topology"], r["layer"]), []).append(float(r["util"]))
+    keys = list(groups)
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(keys)), 4.5))
+    data = [groups[k] for k in keys]
+    ax.boxplot(data, showfliers=False, widths=0.5)
+    rng = np.random.default_rng(0)
+    for i, vals in enumerate(data, start=1):
+        ax.scatter(i + rng.uniform(-0.18, 0.18, len(vals)), vals, s=6, alpha=0.4)
+    ax.set_xticks(range(1, len(keys) + 1), [f"{t}\n{layer}" for t, layer in keys], fontsize=8)
+    ax.set_ylabel("link utilisation (per direction)")
+    ax.set_ylim(0, 1.1)
+    ax.grid(alpha=0.3, axis="y")
+    source = rows[0].get("source", "")
+    cv = core_balance(rows)
+    cv_text = ", ".join(f"{t} agg-core CV {v}" for t, v in cv.items())
+    how = ("port counters (L2 bytes) over the trimmed window" if source == "measured"
+           else "flow-level model loads (payload)")
+    ax.set_title(_caption(config, f"\n{how}; every directed link of every run"
+                          + (f"\n{cv_text}" if cv_text else "")), fontsize=8)
+    fig.tight_layout()
+    path = run_dir / "utilisation.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """Every figure of a fairness run folder: rank.png, path_lengths.png, utilisation.png
+    (+ rank_vs_model.png and iperf_vs_bwm.png when emulated, rank_aggregate.png for the model
+    when computed)."""
+    run_dir = Path(run_dir)
+    rows = read_csv(run_dir / "flows.csv")
+    if not rows:
+        raise ValueError(f"{run_dir}: flows.csv has no flows")
+    out = plot_rank(run_dir, config, rows)
+    out.append(plot_path_lengths(run_dir, config))
+    util = plot_utilisation(run_dir, config)
+    if util is not None:
+        out.append(util)
+    return out
+
+
+def headline(run_dir: Path) -> str:
+    """One line per topology (mean, Jain, p10 of the main measure) from fidelity.csv."""
+    lines = []
+    for r in read_csv(Path(run_dir) / "fidelity.csv"):
+        if r["topology"] == "timing":
+            continue
+        m = "bwm" if r.get("mean_bwm") else "model"
+        lines.append(f"{r['topology']}: mean {r.get(f'mean_{m}')} jain {r.get(f'jain_{m}')} "
+                     f"p10 {r.get(f'p10_{m}')} vs fattree {r.get('mean_vs_fattree', '')}")
+    return "\n".join(lines)
+
+

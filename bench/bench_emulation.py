@@ -1,0 +1,118 @@
+"""Emulator benchmark for a k=4 fat tree on this machine (root). Prints figures, asserts nothing.
+
+    sudo .venv/bin/python bench/bench_emulation.py [--reps 3] [--seeds 3] [--duration 30]
+                                                  [--rates 10] [--skip-permutation]
+
+A. bring-up (network up + every switch's rules barrier-confirmed) and teardown, median of reps
+B. one TCP flow at 10 and 50 Mb/s (``dcrepro calibrate``): utilisation of the link
+C. permutation, TCP-ECMP and MPTCP-ECMP (8 subflows), 30-s flows, 3 seeds, per link rate
+   (``dcrepro run permutation``): mean normalized throughput, CPU, losses inside the
+   software switch, and agreement with the flow model on the traced paths
+Run it on an otherwise idle machine: every other process competes for the same 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import routing  # noqa: E402
+import topos  # noqa: E402
+from experiments.runtime import Emulation, LinkSpec  # noqa: E402
+
+
+def bringup_teardown(reps: int) -> None:
+    """Section A."""
+    topo = topos.build("fattree,k=4")
+    plan = routing.make_plan(topo, "ecmp")
+    up, rules, down = [], [], []
+    for i in range(reps):
+        with tempfile.TemporaryDirectory() as tmp:
+            with Emulation(topo, plan, LinkSpec(10, 100), Path(tmp), f"bench-{i}") as emu:
+                up.append(emu.facts.bringup_s)
+                rules.append(emu.facts.rules_s)
+                t0 = time.monotonic()
+            down.append(time.monotonic() - t0)
+    print(f"A bring-up k=4 (routes confirmed): median {statistics.median(up):.2f} s "
+          f"(all {', '.join(f'{x:.2f}' for x in up)}; waiting for barriers after interface "
+          f"set-up: median {statistics.median(rules):.2f} s)")
+    print(f"A teardown k=4: median {statistics.median(down):.2f} s "
+          f"(all {', '.join(f'{x:.2f}' for x in down)})")
+
+
+def dcrepro(*args: str) -> None:
+    """Run the CLI, fail loudly."""
+    subprocess.run([str(REPO / ".venv/bin/dcrepro"), *args], check=True, cwd=REPO,
+                   stdout=subprocess.DEVNULL)
+
+
+def single_flow(out: Path) -> None:
+    """Section B."""
+    dcrepro("calibrate", "--bw", "10,50", "--duration", "20", "--trim", "3", "--out", str(out))
+    cal = json.loads((out / "calibration.json").read_text())
+    for key, e in sorted(cal.items(), key=lambda kv: float(kv[0].split("|")[1])):
+        print(f"B single TCP flow {key.split('|')[1]} Mb/s: {e['utilisation']:.3f} of the link "
+              f"(payload ceiling {e['payload_ceiling']:.3f}), CPU {e['cpu_mean']}%, "
+              f"switch losses {e['emulator_loss_share']:.3%}")
+
+
+def permutation(out: Path, seeds: int, duration: float, bw: float) -> None:
+    """Section C at one link rate."""
+    dcrepro("run", "permutation", "--runs", str(seeds), "--duration", str(duration),
+            "--trim", "5", "--bw", str(bw), "--subflows", "8", "--out", str(out))
+    run = sorted((out / "permutation").iterdir())[-1]
+    with open(run / "summary.csv", newline="") as fh:
+        summary = {(r["transport"], r["run"], r["measure"]): r for r in csv.DictReader(fh)}
+    reports = json.loads((run / "fidelity.json").read_text())["reports"]
+    for t in ("tcp", "mptcp"):
+        means = [float(summary[(t, str(i), "norm_iperf")]["mean"]) for i in range(seeds)]
+        model = [float(summary[(t, str(i), "norm_model")]["mean"]) for i in range(seeds)]
+        mine = [f for f in reports if f["transport"] == t]
+        err = statistics.median(x["median_abs_error"] for x in mine)
+        agg = statistics.median(x["aggregate_ratio"] for x in mine)
+        cpu = statistics.median(x["cpu_mean"] for x in mine)
+        sat = statistics.median(x["cpu_saturated_share"] for x in mine)
+        loss = statistics.median(x["emulator_loss_share"] for x in mine)
+        qd = sum(x["queue_drops"] for x in mine)
+        ed = sum(x["emulator_drops"] for x in mine)
+        print(f"C {t.upper()}-ECMP permutation {bw:g} Mb/s, {duration:g}-s flows, {seeds} seeds: "
+              f"mean normalized {statistics.median(means):.3f} (per seed "
+              f"{', '.join(f'{m:.3f}' for m in means)}); model on traced paths "
+              f"{statistics.median(model):.3f}; aggregate emulated/model {agg:.2f}; median "
+              f"per-flow |emu-model|/model {err:.2f}; CPU median {cpu}% (saturated share "
+              f"{sat:.2f}); tail drops {qd}, switch losses {ed} ({loss:.3%} median)")
+    print(f"  run folder: {run}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=30.0)
+    ap.add_argument("--rates", default="10", help="comma list of link rates for section C")
+    ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
+    ap.add_argument("--skip-permutation", action="store_true")
+    args = ap.parse_args()
+    out = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-bench-"))
+    print(f"bench_emulation on {subprocess.run(['uname', '-r'], capture_output=True, text=True).stdout.strip()}, "
+          f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; out {out}")
+    bringup_teardown(args.reps)
+    single_flow(out)
+    if not args.skip_permutation:
+        for bw in (float(x) for x in args.rates.split(",")):
+            permutation(out, args.seeds, args.duration, bw)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Reproduce every experiment's figures: installs what is missing (setup.sh), then runs each
+# sweep in quick mode (default) or at paper length (--full), and prints where figures are.
+#   sudo ./scripts/reproduce.sh          # quick
+#   sudo ./scripts/reproduce.sh --full   # paper-length runs (hours)
+set -uo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+./setup.sh || exit 1
+mode=(--quick)
+if [ "${1:-}" = "--full" ]; then mode=(); shift; fi
+
+sweeps=(
+  "scripts/permutation-sweep.sh"
+  "scripts/jellyfish-sweep.sh"
+  "scripts/outcast-sweep.sh"
+  "scripts/fattree-outcast-sweep.sh -r st"
+  "scripts/fattree-outcast-sweep.sh -r hashed"
+)
+failed=()
+stamp=$(mktemp)
+for sweep in "${sweeps[@]}"; do
+  read -r -a cmd <<<"$sweep"
+  [ -x "${cmd[0]}" ] || { echo "reproduce: ${cmd[0]} not present, skipped"; continue; }
+  echo "=== ${cmd[*]} ${mode[*]}"
+  "${cmd[@]}" "${mode[@]}" || failed+=("$sweep")
+done
+echo
+echo "figures made by this reproduction:"
+find results -newer "$stamp" -name '*.png' | sort | sed 's/^/  /'
+rm -f "$stamp"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "reproduce: these sweeps failed (their run folders say why): ${failed[*]}" >&2
+  exit 1
+fi
