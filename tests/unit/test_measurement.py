@@ -1,0 +1,99 @@
+"""Pure measurement code: ss subflow parsing, measurement windows, loss accounting, fidelity."""
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+import routing
+import topos
+from analysis.fidelity import report
+from experiments.common import derangement
+from experiments.traffic import (bwm_window_mbps, data_subflows, emulator_losses,
+                                 iperf_window_mbps, parse_ss_subflows, tcp_tuple)
+from model.network import (capacities, path_links, rates_on_paths, route_by_hash,
+                           synthetic_subflows)
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def test_ss_groups_mptcp_subflows_by_peer_token_including_initial_subflow():
+    text = (DATA / "ss-mptcp-0_0_2.txt").read_text()
+    groups = parse_ss_subflows(text, 5202)
+    # captured on a real run: iperf3's control and data connections, 8 subflows each
+    assert sorted(len(g) for g in groups.values()) == [8, 8]
+    data = data_subflows(text, 5202)
+    assert len(data) == 8
+    assert len({s["src_ip"] for s in data}) == 8  # one subflow per local address
+    assert {s["dst_ip"] for s in data} == {"10.2.1.2"}
+    assert "10.0.0.2" in {s["src_ip"] for s in data}  # the initial subflow (token 0000)
+    assert parse_ss_subflows(text, 5201) == {}
+
+
+def test_tcp_tuple_picks_the_busiest_socket():
+    text = ("ESTAB 0 0 10.0.0.2:40000 10.1.0.2:5201 ino:1\n\t cubic bytes_acked:10 x\n"
+            "ESTAB 0 0 10.0.0.2:40002 10.1.0.2:5201 ino:2\n\t cubic bytes_acked:900 x\n"
+            "ESTAB 0 0 10.0.0.2:40004 10.1.0.9:5999 ino:3\n\t cubic bytes_acked:99999 x\n")
+    assert tcp_tuple(text, 5201) == [{"src_ip": "10.0.0.2", "src_port": 40002,
+                                      "dst_ip": "10.1.0.2", "dst_port": 5201,
+                                      "bytes_acked": 900}]
+
+
+def test_iperf_window_uses_only_intervals_inside_the_trim():
+    report_ = {"intervals": [{"sum": {"start": float(i), "end": float(i + 1),
+                                      "bytes": (i + 1) * 125000}} for i in range(10)]}
+    # seconds 2..8 carry 3..8 x 1 Mb/s -> mean 5.5 Mb/s
+    assert iperf_window_mbps(report_, 2, 8) == pytest.approx(5.5)
+    assert math.isnan(iperf_window_mbps({"intervals": []}, 0, 5))
+
+
+def test_bwm_window(tmp_path):
+    p = tmp_path / "bwm.csv"
+    p.write_text("100.0,a-eth1,1000.0,0\n101.0,a-eth1,3000.0,0\n101.5,b-eth1,9.0,0\n"
+                 "102.0,a-eth1,5000.0,0\n103.0,a-eth1,999999.0,0\n")
+    assert bwm_window_mbps(p, "a-eth1", 100.5, 102.0) == pytest.approx(8 * 4000 / 1e6)
+
+
+def test_emulator_losses_by_conservation():
+    ports = [{"rx_packets": 100, "qdisc_sent_packets": 90, "qdisc_drops": 5},
+             {"rx_packets": 50, "qdisc_sent_packets": 50, "qdisc_drops": 0}]
+    out = emulator_losses(ports)
+    assert out["emulator_drops"] == 5 and out["queue_drops"] == 5
+    assert out["emulator_loss_share"] == pytest.approx(5 / 150, abs=1e-5)
+
+
+def test_fidelity_report_flags_and_explains():
+    fid = report({"a": 5.0, "b": 9.0}, {"a": 5.0, "b": 10.0}, 10.0, 0.0)
+    assert fid["aggregate_ratio"] == pytest.approx(14 / 15, abs=1e-4)
+    assert fid["median_abs_error"] == pytest.approx(0.05)
+    assert not fid["suspect"] and fid["reasons"] == []
+    bad = report({"a": 2.0, "b": 2.0}, {"a": 5.0, "b": 5.0}, 10.0, 0.5,
+                 emulator_loss_share=0.01)
+    assert bad["suspect"] and len(bad["reasons"]) == 3
+    assert "CPU" in bad["reasons"][0] and "lost 1.00%" in bad["reasons"][1]
+
+
+def test_model_routes_follow_the_plan_and_give_max_min_rates():
+    t = topos.build("fattree,k=4")
+    plan = routing.make_plan(t, "st")
+    rng = random.Random(5)
+    pairs = derangement(t.hosts(), rng)
+    routed = route_by_hash(t, plan, pairs, synthetic_subflows(t, pairs, 1, rng))
+    assert len(routed) == 16
+    rates = rates_on_paths(t, 10, pairs, routed)
+    assert all(0 < r <= capacities(t, 10)[(s, t.access_switch(s))] + 1e-9
+               for s, r in rates.items())
+    # under st every flow into pod p crosses the same core: a known bottleneck exists
+    assert min(rates.values()) < max(rates.values())
+    assert path_links("h1", ["s1", "s2"], "h2") == [("h1", "s1"), ("s1", "s2"), ("s2", "h2")]
+
+
+def test_model_mptcp_subflows_use_distinct_extra_addresses():
+    t = topos.build("fattree,k=4")
+    rng = random.Random(1)
+    pairs = derangement(t.hosts(), rng)
+    subs = synthetic_subflows(t, pairs, 8, rng)
+    for src, tuples in subs.items():
+        assert [s["src_ip"] for s in tuples] == [t.node(src).ip, *t.extra_ips(src, 7)]
+    json.dumps(subs)
