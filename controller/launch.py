@@ -8,6 +8,7 @@ instead of reading one, for use with plain ``mn --controller remote``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import tempfile
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         fd, path = tempfile.mkstemp(prefix="dcrepro-plan-", suffix=".json")
         with os.fdopen(fd, "w") as fh:
             fh.write(plan.dumps())
+        atexit.register(os.unlink, path)
         args.plan = path
     os.environ["DCREPRO_PLAN"] = os.path.abspath(args.plan)
 

@@ -350,6 +350,11 @@ class Emulation:
         if os.geteuid() != 0:
             raise RunError("emulated runs need root (try: sudo .venv/bin/dcrepro ...)")
         self._lock()
+        # A killed run (SIGKILL, power loss) leaves its recorded resources behind; their names
+        # would collide with ours. Only runs whose process is dead are touched.
+        for line in clean_all(force=False):
+            if not line.startswith("skipped"):
+                LOG.warning("cleaned leftover of a dead run: %s", line)
         self.registry = Registry(self.run_id)
         t0 = time.monotonic()
         self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -118,3 +118,70 @@ def test_sigint_leaves_nothing_behind(tmp_path):
     assert p.returncode == 130, out
     run = next((tmp_path / "permutation").iterdir())
     assert json.loads((run / "status.json").read_text())["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("spec", ["st", "ecmp", "hashed"])
+def test_traced_paths_match_the_plan(spec, tmp_path):
+    """Ask the switches; st must equal the plan's single path, multipath must stay inside
+    the plan's path set and actually use more than one path."""
+    from experiments.trace import trace_flow
+    from routing.walk import all_paths
+
+    topo = topos.build("fattree,k=4")
+    plan = routing.make_plan(topo, spec)
+    used: set[tuple[str, ...]] = set()
+    with Emulation(topo, plan, LinkSpec(10, 50), tmp_path, f"t-trace-{spec}") as emu:
+        for i, (src, dst) in enumerate([("0_0_2", "3_1_3"), ("1_1_3", "2_0_2"),
+                                        ("0_0_2", "0_1_3"), ("3_0_2", "3_0_3")]):
+            allowed = all_paths(topo, plan, src, dst)
+            for port in range(40000, 40016):
+                ft = {"src_ip": topo.node(src).ip, "dst_ip": topo.node(dst).ip,
+                      "src_port": port, "dst_port": 5201}
+                path = tuple(trace_flow(emu, src, dst, ft))
+                assert len(set(path)) == len(path), path
+                assert path[0] == topo.access_switch(src)
+                assert path[-1] == topo.access_switch(dst)
+                assert path in allowed, (path, allowed)
+                if i == 0:
+                    used.add(path)
+    assert len(used) == (1 if spec == "st" else 4)
+
+
+def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
+    """`mn --custom topos/mn.py --topo fattree,4 --controller remote` with the controller
+    started on its own (the README's commands), pingall through the routed-ARP plan."""
+    from experiments.runtime import free_port, stop_process
+
+    port = free_port()
+    ctl = subprocess.Popen([sys.executable, "-m", "controller.launch", "--topo",
+                            "fattree,k=4", "--routing", "ecmp", "--port", str(port)],
+                           cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, start_new_session=True)
+    try:
+        assert ctl.stdout.readline().startswith("DCREPRO LOADED")
+        mn = subprocess.run(
+            ["mn", "--custom", str(REPO / "topos/mn.py"), "--topo", "fattree,4",
+             "--switch", "ovs,protocols=OpenFlow13,datapath=user",
+             "--controller", f"remote,ip=127.0.0.1,port={port}", "--test", "pingall"],
+            capture_output=True, text=True, timeout=240)
+        assert "Results: 0% dropped (240/240 received)" in mn.stdout + mn.stderr, \
+            (mn.stdout + mn.stderr)[-2000:]
+    finally:
+        stop_process(ctl)
+
+
+def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(tmp_path):
+    """A run killed with SIGKILL cannot clean up; `dcrepro clean` must, from its registry."""
+    p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "30", "--trim", "1",
+                 "--transport", "tcp", "--out", str(tmp_path), start_new_session=True)
+    deadline = time.monotonic() + 90
+    while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
+        assert p.poll() is None and time.monotonic() < deadline, "run did not start"
+        time.sleep(0.2)
+    os.kill(p.pid, signal.SIGKILL)  # only the dcrepro process: its children live on
+    p.wait(timeout=10)
+    assert leftovers()["bridges"], "the dead run's network is still there"
+    clean = subprocess.run([sys.executable, "-m", "experiments.cli", "clean"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0, clean.stderr
+    assert "deleted bridge" in clean.stdout
