@@ -16,6 +16,8 @@ from topos.spec import SpecError
 # experiment name -> module; each defines NAME, HELP, DEFAULTS, QUICK, add_arguments, run
 EXPERIMENTS = {
     "permutation": "experiments.permutation",
+    "outcast": "experiments.outcast",
+    "outcast-fattree": "experiments.outcast_fattree",
 }
 
 

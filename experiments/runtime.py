@@ -206,6 +206,18 @@ def clean_all(force: bool = False) -> list[str]:
     return done
 
 
+def machine_leftovers() -> dict[str, list[str]]:
+    """Emulator state present on the machine (any origin): bridges, veths, processes."""
+    bridges = subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"], capture_output=True,
+                             text=True, check=False).stdout.split()
+    veths = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                           text=True, check=False).stdout.splitlines()
+    procs = subprocess.run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"],
+                           capture_output=True, text=True, check=False).stdout.splitlines()
+    return {"bridges": bridges, "veths": veths,
+            "procs": [p for p in procs if "pytest" not in p]}
+
+
 # -- controller -----------------------------------------------------------------------------
 
 class Controller:

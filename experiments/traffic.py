@@ -312,16 +312,22 @@ def counter_delta(before: dict[tuple[str, int], PortCounters],
 
 
 def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Packets lost inside the emulator, outside the tail-drop queues, by conservation.
+    """Packets lost inside the switches, split as far as the counters allow.
 
-    Every packet a switch port receives must leave through some port's pfifo, either sent or
-    tail-dropped.  What is missing was lost by the software switch itself (e.g. its socket
-    buffers overflowing when the CPU is saturated): losses the experiment never asked for.
+    Every packet a switch port receives leaves through some port's pfifo or is lost, so
+    ``total = rx - sent`` is exact.  tc's drop counter is only an upper bound on tail-drop
+    losses: when a pfifo refuses a packet in the middle of a batch, Open vSwitch's AF_PACKET
+    send loop (netdev_linux_sock_batch_send) sends it once more, so a refusal is counted as a
+    drop even when the retry gets through.  Hence ``emulator_drops = total - tc drops`` is a
+    lower bound on packets the software switch lost outside the queues (e.g. socket buffers
+    overflowing while its CPU is saturated): losses the experiment never asked for.
     """
     rx = sum(p["rx_packets"] for p in ports)
-    handled = sum(p["qdisc_sent_packets"] + p["qdisc_drops"] for p in ports)
-    lost = max(0, rx - handled)
-    return {"switch_rx_packets": rx, "queue_drops": sum(p["qdisc_drops"] for p in ports),
+    sent = sum(p["qdisc_sent_packets"] for p in ports)
+    tail = sum(p["qdisc_drops"] for p in ports)
+    total = max(0, rx - sent)
+    lost = max(0, total - tail)
+    return {"switch_rx_packets": rx, "switch_lost_packets": total, "queue_drops": tail,
             "emulator_drops": lost, "emulator_loss_share": round(lost / rx, 5) if rx else 0.0}
 
 

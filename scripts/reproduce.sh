@@ -13,8 +13,7 @@ sweeps=(
   "scripts/permutation-sweep.sh"
   "scripts/jellyfish-sweep.sh"
   "scripts/outcast-sweep.sh"
-  "scripts/fattree-outcast-sweep.sh -r st"
-  "scripts/fattree-outcast-sweep.sh -r hashed"
+  "scripts/fattree-outcast-sweep.sh"
 )
 failed=()
 stamp=$(mktemp)

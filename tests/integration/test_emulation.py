@@ -13,32 +13,17 @@ import pytest
 
 import routing
 import topos
-from experiments.runtime import STATE_DIR, Emulation, LinkSpec, RunError
+from experiments.runtime import Emulation, LinkSpec, RunError, machine_leftovers
 from experiments.traffic import Flow, run_iperf
+
+
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-def leftovers() -> dict[str, list[str]]:
-    """Emulator state that should not exist between runs."""
-    bridges = subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"], capture_output=True,
-                             text=True).stdout.split()
-    veths = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
-                           text=True).stdout.splitlines()
-    procs = subprocess.run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"],
-                           capture_output=True, text=True).stdout.splitlines()
-    procs = [p for p in procs if "pytest" not in p]
-    return {"bridges": bridges, "veths": veths, "procs": procs}
 
 
-@pytest.fixture(autouse=True)
-def clean_before_and_after():
-    assert leftovers() == {"bridges": [], "veths": [], "procs": []}, "dirty machine"
-    yield
-    left = leftovers()
-    assert left == {"bridges": [], "veths": [], "procs": []}, f"teardown left {left}"
-    assert not list(STATE_DIR.glob("*.json")), "run registry not cleared"
 
 
 @pytest.mark.parametrize("spec", ["st", "ecmp", "hashed"])
@@ -112,7 +97,7 @@ def test_sigint_leaves_nothing_behind(tmp_path):
         assert p.poll() is None, p.stdout.read()
         assert time.monotonic() < deadline, "run did not start traffic in time"
         time.sleep(0.2)
-    assert leftovers()["bridges"], "the network should be up at this point"
+    assert machine_leftovers()["bridges"], "the network should be up at this point"
     os.killpg(p.pid, signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 130, out
@@ -180,7 +165,7 @@ def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(tmp_path):
         time.sleep(0.2)
     os.kill(p.pid, signal.SIGKILL)  # only the dcrepro process: its children live on
     p.wait(timeout=10)
-    assert leftovers()["bridges"], "the dead run's network is still there"
+    assert machine_leftovers()["bridges"], "the dead run's network is still there"
     clean = subprocess.run([sys.executable, "-m", "experiments.cli", "clean"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0, clean.stderr

@@ -16,9 +16,12 @@ from experiments.common import resolve
 from experiments.runfolder import RunFolder, read_csv
 from experiments.runtime import Emulation, LinkSpec
 
-from test_emulation import clean_before_and_after  # noqa: F401,E402 - autouse leftover check
 
 pytestmark = pytest.mark.integration
+
+
+
+
 
 
 def test_qdisc_read_back_is_requested_tail_drop_and_rto_min_is_set(tmp_path):

@@ -59,8 +59,13 @@ def test_emulator_losses_by_conservation():
     ports = [{"rx_packets": 100, "qdisc_sent_packets": 90, "qdisc_drops": 5},
              {"rx_packets": 50, "qdisc_sent_packets": 50, "qdisc_drops": 0}]
     out = emulator_losses(ports)
-    assert out["emulator_drops"] == 5 and out["queue_drops"] == 5
+    assert out["switch_lost_packets"] == 10 and out["queue_drops"] == 5
+    assert out["emulator_drops"] == 5
     assert out["emulator_loss_share"] == pytest.approx(5 / 150, abs=1e-5)
+    # OVS retries a send the pfifo refused: tc may count more drops than were lost
+    retried = emulator_losses([{"rx_packets": 100, "qdisc_sent_packets": 98,
+                                "qdisc_drops": 7}])
+    assert retried["switch_lost_packets"] == 2 and retried["emulator_drops"] == 0
 
 
 def test_fidelity_report_flags_and_explains():

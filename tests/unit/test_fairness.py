@@ -1,0 +1,164 @@
+"""The fairness experiment without root: validation, seeding, the model backend, figures."""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+
+import pytest
+
+import routing
+import topos
+from analysis.fairness import core_balance, fidelity_rows, plot_fairness
+from experiments import fairness
+from experiments.common import validate as validate_shared
+from experiments.runfolder import RunFolder, read_csv
+from experiments.runtime import RunError
+from experiments.traffic import Flow
+
+
+def params(**over):
+    p = dict(fairness.DEFAULTS, quick=False)
+    p.update(over)
+    validate_shared(p)
+    fairness.validate(p)
+    return p
+
+
+@pytest.mark.parametrize("over,msg", [
+    ({"fattree": "jellyfish"}, "--fattree must be a fattree spec"),
+    ({"fattree": "fattree,k=3"}, "even number"),
+    ({"jellyfish": "fattree,k=4"}, "--jellyfish must be a jellyfish spec"),
+    ({"jellyfish": "jellyfish,ports=x"}, "not a valid int"),
+    ({"k": 0}, "--k must be >= 1"),
+    ({"backend": "sim"}, "--backend must be"),
+    ({"grow": -1}, "--grow must be >= 0"),
+    ({"extra_servers": 1.5}, "--extra-servers must be a fraction"),
+    ({"aggregate": "maybe"}, "--aggregate must be"),
+    ({"transport": "tcp,mptcp"}, "give one transport"),
+    ({"jellyfish": "jellyfish,switches=4,ports=2,hosts=8"}, "cannot be built"),
+])
+def test_validation_errors_are_one_line(over, msg):
+    p = dict(fairness.DEFAULTS, quick=False, **over)
+    with pytest.raises(ValueError, match=msg) as err:
+        validate_shared(p)
+        fairness.validate(p)
+    assert "\n" not in str(err.value)
+
+
+def test_flags_and_help():
+    ap = argparse.ArgumentParser()
+    fairness.add_arguments(ap)
+    text = ap.format_help()
+    for flag in ("--fattree", "--jellyfish", "--k", "--backend", "--grow", "--extra-servers",
+                 "--subflows", "--transport", "--bw", "--runs", "--seed", "--quick"):
+        assert flag in text, flag
+    assert "used 8" in " ".join(text.split())
+    args = ap.parse_args(["--extra-servers", "0.12", "--backend", "model", "--k", "8"])
+    assert (args.extra_servers, args.backend, args.k) == (0.12, "model", 8)
+
+
+def test_jellyfish_variants_grow_and_extra_servers():
+    v = fairness.jellyfish_variants(params(grow=2, extra_servers=0.12))
+    assert v["jellyfish"]["grow"] == 2 and v["jellyfish"]["hosts"] == 16
+    assert v["jellyfish-more"]["hosts"] == 18 and v["jellyfish-more"]["switches"] == 20
+    assert list(fairness.jellyfish_variants(params())) == ["jellyfish"]
+
+
+def test_runs_are_seeded_fresh_and_shared_between_topologies():
+    p = params()
+    ft = topos.build(p["fattree"])
+    ftp = routing.make_plan(ft, "ecmp")
+    a, ta = fairness.run_networks(p, 0, (ft, ftp))
+    b, tb = fairness.run_networks(p, 0, (ft, ftp))
+    c, _ = fairness.run_networks(p, 1, (ft, ftp))
+    assert [n[1].spec for n in a] == [n[1].spec for n in b] and ta == tb
+    assert a[1][1].spec != c[1][1].spec, "every run draws a fresh Jellyfish"
+    assert a[0][3] != c[0][3], "every run draws a fresh permutation"
+    assert "seed=" in a[1][1].spec and a[1][2].routing == "ksp,k=4"
+    # equal host counts: the same permutation by host index on both topologies
+    idx = {lab: [topo.hosts().index(pairs[h]) for h in topo.hosts()]
+           for lab, topo, _, pairs in a}
+    assert idx["fattree"] == idx["jellyfish"]
+    assert all(s != d for s, d in a[1][3].items())
+    # 8 subflows, one per address: the primary and 7 extra ones
+    subs = ta["jellyfish"]["h0_0"]
+    assert len(subs) == 8 and len({s["src_ip"] for s in subs}) == 8
+
+
+def test_model_rates_tiny_fattree_full_rate_and_link_loads():
+    topo = topos.build("fattree,k=2")
+    plan = routing.make_plan(topo, "ecmp")
+    h = topo.hosts()
+    pairs = {h[0]: h[1], h[1]: h[0]}
+    from model.network import synthetic_subflows
+    tuples = synthetic_subflows(topo, pairs, 4, random.Random(1))
+    pred, load = fairness.model_rates(topo, plan, pairs, tuples, 10.0, aggregate=True)
+    for s in h:
+        assert pred[s]["mbps"] == pytest.approx(10 * 1448 / 1514)
+        assert pred[s]["aggregate_mbps"] == pytest.approx(10 * 1448 / 1514)
+        assert pred[s]["paths"] == 1
+    assert load[(h[0], topo.access_switch(h[0]))] == pytest.approx(10 * 1448 / 1514)
+    assert fairness.link_class(topo, h[0], topo.access_switch(h[0])) == "host-edge"
+    jf = topos.build("jellyfish,switches=6,ports=3,hosts=4,seed=2")
+    assert fairness.link_class(jf, "s0", "h0_0") == "host-tor"
+    assert fairness.link_class(jf, *[(l.a, l.b) for l in jf.links()
+                                     if jf.is_switch(l.a) and jf.is_switch(l.b)][0]) == "tor-tor"
+
+
+def test_subflow_check_tolerates_late_subflows_not_single_path():
+    flows = [Flow(f"a{i}", f"b{i}", subflows=[{}] * 8) for i in range(16)]
+    assert fairness.check_subflows(flows, 8)["subflows_missing"] == 0
+    flows[0].subflows = [{}] * 7
+    assert fairness.check_subflows(flows, 8)["short_connections"] == {"a0->b0": 7}
+    for f in flows[1:6]:
+        f.subflows = [{}]
+    with pytest.raises(RunError, match="fewer than 8 subflows"):
+        fairness.check_subflows(flows, 8)
+
+
+def test_model_backend_writes_run_folder_and_figures(tmp_path):
+    p = params(backend="model", runs=2, extra_servers=0.12)
+    folder = RunFolder(tmp_path, "fairness", p)
+    fairness.run(p, folder)
+    folder.set_status("ok")
+    run = folder.path
+    rows = read_csv(run / "flows.csv")
+    assert {r["topology"] for r in rows} == {"fattree", "jellyfish", "jellyfish-more"}
+    assert len(rows) == 2 * (16 + 16 + 18)
+    assert all(0 < float(r["norm_model"]) <= 1448 / 1514 + 1e-4 for r in rows)
+    # aggregate (coupled ideal) is never below independent subflows by much, on average
+    assert all(r["norm_model_aggregate"] != "" for r in rows)
+    summary = read_csv(run / "summary.csv")
+    assert {(s["topology"], s["measure"]) for s in summary if s["run"] == "all"} >= {
+        ("fattree", "norm_model"), ("jellyfish", "norm_model")}
+    fid = {r["topology"]: r for r in read_csv(run / "fidelity.csv")}
+    assert float(fid["fattree"]["mean_vs_fattree"]) == 1.0 and fid["jellyfish"]["jain_model"]
+    lengths = read_csv(run / "path_lengths.csv")
+    ft_share = {int(r["hops"]): float(r["share"]) for r in lengths
+                if r["topology"] == "fattree" and r["run"] == "0"}
+    assert ft_share[2] == pytest.approx(1 / 15, abs=1e-5)
+    assert ft_share[6] == pytest.approx(12 / 15, abs=1e-5)
+    links = read_csv(run / "links.csv")
+    assert {r["layer"] for r in links if r["topology"] == "fattree"} == {
+        "host-edge", "edge-agg", "agg-core"}
+    assert "fattree" in core_balance(links)
+    config = json.loads((run / "config.json").read_text())
+    assert config["runtime"]["run01-jellyfish"]["spec"].startswith("jellyfish,switches=20")
+    figs = plot_fairness(run, config)
+    names = {f.name for f in figs}
+    assert {"rank.png", "path_lengths.png", "utilisation.png", "rank_aggregate.png"} <= names
+    assert all(f.stat().st_size > 10_000 for f in figs)
+
+
+def test_fidelity_rows_emulated_columns():
+    rows = [{"topology": t, "run": 0, "servers": 2, "norm_bwm": b, "norm_iperf": i,
+             "norm_model": m, "norm_model_aggregate": "", "cpu_mean": 50,
+             "cpu_saturated_share": 0.1, "subflows": 8}
+            for t, b, i, m in (("fattree", 0.5, 0.48, 0.6), ("fattree", 0.7, 0.67, 0.6),
+                               ("jellyfish", 0.8, 0.76, 0.9), ("jellyfish", 0.6, 0.57, 0.9))]
+    fid = {r["topology"]: r for r in fidelity_rows(rows, emulated=True)}
+    assert fid["jellyfish"]["mean_vs_fattree"] == pytest.approx(1.1667, abs=1e-3)
+    assert fid["fattree"]["bwm_over_iperf_median"] == pytest.approx(1.0434, abs=1e-3)
+    assert fid["jellyfish"]["emulated_over_model_mean"] == pytest.approx(0.7 / 0.9, abs=1e-3)
+    assert fid["fattree"]["cpu_mean"] == 50 and fid["fattree"]["subflows_min"] == 8
