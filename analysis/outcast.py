@@ -43,9 +43,25 @@ def _jain(values: list[float]) -> float:
         float("nan")
 
 
-def _extra(params: dict[str, Any]) -> str:
+def _extra(params: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> str:
     rto = params.get("rto_min") or "kernel default (200ms)"
-    return f", rto_min={rto}, interval={params.get('interval')}s"
+    return f", rto_min={rto}, interval={params.get('interval')}s" + _validity(rows or [])
+
+
+def _validity(rows: list[dict[str, Any]]) -> str:
+    """Caption line: CPU and losses outside the tail-drop queues, SUSPECT past the limits."""
+    from .fidelity import SUSPECT_CPU_SHARE, SUSPECT_LOSS
+    sat = [_f(r.get("cpu_saturated_share", "")) for r in rows]
+    loss = [_f(r.get("emulator_loss_share", "")) for r in rows]
+    sat = [x for x in sat if x == x]
+    loss = [x for x in loss if x == x]
+    if not sat and not loss:
+        return ""
+    text = (f"\nCPU above 90 % in {_mean(sat):.0%} of samples; the software switch lost "
+            f"{_mean(loss):.2%} of packets outside the tail-drop queues")
+    if (sat and _mean(sat) > SUSPECT_CPU_SHARE) or (loss and _mean(loss) > SUSPECT_LOSS):
+        text += " -> SUSPECT"
+    return text
 
 
 # -- summaries ------------------------------------------------------------------------------
@@ -260,7 +276,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                     [d for d in drops if int(d["flows"]) == n and d["run"] == run0])
         fig.suptitle(f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 port 3 "
                      f"(bottleneck s1 port 1 -> recv)", fontsize=11)
-        fig.text(0.01, 0.005, _caption(config, _extra(params) + f"\n{DROP_METHOD}"),
+        fig.text(0.01, 0.005, _caption(config, _extra(params, mine) + f"\n{DROP_METHOD}"),
                  fontsize=6.5, va="bottom")
         fig.tight_layout(rect=(0, 0.07, 1, 0.96))
         path = run_dir / f"outcast_n{n:02d}.png"
@@ -290,7 +306,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.set_xticks(ns)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(_caption(config, _extra(params) + "\ndots: single runs"), fontsize=7)
+    ax.set_title(_caption(config, _extra(params, rows) + "\ndots: single runs"), fontsize=7)
     fig.tight_layout()
     path = run_dir / "outcast_share.png"
     fig.savefig(path, dpi=110)
@@ -344,7 +360,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                 [d for d in drops if d["run"] == run0])
     fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}, "
                  f"receiver {params['receiver']}", fontsize=11)
-    fig.text(0.01, 0.005, _caption(config, _extra(params) + f", receiver={params['receiver']}"
+    fig.text(0.01, 0.005, _caption(config, _extra(params, rows) + f", receiver={params['receiver']}"
                                    f"\n{DROP_METHOD}"), fontsize=6.5, va="bottom")
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     path = run_dir / "fattree_outcast.png"

@@ -46,7 +46,8 @@ import topos
 from .common import add_shared, run_rng
 from .runfolder import RunFolder, write_csv
 from .runtime import Emulation, LinkSpec, RunError, check, in_ns, stop_process
-from .traffic import BASE_PORT, CpuSampler, Flow, _wait_listening, iperf_window_mbps
+from .traffic import (BASE_PORT, CpuSampler, Flow, _wait_listening, counter_delta,
+                      emulator_losses, iperf_window_mbps, port_counters, write_rows)
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
@@ -335,6 +336,7 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         time.sleep(0.02)
     if not drops.samples:
         raise RunError(f"drop sampler did not take its baseline sample ({drops.error})")
+    before = port_counters(emu)
     order = senders[:]
     rng.shuffle(order)  # start order from the run's seed: no sender always starts first
     dst_ip = emu.topo.node(receiver).ip
@@ -367,6 +369,9 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         cpu_samples = cpu.stop()
         stop_process(bwm)
     emu.check_controller()
+    ports = counter_delta(before, port_counters(emu))
+    write_rows(out / "ports.csv", ports)
+    losses = emulator_losses(ports)  # outcast needs tail drop, not losses in the switch
     t0 = min(s.start for s in senders)
     t_first_end = t0 + duration - 0.2
     series, totals = drop_rows(samples, groups, t0, t_first_end)
@@ -388,7 +393,7 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
               if s.start + trim <= t <= s.start + duration - trim]
         s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
     window = [u for t, u in cpu_samples if t0 + trim <= t <= t0 + duration - trim]
-    return {"t0": t0, "drops_series": series, "drops": totals,
+    return {"t0": t0, "drops_series": series, "drops": totals, **losses,
             "bwm": {s.name: [(round(t - t0, 3), round(r, 4)) for t, r in
                              _bwm_series(bwm_path, access[s.name])] for s in senders},
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
@@ -413,7 +418,8 @@ def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any
                      "share_of_fair": round(s.iperf_mbps / fair_mbps, 4),
                      "retransmits": s.retransmits, "cpu_mean": meas["cpu_mean"],
                      "cpu_max": meas["cpu_max"],
-                     "cpu_saturated_share": meas["cpu_saturated_share"]})
+                     "cpu_saturated_share": meas["cpu_saturated_share"],
+                     "emulator_loss_share": meas["emulator_loss_share"]})
         for t, mbps in s.series:
             series.append({**base, "sender": s.name, "source": "iperf3", "t": t,
                            "mbps": round(mbps, 4)})
@@ -439,6 +445,9 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
         facts["qdisc_after"] = emu.verify_qdiscs()
         facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
         facts["drops"] = meas["drops"]
+        facts["switch_losses"] = {k: meas[k] for k in (
+            "switch_rx_packets", "switch_lost_packets", "queue_drops", "emulator_drops",
+            "emulator_loss_share")}
     return facts, meas
 
 
