@@ -57,8 +57,13 @@ def _validity(rows: list[dict[str, Any]]) -> str:
     loss = [x for x in loss if x == x]
     if not sat and not loss:
         return ""
-    text = (f"\nCPU above 90 % in {_mean(sat):.0%} of samples; the software switch lost "
-            f"{_mean(loss):.2%} of packets outside the tail-drop queues")
+    parts = []
+    if sat:
+        parts.append(f"CPU above 90 % in {_mean(sat):.0%} of samples")
+    if loss:
+        parts.append(f"the software switch lost {_mean(loss):.2%} of packets outside the "
+                     "tail-drop queues")
+    text = "\n" + "; ".join(parts)
     if (sat and _mean(sat) > SUSPECT_CPU_SHARE) or (loss and _mean(loss) > SUSPECT_LOSS):
         text += " -> SUSPECT"
     return text
