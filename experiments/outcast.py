@@ -47,7 +47,8 @@ from .common import add_shared, run_rng
 from .runfolder import RunFolder, write_csv
 from .runtime import Emulation, LinkSpec, RunError, check, in_ns, stop_process
 from .traffic import (BASE_PORT, CpuSampler, Flow, _wait_listening, counter_delta,
-                      emulator_losses, iperf_window_mbps, port_counters, write_rows)
+                      emulator_losses, iperf_window_mbps, port_counters, wait_iperf,
+                      write_rows)
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
@@ -347,21 +348,9 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         clients.append((s, fh, emu.popen(emu.host(s.name), [
             "iperf3", "-c", dst_ip, "-p", str(s.port), "-t", str(duration), "-J",
             "--connect-timeout", "5000"], stdout=fh, stderr=subprocess.STDOUT)))
-    deadline = time.monotonic() + duration + 30
     try:
-        for s, fh, p in clients:
-            try:
-                p.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                raise RunError(f"iperf3 client {s.name} did not finish in time") from None
-            if p.returncode != 0:
-                raise RunError(f"iperf3 client {s.name} failed ({p.returncode}); see "
-                               f"{out / f'iperf-client-{s.name}.json'}")
-        for s, fh, p in servers:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                raise RunError(f"iperf3 server for {s.name} did not exit") from None
+        wait_iperf([(s.name, p) for s, _, p in clients],
+                   [(f"for {s.name}", p) for s, _, p in servers], duration + 30, out)
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()

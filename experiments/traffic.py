@@ -109,6 +109,25 @@ def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
             time.sleep(0.05)  # bounded poll of a socket that is about to appear
 
 
+def wait_iperf(clients: list[tuple[str, subprocess.Popen]],
+               servers: list[tuple[str, subprocess.Popen]], timeout: float, out: Path) -> None:
+    """Wait for every iperf3 client (one shared deadline), then for the servers to exit."""
+    deadline = time.monotonic() + timeout
+    for name, p in clients:
+        try:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise RunError(f"iperf3 client {name} did not finish in time") from None
+        if p.returncode != 0:
+            raise RunError(f"iperf3 client {name} failed ({p.returncode}); see the iperf-client "
+                           f"files in {out}")
+    for name, p in servers:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"iperf3 server {name} did not exit") from None
+
+
 _SS_REC = re.compile(r"^ESTAB\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
 
 
@@ -226,23 +245,11 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         text = emu.host_cmd(emu.host(f.src), ["ss", "-Hntie"])
         (out / f"ss-{f.src}.txt").write_text(text)
         f.subflows = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
-    deadline = time.monotonic() + duration + 30
-    for f, fh, p in clients:
-        try:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            raise RunError(f"iperf3 client {f.src}->{f.dst} did not finish in time") from None
-        finally:
-            fh.close()
-        if p.returncode != 0:
-            raise RunError(f"iperf3 client {f.src}->{f.dst} failed ({p.returncode}); see "
-                           f"{out / f'iperf-client-{f.src}.json'}")
-    for f, fh, p in servers:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            raise RunError(f"iperf3 server on {f.dst} did not exit") from None
-        finally:
+    try:
+        wait_iperf([(f"{f.src}->{f.dst}", p) for f, _, p in clients],
+                   [(f"on {f.dst}", p) for f, _, p in servers], duration + 30, out)
+    finally:
+        for _, fh, _ in (*clients, *servers):
             fh.close()
     samples = cpu.stop()
     ports = counter_delta(before, port_counters(emu))

@@ -17,7 +17,6 @@ capacities.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 
@@ -51,7 +50,7 @@ _FREEZE_RELAX = 1e-9
 _DUAL_TOL = 1e-9
 # LPs with at least this many constraint nonzeros whose optimal value alone is
 # needed go to HiGHS' interior-point solver instead of simplex (see _solve_lp).
-_IPM_MIN_NNZ = int(os.environ.get("DCREPRO_MODEL_IPM_MIN_NNZ", 20000))
+_IPM_MIN_NNZ = 20000
 
 
 def _capacity(capacities: Capacities, link: Link) -> float:
@@ -187,7 +186,7 @@ def _solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=(0, None), vertex=True
             res = scipy.optimize.linprog(
                 c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
                 method="highs-ipm",
-                options={"run_crossover": "off", "disp": True},
+                options={"run_crossover": "off"},
             )
     if res.status not in (0, 3):
         raise RuntimeError(f"HiGHS failed (status {res.status}): {res.message}")
