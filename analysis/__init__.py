@@ -1,8 +1,17 @@
 """Reads run folders only (never the network): summaries and figures; rerunnable alone."""
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
+
+# experiment -> "module:function" drawing its figures (imported only when needed)
+PLOTTERS = {
+    "permutation": "analysis.figures:plot_permutation",
+    "outcast": "analysis.outcast:plot_outcast",
+    "outcast-fattree": "analysis.outcast:plot_outcast_fattree",
+    "fairness": "analysis.fairness:plot_fairness",
+}
 
 
 def plot(run_dir: str | Path) -> list[Path]:
@@ -15,8 +24,8 @@ def plot(run_dir: str | Path) -> list[Path]:
         raise ValueError(f"{path}: run is '{status['status']}' ({status.get('error')}); "
                          "a failed run is never plotted as data")
     config = json.loads((path / "config.json").read_text())
-    from . import figures
-    fn = getattr(figures, f"plot_{config['experiment'].replace('-', '_')}", None)
-    if fn is None:
+    target = PLOTTERS.get(config["experiment"])
+    if target is None:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")
-    return fn(path, config)
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)(path, config)

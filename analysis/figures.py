@@ -121,6 +121,3 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                                  _caption(config, note)))
     return out
 
-
-# experiment modules with their own figure code (they import helpers from here lazily)
-from .outcast import plot_outcast, plot_outcast_fattree  # noqa: E402,F401

@@ -18,6 +18,7 @@ EXPERIMENTS = {
     "permutation": "experiments.permutation",
     "outcast": "experiments.outcast",
     "outcast-fattree": "experiments.outcast_fattree",
+    "fairness": "experiments.fairness",
 }
 
 

@@ -29,7 +29,8 @@ from topos.spec import Spec
 from .common import add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
 from .runtime import Emulation, LinkSpec, RunError
-from .traffic import BASE_PORT, Flow, configure_mptcp, counter_delta, port_counters, run_iperf
+from .traffic import (BASE_PORT, Flow, check_subflows, configure_mptcp, counter_delta,
+                      port_counters, run_iperf)
 
 NAME = "fairness"
 HELP = ("Jellyfish + k-shortest paths vs fat tree + ECMP, MPTCP on both: normalized throughput "
@@ -311,23 +312,6 @@ def emulation(topo: Topology, plan: Any, link: LinkSpec, run_dir: Path, run_id: 
         timing["teardown_s"] = round(time.monotonic() - t2, 2)
 
 
-#: Subflows are read from one mid-run `ss` snapshot; under congestion a subflow's SYN can be
-#: dropped and retried (1 s, 3 s, 7 s ...), so it joins after the snapshot.  Up to this share
-#: of missing subflows is recorded (flows.csv has every connection's count), more is fatal.
-MAX_MISSING_SUBFLOWS = 0.25
-
-
-def check_subflows(flows: list[Flow], wanted: int) -> dict[str, Any]:
-    """Fail if MPTCP is not really multipath: more than MAX_MISSING_SUBFLOWS of the asked
-    subflows missing, or no connection with more than one; else return what is missing."""
-    short = {f"{f.src}->{f.dst}": len(f.subflows) for f in flows if len(f.subflows) < wanted}
-    missing = sum(wanted - n for n in short.values())
-    single = wanted > 1 and all(len(f.subflows) < 2 for f in flows)
-    if single or missing > MAX_MISSING_SUBFLOWS * wanted * len(flows):
-        some = ", ".join(f"{k}: {v}" for k, v in list(short.items())[:4])
-        raise RunError(f"MPTCP established fewer than {wanted} subflows on {len(short)} "
-                       f"connections ({some})")
-    return {"subflows_missing": missing, "short_connections": short}
 
 
 Inspect = Callable[[Emulation, str, list[Flow]], None]

@@ -21,7 +21,7 @@ from .common import add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
 from .runtime import Emulation, LinkSpec, RunError
 from .trace import trace_flows
-from .traffic import BASE_PORT, Flow, configure_mptcp, run_iperf
+from .traffic import BASE_PORT, Flow, check_subflows, configure_mptcp, run_iperf
 
 NAME = "permutation"
 HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank of flow"
@@ -45,14 +45,6 @@ def add_backend(p: Any) -> None:
                         "on the same routing plan, no root, any size (default: emulated)")
 
 
-def check_subflows(flows: list[Flow], wanted: int) -> None:
-    """Fail unless every MPTCP connection really runs the requested number of subflows."""
-    short = [f"{f.src}->{f.dst}: {len(f.subflows)}" for f in flows if len(f.subflows) < wanted]
-    if short:
-        raise RunError(f"MPTCP established fewer than {wanted} subflows on "
-                       f"{len(short)} connections ({', '.join(short[:4])})")
-
-
 def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float) -> dict:
     row: dict[str, Any] = {"run": run, "transport": transport, "src": src, "dst": dst}
     for name, mbps in rates.items():
@@ -74,14 +66,13 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
         out = run_dir / transport
         meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
                          port=BASE_PORT + i)
-        if transport == "mptcp":
-            check_subflows(flows, params["subflows"])
+        shortfall = check_subflows(flows, params["subflows"]) if transport == "mptcp" else {}
         traced = trace_flows(emu, flows)
         (out / "paths.json").write_text(json.dumps(traced, indent=1))
         model = rates_on_paths(emu.topo, bw, pairs, traced)
         fid = report({f.src: f.iperf_mbps for f in flows}, model, bw,
                      meas["cpu_saturated_share"], calibration, meas["emulator_loss_share"])
-        fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"],
+        fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"])
         reports.append(fid)
         for f in flows:

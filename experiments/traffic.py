@@ -128,6 +128,25 @@ def wait_iperf(clients: list[tuple[str, subprocess.Popen]],
             raise RunError(f"iperf3 server {name} did not exit") from None
 
 
+#: Subflows are read from one mid-run `ss` snapshot; under congestion a subflow's SYN can be
+#: dropped and retried (1 s, 3 s, 7 s ...), so it joins after the snapshot.  Up to this share
+#: of missing subflows is recorded (flows.csv has every connection's count), more is fatal.
+MAX_MISSING_SUBFLOWS = 0.25
+
+
+def check_subflows(flows: list[Flow], wanted: int) -> dict[str, Any]:
+    """Fail if MPTCP is not really multipath: more than MAX_MISSING_SUBFLOWS of the asked
+    subflows missing, or no connection with more than one; else return what is missing."""
+    short = {f"{f.src}->{f.dst}": len(f.subflows) for f in flows if len(f.subflows) < wanted}
+    missing = sum(wanted - n for n in short.values())
+    single = wanted > 1 and all(len(f.subflows) < 2 for f in flows)
+    if single or missing > MAX_MISSING_SUBFLOWS * wanted * len(flows):
+        some = ", ".join(f"{k}: {v}" for k, v in list(short.items())[:4])
+        raise RunError(f"MPTCP established fewer than {wanted} subflows on {len(short)} "
+                       f"connections ({some})")
+    return {"subflows_missing": missing, "short_connections": short}
+
+
 _SS_REC = re.compile(r"^ESTAB\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
 
 

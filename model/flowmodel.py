@@ -45,12 +45,17 @@ _SAT_RTOL = 1e-10
 # Frozen connection rates are re-imposed slightly relaxed in later LPs so that
 # rounding in HiGHS' answer can never make the next LP infeasible.
 _FREEZE_RELAX = 1e-9
-# Dual values below this are treated as zero (they sum to 1 over the
-# unfrozen connections, so a real bottleneck has a far larger one).
-_DUAL_TOL = 1e-9
+# Duals below this fraction of the largest are treated as zero (they sum to 1
+# over the unfrozen connections; interior-point duals of unblocked connections
+# are small but not zero).
+_DUAL_RTOL = 1e-6
+# A connection counts as unable to rise above the level when the verification
+# LP lets it rise by less than this, relative to the level (or to the largest
+# capacity when the level is tiny): LP solvers are only that exact.
+_VERIFY_RTOL = 1e-7
 # LPs with at least this many constraint nonzeros whose optimal value alone is
 # needed go to HiGHS' interior-point solver instead of simplex (see _solve_lp).
-_IPM_MIN_NNZ = 20000
+_IPM_MIN_NNZ = 2000
 
 
 def _capacity(capacities: Capacities, link: Link) -> float:
@@ -166,27 +171,38 @@ def maxmin_rates(capacities: Capacities, paths: Sequence[Path]) -> np.ndarray:
     return rates
 
 
-def _solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=(0, None), vertex=True):
-    """Run HiGHS and return the result; raise on anything but optimal/unbounded."""
-    nnz = (A_ub.nnz if A_ub is not None else 0) + (A_eq.nnz if A_eq is not None else 0)
-    if vertex or nnz < _IPM_MIN_NNZ:
+def _big(*matrices) -> bool:
+    """Whether an LP with these constraint matrices should go to interior point."""
+    return sum(m.nnz for m in matrices if m is not None) >= _IPM_MIN_NNZ
+
+
+def _solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, ipm=False):
+    """Run HiGHS (simplex, or interior point without crossover); raise unless optimal/unbounded."""
+    if not ipm:
         res = scipy.optimize.linprog(
-            c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs"
+            c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, method="highs"
         )
     else:
         # Large path/multicommodity LPs are massively degenerate (many equal
-        # paths, one cost coefficient): dual simplex needed 30k iterations and
-        # >2 min on a k=16 fat tree with 8 subflows, while HiGHS' interior
-        # point converges in ~20 iterations. Only the optimal value is needed,
-        # so crossover to a vertex (most of the IPM time) is skipped; the value
-        # is then exact to the IPM tolerance (~1e-8 relative). scipy passes
-        # the unlisted run_crossover option to HiGHS verbatim with a warning.
+        # paths, a single cost coefficient): HiGHS' dual simplex needed 30k
+        # iterations and >2 min on a k=16 fat tree with 8 subflows per
+        # connection, and 80 s for the k=8 all-paths LP, while its interior
+        # point method converges in ~20 iterations. Crossover to a vertex
+        # (half of the IPM time) is skipped: callers only need the optimal
+        # value (exact to the IPM tolerance, ~1e-9 relative) or duals whose
+        # support they verify. scipy passes the unlisted run_crossover
+        # option to HiGHS verbatim, with a warning we silence.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
             res = scipy.optimize.linprog(
-                c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
-                method="highs-ipm",
-                options={"run_crossover": "off"},
+                c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                method="highs-ipm", options={"run_crossover": "off"},
+            )
+        if res.status not in (0, 3):
+            # IPX sometimes stops "imprecise" without crossover (seen on
+            # Jellyfish instances); crossover then repairs the answer.
+            res = scipy.optimize.linprog(
+                c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, method="highs-ipm"
             )
     if res.status not in (0, 3):
         raise RuntimeError(f"HiGHS failed (status {res.status}): {res.message}")
@@ -245,47 +261,103 @@ def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarra
     # Variables of unbounded connections are dropped: they need no finite link.
     keep_var = ~unbounded[var_owner]
     var_owner = var_owner[keep_var]
-    A_link = A_link[:, np.flatnonzero(keep_var)]
+    A_link = sp.csr_matrix(A_link[:, np.flatnonzero(keep_var)])
     n_vars = len(var_owner)
-    # S[i, j] = 1 when variable j belongs to connection i (sum_p x_ip = S x).
+    m = A_link.shape[0]
+    # S[i, j] = 1 when variable j belongs to connection i (s_i = sum_p x_ip = S x).
     S = sp.csr_matrix(
         (np.ones(n_vars), (var_owner, np.arange(n_vars))), shape=(n, n_vars)
     )
+    link_block = sp.hstack([A_link, sp.csr_matrix((m, 1))])
     frozen = unbounded.copy()
-    c = np.zeros(n_vars + 1)
-    c[-1] = -1.0  # maximise the common level t
-    for _ in range(n + 1):
+    while not frozen.all():
         open_ = np.flatnonzero(~frozen)
-        if len(open_) == 0:
-            break
         done = np.flatnonzero(frozen & ~unbounded)
-        # Rows: link capacities; t - sum_p x_ip <= 0 for unfrozen i;
-        # -sum_p x_ip <= -r_i for frozen i (they must keep their rate).
-        blocks = [
-            sp.hstack([A_link, sp.csr_matrix((A_link.shape[0], 1))]),
-            sp.hstack([-S[open_], sp.csr_matrix(np.ones((len(open_), 1)))]),
-        ]
+        # Rows: link capacities; t - s_i <= 0 for open i; -s_i <= -r_i for
+        # frozen i (they keep their rate; relaxed by a hair so that rounding
+        # in earlier answers can never make this LP infeasible).
+        rows = [link_block, sp.hstack([-S[open_], sp.csr_matrix(np.ones((len(open_), 1)))])]
         b = [b_link, np.zeros(len(open_))]
         if len(done):
-            blocks.append(sp.hstack([-S[done], sp.csr_matrix((len(done), 1))]))
+            rows.append(sp.hstack([-S[done], sp.csr_matrix((len(done), 1))]))
             b.append(-rates[done] * (1 - _FREEZE_RELAX))
-        A = sp.vstack(blocks, format="csr")
-        res = _solve_lp(c, A, np.concatenate(b))
+        A = sp.vstack(rows, format="csr")
+        b = np.concatenate(b)
+        c = np.zeros(n_vars + 1)
+        c[-1] = -1.0  # maximise the common level t
+        ipm = _big(A)
+        res = _solve_lp(c, A, b, ipm=ipm)
         if res.status == 3:  # cannot happen: every open connection crosses a finite link
             raise RuntimeError("aggregate max-min LP unbounded")
         level = max(float(res.x[-1]), 0.0)
-        # Dual y_i of "t <= s_i" (y >= 0, sum y = 1): for any feasible point
-        # sum_i y_i s_i <= t* (weak duality), so a connection with y_i > 0
-        # cannot rise above t* while the others keep t*: it is bottlenecked.
-        # Each round freezes at least one connection, so at most n LPs.
-        m = len(b_link)
         y = -np.asarray(res.ineqlin.marginals[m : m + len(open_)])
-        stuck = y > _DUAL_TOL
-        if not stuck.any():
-            stuck[int(np.argmax(y))] = True
+        stuck = _blocked(A_link, S, b_link, rates, open_, done, level, y, ipm)
         rates[open_[stuck]] = level
         frozen[open_[stuck]] = True
     return rates
+
+
+def _blocked(A_link, S, b_link, rates, open_, done, level, y, ipm) -> np.ndarray:
+    """Mask of open connections that cannot rise above level (at least one).
+
+    Dual y_i of "t <= s_i" (y >= 0, sum y = 1): for any feasible point
+    sum_i y_i s_i <= t* (weak duality), so a connection with y_i > 0 cannot
+    rise above t* while the others keep t*: it is blocked. Conversely every
+    blocked connection has y_i > 0 in some optimal dual (strict
+    complementarity), and the interior-point dual has (nearly) maximal
+    support, so one round usually freezes a whole level. Solver duals are
+    only accurate to HiGHS' tolerances (a 1e-8 simplex dual once froze a
+    connection that could still grow by 2e-5), so the candidates are checked
+    with one LP: maximise the sum of their rates keeping every open
+    connection >= level; a sum of |F| * level proves none can rise.
+    Candidates seen above level are dropped and the check repeated; if none
+    survives, connections are tested one by one in order of decreasing y.
+    """
+    cand = y > _DUAL_RTOL * max(float(y.max()), 0.0)
+    # Rows: links; -s_i <= -level for open i; -s_i <= -r_i for frozen i.
+    floor = np.concatenate([np.full(len(open_), level), rates[done]]) * (1 - _FREEZE_RELAX)
+    A = sp.vstack([A_link, -S[open_], -S[done]], format="csr")
+    b = np.concatenate([b_link, -floor])
+    S_open = S[open_]
+    scale = max(float(b_link.max()) if len(b_link) else 1.0, 1e-300)
+
+    def max_sum(mask):
+        """Optimal sum of the rates of open connections in mask, and each rate."""
+        c = -np.asarray(S_open[mask].sum(axis=0)).ravel()
+        res = _solve_lp(c, A, b, ipm=ipm)
+        if res.status != 0:
+            return math.inf, None
+        return -res.fun, np.asarray(S_open @ res.x).ravel()
+
+    while cand.any():
+        k = int(cand.sum())
+        tol = _VERIFY_RTOL * max(k * level, scale)
+        total, s = max_sum(cand)
+        if total <= k * level + tol:
+            return cand
+        if s is None:
+            break
+        # The sum exceeds k * level + tol, so some candidate exceeds its share.
+        over = cand & (s > level + tol / k)
+        if not over.any():
+            break
+        cand &= ~over
+    # Rare fallback: test one connection at a time, most likely first.
+    tol = _VERIFY_RTOL * max(level, scale)
+    best, best_val = 0, math.inf
+    for i in np.argsort(-y, kind="stable"):
+        mask = np.zeros(len(open_), dtype=bool)
+        mask[i] = True
+        total, _ = max_sum(mask)
+        if total <= level + tol:
+            return mask
+        if total < best_val:
+            best, best_val = i, total
+    # Some connection is blocked at an optimal level; numerically the one
+    # that can rise least is it.
+    mask = np.zeros(len(open_), dtype=bool)
+    mask[best] = True
+    return mask
 
 
 def connection_rates(
@@ -361,7 +433,7 @@ def max_concurrent_flow(
     b = np.concatenate([b_link, np.zeros(len(binding))])
     c = np.zeros(n_vars + 1)
     c[-1] = -1.0
-    res = _solve_lp(c, A, b, vertex=False)
+    res = _solve_lp(c, A, b, ipm=_big(A))
     if res.status == 3:
         return math.inf
     return max(float(res.x[-1]), 0.0)
@@ -468,7 +540,7 @@ def max_concurrent_flow_graph(
     )
     c = np.zeros(n_vars + 1)
     c[lam] = -1.0
-    res = _solve_lp(c, A_ub, ecap[fin], A_eq=A_eq, b_eq=np.zeros(n_eq), vertex=False)
+    res = _solve_lp(c, A_ub, ecap[fin], A_eq=A_eq, b_eq=np.zeros(n_eq), ipm=_big(A_ub, A_eq))
     if res.status == 3:
         return math.inf
     return max(float(res.x[lam]), 0.0)

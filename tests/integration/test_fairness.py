@@ -41,13 +41,15 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     fairness.validate(params)
     traced: dict[str, dict[str, list[tuple[str, ...]]]] = {}
     possible: dict[str, dict[str, int]] = {}
+    nsub: dict[str, dict[str, int]] = {}
 
     def trace(emu, label, flows):  # type: ignore[no-untyped-def]
         # Trace each connection's subflows through the real switches (ofproto/trace) until
         # two different paths show up; a connection the plan gives one path only is traced
         # in full and excluded below (its subflows cannot spread).
-        traced[label], possible[label] = {}, {}
+        traced[label], possible[label], nsub[label] = {}, {}, {}
         for f in flows:
+            nsub[label][f.src] = len(f.subflows)
             n = len(all_paths(emu.topo, emu.plan, f.src, f.dst))
             possible[label][f.src] = n
             seen: list[tuple[str, ...]] = []
@@ -77,12 +79,16 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     for label in ("fattree", "jellyfish"):
         recorded = json.loads((run / f"run00/{label}/flows.json").read_text())
         assert len(recorded) == 16
-        assert sum(len(f["subflows"]) for f in recorded) >= 0.95 * 16 * 8
-        multi = {s: p for s, p in traced[label].items() if possible[label][s] > 1}
-        assert multi, f"{label}: no connection has more than one possible path"
-        single = [s for s, p in multi.items() if len(set(p)) < 2]
-        # With >= 3 possible paths, 8 subflows all hashed onto one has probability
-        # <= 3^-7; with 2 possible paths it is 2^-7 per connection, so one such miss is
-        # tolerated among the 2-path connections (fat-tree intra-pod pairs).
-        assert not [s for s in single if possible[label][s] > 2], (label, single)
+        # subflows come from one mid-run ss snapshot; a few join late under congestion
+        assert sum(len(f["subflows"]) for f in recorded) >= \
+            (1 - fairness.MAX_MISSING_SUBFLOWS) * 16 * 8
+        # eligible: all subflows on one path would have probability <= 1/32 under uniform
+        # hashing (n possible paths, m subflows: n^-(m-1)); connections under one access
+        # switch have one possible path and are left out
+        eligible = {s: p for s, p in traced[label].items()
+                    if possible[label][s] ** (nsub[label][s] - 1) >= 32}
+        assert len(eligible) >= 8, f"{label}: too few multipath connections {eligible}"
+        single = [s for s, p in eligible.items() if len(set(p)) < 2]
+        # typically 8 subflows over 4 paths (4^-7) or 2 paths (fat-tree intra-pod, 2^-7);
+        # at most one connection on a single path is tolerated per topology
         assert len(single) <= 1, (label, single, traced[label])
