@@ -67,6 +67,8 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
         meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
                          port=BASE_PORT + i)
         shortfall = check_subflows(flows, params["subflows"]) if transport == "mptcp" else {}
+        (out / "flows.json").write_text(json.dumps(
+            [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
         traced = trace_flows(emu, flows)
         (out / "paths.json").write_text(json.dumps(traced, indent=1))
         model = rates_on_paths(emu.topo, bw, pairs, traced)

@@ -52,7 +52,7 @@ _DUAL_RTOL = 1e-6
 # A connection counts as unable to rise above the level when the verification
 # LP lets it rise by less than this, relative to the level (or to the largest
 # capacity when the level is tiny): LP solvers are only that exact.
-_VERIFY_RTOL = 1e-7
+_VERIFY_RTOL = 1e-9
 # LPs with at least this many constraint nonzeros whose optimal value alone is
 # needed go to HiGHS' interior-point solver instead of simplex (see _solve_lp).
 _IPM_MIN_NNZ = 2000

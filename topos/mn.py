@@ -8,13 +8,16 @@ Both processes rebuild the same topology from the same spec, so nothing is defin
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from typing import Any, Callable
 
 from mininet.topo import Topo
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# `mn --custom` exec()s this file without __file__; the code object still knows its path
+_HERE = globals().get("__file__") or inspect.currentframe().f_code.co_filename  # type: ignore
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(_HERE))))
 
 import topos as _registry  # noqa: E402  (after the path fix, for `mn --custom`)
 from topos.base import Topology  # noqa: E402

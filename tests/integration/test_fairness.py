@@ -9,7 +9,7 @@ import pytest
 import routing
 import topos
 from analysis.fairness import plot_fairness
-from experiments import fairness
+from experiments import fairness, traffic
 from experiments.common import validate as validate_shared
 from experiments.runfolder import RunFolder, read_csv
 from experiments.runtime import LinkSpec
@@ -81,7 +81,7 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
         assert len(recorded) == 16
         # subflows come from one mid-run ss snapshot; a few join late under congestion
         assert sum(len(f["subflows"]) for f in recorded) >= \
-            (1 - fairness.MAX_MISSING_SUBFLOWS) * 16 * 8
+            (1 - traffic.MAX_MISSING_SUBFLOWS) * 16 * 8
         # eligible: all subflows on one path would have probability <= 1/32 under uniform
         # hashing (n possible paths, m subflows: n^-(m-1)); connections under one access
         # switch have one possible path and are left out
