@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
-from experiments.runtime import Emulation, LinkSpec  # noqa: E402
+from experiments.runtime import Emulation, LinkSpec, install_signal_handlers  # noqa: E402
 
 
 def bringup_teardown(reps: int) -> None:
@@ -50,9 +50,17 @@ def bringup_teardown(reps: int) -> None:
 
 
 def dcrepro(*args: str) -> None:
-    """Run the CLI, fail loudly."""
-    subprocess.run([str(REPO / ".venv/bin/dcrepro"), *args], check=True, cwd=REPO,
-                   stdout=subprocess.DEVNULL)
+    """Run the CLI, fail loudly; on interrupt let it tear down (SIGTERM), never SIGKILL it."""
+    child = subprocess.Popen([str(REPO / ".venv/bin/dcrepro"), *args], cwd=REPO,
+                             stdout=subprocess.DEVNULL)
+    try:
+        rc = child.wait()
+    except KeyboardInterrupt:
+        child.terminate()
+        child.wait(timeout=120)
+        raise
+    if rc != 0:
+        raise SystemExit(f"dcrepro {' '.join(args)} failed with {rc}")
 
 
 def single_flow(out: Path) -> None:
@@ -103,6 +111,7 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
     ap.add_argument("--skip-permutation", action="store_true")
     args = ap.parse_args()
+    install_signal_handlers()
     out = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-bench-"))
     print(f"bench_emulation on {subprocess.run(['uname', '-r'], capture_output=True, text=True).stdout.strip()}, "
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; out {out}")

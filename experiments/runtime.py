@@ -562,8 +562,11 @@ class Emulation:
 
     # ---- teardown ----
     def _down(self) -> None:
-        # a second Ctrl-C must not interrupt the cleanup it would otherwise leave half-done
-        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} \
+        # A Ctrl-C during cleanup must not leave it half-done, nor be lost: remember it and
+        # raise it once everything is removed.
+        pending: list[int] = []
+        old = {s: signal.signal(s, lambda signum, _f: pending.append(signum))
+               for s in (signal.SIGINT, signal.SIGTERM)} \
             if threading.current_thread() is threading.main_thread() else {}
         try:
             for proc in self.procs:
@@ -594,6 +597,8 @@ class Emulation:
                 self._lock_fh = None
             for s, h in old.items():
                 signal.signal(s, h)
+        if pending:
+            raise KeyboardInterrupt(f"signal {pending[0]} during teardown")
 
     def _stop_network(self) -> None:
         """Batched teardown: one OVS transaction, one ip batch, then the host shells.
@@ -625,10 +630,14 @@ class Emulation:
 
 
 def install_signal_handlers() -> None:
-    """Turn SIGTERM/SIGHUP into an exception so every ``finally``/``__exit__`` runs."""
+    """Turn SIGINT/SIGTERM/SIGHUP into an exception so every ``finally``/``__exit__`` runs.
+
+    SIGINT is set explicitly: a process started in the background by a non-interactive shell
+    inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler.
+    """
     def handler(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
 
 
