@@ -180,7 +180,7 @@ def bench_jellyfish(seed=1, switches=98, ports=14, servers_per_switch=7, kpaths=
     measure(f"jellyfish max_concurrent_flow ({SUBFLOWS} subflows)",
             lambda: max_concurrent_flow(caps, multi))
     measure(f"jellyfish connection_rates aggregate ({SUBFLOWS} subflows)",
-            lambda: connection_rates(caps, multi, mode="aggregate"), reps=1)
+            lambda: connection_rates(caps, multi, mode="aggregate"))
 
 
 def main():

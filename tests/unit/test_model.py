@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import model.flowmodel as flowmodel
 from model import (
     connection_rates,
     goodput_capacity,
@@ -321,3 +322,64 @@ def test_graph_lp_equals_all_paths_lp(seed):
     flows = [[links(p) for p in nx.all_simple_paths(g, s, t)] for s, t in pairs]
     assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(
         max_concurrent_flow(caps, flows), abs=TOL)
+
+
+# ------------------------------------------- interior-point path on hand cases
+
+
+@pytest.fixture
+def force_ipm(monkeypatch):
+    """Send every LP, however small, to the interior-point branch."""
+    monkeypatch.setattr(flowmodel, "_IPM_MIN_NNZ", 0)
+
+
+def test_ipm_path_hand_cases(force_ipm):
+    caps = {"P1": 5.0, "P2": 3.0}
+    flows = [[["P1"], ["P2"]], [["P1"]]]
+    close(connection_rates(caps, flows, mode="aggregate"), [4.0, 4.0])
+    assert max_concurrent_flow(caps, flows) == pytest.approx(4.0, abs=TOL)
+    caps = {"L1": 1.0, "L2": 10.0}
+    flows = [[["L1"]], [["L1"], ["L2"]], [["L2"]]]
+    close(connection_rates(caps, flows, mode="aggregate"), [1.0, 5.0, 5.0])
+    caps = fat_tree_k4()
+    pairs = [("h000", "h100"), ("h001", "h101")]
+    assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(1.0, abs=TOL)
+    pairs = [("h000", "h300"), ("h101", "h300")]
+    assert max_concurrent_flow_graph(caps, pairs) == pytest.approx(0.5, abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ipm_path_matches_simplex_path(seed, monkeypatch):
+    caps, paths = random_instance(seed)
+    rng = random.Random(seed)
+    flows = [[paths[j] for j in rng.sample(range(len(paths)), 3)] for _ in range(8)]
+    simplex = connection_rates(caps, flows, mode="aggregate")
+    lam = max_concurrent_flow(caps, flows)
+    monkeypatch.setattr(flowmodel, "_IPM_MIN_NNZ", 0)
+    close(connection_rates(caps, flows, mode="aggregate"), simplex)
+    assert max_concurrent_flow(caps, flows) == pytest.approx(lam, abs=TOL)
+
+
+def test_aggregate_is_leximin_optimal():
+    # Max-min fairness check on a multipath instance: no connection can rise
+    # while every other keeps min(its rate, this rate + 1e-6) (convexity makes
+    # this the max-min condition). Verified with an independent LP here.
+    import scipy.optimize
+    import scipy.sparse as sp
+
+    caps, paths = random_instance(7, n_links=15, n_paths=40)
+    rng = random.Random(7)
+    flows = [[paths[j] for j in rng.sample(range(len(paths)), 2)] for _ in range(12)]
+    rates = connection_rates(caps, flows, mode="aggregate")
+    var = [(i, p) for i, f in enumerate(flows) for p in f]
+    links_ = sorted(caps)
+    A = sp.csr_matrix([[1.0 if link in p else 0.0 for (_, p) in var] for link in links_])
+    S = sp.csr_matrix([[1.0 if i == k else 0.0 for (i, _) in var] for k in range(len(flows))])
+    b = np.array([caps[link] for link in links_])
+    for j in range(len(flows)):
+        others = [i for i in range(len(flows)) if i != j]
+        floor = np.minimum(rates[others], rates[j] + 1e-6) * (1 - 1e-9)
+        res = scipy.optimize.linprog(-S[j].toarray().ravel(), A_ub=sp.vstack([A, -S[others]]),
+                                     b_ub=np.r_[b, -floor], method="highs")
+        assert res.status == 0
+        assert -res.fun <= rates[j] + 2e-6
