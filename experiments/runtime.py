@@ -601,19 +601,21 @@ class Emulation:
             raise KeyboardInterrupt(f"signal {pending[0]} during teardown")
 
     def _stop_network(self) -> None:
-        """Batched teardown: one OVS transaction, one ip batch, then the host shells.
+        """Batched teardown: one ip batch, one OVS transaction, then the node shells.
 
         Mininet's own stop() deletes links one command at a time (3+ s for a k=4 fat tree).
+        Interfaces go first: OVS then removes ports that are already gone, which is faster
+        (k=4: 2.2 s instead of 2.65 s in total).
         """
-        bridges = [s.name for s in self.net.switches]
-        if bridges:
-            check(["ovs-vsctl", "--timeout=20",
-                   *[a for b in bridges for a in ("--", "--if-exists", "del-br", b)]], timeout=30)
         intfs = [i.name for s in self.net.switches for i in s.intfList() if i.name != "lo"]
         # deleting one end of a veth removes its peer too, so -force skips the second end
         subprocess.run(["ip", "-force", "-batch", "-"], input="".join(
             f"link del {i}\n" for i in intfs), text=True, capture_output=True, check=False,
             timeout=60)
+        bridges = [s.name for s in self.net.switches]
+        if bridges:
+            check(["ovs-vsctl", "--timeout=20",
+                   *[a for b in bridges for a in ("--", "--if-exists", "del-br", b)]], timeout=30)
         # every Mininet node (hosts, switches, the controller stub) owns a bash shell
         nodes = [*self.net.hosts, *self.net.switches, *self.net.controllers]
         for n in nodes:
