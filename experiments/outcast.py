@@ -349,8 +349,11 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
             "iperf3", "-c", dst_ip, "-p", str(s.port), "-t", str(duration), "-J",
             "--connect-timeout", "5000"], stdout=fh, stderr=subprocess.STDOUT)))
     try:
+        # A starved sender (the phenomenon itself) and iperf3's control connection through
+        # the same tail-drop port can sit in RTO backoff, capped at 120 s by Linux: allow one
+        # full backoff after the test before calling the client hung.
         wait_iperf([(s.name, p) for s, _, p in clients],
-                   [(f"for {s.name}", p) for s, _, p in servers], duration + 30, out)
+                   [(f"for {s.name}", p) for s, _, p in servers], duration + 150, out)
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()
