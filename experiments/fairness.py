@@ -44,8 +44,6 @@ QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 BACKENDS = ("emulated", "model")
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
-#: how long an emulation waits for another engineer's emulation to release the machine
-LOCK_WAIT_S = 900.0
 #: links are grouped by the layers of their two ends, in this order
 LAYER_ORDER = ("host", "edge", "tor", "agg", "core", "switch")
 
@@ -289,20 +287,10 @@ def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: floa
 @contextmanager
 def emulation(topo: Topology, plan: Any, link: LinkSpec, run_dir: Path, run_id: str,
               cc: str, timing: dict[str, float]) -> Iterator[Emulation]:
-    """An Emulation that waits (bounded) for another engineer's emulation to finish first;
-    fills ``timing`` with lock_wait_s, bringup_s and teardown_s."""
-    t0 = time.monotonic()
-    while True:
-        emu = Emulation(topo, plan, link, run_dir, run_id, cc=cc)
-        t1 = time.monotonic()
-        try:
-            emu.__enter__()
-            break
-        except RunError as exc:
-            if "another dcrepro emulation" not in str(exc) or t1 - t0 > LOCK_WAIT_S:
-                raise
-            time.sleep(2.0)  # bounded poll of a lock held by another process
-    timing["lock_wait_s"] = round(t1 - t0, 2)
+    """An Emulation that fills ``timing`` with bringup_s and teardown_s."""
+    t1 = time.monotonic()
+    emu = Emulation(topo, plan, link, run_dir, run_id, cc=cc)
+    emu.__enter__()
     timing["bringup_s"] = round(time.monotonic() - t1, 2)
     try:
         yield emu
@@ -376,7 +364,7 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
     links: list[dict[str, Any]] = []
     lengths: list[dict[str, Any]] = []
     t_start = time.monotonic()
-    traffic_s = lock_wait_s = 0.0
+    traffic_s = 0.0
     for r in range(params["runs"]):
         t_net = time.monotonic()
         nets, tuples = run_networks(params, r, ft)
@@ -398,7 +386,6 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
                 flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
                                                     f"{folder.id}-{r}-{label}", r, inspect)
                 traffic_s += params["duration"]
-                lock_wait_s += facts.get("lock_wait_s", 0.0)
                 if facts.get("subflows_missing"):
                     folder.log.warning("run %d %s: %d subflows not up at the mid-run snapshot: "
                                        "%s", r, label, facts["subflows_missing"],
@@ -452,11 +439,9 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
         else:
             write_model_summary(folder.path, rows)
     wall = time.monotonic() - t_start
-    # overhead = everything but the traffic itself; waiting for another engineer's emulation
-    # to release the machine is reported apart
+    # overhead = everything but the traffic itself
     timing = {"wall_s": round(wall, 1), "traffic_s": round(traffic_s, 1),
-              "lock_wait_s": round(lock_wait_s, 1),
-              "overhead_share_of_traffic": round((wall - lock_wait_s - traffic_s) / traffic_s, 3)
+              "overhead_share_of_traffic": round((wall - traffic_s) / traffic_s, 3)
               if traffic_s else None, "transport": transport}
     folder.record("timing", timing)
     write_fidelity(folder.path, rows, timing, emulated)
