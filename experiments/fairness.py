@@ -387,7 +387,7 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
                                                     f"{folder.id}-{r}-{label}", r, inspect)
                 traffic_s += params["duration"]
                 if facts.get("subflows_missing"):
-                    folder.log.warning("run %d %s: %d subflows not up at the mid-run snapshot: "
+                    folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
                                        "%s", r, label, facts["subflows_missing"],
                                        facts["short_connections"])
                 links += lrows

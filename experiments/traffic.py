@@ -128,7 +128,7 @@ def wait_iperf(clients: list[tuple[str, subprocess.Popen]],
             raise RunError(f"iperf3 server {name} did not exit") from None
 
 
-#: Subflows are read from one mid-run `ss` snapshot; under congestion a subflow's SYN can be
+#: Subflows are read from one `ss` snapshot during traffic; under loss a subflow's SYN can be
 #: dropped and retried (1 s, 3 s, 7 s ...), so it joins after the snapshot.  Up to this share
 #: of missing subflows is recorded (flows.csv has every connection's count), more is fatal.
 MAX_MISSING_SUBFLOWS = 0.25
@@ -253,9 +253,11 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(port),
                               "-t", str(duration), "-J", "--connect-timeout", "5000"],
             stdout=fh, stderr=subprocess.STDOUT)))
-    # Snapshot the sockets once mid-run: MPTCP subflows (and plain TCP 5-tuples) for the
-    # subflow check and for path tracing.
-    mid = time.monotonic() + max(duration / 2, min(duration, 3))
+    # Snapshot the sockets once, at the end of the measurement window while traffic still
+    # runs: MPTCP subflows (and plain TCP 5-tuples) for the subflow check and for tracing.
+    # As late as possible, because an MP_JOIN whose SYN the switch lost retries after 1 s,
+    # 2 s, 4 s ... and the subflow only appears then.
+    mid = time.monotonic() + max(duration / 2, duration - trim)
     while time.monotonic() < mid:
         if any(p.poll() is not None for _, _, p in clients):
             break
