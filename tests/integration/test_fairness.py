@@ -79,7 +79,7 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     for label in ("fattree", "jellyfish"):
         recorded = json.loads((run / f"run00/{label}/flows.json").read_text())
         assert len(recorded) == 16
-        # subflows come from one mid-run ss snapshot; a few join late under congestion
+        # subflows come from one ss snapshot during traffic; a few join late under loss
         assert sum(len(f["subflows"]) for f in recorded) >= \
             (1 - traffic.MAX_MISSING_SUBFLOWS) * 16 * 8
         # eligible: all subflows on one path would have probability <= 1/32 under uniform
