@@ -251,15 +251,18 @@ def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
                          "a failed run is never plotted as data")
 
 
+def _tables(run_dir: Path) -> tuple[list[dict[str, str]], ...]:
+    """flows, series, drops and drops_series tables of an outcast run folder."""
+    return tuple(read_csv(run_dir / f"{name}.csv")
+                 for name in ("flows", "series", "drops", "drops_series"))
+
+
 def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """Per N: outcast_nNN.png (goodput and offered rate over time, averages, drops per
     input port); over all N: outcast_share.png (lone flow's share of its fair share)."""
     _check_ok(config, run_dir)
     params = config["params"]
-    rows = read_csv(run_dir / "flows.csv")
-    series = read_csv(run_dir / "series.csv")
-    drops = read_csv(run_dir / "drops.csv")
-    dseries = read_csv(run_dir / "drops_series.csv")
+    rows, series, drops, dseries = _tables(run_dir)
     figs = []
     ns = sorted({int(r["flows"]) for r in rows})
     for n in ns:
@@ -325,10 +328,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     the local sender; average goodput grouped by hop distance; drops per input port."""
     _check_ok(config, run_dir)
     params = config["params"]
-    rows = read_csv(run_dir / "flows.csv")
-    series = read_csv(run_dir / "series.csv")
-    drops = read_csv(run_dir / "drops.csv")
-    dseries = read_csv(run_dir / "drops_series.csv")
+    rows, series, drops, dseries = _tables(run_dir)
     run0 = min(r["run"] for r in rows)
     r0 = [r for r in rows if r["run"] == run0]
     local = next((r["sender"] for r in r0 if r["local"] == "True"), "")

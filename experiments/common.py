@@ -10,6 +10,8 @@ import topos
 
 from .runtime import LinkSpec
 
+BACKENDS = ("emulated", "model")
+
 SHARED = {
     "topo": (str, "topology spec: " + topos.help_text()),
     "routing": (str, "routing spec: " + routing.help_text()),
@@ -39,6 +41,13 @@ def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
                    help="short version for a first look: " +
                    ", ".join(f"{k}={v}" for k, v in quick.items()))
     p.add_argument("--out", default="results", help="results root folder (default: results)")
+
+
+def add_backend(p: Any) -> None:
+    """The --backend flag (shared by experiments that have a model backend)."""
+    p.add_argument("--backend", default=None, choices=list(BACKENDS),
+                   help="emulated: Mininet + OVS + os-ken (root); model: flow-level model "
+                        "on the same routing plan, no root, any size (default: emulated)")
 
 
 def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
@@ -76,8 +85,9 @@ def validate(params: dict[str, Any]) -> None:
         bad = [t for t in items if t not in ("tcp", "mptcp")]
         if bad or not items:
             raise ValueError(f"--transport: unknown {bad}; use tcp, mptcp or tcp,mptcp")
-    if params.get("backend", "emulated") not in ("emulated", "model"):
-        raise ValueError(f"--backend must be emulated or model, got {params['backend']}")
+    if params.get("backend", "emulated") not in BACKENDS:
+        raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
+                         f"'{params['backend']}'")
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")

@@ -26,7 +26,7 @@ from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
 
-from .common import add_shared, derangement, run_rng, transports
+from .common import add_backend, add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
 from .runtime import Emulation, LinkSpec, RunError
 from .traffic import (BASE_PORT, Flow, check_subflows, configure_mptcp, counter_delta,
@@ -41,7 +41,6 @@ DEFAULTS: dict[str, Any] = {
     "bw": 15.0, "queue": 100, "duration": 60.0, "trim": 5.0, "runs": 8, "seed": 1,
     "transport": "mptcp", "subflows": 8, "cc": "cubic"}
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
-BACKENDS = ("emulated", "model")
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
 #: links are grouped by the layers of their two ends, in this order
@@ -59,9 +58,7 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--k", type=int, default=None,
                    help="paths of k-shortest-path routing (default: 4, as the reproduction "
                    "used on its 20-switch graph; the Jellyfish authors used 8 at paper scale)")
-    p.add_argument("--backend", choices=BACKENDS, default=None,
-                   help="emulated: Mininet, root; model: flow-level model over the same "
-                   "routing plans, no root (default: emulated)")
+    add_backend(p)
     p.add_argument("--grow", type=int, default=None,
                    help="switches added to every Jellyfish by incremental expansion "
                    "(overrides the spec's grow=; default: the spec's)")
@@ -84,9 +81,6 @@ def validate(params: dict[str, Any]) -> None:
         raise ValueError(f"--jellyfish must be a jellyfish spec, got '{params['jellyfish']}'")
     if params["k"] < 1:
         raise ValueError(f"--k must be >= 1, got {params['k']}")
-    if params["backend"] not in BACKENDS:
-        raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
-                         f"'{params['backend']}'")
     if params["grow"] is not None and params["grow"] < 0:
         raise ValueError(f"--grow must be >= 0, got {params['grow']}")
     if not 0 <= params["extra_servers"] <= 1:

@@ -17,7 +17,7 @@ import topos
 from analysis.fidelity import headline, load_calibration, lp_bounds, report
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 
-from .common import add_shared, derangement, run_rng, transports
+from .common import add_backend, add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
 from .runtime import Emulation, LinkSpec, RunError
 from .trace import trace_flows
@@ -36,13 +36,6 @@ def add_arguments(p: Any) -> None:
     """Shared flags plus --backend."""
     add_shared(p, DEFAULTS, QUICK)
     add_backend(p)
-
-
-def add_backend(p: Any) -> None:
-    """The --backend flag (shared by experiments that have a model backend)."""
-    p.add_argument("--backend", default=None, choices=["emulated", "model"],
-                   help="emulated: Mininet + OVS + os-ken (root); model: flow-level model "
-                        "on the same routing plan, no root, any size (default: emulated)")
 
 
 def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float) -> dict:

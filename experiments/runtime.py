@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from mininet.node import RemoteController
 
@@ -642,8 +642,3 @@ def install_signal_handlers() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
 
-
-def iter_hosts(emu: Emulation) -> Iterator[Any]:
-    """Mininet hosts in topology order."""
-    for name in emu.topo.hosts():
-        yield emu.host(name)

@@ -63,6 +63,7 @@ def lookup(rules: list[Rule], table: int, pkt: Packet) -> Rule | None:
 
 
 _INDEX: dict[int, tuple[list[Rule], int, dict[tuple[int, Any], list[Rule]]]] = {}
+_INDEX_MAX = 512  # switches; a k=16 fat tree has 320
 
 
 def _candidates(rules: list[Rule], table: int, pkt: Packet) -> list[Rule]:
@@ -71,6 +72,8 @@ def _candidates(rules: list[Rule], table: int, pkt: Packet) -> list[Rule]:
     # list object or its length changes; rules for another eth_dst or ARP target never match.
     entry = _INDEX.get(id(rules))
     if entry is None or entry[0] is not rules or entry[1] != len(rules):
+        if len(_INDEX) >= _INDEX_MAX:
+            _INDEX.clear()  # the cache pins rule lists: keep it to about one large plan
         index: dict[tuple[int, Any], list[Rule]] = {}
         for r in rules:
             m = dict(r.match)
@@ -179,7 +182,3 @@ def all_paths(topo: Topology, plan: Plan, src: str, dst: str,
                 stack.append(script + [0] * (i - len(script)) + [alt])
     return found
 
-
-def describe_rule(rule: Rule) -> dict[str, Any]:
-    """Readable form of a rule (for error messages)."""
-    return rule.to_json()
