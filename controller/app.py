@@ -17,6 +17,7 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev
 from os_ken.ofproto import ofproto_v1_3
 
 from controller.ofmsg import install_messages
+from controller.ofplan import openflow_rules
 from routing.plan import Plan
 
 
@@ -65,11 +66,12 @@ class PlanInstaller(app_manager.OSKenApp):
         sp = self.plan.get(dp.id)
         if sp is None:
             fail(f"switch with unknown dpid {dp.id:#x} connected")
-        for msg in install_messages(dp, sp.rules):
+        rules = openflow_rules(sp)
+        for msg in install_messages(dp, rules):
             dp.send_msg(msg)
         barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
         dp.set_xid(barrier)
-        self.pending[barrier.xid] = (dp.id, len(sp.rules))
+        self.pending[barrier.xid] = (dp.id, len(rules))
         dp.send_msg(barrier)
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from os_ken.ofproto import nicira_ext
 
-from routing.plan import Rule
+from controller.ofplan import Rule
 
 # OVS's nx_hash_fields value for "symmetric_l3l4+udp": IP addresses, protocol and TCP/UDP
 # ports (os-ken names only the older values, so the number is spelled out here).

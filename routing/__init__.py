@@ -7,7 +7,7 @@ from topos.base import Topology
 from topos.spec import Param, Spec, describe, parse_spec, positive_int
 
 from . import strategies
-from .plan import Plan, Rule, SwitchPlan
+from .plan import Action, Choice, Match, Plan, SwitchPlan
 
 _REGISTRY: dict[str, tuple[Callable[..., Plan], Mapping[str, Param]]] = {
     "st": (strategies.plan_st, {}),
@@ -38,4 +38,4 @@ def help_text() -> str:
     return describe(SCHEMAS)
 
 
-__all__ = ["Plan", "Rule", "SwitchPlan", "make_plan", "parse", "help_text", "SCHEMAS"]
+__all__ = ["Action", "Choice", "Match", "Plan", "SwitchPlan", "make_plan", "parse", "help_text", "SCHEMAS"]

@@ -1,4 +1,4 @@
-"""Routing strategies: each turns a Topology into a Plan.
+"""Routing strategies: each turns a Topology into a dataplane-neutral Plan (routing/plan.py).
 
 Two families cover every strategy:
 * per-hop (``st``, ``ecmp``): each switch forwards by destination MAC to one, or a hash-chosen
@@ -9,82 +9,53 @@ Two families cover every strategy:
   graphs need this: per-destination rules cannot express two flows to the same host taking
   different routes through the same switch.
 
-Hashing is OVS's Nicira ``multipath`` over the symmetric L3+L4 fields, computed by the switch
-when the flow's first packet is translated and cached per flow, so there is no controller
-round trip and nothing can time out.  Each switch uses its own hash basis (CRC32 of its name),
-so consecutive hops decide independently (no ECMP polarization).
+Hashing is done by the switch itself, per flow, with the switch's own seed (CRC32 of its
+name), so consecutive hops decide independently (no ECMP polarization), there is no
+controller round trip and nothing can time out.
 """
 from __future__ import annotations
 
-import zlib
 from typing import Callable, Iterable
 
 import networkx as nx
 
 from topos.base import Topology
 
-from .plan import OFPVID_PRESENT, TABLE_MAIN, TABLE_SELECT, Plan, SwitchPlan
-
-PRIO_LABEL, PRIO_ARP, PRIO_DST = 200, 150, 100
-ETH_TYPE_ARP = 0x0806
-MAX_LABEL = 4094
+from .plan import LABEL_ANY, MAX_LABEL, Action, Choice, Match, Plan, SwitchPlan, switch_seed
 
 
 def hash_basis(switch: str) -> int:
-    """Per-switch multipath basis: stable across processes (CRC32, never Python's hash())."""
-    return zlib.crc32(switch.encode()) & 0xFFFF
+    """Per-switch hash seed (kept under its old name: the OVS multipath basis)."""
+    return switch_seed(switch)
 
 
 def _empty_plan(topo: Topology, routing: str) -> Plan:
     return Plan(topo.spec, routing,
-                {s: SwitchPlan(s, topo.node(s).dpid or 0) for s in topo.switches()})
-
-
-class _Selector:
-    """Allocates next-hop sets on one switch and emits the hash-select rules for them."""
-
-    def __init__(self, sp: SwitchPlan) -> None:
-        self.sp = sp
-        self.groups: dict[tuple[tuple[tuple, ...], ...], int] = {}
-
-    def actions(self, choices: list[list[list]]) -> list[list]:
-        """Actions that run one of ``choices`` (action lists) chosen by the flow's hash."""
-        if len(choices) == 1:
-            return choices[0]
-        key = tuple(tuple(tuple(a) for a in c) for c in choices)
-        gid = self.groups.get(key)
-        if gid is None:
-            gid = self.groups[key] = len(self.groups) + 1
-            for i, choice in enumerate(choices):
-                self.sp.add(TABLE_SELECT, PRIO_DST, {"reg1": gid, "reg0": i}, choice)
-        return [["set_reg", 1, gid],
-                ["multipath", hash_basis(self.sp.name), len(choices), 0],
-                ["resubmit", TABLE_SELECT]]
+                {s: SwitchPlan(s, topo.node(s).dpid or 0, i + 1, switch_seed(s))
+                 for i, s in enumerate(topo.switches())})
 
 
 def _deliver_local(topo: Topology, plan: Plan) -> None:
     """Local delivery, plus ARP: every request is routed like unicast toward its target.
 
     dcrepro runs use static ARP, but plain ``mn --controller remote`` users need ARP; routing
-    a request along the leftmost shortest-path tree to the owner of ``arp_tpa`` answers it
-    without flooding, so the multipath fabric cannot loop it.
+    a request along the leftmost shortest-path tree to the owner of its target address
+    answers it without flooding, so the multipath fabric cannot loop it.
     """
     g = topo.switch_graph()
     for dst, hosts in _hosts_by_switch(topo).items():
         dist = nx.single_source_shortest_path_length(g, dst)
         # next hop toward dst: computed once per destination switch, shared by its hosts
-        toward = {s: min(topo.port(s, n) for n in g.neighbors(s)
-                         if dist.get(n, -1) == dist[s] - 1)
+        toward = {s: Action.forward(min(topo.port(s, n) for n in g.neighbors(s)
+                                        if dist.get(n, -1) == dist[s] - 1))
                   for s in topo.switches() if s != dst and s in dist}
         for h in hosts:
             node = topo.node(h)
-            port = topo.port(dst, h)
-            plan.switches[dst].add(TABLE_MAIN, PRIO_DST, {"eth_dst": node.mac},
-                                   [["output", port]])
-            arp = {"eth_type": ETH_TYPE_ARP, "arp_tpa": node.ip}
-            plan.switches[dst].add(TABLE_MAIN, PRIO_ARP, arp, [["output", port]])
-            for s, out in toward.items():
-                plan.switches[s].add(TABLE_MAIN, PRIO_ARP, arp, [["output", out]])
+            local = Action.forward(topo.port(dst, h))
+            plan.switches[dst].add(Match(node.mac), local)
+            plan.switches[dst].add(Match(node.ip, "arp"), local)
+            for s, act in toward.items():
+                plan.switches[s].add(Match(node.ip, "arp"), act)
 
 
 def _hosts_by_switch(topo: Topology) -> dict[str, list[str]]:
@@ -95,12 +66,13 @@ def _hosts_by_switch(topo: Topology) -> dict[str, list[str]]:
     return out
 
 
-def per_hop(topo: Topology, routing: str, pick: Callable[[list[int]], list[int]]) -> Plan:
-    """Destination-based forwarding over shortest paths; ``pick`` narrows the next-hop ports."""
+def per_hop(topo: Topology, routing: str, pick: Callable[[list[int]], list[int]],
+            mode: str = "hash") -> Plan:
+    """Destination-based forwarding over shortest paths; ``pick`` narrows the next-hop ports,
+    ``mode`` says how a switch chooses among several."""
     plan = _empty_plan(topo, routing)
     g = topo.switch_graph()
     _deliver_local(topo, plan)
-    selectors = {s: _Selector(sp) for s, sp in plan.switches.items()}
     for dst_sw, hosts in _hosts_by_switch(topo).items():
         dist = nx.single_source_shortest_path_length(g, dst_sw)
         for s in topo.switches():
@@ -110,10 +82,9 @@ def per_hop(topo: Topology, routing: str, pick: Callable[[list[int]], list[int]]
                 raise ValueError(f"{routing}: {s} cannot reach {dst_sw}")
             ports = sorted(topo.port(s, n) for n in g.neighbors(s)
                            if dist.get(n, -1) == dist[s] - 1)
-            actions = selectors[s].actions([[["output", p]] for p in pick(ports)])
+            action = Action.select((Choice(p) for p in pick(ports)), mode)
             for h in hosts:
-                plan.switches[s].add(TABLE_MAIN, PRIO_DST, {"eth_dst": topo.node(h).mac},
-                                     actions)
+                plan.switches[s].add(Match(topo.node(h).mac), action)
     return plan
 
 
@@ -134,16 +105,13 @@ def pinned(topo: Topology, routing: str,
     g = topo.switch_graph()
     _deliver_local(topo, plan)
     edge = sorted({topo.access_switch(h) for h in topo.hosts()}, key=topo.switches().index)
-    selectors = {s: _Selector(sp) for s, sp in plan.switches.items()}
     for dst in edge:
         dst_hosts = [h for h in topo.hosts() if topo.access_switch(h) == dst]
         macs = [topo.node(h).mac for h in dst_hosts]
         # the egress switch strips any label before delivering to its own hosts
         for h in dst_hosts:
-            plan.switches[dst].add(TABLE_MAIN, PRIO_LABEL,
-                                   {"eth_dst": topo.node(h).mac,
-                                    "vlan_vid": [OFPVID_PRESENT, OFPVID_PRESENT]},
-                                   [["pop_vlan"], ["output", topo.port(dst, h)]])
+            plan.switches[dst].add(Match(topo.node(h).mac, label=LABEL_ANY),
+                                   Action.forward(topo.port(dst, h), pop=True))
         label = 0
         for src in edge:
             if src == dst:
@@ -157,16 +125,14 @@ def pinned(topo: Topology, routing: str,
                 label += 1
                 if label > MAX_LABEL:
                     raise ValueError(f"{routing}: more than {MAX_LABEL} paths end at {dst}")
-                choices.append([["push_vlan", label], ["output", topo.port(path[0], path[1])]])
+                choices.append(Choice(topo.port(path[0], path[1]), label))
                 for here, nxt in zip(path[1:-1], path[2:]):
+                    hop = Action.forward(topo.port(here, nxt))
                     for mac in macs:
-                        plan.switches[here].add(
-                            TABLE_MAIN, PRIO_LABEL,
-                            {"eth_dst": mac, "vlan_vid": OFPVID_PRESENT | label},
-                            [["output", topo.port(here, nxt)]])
-            act = selectors[src].actions(choices)
+                        plan.switches[here].add(Match(mac, label=label), hop)
+            act = Action.select(choices, "hash")
             for mac in macs:
-                plan.switches[src].add(TABLE_MAIN, PRIO_DST, {"eth_dst": mac, "vlan_vid": 0}, act)
+                plan.switches[src].add(Match(mac), act)
     return plan
 
 

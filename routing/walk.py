@@ -1,18 +1,18 @@
-"""A pure interpreter of plans: follows one packet through the rule tables, switch by switch.
+"""A pure interpreter of plans: follows one packet through the switch tables, hop by hop.
 
-It executes exactly the vocabulary the controller installs (routing/plan.py), so tests can
-check reachability, loop freedom and path choice of a plan without a switch, and the flow
-model can route flows the way the plan would.  ``select(switch, n)`` stands in for the
-switch's multipath hash: it returns the index (0..n-1) chosen at ``switch``.
+It executes exactly the plan vocabulary (routing/plan.py), so tests can check reachability,
+loop freedom and path choice without a switch, the flow model can route flows the way the
+plan would, and both dataplane translations are checked against it.  ``select(switch, n)``
+stands in for the switch's choice among ``n`` (hash, random, round robin or counter): it
+returns the index taken at ``switch``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from topos.base import Topology
 
-from .plan import OFPVID_PRESENT, TABLE_MAIN, Plan, Rule
+from .plan import Action, Plan
 
 Select = Callable[[str, int], int]
 ETH_TYPE_IP, ETH_TYPE_ARP = 0x0800, 0x0806
@@ -22,135 +22,80 @@ class WalkError(RuntimeError):
     """The packet was dropped, looped, or left the network at the wrong host."""
 
 
-@dataclass
-class Packet:
-    """The header fields the plan can match on, plus OVS registers."""
-
-    eth_dst: str
-    eth_type: int = ETH_TYPE_IP
-    arp_tpa: str | None = None
-    vlan: int | None = None
-    regs: dict[int, int] = field(default_factory=dict)
-
-
-def _matches(rule: Rule, pkt: Packet) -> bool:
-    for key, want in rule.match:
-        if key == "eth_dst" and pkt.eth_dst != want:
-            return False
-        if key == "eth_type" and pkt.eth_type != want:
-            return False
-        if key == "arp_tpa" and pkt.arp_tpa != want:
-            return False
-        if key == "vlan_vid":
-            have = 0 if pkt.vlan is None else OFPVID_PRESENT | pkt.vlan
-            value, mask = (want if isinstance(want, tuple) else (want, 0x1FFF))
-            if have & mask != value & mask:
-                return False
-        if key.startswith("reg") and pkt.regs.get(int(key[3:]), 0) != want:
-            return False
-        if key == "in_port":
-            raise WalkError("in_port matches are not used by dcrepro plans")
-    return True
-
-
-def lookup(rules: list[Rule], table: int, pkt: Packet) -> Rule | None:
-    """The highest-priority matching rule of ``table`` (None = table miss = drop)."""
-    best = None
-    for rule in _candidates(rules, table, pkt):
-        if _matches(rule, pkt) and (best is None or rule.priority > best.priority):
-            best = rule
-    return best
-
-
-_INDEX: dict[int, tuple[list[Rule], int, dict[tuple[int, Any], list[Rule]]]] = {}
-_INDEX_MAX = 512  # switches; a k=16 fat tree has 320
-
-
-def _candidates(rules: list[Rule], table: int, pkt: Packet) -> list[Rule]:
-    # Index a switch's rules by (table, eth_dst) once: large plans (k=16: 650k rules) would
-    # otherwise be scanned linearly at every hop.  Keyed by list identity, rebuilt if the
-    # list object or its length changes; rules for another eth_dst or ARP target never match.
-    entry = _INDEX.get(id(rules))
-    if entry is None or entry[0] is not rules or entry[1] != len(rules):
-        if len(_INDEX) >= _INDEX_MAX:
-            _INDEX.clear()  # the cache pins rule lists: keep it to about one large plan
-        index: dict[tuple[int, Any], list[Rule]] = {}
-        for r in rules:
-            m = dict(r.match)
-            key = m.get("eth_dst") or (("arp", m["arp_tpa"]) if "arp_tpa" in m else None)
-            index.setdefault((r.table, key), []).append(r)
-        entry = _INDEX[id(rules)] = (rules, len(rules), index)
-    idx = entry[2]
-    arp = idx.get((table, ("arp", pkt.arp_tpa)), []) if pkt.arp_tpa else []
-    return idx.get((table, pkt.eth_dst), []) + arp + idx.get((table, None), [])
-
-
-def _execute(switch: str, rules: list[Rule], actions: tuple, pkt: Packet,
-             select: Select, depth: int = 0) -> int | None:
-    """Run an action list; return the output port (None if none was output)."""
-    if depth > 4:
-        raise WalkError(f"{switch}: resubmit recursion")
-    out = None
-    for act in actions:
-        op = act[0]
-        if op == "output":
-            if out is not None:
-                raise WalkError(f"{switch}: more than one output")
-            out = act[1]
-        elif op == "push_vlan":
-            pkt.vlan = act[1]
-        elif op == "pop_vlan":
-            pkt.vlan = None
-        elif op == "set_reg":
-            pkt.regs[act[1]] = act[2]
-        elif op == "multipath":
-            _, _basis, n, reg = act
-            choice = select(switch, n)
-            if not 0 <= choice < n:
-                raise WalkError(f"select returned {choice} for {n} choices")
-            pkt.regs[reg] = choice
-        elif op == "resubmit":
-            rule = lookup(rules, act[1], pkt)
-            if rule is None:
-                raise WalkError(f"{switch}: miss in table {act[1]}")
-            got = _execute(switch, rules, rule.actions, pkt, select, depth + 1)
-            if got is not None:
-                if out is not None:
-                    raise WalkError(f"{switch}: more than one output")
-                out = got
-        else:
-            raise WalkError(f"unknown action {act}")
-    return out
+def step(plan: Plan, switch: str, kind: str, dst: str, label: int, in_port: int,
+         select: Select) -> tuple[Action, list[tuple[int, int]]]:
+    """One switch's decision: its action and the (out port, label after) of every copy."""
+    act = plan.switches[switch].lookup(kind, dst, label, in_port)
+    if act is None:
+        raise WalkError(f"dropped at {switch} (no entry for {kind} {dst}, label {label}, "
+                        f"in_port {in_port})")
+    base = 0 if act.pop else label
+    if act.op == "replicate":
+        picked = list(act.choices)
+    elif act.op == "forward":
+        picked = [act.choices[0]]
+    else:
+        i = select(switch, len(act.choices))
+        if not 0 <= i < len(act.choices):
+            raise WalkError(f"select returned {i} for {len(act.choices)} choices")
+        picked = [act.choices[i]]
+    return act, [(c.port, c.push or base) for c in picked]
 
 
 def walk(topo: Topology, plan: Plan, src: str, dst: str, select: Select,
          eth_type: int = ETH_TYPE_IP) -> list[str]:
-    """Switches a packet from host ``src`` to host ``dst`` crosses; raises WalkError."""
+    """Switches a unicast packet from host ``src`` to host ``dst`` crosses; raises WalkError."""
     d = topo.node(dst)
-    pkt = Packet(eth_dst=d.mac if eth_type == ETH_TYPE_IP else "ff:ff:ff:ff:ff:ff",
-                 eth_type=eth_type, arp_tpa=d.ip if eth_type == ETH_TYPE_ARP else None)
-    here = topo.access_switch(src)
+    kind, key = ("arp", d.ip) if eth_type == ETH_TYPE_ARP else ("eth", d.mac)
+    here, in_port, label = topo.access_switch(src), topo.port(topo.access_switch(src), src), 0
     path: list[str] = []
     while True:
         if here in path:
             raise WalkError(f"loop {src}->{dst}: {path + [here]}")
         path.append(here)
-        rules = plan.switches[here].rules
-        pkt.regs = {}
-        rule = lookup(rules, TABLE_MAIN, pkt)
-        if rule is None:
-            raise WalkError(f"{src}->{dst} dropped at {here} (no rule for {pkt})")
-        port = _execute(here, rules, rule.actions, pkt, select)
-        if port is None:
-            raise WalkError(f"{src}->{dst}: rule at {here} outputs nothing")
-        nxt, _ = topo.ports(here)[port]
+        try:
+            _, outs = step(plan, here, kind, key, label, in_port, select)
+        except WalkError as exc:
+            raise WalkError(f"{src}->{dst} {exc}") from None
+        if len(outs) != 1:
+            raise WalkError(f"{src}->{dst}: {here} replicates a unicast packet")
+        port, label = outs[0]
+        nxt, in_port = topo.ports(here)[port]
         if not topo.is_switch(nxt):
             if nxt != dst:
                 raise WalkError(f"{src}->{dst} delivered to {nxt}")
-            if pkt.vlan is not None:
-                raise WalkError(f"{src}->{dst} delivered with VLAN {pkt.vlan} still on")
+            if label:
+                raise WalkError(f"{src}->{dst} delivered with label {label} still on")
             return path
         here = nxt
+
+
+def tree(topo: Topology, plan: Plan, src: str, dst_mac: str, select: Select,
+         max_hops: int = 64) -> dict[str, int]:
+    """Hosts a (multicast) frame to ``dst_mac`` from ``src`` reaches, with copies per host.
+
+    Follows every copy; raises WalkError on a loop (a switch seen twice on one copy's way)
+    or a copy delivered with a label still on.
+    """
+    got: dict[str, int] = {}
+    sw = topo.access_switch(src)
+    stack = [(sw, topo.port(sw, src), 0, (sw,))]
+    while stack:
+        here, in_port, label, seen = stack.pop()
+        if len(seen) > max_hops:
+            raise WalkError(f"tree from {src}: more than {max_hops} hops")
+        _, outs = step(plan, here, "eth", dst_mac, label, in_port, select)
+        for port, new_label in outs:
+            nxt, nxt_in = topo.ports(here)[port]
+            if not topo.is_switch(nxt):
+                if new_label:
+                    raise WalkError(f"tree from {src}: {nxt} gets label {new_label}")
+                got[nxt] = got.get(nxt, 0) + 1
+                continue
+            if nxt in seen:
+                raise WalkError(f"tree from {src} loops: {list(seen) + [nxt]}")
+            stack.append((nxt, nxt_in, new_label, seen + (nxt,)))
+    return got
 
 
 def first_choice(_switch: str, _n: int) -> int:
@@ -160,7 +105,7 @@ def first_choice(_switch: str, _n: int) -> int:
 
 def all_paths(topo: Topology, plan: Plan, src: str, dst: str,
               limit: int = 4096) -> set[tuple[str, ...]]:
-    """Every switch path the plan can give src->dst over all hash outcomes (enumerated)."""
+    """Every switch path the plan can give src->dst over all choice outcomes (enumerated)."""
     found: set[tuple[str, ...]] = set()
     stack: list[list[int]] = [[]]
     while stack and len(found) < limit:
@@ -182,3 +127,32 @@ def all_paths(topo: Topology, plan: Plan, src: str, dst: str,
                 stack.append(script + [0] * (i - len(script)) + [alt])
     return found
 
+
+def split(topo: Topology, plan: Plan, src: str, dst: str) -> dict[tuple[str, ...], float]:
+    """How a per-packet sprayed flow divides over its paths: path -> share of its packets.
+
+    Every choice point splits evenly (what random, round-robin and least-sent spraying give
+    on average); per-flow hash choices split the same way in expectation over many flows.
+    """
+    shares: dict[tuple[str, ...], float] = {}
+    stack: list[tuple[list[int], float]] = [([], 1.0)]
+    while stack:
+        script, weight = stack.pop()
+        pos = [0]
+        branch: list[tuple[int, int]] = []
+
+        def select(_s: str, n: int, script: list[int] = script) -> int:
+            i = pos[0]
+            pos[0] += 1
+            if i < len(script):
+                return script[i]
+            branch.append((i, n))
+            return 0
+        path = tuple(walk(topo, plan, src, dst, select))
+        if not branch:
+            shares[path] = shares.get(path, 0.0) + weight
+            continue
+        i, n = branch[0]  # expand the first undecided choice evenly, then walk again
+        for alt in range(n):
+            stack.append((script + [0] * (i - len(script)) + [alt], weight / n))
+    return shares

@@ -77,18 +77,21 @@ def test_st_is_one_leftmost_path_and_concentrates_on_one_port():
     assert entry["0_0_3"] == "0_0_3"
 
 
-def test_ecmp_decides_per_hop_with_per_switch_basis_hashed_only_at_ingress():
+def _selects(sp):
+    return any(a.op == "select" for a in sp.table.values())
+
+
+def test_ecmp_decides_per_hop_with_per_switch_seed_hashed_only_at_ingress():
     ecmp = routing.make_plan(FT4, "ecmp")
-    bases = {a[1] for sp in ecmp.switches.values() for r in sp.rules for a in r.actions
-             if a[0] == "multipath"}
-    # every edge and aggregation switch hashes, each with its own basis; cores never choose
-    assert bases == {hash_basis(s) for s in FT4.switches()
+    seeds = {sp.seed for sp in ecmp.switches.values() if _selects(sp)}
+    # every edge and aggregation switch hashes, each with its own seed; cores never choose
+    assert seeds == {hash_basis(s) for s in FT4.switches()
                      if FT4.node(s).attrs["layer"] in ("edge", "agg")}
-    assert len(bases) == 16
+    assert len(seeds) == 16
+    assert {a.mode for sp in ecmp.switches.values() for a in sp.table.values()} == {"", "hash"}
     hashed = routing.make_plan(FT4, "hashed")
     for name, sp in hashed.switches.items():
-        has_mp = any(a[0] == "multipath" for r in sp.rules for a in r.actions)
-        assert has_mp == (FT4.node(name).attrs["layer"] == "edge"), name
+        assert _selects(sp) == (FT4.node(name).attrs["layer"] == "edge"), name
 
 
 def test_hashed_choice_pins_whole_path():
@@ -103,12 +106,6 @@ def test_hashed_choice_pins_whole_path():
         seen.append(tuple(walk(FT4, plan, "0_0_2", "3_1_3", select)))
         assert calls == ["0_0_1"], "hashed must choose once, at the ingress switch"
     assert len(set(seen)) == 4
-
-
-def test_no_rule_has_a_timeout_and_tables_are_known():
-    for spec in ("st", "ecmp", "hashed"):
-        plan = routing.make_plan(FT4, spec)
-        assert {r.table for sp in plan.switches.values() for r in sp.rules} <= {0, 1}
 
 
 def test_ksp_paths_loop_free_distinct_shortest_first():
@@ -132,6 +129,6 @@ def test_ksp_plan_offers_k_paths():
 
 def test_walk_detects_broken_plans():
     plan = routing.make_plan(FT4, "st")
-    plan.switches["4_1_1"].rules.clear()
+    plan.switches["4_1_1"].table.clear()
     with pytest.raises(WalkError, match="dropped at 4_1_1"):
         walk(FT4, plan, "1_0_2", "0_0_2", first_choice)

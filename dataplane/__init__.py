@@ -1,0 +1,2 @@
+"""Dataplanes: how the switches of an emulated network forward (Open vSwitch + OpenFlow, or
+tc-BPF programs in the kernel), behind one interface."""

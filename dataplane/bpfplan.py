@@ -1,0 +1,98 @@
+"""Plan -> entries of the tc-BPF switch's maps, and a model of the program's lookup (pure).
+
+The layouts are those of dataplane/bpf/switch.bpf.c (packed by dataplane/bpfswitch.py); here
+they are plain tuples so that a unit test can check the translation against the plan
+interpreter (routing/walk.py) without root, as controller/ofplan.py does for OpenFlow.
+"""
+from __future__ import annotations
+
+import socket
+from typing import Callable, NamedTuple
+
+from routing.plan import LABEL_ANY, Plan, SwitchPlan
+from topos.base import Topology
+
+KIND_ETH, KIND_ARP = 1, 2
+OP_FORWARD, OP_REPLICATE = 1, 2
+MODES = {"hash": 0, "rnd": 1, "rr": 2, "cnt": 3}
+
+
+class FibKey(NamedTuple):
+    """struct fib_key: switch id, input port (0 = any), label (0xFFFF = any), kind, address."""
+
+    sw: int
+    in_port: int
+    label: int
+    kind: int
+    addr: bytes  # 6 bytes: a MAC, or an IPv4 address followed by two zero bytes
+
+
+class FibAction(NamedTuple):
+    """struct fib_action: op, select mode, pop flag, choice ports and labels, next-hop set id."""
+
+    op: int
+    mode: int
+    pop: int
+    group: int
+    ports: tuple[int, ...]
+    push: tuple[int, ...]
+
+
+def mac_bytes(mac: str) -> bytes:
+    """'00:00:00:01:02:03' -> 6 bytes."""
+    out = bytes(int(x, 16) for x in mac.split(":"))
+    if len(out) != 6:
+        raise ValueError(f"bad MAC {mac!r}")
+    return out
+
+
+def fib_key(sw: SwitchPlan, kind: str, dst: str, label: int, in_port: int) -> FibKey:
+    """The map key of one plan match on switch ``sw``."""
+    if kind == "arp":
+        return FibKey(sw.sid, in_port, label, KIND_ARP, socket.inet_aton(dst) + b"\0\0")
+    return FibKey(sw.sid, in_port, label, KIND_ETH, mac_bytes(dst))
+
+
+def fib_entries(plan: Plan) -> dict[FibKey, FibAction]:
+    """Every fib map entry of the network (all switches share one map, keyed by switch id)."""
+    out: dict[FibKey, FibAction] = {}
+    for sw in plan.switches.values():
+        groups: dict[tuple, int] = {}
+        for m, act in sw.table.items():
+            group = groups.setdefault(act.choices, len(groups) + 1)
+            out[fib_key(sw, m.kind, m.dst, m.label, m.in_port)] = FibAction(
+                OP_REPLICATE if act.op == "replicate" else OP_FORWARD,
+                MODES.get(act.mode, 0), int(act.pop), group,
+                tuple(c.port for c in act.choices), tuple(c.push for c in act.choices))
+    return out
+
+
+def port_entries(plan: Plan, topo: Topology,
+                 ifindex: Callable[[str], int]) -> tuple[dict[int, tuple[int, int, int]],
+                                                         dict[tuple[int, int], int]]:
+    """ports map (ifindex -> (switch id, port, seed)) and egress map ((switch id, port) ->
+    ifindex) for every switch port; ``ifindex(name)`` resolves interface names."""
+    ports: dict[int, tuple[int, int, int]] = {}
+    egress: dict[tuple[int, int], int] = {}
+    for sw in plan.switches.values():
+        for port in topo.ports(sw.name):
+            idx = ifindex(f"{sw.name}-eth{port}")
+            ports[idx] = (sw.sid, port, sw.seed)
+            egress[(sw.sid, port)] = idx
+    return ports, egress
+
+
+def simulate(fib: dict[FibKey, FibAction], sw: int, in_port: int, label: int, kind: int,
+             addr: bytes, choose: Callable[[int], int]) -> list[tuple[int, int]]:
+    """What the program does with a packet: (out port, label on the way out) per copy;
+    [] = dropped.  Mirrors the C lookup order; ``choose(n)`` stands in for the mode."""
+    act = fib.get(FibKey(sw, in_port, label, kind, addr)) or \
+        fib.get(FibKey(sw, 0, label, kind, addr))
+    if act is None and label:
+        act = fib.get(FibKey(sw, 0, LABEL_ANY, kind, addr))
+    if act is None or not act.ports:
+        return []
+    base = 0 if act.pop else label
+    idx = range(len(act.ports)) if act.op == OP_REPLICATE else \
+        [choose(len(act.ports)) if len(act.ports) > 1 else 0]
+    return [(act.ports[i], act.push[i] or base) for i in idx]
