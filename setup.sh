@@ -11,7 +11,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 PKGS=(mininet openvswitch-switch iperf3 bwm-ng mptcpize ethtool iputils-ping iproute2
-      procps python3-venv python3-networkx git)
+      procps python3-venv python3-networkx git
+      clang llvm libbpf-dev bpftool linux-libc-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -49,7 +50,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/dcrepro ]; t
 fi
 
 .venv/bin/python - <<'PY'
-from experiments.sysinfo import environment
+from dataplane.sysinfo import environment
 e = environment()
 v = e["versions"]
 print(f"dcrepro environment: OVS datapath={e['ovs_datapath']} running={e['ovs_running']} "

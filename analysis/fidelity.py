@@ -77,12 +77,18 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
     }
 
 
-def load_calibration(results_root: Path, topo_spec: str, bw: float) -> dict[str, Any] | None:
-    """The stored single-flow calibration for this topology and link rate, if any."""
+def calibration_key(topo_spec: str, bw: float, dataplane: str) -> str:
+    """Key of one calibration entry: topology, link rate and dataplane."""
+    return f"{topo_spec}|{bw:g}|{dataplane}"
+
+
+def load_calibration(results_root: Path, topo_spec: str, bw: float,
+                     dataplane: str) -> dict[str, Any] | None:
+    """The stored single-flow calibration for this topology, link rate and dataplane."""
     path = results_root / CALIBRATION_FILE
     if not path.exists():
         return None
-    return json.loads(path.read_text()).get(f"{topo_spec}|{bw:g}")
+    return json.loads(path.read_text()).get(calibration_key(topo_spec, bw, dataplane))
 
 
 def headline(fid: dict[str, Any]) -> str:

@@ -1,13 +1,18 @@
-"""Emulator benchmark for a k=4 fat tree on this machine (root). Prints figures, asserts nothing.
+"""Emulator benchmark: both dataplanes side by side on this machine (root). Prints figures,
+asserts nothing.
 
-    sudo .venv/bin/python bench/bench_emulation.py [--reps 3] [--seeds 3] [--duration 30]
-                                                  [--rates 10] [--skip-permutation]
+    sudo .venv/bin/python bench/bench_emulation.py [--dataplanes bpf,ovs] [--topo fattree,k=4]
+        [--topo fattree,k=6] [--reps 3] [--seeds 3] [--duration 30] [--rates 10]
+        [--skip-permutation]
 
-A. bring-up (network up + every switch's rules barrier-confirmed) and teardown, median of reps
+Per topology, each section runs every dataplane back to back, so they share the same
+machine state:
+A. bring-up (network up + the plan confirmed by every switch) and teardown, median of reps
 B. one TCP flow at 10 and 50 Mb/s (``dcrepro calibrate``): utilisation of the link
 C. permutation, TCP-ECMP and MPTCP-ECMP (8 subflows), 30-s flows, 3 seeds, per link rate
-   (``dcrepro run permutation``): mean normalized throughput, CPU, losses inside the
-   software switch, and agreement with the flow model on the traced paths
+   (``dcrepro run permutation``): mean normalized throughput, CPU, packets lost outside the
+   tail-drop queues, agreement with the flow model on the traced paths, and the share of
+   busy-link dequeue gaps within 10 % of the packet time (Mininet-HiFi's check)
 Run it on an otherwise idle machine: every other process competes for the same 2 cores.
 """
 from __future__ import annotations
@@ -27,26 +32,28 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
-from experiments.runtime import Emulation, LinkSpec, install_signal_handlers  # noqa: E402
+from dataplane.emulation import Emulation  # noqa: E402
+from dataplane.shaping import LinkSpec  # noqa: E402
+from dataplane.proc import install_signal_handlers  # noqa: E402
 
 
-def bringup_teardown(reps: int) -> None:
+def bringup_teardown(spec: str, dataplane: str, reps: int) -> None:
     """Section A."""
-    topo = topos.build("fattree,k=4")
+    topo = topos.build(spec)
     plan = routing.make_plan(topo, "ecmp")
     up, rules, down = [], [], []
     for i in range(reps):
         with tempfile.TemporaryDirectory() as tmp:
-            with Emulation(topo, plan, LinkSpec(10, 100), Path(tmp), f"bench-{i}") as emu:
+            with Emulation(topo, plan, LinkSpec(10, 100), Path(tmp), f"bench-{i}",
+                           dataplane=dataplane) as emu:
                 up.append(emu.facts.bringup_s)
                 rules.append(emu.facts.rules_s)
                 t0 = time.monotonic()
             down.append(time.monotonic() - t0)
-    print(f"A bring-up k=4 (routes confirmed): median {statistics.median(up):.2f} s "
-          f"(all {', '.join(f'{x:.2f}' for x in up)}; waiting for barriers after interface "
-          f"set-up: median {statistics.median(rules):.2f} s)")
-    print(f"A teardown k=4: median {statistics.median(down):.2f} s "
-          f"(all {', '.join(f'{x:.2f}' for x in down)})")
+    print(f"A {spec} {dataplane}: bring-up (plan confirmed) median {statistics.median(up):.2f} s "
+          f"(all {', '.join(f'{x:.2f}' for x in up)}; installing + confirming the plan: median "
+          f"{statistics.median(rules):.2f} s); teardown median {statistics.median(down):.2f} s "
+          f"(all {', '.join(f'{x:.2f}' for x in down)})", flush=True)
 
 
 def dcrepro(*args: str) -> None:
@@ -63,21 +70,28 @@ def dcrepro(*args: str) -> None:
         raise SystemExit(f"dcrepro {' '.join(args)} failed with {rc}")
 
 
-def single_flow(out: Path) -> None:
+def single_flow(spec: str, dataplane: str, out: Path) -> None:
     """Section B."""
-    dcrepro("calibrate", "--bw", "10,50", "--duration", "20", "--trim", "3", "--out", str(out))
+    dcrepro("calibrate", "--topo", spec, "--bw", "10,50", "--duration", "20", "--trim", "3",
+            "--out", str(out), "--dataplane", dataplane)
     cal = json.loads((out / "calibration.json").read_text())
     for key, e in sorted(cal.items(), key=lambda kv: float(kv[0].split("|")[1])):
-        print(f"B single TCP flow {key.split('|')[1]} Mb/s: {e['utilisation']:.3f} of the link "
-              f"(payload ceiling {e['payload_ceiling']:.3f}), CPU {e['cpu_mean']}%, "
-              f"switch losses {e['emulator_loss_share']:.3%}")
+        t, bw, dp = key.split("|")
+        if (t, dp) != (spec, dataplane):
+            continue
+        print(f"B {spec} {dataplane}: single TCP flow {bw} Mb/s: {e['utilisation']:.3f} of the "
+              f"link (payload ceiling {e['payload_ceiling']:.3f}), CPU {e['cpu_mean']}%, "
+              f"losses outside the queues {e['emulator_loss_share']:.3%}", flush=True)
 
 
-def permutation(out: Path, seeds: int, duration: float, bw: float) -> None:
+def permutation(spec: str, dataplane: str, out: Path, seeds: int, duration: float,
+                bw: float) -> None:
     """Section C at one link rate."""
-    dcrepro("run", "permutation", "--runs", str(seeds), "--duration", str(duration),
-            "--trim", "5", "--bw", str(bw), "--subflows", "8", "--out", str(out))
-    run = sorted((out / "permutation").iterdir())[-1]
+    dest = out / f"{spec.replace(',', '_').replace('=', '')}-{dataplane}"
+    dcrepro("run", "permutation", "--topo", spec, "--runs", str(seeds), "--duration",
+            str(duration), "--trim", "5", "--bw", str(bw), "--subflows", "8", "--out",
+            str(dest), "--dataplane", dataplane)
+    run = sorted((dest / "permutation").iterdir())[-1]
     with open(run / "summary.csv", newline="") as fh:
         summary = {(r["transport"], r["run"], r["measure"]): r for r in csv.DictReader(fh)}
     reports = json.loads((run / "fidelity.json").read_text())["reports"]
@@ -92,18 +106,27 @@ def permutation(out: Path, seeds: int, duration: float, bw: float) -> None:
         loss = statistics.median(x["emulator_loss_share"] for x in mine)
         qd = sum(x["queue_drops"] for x in mine)
         ed = sum(x["emulator_drops"] for x in mine)
-        print(f"C {t.upper()}-ECMP permutation {bw:g} Mb/s, {duration:g}-s flows, {seeds} seeds: "
+        gaps = [x["dequeue_gaps"]["within_10pct"] for x in mine
+                if (x.get("dequeue_gaps") or {}).get("within_10pct") is not None]
+        gap_text = f"; busy-link dequeue gaps within 10 %: {statistics.median(gaps):.3f}" \
+            if gaps else ""
+        print(f"C {spec} {dataplane} {t.upper()}-ECMP permutation {bw:g} Mb/s, "
+              f"{duration:g}-s flows, {seeds} seeds: "
               f"mean normalized {statistics.median(means):.3f} (per seed "
               f"{', '.join(f'{m:.3f}' for m in means)}); model on traced paths "
               f"{statistics.median(model):.3f}; aggregate emulated/model {agg:.2f}; median "
               f"per-flow |emu-model|/model {err:.2f}; CPU median {cpu}% (saturated share "
-              f"{sat:.2f}); tail drops {qd}, switch losses {ed} ({loss:.3%} median)")
-    print(f"  run folder: {run}")
+              f"{sat:.2f}); tail drops {qd}, lost outside the queues {ed} ({loss:.3%} "
+              f"median){gap_text}", flush=True)
+    print(f"  run folder: {run}", flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataplanes", default="bpf,ovs", help="comma list, compared side by side")
+    ap.add_argument("--topo", action="append", help="topology spec (repeatable; default "
+                    "fattree,k=4)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=30.0)
@@ -115,11 +138,16 @@ def main() -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-bench-"))
     print(f"bench_emulation on {subprocess.run(['uname', '-r'], capture_output=True, text=True).stdout.strip()}, "
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; out {out}")
-    bringup_teardown(args.reps)
-    single_flow(out)
-    if not args.skip_permutation:
-        for bw in (float(x) for x in args.rates.split(",")):
-            permutation(out, args.seeds, args.duration, bw)
+    dps = args.dataplanes.split(",")
+    for spec in args.topo or ["fattree,k=4"]:
+        for dp in dps:
+            bringup_teardown(spec, dp, args.reps)
+        for dp in dps:
+            single_flow(spec, dp, out)
+        if not args.skip_permutation:
+            for bw in (float(x) for x in args.rates.split(",")):
+                for dp in dps:
+                    permutation(spec, dp, out, args.seeds, args.duration, bw)
     return 0
 
 

@@ -14,14 +14,18 @@ from typing import Any
 
 import routing
 import topos
+from analysis.fidelity import calibration_key
 from model import goodput_capacity
 
-from .runtime import Emulation, LinkSpec
+from dataplane.emulation import Emulation
+from dataplane.shaping import LinkSpec
+
 from .traffic import Flow, run_iperf
 
 
 def calibrate(topo_spec: str, rates: list[float], duration: float, trim: float,
-              cc: str, out_root: Path, queue: int = 100) -> dict[str, Any]:
+              cc: str, out_root: Path, queue: int = 100,
+              dataplane: str = "bpf") -> dict[str, Any]:
     """Measure one TCP flow across the longest host pair at each rate; store and return."""
     topo = topos.build(topo_spec)
     plan = routing.make_plan(topo, "ecmp")
@@ -33,7 +37,7 @@ def calibrate(topo_spec: str, rates: list[float], duration: float, trim: float,
     for bw in rates:
         run_dir = out_root / "calibration" / f"{stamp}-{bw:g}"
         with Emulation(topo, plan, LinkSpec(bw, queue), run_dir, f"cal-{stamp}-{bw:g}",
-                       cc=cc) as emu:
+                       cc=cc, dataplane=dataplane) as emu:
             flows = [Flow(src, dst)]
             meas = run_iperf(emu, flows, "tcp", duration, trim, run_dir / "tcp")
         entry = {"utilisation": round(flows[0].iperf_mbps / bw, 4),
@@ -41,9 +45,9 @@ def calibrate(topo_spec: str, rates: list[float], duration: float, trim: float,
                  "cpu_mean": meas["cpu_mean"], "emulator_loss_share":
                  meas["emulator_loss_share"], "flow": f"{src}->{dst}", "cc": cc,
                  "duration": duration, "trim": trim, "measured_utc": stamp,
-                 "kernel": os.uname().release}
-        results[f"{topo.spec}|{bw:g}"] = entry
-        print(f"calibration {topo.spec} at {bw:g} Mb/s: one flow reaches "
+                 "kernel": os.uname().release, "dataplane": dataplane}
+        results[calibration_key(topo.spec, bw, dataplane)] = entry
+        print(f"calibration {topo.spec} at {bw:g} Mb/s ({dataplane}): one flow reaches "
               f"{entry['utilisation']:.3f} of the link (payload ceiling "
               f"{entry['payload_ceiling']:.3f}), CPU {meas['cpu_mean']}%", flush=True)
     store.update(results)

@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--duration", type=float, default=15.0, help="seconds per flow")
     cal.add_argument("--trim", type=float, default=3.0, help="seconds dropped at each end")
     cal.add_argument("--cc", default="cubic", help="TCP congestion control")
+    cal.add_argument("--dataplane", default="auto", help="bpf, ovs or auto (as for run)")
     cal.add_argument("--out", default="results", help="results root (calibration.json)")
     sub.add_parser("env", help="print the environment report")
     return ap
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate everything, then run inside a run folder; always leave a status behind."""
     from .runfolder import RunFolder
-    from .runtime import RunError, install_signal_handlers
+    from dataplane.proc import RunError, install_signal_handlers
 
     mod = _module(args.experiment)
     from .common import resolve
@@ -111,7 +112,7 @@ def _plot(run_dir: Path) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove leftovers of dead runs (resources recorded in /run/dcrepro)."""
-    from .runtime import clean_all
+    from dataplane.registry import clean_all
     if os.geteuid() != 0:
         print("dcrepro: error: clean needs root", file=sys.stderr)
         return 2
@@ -123,16 +124,20 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Validate, then measure and store the single-flow calibration."""
     from .calibrate import calibrate
+    from dataplane.base import default_name as default_dataplane
+
     from .common import validate
-    from .runtime import RunError, install_signal_handlers
+    from dataplane.proc import RunError, install_signal_handlers
     try:
         try:
             rates = [float(x) for x in args.bw.split(",")]
         except ValueError:
             raise ValueError(f"--bw {args.bw!r}: give link rates in Mb/s, e.g. 10,50") from None
+        if args.dataplane == "auto":
+            args.dataplane = default_dataplane()
         for bw in rates:
             validate({"topo": args.topo, "bw": bw, "duration": args.duration,
-                      "trim": args.trim})
+                      "trim": args.trim, "dataplane": args.dataplane})
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -141,7 +146,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return 2
     install_signal_handlers()
     try:
-        calibrate(args.topo, rates, args.duration, args.trim, args.cc, Path(args.out))
+        calibrate(args.topo, rates, args.duration, args.trim, args.cc, Path(args.out),
+                  dataplane=args.dataplane)
     except KeyboardInterrupt:
         return 130
     except RunError as exc:
@@ -163,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "calibrate":
         return cmd_calibrate(args)
     if args.command == "env":
-        from .sysinfo import environment
+        from dataplane.sysinfo import environment
         print(json.dumps(environment(), indent=1))
         return 0
     return 2

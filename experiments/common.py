@@ -8,7 +8,8 @@ from typing import Any, Mapping
 import routing
 import topos
 
-from .runtime import LinkSpec
+from dataplane import base as dataplanes
+from dataplane.shaping import LinkSpec
 
 BACKENDS = ("emulated", "model")
 
@@ -24,6 +25,9 @@ SHARED = {
     "transport": (str, "tcp, mptcp, or a comma list of both"),
     "subflows": (int, "MPTCP subflows per connection (1..8)"),
     "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
+    "dataplane": (str, "how the emulated switches forward: bpf (tc-BPF programs in the "
+                       "kernel) or ovs (Open vSwitch + the os-ken OpenFlow controller); auto = "
+                       "bpf where this machine can build and load it, else ovs"),
 }
 
 
@@ -61,6 +65,8 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
         if value is not None:
             params[key] = value
     params["quick"] = bool(args.quick)
+    if params.get("dataplane") == "auto":
+        params["dataplane"] = dataplanes.default_name()
     validate(params)
     return params
 
@@ -88,6 +94,12 @@ def validate(params: dict[str, Any]) -> None:
     if params.get("backend", "emulated") not in BACKENDS:
         raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
                          f"'{params['backend']}'")
+    if "dataplane" in params:
+        name = params["dataplane"]
+        dp = dataplanes.make(dataplanes.default_name() if name == "auto" else name)
+        if "routing" in params:
+            dp.check_modes(routing.parse(params["routing"]).name,
+                           routing.modes(params["routing"]))
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")

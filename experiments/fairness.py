@@ -28,8 +28,10 @@ from topos.spec import Spec
 
 from .common import add_backend, add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
-from .runtime import Emulation, LinkSpec, RunError
-from .traffic import (BASE_PORT, Flow, check_subflows, configure_mptcp, counter_delta,
+from dataplane.emulation import Emulation
+from dataplane.shaping import LinkSpec
+from dataplane.proc import RunError
+from .traffic import (BASE_PORT, Flow, check_subflows, counter_delta,
                       port_counters, run_iperf)
 
 NAME = "fairness"
@@ -39,7 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "fattree": "fattree,k=4", "jellyfish": "jellyfish,switches=20,ports=4,hosts=16", "k": 4,
     "backend": "emulated", "grow": None, "extra_servers": 0.0, "aggregate": "auto",
     "bw": 15.0, "queue": 100, "duration": 60.0, "trim": 5.0, "runs": 8, "seed": 1,
-    "transport": "mptcp", "subflows": 8, "cc": "cubic"}
+    "transport": "mptcp", "subflows": 8, "cc": "cubic", "dataplane": "auto"}
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
@@ -280,10 +282,10 @@ def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: floa
 
 @contextmanager
 def emulation(topo: Topology, plan: Any, link: LinkSpec, run_dir: Path, run_id: str,
-              cc: str, timing: dict[str, float]) -> Iterator[Emulation]:
+              cc: str, timing: dict[str, float], dataplane: str) -> Iterator[Emulation]:
     """An Emulation that fills ``timing`` with bringup_s and teardown_s."""
     t1 = time.monotonic()
-    emu = Emulation(topo, plan, link, run_dir, run_id, cc=cc)
+    emu = Emulation(topo, plan, link, run_dir, run_id, cc=cc, dataplane=dataplane)
     emu.__enter__()
     timing["bringup_s"] = round(time.monotonic() - t1, 2)
     try:
@@ -307,13 +309,14 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
     transport = transports(params)[0]
     timing: dict[str, Any] = {}
     link = LinkSpec(params["bw"], params["queue"])
-    with emulation(topo, plan, link, run_dir, run_id, params["cc"], timing) as emu:
+    with emulation(topo, plan, link, run_dir, run_id, params["cc"], timing,
+                   params["dataplane"]) as emu:
         t = time.monotonic()
         failed = emu.ping_all()
         if failed:
             raise RunError(f"{label}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         if transport == "mptcp":
-            configure_mptcp(emu, params["subflows"])
+            emu.configure_mptcp(params["subflows"])
         timing["ping_and_config_s"] = round(time.monotonic() - t, 2)
         facts = emu.facts_dict()
         flows = [Flow(s, d) for s, d in pairs.items()]

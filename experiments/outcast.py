@@ -45,7 +45,9 @@ import topos
 
 from .common import add_shared, run_rng
 from .runfolder import RunFolder, write_csv
-from .runtime import Emulation, LinkSpec, RunError, check, in_ns, stop_process
+from dataplane.emulation import Emulation
+from dataplane.shaping import LinkSpec
+from dataplane.proc import RunError, check, in_ns, stop_process
 from .traffic import (BASE_PORT, CpuSampler, Flow, _wait_listening, counter_delta,
                       emulator_losses, iperf_window_mbps, port_counters, wait_iperf,
                       write_rows)
@@ -54,7 +56,8 @@ NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
 DEFAULTS: dict[str, Any] = {
     "flows": "2,6,12", "bw": 10.0, "queue": 20, "duration": 60.0, "trim": 5.0, "runs": 3,
-    "seed": 1, "cc": "reno", "rto_min": None, "interval": 0.5}
+    "seed": 1, "cc": "reno", "rto_min": None, "interval": 0.5,
+    "dataplane": "auto"}
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
 ROUTING = "st"  # a line has one path; st is the plain destination-based plan
 
@@ -360,7 +363,7 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         samples = drops.stop()
         cpu_samples = cpu.stop()
         stop_process(bwm)
-    emu.check_controller()
+    emu.check_alive()
     ports = counter_delta(before, port_counters(emu))
     write_rows(out / "ports.csv", ports)
     losses = emulator_losses(ports)  # outcast needs tail drop, not losses in the switch
@@ -425,7 +428,8 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
                  rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     """Bring up one network, check it, run the flows, verify the queues again."""
     link = LinkSpec(params["bw"], params["queue"])
-    with Emulation(topo, plan, link, run_dir, run_id, cc=params["cc"]) as emu:
+    with Emulation(topo, plan, link, run_dir, run_id, cc=params["cc"],
+                   dataplane=params["dataplane"]) as emu:
         failed = emu.ping_all()
         if failed:
             raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")

@@ -33,6 +33,7 @@ HELP = "TCP Outcast in a fat tree: 15 senders to one receiver, st vs hashed vs e
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=4", "routing": "st", "receiver": "0_0_2", "bw": 10.0, "queue": 20,
     "duration": 60.0, "trim": 5.0, "runs": 3, "seed": 1, "cc": "reno", "rto_min": None,
+    "dataplane": "auto",
     "interval": 0.5}
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
 

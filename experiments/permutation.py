@@ -19,16 +19,18 @@ from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 
 from .common import add_backend, add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
-from .runtime import Emulation, LinkSpec, RunError
+from dataplane.emulation import Emulation
+from dataplane.shaping import LinkSpec
+from dataplane.proc import RunError
 from .trace import trace_flows
-from .traffic import BASE_PORT, Flow, check_subflows, configure_mptcp, run_iperf
+from .traffic import BASE_PORT, Flow, check_subflows, run_iperf
 
 NAME = "permutation"
 HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank of flow"
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=4", "routing": "ecmp", "bw": 10.0, "queue": 100, "duration": 60.0,
     "trim": 5.0, "runs": 8, "seed": 1, "transport": "tcp,mptcp", "subflows": 8, "cc": "cubic",
-    "backend": "emulated"}
+    "backend": "emulated", "dataplane": "auto"}
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 
 
@@ -54,7 +56,7 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
     bw = params["bw"]
     for i, transport in enumerate(transports(params)):
         if transport == "mptcp":
-            configure_mptcp(emu, params["subflows"])
+            emu.configure_mptcp(params["subflows"])
         flows = [Flow(s, d) for s, d in pairs.items()]
         out = run_dir / transport
         meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
@@ -100,7 +102,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     bounds: dict[str, Any] = {}
     link = LinkSpec(params["bw"], params["queue"])
     emulated = params["backend"] == "emulated"
-    calibration = load_calibration(folder.path.parent.parent, params["topo"], params["bw"]) \
+    calibration = load_calibration(folder.path.parent.parent, params["topo"], params["bw"],
+                                   params["dataplane"]) \
         if emulated else None
     for r in range(params["runs"]):
         rng = run_rng(params["seed"], r)
@@ -116,7 +119,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         if not emulated:
             rows += model_drive(topo, plan, pairs, params, r, rng)
             continue
-        with Emulation(topo, plan, link, run_dir, f"{folder.id}-{r}", cc=params["cc"]) as emu:
+        with Emulation(topo, plan, link, run_dir, f"{folder.id}-{r}", cc=params["cc"],
+                       dataplane=params["dataplane"]) as emu:
             failed = emu.ping_all()
             if failed:
                 raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")

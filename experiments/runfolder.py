@@ -10,7 +10,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterable
 
-from .sysinfo import environment, git_state
+from dataplane.sysinfo import environment, git_state
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runtime import Emulation, RunError, check, in_ns, stop_process
+from dataplane.emulation import Emulation
+
+from dataplane.proc import RunError, check, in_ns, stop_process
 
 BASE_PORT = 5201
 
@@ -30,27 +32,6 @@ class Flow:
     iperf_mbps: float = float("nan")
     bwm_mbps: float = float("nan")
     subflows: list[dict[str, Any]] = field(default_factory=list)
-
-
-def configure_mptcp(emu: Emulation, subflows: int) -> None:
-    """Give every host ``subflows - 1`` extra addresses as MPTCP 'subflow' endpoints.
-
-    Upstream MPTCP's in-kernel path manager opens one extra subflow per local endpoint to the
-    peer's address, so a single-homed host gets N subflows from N-1 extra addresses; their
-    different 5-tuples are hashed onto different paths by the fabric.
-    """
-    if not 1 <= subflows <= 8:
-        raise RunError("--subflows must be 1..8 (upstream MPTCP allows at most 8 subflows)")
-    extra = subflows - 1
-    emu.set_static_arp(extra=extra)
-    for h in emu.net.hosts:
-        intf = h.intfList()[0].name
-        lines = ["mptcp endpoint flush",
-                 f"mptcp limits set subflow {extra} add_addr_accepted {extra}"]
-        for ip in emu.topo.extra_ips(h.name, extra):
-            lines += [f"addr replace {ip}/8 dev {intf}",
-                      f"mptcp endpoint add {ip} dev {intf} subflow"]
-        check(in_ns(h.pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
 
 
 class CpuSampler(threading.Thread):
@@ -276,7 +257,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     ports = counter_delta(before, port_counters(emu))
     write_rows(out / "ports.csv", ports)
     stop_process(bwm)
-    emu.check_controller()
+    emu.check_alive()
     for f in flows:
         report = json.loads((out / f"iperf-server-{f.dst}.json").read_text())
         if "error" in report:

@@ -16,6 +16,13 @@ _REGISTRY: dict[str, tuple[Callable[..., Plan], Mapping[str, Param]]] = {
     "ksp": (strategies.plan_ksp, {"k": Param(int, 8, "paths per switch pair", positive_int,
                                              "> 0")}),
 }
+#: the plan ops / select modes each strategy uses (a dataplane must carry all of them)
+_MODES: dict[str, Callable[[Spec], set[str]]] = {
+    "st": lambda _s: {"forward"},
+    "ecmp": lambda _s: {"forward", "hash"},
+    "hashed": lambda _s: {"forward", "hash"},
+    "ksp": lambda _s: {"forward", "hash"},
+}
 SCHEMAS = {name: schema for name, (_, schema) in _REGISTRY.items()}
 
 
@@ -33,9 +40,15 @@ def make_plan(topo: Topology, spec: str | Spec) -> Plan:
     return plan
 
 
+def modes(spec: str | Spec) -> set[str]:
+    """Plan ops and select modes the strategy needs, known before any plan is built."""
+    parsed = parse(spec) if isinstance(spec, str) else spec
+    return _MODES[parsed.name](parsed)
+
+
 def help_text() -> str:
     """Registered strategies with their keys and defaults."""
     return describe(SCHEMAS)
 
 
-__all__ = ["Action", "Choice", "Match", "Plan", "SwitchPlan", "make_plan", "parse", "help_text", "SCHEMAS"]
+__all__ = ["Action", "Choice", "Match", "Plan", "SwitchPlan", "make_plan", "modes", "parse", "help_text", "SCHEMAS"]

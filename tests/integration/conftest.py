@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.runtime import STATE_DIR, machine_leftovers
+from dataplane.registry import STATE_DIR, machine_leftovers
 
-CLEAN = {"bridges": [], "veths": [], "procs": []}
+CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": []}
 
 
 @pytest.fixture(autouse=True)

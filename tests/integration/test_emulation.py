@@ -13,35 +13,40 @@ import pytest
 
 import routing
 import topos
-from experiments.runtime import Emulation, LinkSpec, RunError, machine_leftovers
+from dataplane.emulation import Emulation
+from dataplane.proc import RunError, in_ns
+from dataplane.registry import machine_leftovers
+from dataplane.shaping import LinkSpec
 from experiments.traffic import Flow, run_iperf
-
-
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
+DATAPLANES = ["bpf", "ovs"]
 
 
-
-
-
-
-@pytest.mark.parametrize("spec", ["st", "ecmp", "hashed"])
-def test_all_pairs_ping_through_controller(spec, tmp_path):
+@pytest.mark.parametrize("dataplane,spec", [(d, s) for d in DATAPLANES
+                                            for s in ("st", "ecmp", "hashed", "ksp,k=3")])
+def test_all_pairs_ping(dataplane, spec, tmp_path):
     topo = topos.build("fattree,k=4")
     plan = routing.make_plan(topo, spec)
-    with Emulation(topo, plan, LinkSpec(20, 50), tmp_path, f"t-ping-{spec}") as emu:
+    with Emulation(topo, plan, LinkSpec(20, 50), tmp_path, "t-ping",
+                   dataplane=dataplane) as emu:
         assert emu.ping_all() == []
         assert emu.facts.qdisc["limit"] == 50 and emu.facts.qdisc["interfaces"] == 96
         assert emu.facts.cc_in_hosts == "cubic"
-    assert (tmp_path / "controller.log").read_text().count("DCREPRO READY") == 20
+        if dataplane == "bpf":
+            assert emu.dataplane.counters()["miss_packets"] == 0
+    if dataplane == "ovs":
+        assert (tmp_path / "controller.log").read_text().count("DCREPRO READY") == 20
 
 
-def test_single_tcp_flow_reaches_link_rate(tmp_path):
+@pytest.mark.parametrize("dataplane", DATAPLANES)
+def test_single_tcp_flow_reaches_link_rate(dataplane, tmp_path):
     """Correctness floor (85 %); the 93 % goal is measured by bench/, not asserted here."""
     topo = topos.build("fattree,k=4")
     plan = routing.make_plan(topo, "ecmp")
-    with Emulation(topo, plan, LinkSpec(20, 100), tmp_path, "t-single") as emu:
+    with Emulation(topo, plan, LinkSpec(20, 100), tmp_path, "t-single",
+                   dataplane=dataplane) as emu:
         flows = [Flow("0_0_2", "3_1_3")]
         run_iperf(emu, flows, "tcp", duration=8, trim=2, out=tmp_path / "tcp")
     assert flows[0].iperf_mbps >= 0.85 * 20, flows[0]
@@ -62,9 +67,10 @@ def _dcrepro(*args: str, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
-def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(tmp_path):
+@pytest.mark.parametrize("dataplane", DATAPLANES)
+def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(dataplane, tmp_path):
     p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "6", "--trim", "1",
-                 "--subflows", "4", "--out", str(tmp_path))
+                 "--subflows", "4", "--out", str(tmp_path), "--dataplane", dataplane)
     out, _ = p.communicate(timeout=240)
     assert p.returncode == 0, out
     run = next((tmp_path / "permutation").iterdir())
@@ -72,12 +78,21 @@ def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(tmp_path):
     config = json.loads((run / "config.json").read_text())
     assert config["params"]["subflows"] == 4 and config["params"]["seed"] == 1
     assert config["runtime"]["run00"]["qdisc"]["leaf"] == "pfifo"
-    assert config["runtime"]["run00"]["datapath"] in ("user", "kernel")
+    assert config["params"]["dataplane"] == dataplane
+    assert config["runtime"]["run00"]["dataplane"]["dataplane"] == dataplane
     assert "commit" in config["git"] and config["environment"]["versions"]["iperf3"]
     for f in ("summary.csv", "flows.csv", "rank.png", "iperf_vs_bwm.png", "log.txt",
-              "run00/plan.json", "run00/controller.log", "run00/permutation.json",
-              "run00/tcp/bwm.csv", "run00/tcp/cpu.csv", "run00/mptcp/flows.json"):
+              "run00/plan.json", "run00/permutation.json", "run00/tcp/paths.json",
+              "run00/tcp/bwm.csv", "run00/tcp/cpu.csv", "run00/mptcp/flows.json",
+              *(["run00/controller.log"] if dataplane == "ovs" else [])):
         assert (run / f).exists(), f
+    # every traced path is one the plan allows
+    from routing.plan import Plan
+    from routing.walk import all_paths
+    plan = Plan.loads((run / "run00/plan.json").read_text())
+    topo = topos.build(plan.topology)
+    for rec in json.loads((run / "run00/mptcp/paths.json").read_text()):
+        assert tuple(rec["path"]) in all_paths(topo, plan, rec["src"], rec["dst"]), rec
     flows = json.loads((run / "run00/mptcp/flows.json").read_text())
     assert len(flows) == 16
     # 4 subflows asked. The run itself fails if more than 25 % are missing; an MP_JOIN whose
@@ -93,16 +108,19 @@ def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(tmp_path):
     assert all(float(r.split(",")[4]) > 0 for r in rows[1:]), "every flow moved data"
 
 
-def test_sigint_leaves_nothing_behind(tmp_path):
+@pytest.mark.parametrize("dataplane", DATAPLANES)
+def test_sigint_leaves_nothing_behind(dataplane, tmp_path):
     p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "30", "--trim", "1",
-                 "--transport", "tcp", "--out", str(tmp_path), start_new_session=True)
+                 "--transport", "tcp", "--out", str(tmp_path), "--dataplane", dataplane,
+                 start_new_session=True)
     deadline = time.monotonic() + 90
     # interrupt once traffic runs: the first iperf3 server report file exists
     while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
         assert p.poll() is None, p.stdout.read()
         assert time.monotonic() < deadline, "run did not start traffic in time"
         time.sleep(0.2)
-    assert machine_leftovers()["bridges"], "the network should be up at this point"
+    up = machine_leftovers()
+    assert up["veths"] and (up["bridges"] if dataplane == "ovs" else up["bpffs"]), up
     os.killpg(p.pid, signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 130, out
@@ -110,9 +128,21 @@ def test_sigint_leaves_nothing_behind(tmp_path):
     assert json.loads((run / "status.json").read_text())["status"] == "interrupted"
 
 
-@pytest.mark.parametrize("spec", ["st", "ecmp", "hashed"])
-def test_traced_paths_match_the_plan(spec, tmp_path):
-    """Ask the switches; st must equal the plan's single path, multipath must stay inside
+def _send_udp(emu, src, dst, ports):
+    """A few real UDP packets per source port (the BPF switch traces what it forwarded)."""
+    script = ("import socket,sys\nfor p in range(int(sys.argv[3]), int(sys.argv[4])):\n"
+              " s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+              " s.bind((sys.argv[1], p))\n"
+              " [s.sendto(b'x' * 100, (sys.argv[2], 5201)) for _ in range(3)]\n s.close()\n")
+    subprocess.run(in_ns(emu.host(src).pid, ["python3", "-c", script, emu.topo.node(src).ip,
+                                             emu.topo.node(dst).ip, str(ports.start),
+                                             str(ports.stop)]), check=True, timeout=30)
+
+
+@pytest.mark.parametrize("dataplane,spec", [(d, s) for d in DATAPLANES
+                                            for s in ("st", "ecmp", "hashed")])
+def test_traced_paths_match_the_plan(dataplane, spec, tmp_path):
+    """Ask the datapath; st must equal the plan's single path, multipath must stay inside
     the plan's path set and actually use more than one path."""
     from experiments.trace import trace_flow
     from routing.walk import all_paths
@@ -120,14 +150,18 @@ def test_traced_paths_match_the_plan(spec, tmp_path):
     topo = topos.build("fattree,k=4")
     plan = routing.make_plan(topo, spec)
     used: set[tuple[str, ...]] = set()
-    with Emulation(topo, plan, LinkSpec(10, 50), tmp_path, f"t-trace-{spec}") as emu:
+    with Emulation(topo, plan, LinkSpec(10, 50), tmp_path, "t-trace",
+                   dataplane=dataplane) as emu:
         for i, (src, dst) in enumerate([("0_0_2", "3_1_3"), ("1_1_3", "2_0_2"),
                                         ("0_0_2", "0_1_3"), ("3_0_2", "3_0_3")]):
             allowed = all_paths(topo, plan, src, dst)
+            if dataplane == "bpf":  # it traces what it forwarded: send real packets
+                _send_udp(emu, src, dst, range(40000, 40016))
             for port in range(40000, 40016):
                 ft = {"src_ip": topo.node(src).ip, "dst_ip": topo.node(dst).ip,
                       "src_port": port, "dst_port": 5201}
-                path = tuple(trace_flow(emu, src, dst, ft))
+                path = tuple(trace_flow(emu, src, dst, ft,
+                                        proto="udp" if dataplane == "bpf" else "tcp"))
                 assert len(set(path)) == len(path), path
                 assert path[0] == topo.access_switch(src)
                 assert path[-1] == topo.access_switch(dst)
@@ -140,7 +174,7 @@ def test_traced_paths_match_the_plan(spec, tmp_path):
 def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
     """`mn --custom topos/mn.py --topo fattree,4 --controller remote` with the controller
     started on its own (the README's commands), pingall through the routed-ARP plan."""
-    from experiments.runtime import free_port, stop_process
+    from dataplane.proc import free_port, stop_process
 
     port = free_port()
     ctl = subprocess.Popen([sys.executable, "-m", "controller.launch", "--topo",
@@ -160,18 +194,21 @@ def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
         stop_process(ctl)
 
 
-def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(tmp_path):
+@pytest.mark.parametrize("dataplane", DATAPLANES)
+def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(dataplane, tmp_path):
     """A run killed with SIGKILL cannot clean up; `dcrepro clean` must, from its registry."""
     p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "30", "--trim", "1",
-                 "--transport", "tcp", "--out", str(tmp_path), start_new_session=True)
+                 "--transport", "tcp", "--out", str(tmp_path), "--dataplane", dataplane,
+                 start_new_session=True)
     deadline = time.monotonic() + 90
     while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
         assert p.poll() is None and time.monotonic() < deadline, "run did not start"
         time.sleep(0.2)
     os.kill(p.pid, signal.SIGKILL)  # only the dcrepro process: its children live on
     p.wait(timeout=10)
-    assert machine_leftovers()["bridges"], "the dead run's network is still there"
+    left = machine_leftovers()
+    assert left["veths"] and (left["bridges"] if dataplane == "ovs" else left["bpffs"]), left
     clean = subprocess.run([sys.executable, "-m", "experiments.cli", "clean"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0, clean.stderr
-    assert "deleted bridge" in clean.stdout
+    assert ("deleted bridge" if dataplane == "ovs" else "removed bpffs") in clean.stdout

@@ -12,7 +12,7 @@ from analysis.fairness import plot_fairness
 from experiments import fairness, traffic
 from experiments.common import validate as validate_shared
 from experiments.runfolder import RunFolder, read_csv
-from experiments.runtime import LinkSpec
+from dataplane.shaping import LinkSpec
 from experiments.trace import trace_flow
 from routing.walk import all_paths
 
@@ -29,7 +29,7 @@ def test_all_pairs_ping_on_seeded_jellyfish_with_ksp(tmp_path):
     plan = routing.make_plan(topo, "ksp,k=4")
     timing: dict = {}
     with fairness.emulation(topo, plan, LinkSpec(15, 100), tmp_path, "t-fair-ping", "cubic",
-                            timing) as emu:
+                            timing, "bpf") as emu:
         assert emu.ping_all() == []
     assert timing["bringup_s"] > 0 and timing["teardown_s"] > 0
     assert not [b for b in _bridges() if b.startswith("s")], "bridges left behind"

@@ -14,7 +14,8 @@ from analysis.outcast import plot_outcast
 from experiments import outcast
 from experiments.common import resolve
 from experiments.runfolder import RunFolder, read_csv
-from experiments.runtime import Emulation, LinkSpec
+from dataplane.emulation import Emulation
+from dataplane.shaping import LinkSpec
 
 
 pytestmark = pytest.mark.integration

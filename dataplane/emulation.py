@@ -1,0 +1,304 @@
+"""One emulated network for one run: Mininet hosts and links, shaping, a dataplane, and a
+teardown that always runs.
+
+``Emulation`` is a context manager.  Entering it brings the network up and returns only when
+every switch has confirmed the plan (dataplane.install) and every qdisc reads back as
+requested; leaving it (normally, on an exception, on SIGINT/SIGTERM) removes exactly what it
+created.  What it created is also written to /run/dcrepro/<run id>.json as it goes
+(dataplane/registry.py), so ``dcrepro clean`` can remove a killed run's leftovers.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from routing.plan import Plan
+from topos.base import Topology
+
+from . import hostnet, shaping
+from .base import Dataplane, make
+from .proc import RunError, check, in_ns, pid_alive, stop_process
+from .registry import STATE_DIR, Registry, clean_all, clean_state
+from .shaping import LinkSpec
+
+LOG = logging.getLogger("dcrepro")
+DEFAULT_DATAPLANE = "bpf"
+
+
+def _read_sysctl(name: str) -> str:
+    try:
+        return Path("/proc/sys/" + name.replace(".", "/")).read_text().strip()
+    except OSError:
+        return ""
+
+
+@dataclass
+class Facts:
+    """What the runtime observed, recorded in the run folder."""
+
+    dataplane: dict[str, Any] = field(default_factory=dict)
+    cc_requested: str = ""
+    cc_in_hosts: str = ""
+    cc_restored_to: str = ""
+    bringup_s: float = 0.0
+    rules_s: float = 0.0
+    teardown_s: float = 0.0
+    qdisc: dict[str, Any] | None = None
+    ipv6_disabled: bool = False
+
+
+class Emulation:
+    """Context manager: the whole emulated network of one run."""
+
+    def __init__(self, topo: Topology, plan: Plan, link: LinkSpec, run_dir: Path,
+                 run_id: str, cc: str = "cubic", ready_timeout: float = 60.0,
+                 dataplane: str | Dataplane = DEFAULT_DATAPLANE) -> None:
+        self.topo, self.plan, self.link = topo, plan, link
+        self.run_dir, self.run_id, self.cc = run_dir, run_id, cc
+        self.ready_timeout = ready_timeout
+        self.dataplane = make(dataplane) if isinstance(dataplane, str) else dataplane
+        self.dataplane.check_plan(plan)
+        self.facts = Facts(cc_requested=cc)
+        self.net: Any = None
+        self.registry: Registry | None = None
+        self.procs: list[subprocess.Popen] = []
+        self.host_pids: dict[str, int] = {}
+        self.host_intf: dict[str, str] = {}
+        self._lock_fh: Any = None
+        self._saved_cc: str | None = None
+
+    # ---- bring-up ----
+    def __enter__(self) -> "Emulation":
+        try:
+            self._up()
+        except BaseException:
+            self._down()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._down()
+
+    def _lock(self) -> None:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self._lock_fh = open(STATE_DIR / "lock", "w")  # noqa: SIM115 - released in _down
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_fh.close()
+            self._lock_fh = None
+            raise RunError("another dcrepro emulation is running on this machine (one at a "
+                           "time: they would share the CPU and distort each other)") from None
+
+    def _set_cc(self) -> None:
+        # Congestion control is per namespace and a host cannot set its own here: set it in
+        # the root namespace before Mininet creates the hosts, which inherit it.
+        available = _read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+        if self.cc not in available:
+            subprocess.run(["modprobe", "-q", f"tcp_{self.cc}"], check=False, timeout=10)
+            available = _read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+        if self.cc not in available:
+            raise RunError(f"congestion control '{self.cc}' is not available here "
+                           f"(available: {' '.join(available)})")
+        self._saved_cc = _read_sysctl("net.ipv4.tcp_congestion_control")
+        assert self.registry is not None
+        self.registry.state["sysctl"]["net.ipv4.tcp_congestion_control"] = self._saved_cc
+        self.registry.save()
+        check(["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.cc}"])
+
+    def _up(self) -> None:
+        from mininet.link import Link
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        from topos.mn import MnTopo
+
+        if os.geteuid() != 0:
+            raise RunError("emulated runs need root (try: sudo .venv/bin/dcrepro ...)")
+        self._lock()
+        # A killed run (SIGKILL, power loss) leaves its recorded resources behind; their names
+        # would collide with ours. Only runs whose process is dead are touched.
+        for line in clean_all(force=False):
+            if not line.startswith("skipped"):
+                LOG.warning("cleaned leftover of a dead run: %s", line)
+        self.registry = Registry(self.run_id)
+        t0 = time.monotonic()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "plan.json").write_text(self.plan.dumps())
+        self._set_cc()
+        self.dataplane.prepare(self)
+
+        setLogLevel("warning")
+        self.net = Mininet(topo=MnTopo(self.topo), switch=self.dataplane.switch_class(),
+                           link=Link, controller=None, autoSetMacs=False, build=False,
+                           waitConnected=False, cleanup=False)
+        ctl = self.dataplane.mn_controller()
+        if ctl is not None:
+            self.net.addController(ctl)
+        self.net.build()
+        self.registry.add("pids", [n.pid for n in (*self.net.hosts, *self.net.switches,
+                                                   *self.net.controllers)])
+        self.registry.add("intfs", self.switch_intfs())
+        self.net.start()
+        self.host_pids = {h.name: h.pid for h in self.net.hosts}
+        self.host_intf = {h.name: h.intfList()[0].name for h in self.net.hosts}
+        hostnet.offloads_off(None, self.switch_intfs())
+        for h in self.net.hosts:
+            hostnet.offloads_off(h.pid, [i.name for i in h.intfList() if i.name != "lo"])
+        shaping.shape(self.topo, self.link, self.host_pids)
+        hostnet.static_arp(self.topo, self.host_pids, self.host_intf)
+        self.facts.ipv6_disabled = hostnet.disable_ipv6(self.host_pids)
+        t1 = time.monotonic()
+        self.dataplane.install(self)
+        self.facts.rules_s = round(time.monotonic() - t1, 3)
+        self.facts.bringup_s = round(time.monotonic() - t0, 3)
+        self.facts.qdisc = self.verify_qdiscs()
+        self.facts.cc_in_hosts = self.host_cmd(
+            self.net.hosts[0], ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).strip()
+        if self.facts.cc_in_hosts != self.cc:
+            raise RunError(f"hosts use '{self.facts.cc_in_hosts}', not the requested '{self.cc}'")
+
+    def switch_intfs(self) -> list[str]:
+        """Every switch-side interface (root namespace)."""
+        return [i.name for s in self.net.switches for i in s.intfList() if i.name != "lo"]
+
+    # ---- checks ----
+    def verify_qdiscs(self) -> dict[str, Any]:
+        """Refuse the run unless every link end is HTB root + pfifo leaf of the asked limit."""
+        return shaping.verify(self.topo, self.link, self.host_pids)
+
+    def set_static_arp(self, extra: int) -> None:
+        """Static ARP for primary and ``extra`` addresses of every host."""
+        hostnet.static_arp(self.topo, self.host_pids, self.host_intf, extra)
+
+    def configure_mptcp(self, subflows: int) -> None:
+        """MPTCP endpoints for ``subflows`` subflows per connection on every host."""
+        hostnet.mptcp_endpoints(self.topo, self.host_pids, self.host_intf, subflows)
+
+    def ping_all(self, timeout: float = 2.0) -> list[tuple[str, str]]:
+        """All-pairs reachability, pings in parallel; returns the failed (src, dst) pairs."""
+        procs = []
+        for h in self.net.hosts:
+            targets = [self.topo.node(o).ip for o in self.topo.hosts() if o != h.name]
+            script = " ".join(f"(ping -c1 -W{int(timeout)} -q {ip} >/dev/null 2>&1 || "
+                              f"echo {ip}) &" for ip in targets) + " wait"
+            procs.append((h.name, subprocess.Popen(in_ns(h.pid, ["sh", "-c", script]),
+                                                   stdout=subprocess.PIPE, text=True)))
+        failed = []
+        ip_to_host = {self.topo.node(h).ip: h for h in self.topo.hosts()}
+        for name, p in procs:
+            out, _ = p.communicate(timeout=timeout * 4 + 10)
+            failed += [(name, ip_to_host[ip]) for ip in out.split()]
+        return failed
+
+    def trace(self, src: str, dst: str, five_tuple: dict[str, Any], proto: str = "tcp") -> list[str]:
+        """The switch path of a 5-tuple, as the datapath forwards it."""
+        return self.dataplane.trace(self, src, dst, five_tuple, proto)
+
+    def check_alive(self) -> None:
+        """Raise RunError if the dataplane (controller, switch programs) died."""
+        self.dataplane.check_alive()
+
+    # ---- processes ----
+    def host(self, name: str) -> Any:
+        """The Mininet host object called ``name``."""
+        return self.net.get(name)
+
+    def host_cmd(self, host: Any, argv: list[str], timeout: float = 30) -> str:
+        """Run argv in a host's namespace and return stdout (raises RunError on failure)."""
+        return check(in_ns(host.pid, argv), timeout=timeout)
+
+    def popen(self, host: Any | None, argv: list[str], **kw: Any) -> subprocess.Popen:
+        """Start a tracked process (in a host namespace, or the root one if host is None)."""
+        full = in_ns(host.pid, argv) if host is not None else argv
+        proc = subprocess.Popen(full, start_new_session=True, **kw)
+        self.procs.append(proc)
+        assert self.registry is not None
+        self.registry.add("pids", [proc.pid])
+        return proc
+
+    # ---- teardown ----
+    def _down(self) -> None:
+        # A Ctrl-C during cleanup must not leave it half-done, nor be lost: remember it and
+        # raise it once everything is removed.
+        pending: list[int] = []
+        old = {s: signal.signal(s, lambda signum, _f: pending.append(signum))
+               for s in (signal.SIGINT, signal.SIGTERM)} \
+            if threading.current_thread() is threading.main_thread() else {}
+        t0 = time.monotonic()
+        try:
+            for proc in self.procs:
+                stop_process(proc)
+            if self.net is not None:
+                try:
+                    self._stop_links()
+                except Exception as exc:  # noqa: BLE001 - keep cleaning; the check follows
+                    LOG.warning("link teardown: %s", exc)
+            try:
+                self.dataplane.stop(self)
+            except Exception as exc:  # noqa: BLE001 - the registry sweep below catches it
+                LOG.warning("dataplane teardown: %s", exc)
+            if self.net is not None:
+                self._stop_shells()
+            if self.registry is not None:
+                # whatever the fast path missed (or an early failure left) goes one by one
+                st = self.registry.state
+                existing = set(subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"],
+                                              capture_output=True, text=True, check=False,
+                                              timeout=20).stdout.split()) if st["bridges"] else set()
+                links = set(os.listdir("/sys/class/net"))
+                for line in clean_state({
+                        "bridges": [b for b in st["bridges"] if b in existing],
+                        "intfs": [i for i in st["intfs"] if i in links],
+                        "pids": [p for p in st["pids"] if pid_alive(p)],
+                        "bpffs": [d for d in st["bpffs"] if os.path.exists(d)]}):
+                    LOG.warning("teardown sweep: %s", line)
+            if self._saved_cc:
+                subprocess.run(["sysctl", "-qw",
+                                f"net.ipv4.tcp_congestion_control={self._saved_cc}"],
+                               check=False, timeout=10)
+                self.facts.cc_restored_to = self._saved_cc
+            if self.registry is not None:
+                self.registry.remove()
+        finally:
+            if self._lock_fh is not None:
+                self._lock_fh.close()
+                self._lock_fh = None
+            for s, h in old.items():
+                signal.signal(s, h)
+            self.facts.teardown_s = round(time.monotonic() - t0, 3)
+        if pending:
+            raise KeyboardInterrupt(f"signal {pending[0]} during teardown")
+
+    def _stop_links(self) -> None:
+        """All switch interfaces in one ip batch (deleting one veth end removes its peer).
+
+        Mininet's own stop() deletes links one command at a time (3+ s for a k=4 fat tree).
+        """
+        subprocess.run(["ip", "-force", "-batch", "-"], input="".join(
+            f"link del {i}\n" for i in self.switch_intfs()), text=True, capture_output=True,
+            check=False, timeout=60)
+
+    def _stop_shells(self) -> None:
+        # every Mininet node (hosts, switches, the controller stub) owns a bash shell
+        nodes = [*self.net.hosts, *self.net.switches, *self.net.controllers]
+        for n in nodes:
+            if n.shell is not None and n.shell.poll() is None:
+                os.killpg(n.shell.pid, signal.SIGKILL)
+        for n in nodes:
+            if n.shell is not None:
+                n.shell.wait(timeout=10)
+                n.shell = None
+
+    def facts_dict(self) -> dict[str, Any]:
+        """Observed facts as a plain dict."""
+        self.facts.dataplane = self.dataplane.facts()
+        return asdict(self.facts)

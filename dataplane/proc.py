@@ -1,0 +1,80 @@
+"""Process helpers shared by the whole emulator: every command bounded, every child reaped."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from typing import Any
+
+
+class RunError(RuntimeError):
+    """The run cannot continue; the message says why (and the run is marked failed)."""
+
+
+def check(argv: list[str], timeout: float = 30, input_text: str | None = None) -> str:
+    """Run a command, return stdout; raise RunError with its stderr if it fails or hangs."""
+    try:
+        p = subprocess.run(argv, input=input_text, capture_output=True, text=True,
+                           timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"timed out after {timeout}s: {' '.join(argv[:6])}") from None
+    except FileNotFoundError:
+        raise RunError(f"command not found: {argv[0]} (run ./setup.sh)") from None
+    if p.returncode != 0:
+        raise RunError(f"{' '.join(argv[:6])} failed ({p.returncode}): {p.stderr.strip()[:500]}")
+    return p.stdout
+
+
+def in_ns(pid: int, argv: list[str]) -> list[str]:
+    """argv run inside the network namespace of Mininet host process ``pid``."""
+    return ["mnexec", "-a", str(pid), *argv]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 3.0) -> None:
+    """SIGTERM a process group, SIGKILL it after ``timeout``, and reap it."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this pid exists."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGINT/SIGTERM/SIGHUP into an exception so every ``finally``/``__exit__`` runs.
+
+    SIGINT is set explicitly: a process started in the background by a non-interactive shell
+    inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler.
+    """
+    def handler(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)

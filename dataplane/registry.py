@@ -1,0 +1,150 @@
+"""Every resource of a run, recorded in /run/dcrepro/<run>.json the moment it exists.
+
+Teardown removes exactly these; ``dcrepro clean`` removes what a killed run left, and
+touches nothing it did not record (plus bridges tagged with a dead run's id).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .proc import pid_alive
+
+STATE_DIR = Path("/run/dcrepro")
+#: private bpffs mounts of BPF-dataplane runs live below this directory
+BPFFS_DIR = STATE_DIR / "bpffs"
+KINDS = ("bridges", "intfs", "pids", "bpffs")
+
+
+class Registry:
+    """Records every resource of a run in /run/dcrepro/<run>.json as soon as it exists."""
+
+    def __init__(self, run_id: str) -> None:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self.path = STATE_DIR / f"{run_id}.json"
+        self.state: dict[str, Any] = {"run": run_id, "pid": os.getpid(), "sysctl": {},
+                                      **{k: [] for k in KINDS}}
+        self.save()
+
+    def add(self, key: str, values: list[Any]) -> None:
+        """Append resources of one kind and persist at once."""
+        self.state[key].extend(values)
+        self.save()
+
+    def save(self) -> None:
+        """Write atomically so a crash never leaves half a file."""
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state))
+        tmp.replace(self.path)
+
+    def remove(self) -> None:
+        """The run has cleaned up: forget it."""
+        self.path.unlink(missing_ok=True)
+
+
+def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", f"timed out after {timeout}s")
+    except FileNotFoundError:
+        return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]} not found")
+
+
+def bpf_mounts() -> list[str]:
+    """bpffs mount points below BPFFS_DIR (dcrepro's private pins)."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    return [p[1] for p in (l.split() for l in lines)
+            if len(p) > 2 and p[2] == "bpf" and p[1].startswith(str(BPFFS_DIR))]
+
+
+def remove_bpffs(path: str) -> bool:
+    """Unmount a private bpffs (dropping its pins) and remove the directory."""
+    if path in bpf_mounts():
+        _run(["umount", path])
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return path not in bpf_mounts()
+
+
+def clean_state(state: dict[str, Any]) -> list[str]:
+    """Remove what a (dead) run recorded; return what was done. Touches nothing else."""
+    done = []
+    for pid in state.get("pids", []):
+        if pid_alive(pid):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            done.append(f"killed process group {pid}")
+    for br in state.get("bridges", []):
+        p = _run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br])
+        done.append(f"deleted bridge {br}" if p.returncode == 0 else
+                    f"could not delete bridge {br}: {p.stderr.strip()[:200]}")
+    for intf in state.get("intfs", []):
+        if _run(["ip", "link", "del", intf]).returncode == 0:
+            done.append(f"deleted interface {intf}")
+    for path in state.get("bpffs", []):
+        done.append(f"removed bpffs {path}" if remove_bpffs(path) else
+                    f"could not remove bpffs {path}")
+    for name, value in state.get("sysctl", {}).items():
+        _run(["sysctl", "-qw", f"{name}={value}"])
+        done.append(f"restored {name}={value}")
+    return done
+
+
+def clean_all(force: bool = False) -> list[str]:
+    """Clean every recorded run whose owner process is gone (all of them with ``force``)."""
+    done: list[str] = []
+    if not STATE_DIR.exists():
+        return done
+    for path in sorted(STATE_DIR.glob("*.json")):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        if pid_alive(state.get("pid", -1)) and state.get("pid") != os.getpid() and not force:
+            done.append(f"skipped run {state.get('run')}: its process {state['pid']} is alive")
+            continue
+        done += clean_state(state)
+        path.unlink(missing_ok=True)
+    live = {json.loads(p.read_text()).get("run") for p in STATE_DIR.glob("*.json")}
+    # bridges tagged as ours whose registry entry was lost (e.g. /run wiped)
+    out = _run(["ovs-vsctl", "--timeout=10", "--columns=name,external_ids", "--format=json",
+                "list", "bridge"]).stdout
+    if out:
+        for name, ext in json.loads(out)["data"]:
+            tags = dict(ext[1]) if isinstance(ext, list) and ext[0] == "map" else {}
+            if "dcrepro-run" in tags and tags["dcrepro-run"] not in live:
+                _run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", name])
+                done.append(f"deleted orphan bridge {name}")
+    # private bpffs mounts of runs that are not live any more
+    for mnt in bpf_mounts():
+        if Path(mnt).name not in live:
+            done.append(f"removed orphan bpffs {mnt}" if remove_bpffs(mnt) else
+                        f"could not remove orphan bpffs {mnt}")
+    return done
+
+
+def machine_leftovers() -> dict[str, list[str]]:
+    """Emulator state present on the machine (any origin): bridges, veths, processes, pins."""
+    bridges = _run(["ovs-vsctl", "--timeout=10", "list-br"]).stdout.split()
+    veths = _run(["ip", "-o", "link", "show", "type", "veth"]).stdout.splitlines()
+    procs = _run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"]).stdout.splitlines()
+    return {"bridges": bridges, "veths": veths,
+            "procs": [p for p in procs if "pytest" not in p], "bpffs": bpf_mounts()}

@@ -1,0 +1,166 @@
+"""The kernel dataplane: one tc-BPF program on every switch port's ingress, tables in maps.
+
+Switches are not processes here.  A switch is the set of its ports (veths in the root
+namespace); each port's clsact ingress runs dataplane/bpf/switch.bpf.c, which looks up the
+plan's entry in the ``fib`` map and hands the packet to the egress port with
+``bpf_redirect`` - so the egress HTB + pfifo of every link still shapes and queues it,
+exactly as with Open vSwitch.  One program instance serves every port of the network; it
+learns its switch and port from the ingress ifindex (``ports`` map).
+
+Readiness is a protocol, not a sleep: every map entry is written, then read back and compared
+with the plan, and only then are the programs attached (in one ``tc -batch``), so no packet
+ever meets a half-filled table.  Maps are pinned on a private bpffs mount under
+/run/dcrepro/bpffs/<run id> (recorded in the run registry; ``dcrepro clean`` unmounts it after
+a crash).  Tracing reads the program's own ``flows`` map: for every 5-tuple and switch, which
+port its packets left by and how many (per-packet spraying shows up as several ports).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import bpfplan
+from .base import Dataplane, bpf_unavailable
+from .proc import RunError, check
+from .registry import BPFFS_DIR
+
+if TYPE_CHECKING:
+    from .emulation import Emulation
+
+BUILD_DIR = Path("/var/cache/dcrepro/bpf")
+
+
+class TraceError(RunError):
+    """The traced flow has no record on a switch, loops, or left at the wrong host."""
+
+
+def _ifindex(name: str) -> int:
+    try:
+        return int(Path(f"/sys/class/net/{name}/ifindex").read_text())
+    except OSError:
+        raise RunError(f"interface {name} does not exist") from None
+
+
+class BpfDataplane(Dataplane):
+    """tc cls_bpf switches (see the module text)."""
+
+    name = "bpf"
+    carries = frozenset({"forward", "hash", "rnd", "rr", "cnt", "replicate"})
+
+    def __init__(self) -> None:
+        self.runtime: Any = None  # bpfswitch.SwitchRuntime once prepared
+        self.obj: Path | None = None
+        self.entries = 0
+        self.install_s = 0.0
+        self._flows: dict[tuple, list[tuple[int, int, int]]] = {}
+
+    def prepare(self, emu: "Emulation") -> None:
+        """Build (cached) and load the program, pinned on the run's private bpffs."""
+        from . import bpfswitch
+        why = bpf_unavailable()
+        if why:
+            raise RunError(f"the bpf dataplane cannot run here: {why}; use --dataplane ovs")
+        self.obj = bpfswitch.build(BUILD_DIR)
+        pin_dir = BPFFS_DIR / emu.run_id
+        assert emu.registry is not None
+        emu.registry.add("bpffs", [str(pin_dir)])
+        self.runtime = bpfswitch.SwitchRuntime(pin_dir, self.obj)
+
+    def switch_class(self) -> Any:
+        from mininet.node import Switch  # here, so model-only runs never import Mininet
+
+        class BpfSwitch(Switch):
+            """A Mininet switch that is only its ports: the ports' BPF program forwards."""
+
+            def start(self, _controllers: Any) -> None:
+                """Nothing to start: install() attaches the program once the maps hold the plan."""
+
+            def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's name
+                """Nothing to stop: the emulation removes every link in one batch."""
+        return BpfSwitch
+
+    def install(self, emu: "Emulation") -> None:
+        """Fill the maps from the plan, read them back, then attach to every switch port."""
+        assert self.runtime is not None
+        t0 = time.monotonic()
+        intfs = emu.switch_intfs()
+        check(["ip", "-batch", "-"], input_text="".join(f"link set dev {i} up\n" for i in intfs))
+        ports, egress = bpfplan.port_entries(emu.plan, emu.topo, _ifindex)
+        fib = bpfplan.fib_entries(emu.plan)
+        self.runtime.fill(ports, egress, fib)
+        bad = self.runtime.verify(ports, egress, fib)
+        if bad:
+            raise RunError(f"BPF maps do not hold the plan: {bad}")
+        self.runtime.attach(intfs)
+        self.entries = len(fib)
+        self.install_s = round(time.monotonic() - t0, 3)
+
+    def check_alive(self) -> None:
+        """The program and its maps must still be pinned (a crashed clean could remove them)."""
+        if self.runtime is not None and not self.runtime.alive():
+            raise RunError("the BPF switch program or its maps disappeared during the run")
+
+    def _flow_ports(self, sw: int, ft: dict[str, Any], proto: int) -> list[tuple[int, int, int]]:
+        key = (sw, ft["src_ip"], ft["dst_ip"], int(ft["src_port"]), int(ft["dst_port"]), proto)
+        if key not in self._flows:
+            assert self.runtime is not None
+            self._flows = {}
+            for rec in self.runtime.read_flows():
+                k = (rec["sw"], rec["saddr"], rec["daddr"], rec["sport"], rec["dport"],
+                     rec["proto"])
+                self._flows.setdefault(k, []).append((rec["out_port"], rec["packets"],
+                                                      rec["out_label"]))
+        return self._flows.get(key, [])
+
+    def spread(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
+               proto: str = "tcp") -> dict[str, dict[int, int]]:
+        """Packets of one flow per output port at every switch that forwarded it."""
+        num = 6 if proto == "tcp" else 17
+        self._flow_ports(0, five_tuple, num)  # refresh the snapshot if needed
+        out: dict[str, dict[int, int]] = {}
+        for name, sp in emu.plan.switches.items():
+            recs = self._flows.get((sp.sid, five_tuple["src_ip"], five_tuple["dst_ip"],
+                                    int(five_tuple["src_port"]), int(five_tuple["dst_port"]),
+                                    num), [])
+            if recs:
+                out[name] = {port: pk for port, pk, _ in recs}
+        return out
+
+    def trace(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
+              proto: str = "tcp") -> list[str]:
+        """The path the flow's packets took, from the switches' own records (the port most of
+        its packets left by, hop by hop; per-packet spraying: see ``spread``)."""
+        topo, num = emu.topo, (6 if proto == "tcp" else 17)
+        sw = topo.access_switch(src)
+        path: list[str] = []
+        while True:
+            if sw in path:
+                raise TraceError(f"trace {src}->{dst} loops: {path + [sw]}")
+            path.append(sw)
+            recs = self._flow_ports(emu.plan.switches[sw].sid, five_tuple, num)
+            if not recs:
+                raise TraceError(f"trace {src}->{dst}: {sw} has no record of "
+                                 f"{five_tuple['src_ip']}:{five_tuple['src_port']} -> "
+                                 f"{five_tuple['dst_ip']}:{five_tuple['dst_port']}")
+            port = max(recs, key=lambda r: r[1])[0]
+            peer, _ = topo.ports(sw)[port]
+            if not topo.is_switch(peer):
+                if peer != dst:
+                    raise TraceError(f"trace {src}->{dst} delivered to {peer}")
+                return path
+            sw = peer
+
+    def counters(self) -> dict[str, Any]:
+        """Program counters: packets received, and dropped for want of an entry."""
+        assert self.runtime is not None
+        return self.runtime.counters()
+
+    def stop(self, emu: "Emulation") -> None:
+        """Detach (the ports are mostly gone already), unmount the bpffs."""
+        if self.runtime is not None:
+            self.runtime.close()
+
+    def facts(self) -> dict[str, Any]:
+        return {"dataplane": self.name, "object": str(self.obj),
+                "fib_entries": self.entries, "install_s": self.install_s}
