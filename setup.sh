@@ -24,12 +24,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Open vSwitch: start it without systemd when it is not answering (works without the
-# kernel module: dcrepro then uses the userspace datapath).
-if ! timeout 5 ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
-  echo "setup: starting Open vSwitch"
-  /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/tmp/dcrepro-ovs-start.log 2>&1 || true
-  if ! timeout 15 ovs-vsctl --timeout=10 show >/dev/null 2>&1; then
+# Open vSwitch: start it without systemd when its switch daemon is not answering (works
+# without the kernel module: dcrepro then uses the userspace datapath).  `ovs-vsctl show` is
+# not the test: the database server answers it alone even with ovs-vswitchd dead.
+ovs_ok() {
+  timeout 5 ovs-appctl -T 3 -t ovs-vswitchd version >/dev/null 2>&1 &&
+    timeout 5 ovs-vsctl --timeout=3 show >/dev/null 2>&1
+}
+if ! ovs_ok; then
+  echo "setup: (re)starting Open vSwitch"
+  /usr/share/openvswitch/scripts/ovs-ctl restart --system-id=random >/tmp/dcrepro-ovs-start.log 2>&1 ||
+    /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >>/tmp/dcrepro-ovs-start.log 2>&1 || true
+  if ! ovs_ok; then
     echo "setup: Open vSwitch did not start; see /tmp/dcrepro-ovs-start.log" >&2
     cat /tmp/dcrepro-ovs-start.log >&2
     exit 1
@@ -53,7 +59,8 @@ fi
 from dataplane.sysinfo import environment
 e = environment()
 v = e["versions"]
-print(f"dcrepro environment: OVS datapath={e['ovs_datapath']} running={e['ovs_running']} "
+print(f"dcrepro environment: BPF dataplane {e['bpf_dataplane']}; OVS datapath={e['ovs_datapath']} "
+      f"running={e['ovs_running']} "
       f"netem={'yes' if e['netem'] else 'no'} MPTCP={'on' if e['mptcp_enabled'] else 'off'} "
       f"cc={e['tcp_congestion_control']} cpus={e['cpus']}")
 print("  " + ", ".join(f"{k} {val}" for k, val in v.items()))

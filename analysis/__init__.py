@@ -16,11 +16,11 @@ PLOTTERS = {
 
 def plot(run_dir: str | Path) -> list[Path]:
     """Draw every figure of a finished run folder; return their paths."""
-    from experiments.runfolder import status_of
+    from experiments.runfolder import plottable, status_of
 
     path = Path(run_dir)
     status = status_of(path)
-    if status["status"] != "ok":
+    if not plottable(status):
         raise ValueError(f"{path}: run is '{status['status']}' ({status.get('error')}); "
                          "a failed run is never plotted as data")
     config = json.loads((path / "config.json").read_text())

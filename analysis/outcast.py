@@ -244,9 +244,9 @@ def _caption(config: dict[str, Any], extra: str = "") -> str:
 
 
 def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
-    from experiments.runfolder import status_of
+    from experiments.runfolder import plottable, status_of
     status = status_of(run_dir)
-    if status["status"] != "ok":
+    if not plottable(status):
         raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "
                          "a failed run is never plotted as data")
 

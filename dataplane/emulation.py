@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -25,7 +26,7 @@ from topos.base import Topology
 
 from . import hostnet, shaping
 from .base import Dataplane, make
-from .proc import RunError, check, in_ns, pid_alive, stop_process
+from .proc import Interrupted, RunError, check, in_ns, pid_alive, stop_process
 from .registry import STATE_DIR, Registry, clean_all, clean_state
 from .shaping import LinkSpec
 
@@ -230,8 +231,12 @@ class Emulation:
         # A Ctrl-C during cleanup must not leave it half-done, nor be lost: remember it and
         # raise it once everything is removed.
         pending: list[int] = []
-        old = {s: signal.signal(s, lambda signum, _f: pending.append(signum))
-               for s in (signal.SIGINT, signal.SIGTERM)} \
+
+        def defer(signum: int, _frame: Any) -> None:
+            pending.append(signum)
+            print("dcrepro: cleanup is finishing; it stops by itself in a few seconds",
+                  file=sys.stderr, flush=True)
+        old = {s: signal.signal(s, defer) for s in (signal.SIGINT, signal.SIGTERM)} \
             if threading.current_thread() is threading.main_thread() else {}
         t0 = time.monotonic()
         try:
@@ -276,7 +281,7 @@ class Emulation:
                 signal.signal(s, h)
             self.facts.teardown_s = round(time.monotonic() - t0, 3)
         if pending:
-            raise KeyboardInterrupt(f"signal {pending[0]} during teardown")
+            raise Interrupted(pending[0])
 
     def _stop_links(self) -> None:
         """All switch interfaces in one ip batch (deleting one veth end removes its peer).

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .base import Dataplane
-from .proc import RunError, check, free_port, stop_process
-from .sysinfo import ovs_datapath
+from .proc import RunError, check, free_port, how_ended, pid_alive, stop_process
+from .sysinfo import ovs_datapath, vswitchd_answers, vswitchd_pid
 
 if TYPE_CHECKING:
     from .emulation import Emulation
@@ -98,6 +98,13 @@ class Controller:
                                 f"{len(missing)} switches to confirm their rules")
             missing.discard(int(msg.split()[1]))
 
+    def tail(self, n: int) -> list[str]:
+        """The last ``n`` lines of the controller's log."""
+        try:
+            return Path(self.log.name).read_text().strip().splitlines()[-n:]
+        except OSError:
+            return []
+
     def stop(self) -> None:
         """Terminate the controller and close its log."""
         stop_process(self.proc)
@@ -123,9 +130,14 @@ class OvsDataplane(Dataplane):
     def __init__(self) -> None:
         self.controller: Controller | None = None
         self.datapath = ""
+        self.vswitchd: int | None = None
 
     def prepare(self, emu: "Emulation") -> None:
-        """Start the controller on the run's plan and wait until it listens."""
+        """Check the switch daemon, start the controller on the run's plan, wait for it."""
+        if not vswitchd_answers():
+            raise RunError("Open vSwitch's switch daemon (ovs-vswitchd) is not answering; "
+                           "./setup.sh restarts it")
+        self.vswitchd = vswitchd_pid()
         self.controller = Controller(emu.run_dir / "plan.json", emu.run_dir / "controller.log")
         assert emu.registry is not None
         emu.registry.add("pids", [self.controller.proc.pid])
@@ -164,10 +176,19 @@ class OvsDataplane(Dataplane):
                                    timeout=emu.ready_timeout)
 
     def check_alive(self) -> None:
-        """Raise if the controller failed or died during the run."""
+        """Raise if the switch daemon or the controller died (cheap: called every 0.2 s)."""
+        if self.vswitchd is not None and not pid_alive(self.vswitchd):
+            raise RunError(f"Open vSwitch's switch daemon ovs-vswitchd (pid {self.vswitchd}) "
+                           "died during the run; ./setup.sh restarts it")
         c = self.controller
         if c is not None and (c.failed or c.proc.poll() is not None):
-            raise RunError(f"controller failed during the run: {c.failed or 'exit ' + str(c.proc.returncode)}")
+            if c.failed:
+                why = c.failed
+            else:
+                why = f"pid {c.proc.pid} ended with {how_ended(c.proc)}"
+            tail = " | ".join(c.tail(3))
+            raise RunError(f"the os-ken controller failed during the run: {why}"
+                           + (f"; last log lines: {tail}" if tail else ""))
 
     def trace(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
               proto: str = "tcp") -> list[str]:

@@ -50,6 +50,17 @@ def stop_process(proc: subprocess.Popen, timeout: float = 3.0) -> None:
             continue
 
 
+def how_ended(p: subprocess.Popen) -> str:
+    """'exit status N' or 'signal NAME' of a finished process."""
+    rc = p.returncode
+    if rc is not None and rc < 0:
+        try:
+            return f"signal {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"signal {-rc}"
+    return f"exit status {rc}"
+
+
 def free_port() -> int:
     """A currently free TCP port on 127.0.0.1."""
     with socket.socket() as s:
@@ -68,13 +79,27 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal asked the run to stop; ``signum`` gives the exit code 128 + signum."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"{signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def exit_code(exc: BaseException) -> int:
+    """130 for SIGINT (or a plain KeyboardInterrupt), 128 + N for signal N."""
+    return 128 + getattr(exc, "signum", signal.SIGINT)
+
+
 def install_signal_handlers() -> None:
     """Turn SIGINT/SIGTERM/SIGHUP into an exception so every ``finally``/``__exit__`` runs.
 
-    SIGINT is set explicitly: a process started in the background by a non-interactive shell
-    inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler.
+    Called first thing by the CLI.  SIGINT is set explicitly: a process started in the
+    background by a non-interactive shell inherits SIGINT as ignored, and Python then
+    installs no KeyboardInterrupt handler.
     """
     def handler(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Interrupted(signum)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)

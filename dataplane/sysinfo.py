@@ -44,6 +44,26 @@ def ovs_datapath() -> str:
     return "kernel" if kernel_feature("CONFIG_OPENVSWITCH", "openvswitch") else "user"
 
 
+OVS_VSWITCHD_PID = "/var/run/openvswitch/ovs-vswitchd.pid"
+
+
+def vswitchd_pid() -> int | None:
+    """Pid of a live ovs-vswitchd (the switch daemon itself), or None."""
+    try:
+        pid = int(open(OVS_VSWITCHD_PID, encoding="ascii").read().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def vswitchd_answers(timeout: float = 3.0) -> bool:
+    """True if ovs-vswitchd answers on its control socket.  ``ovs-vsctl show`` is not enough:
+    the database server answers it alone, and bridge creation then blocks for ever."""
+    return bool(run_text(["ovs-appctl", "-T", str(int(timeout)), "-t", "ovs-vswitchd",
+                          "version"], timeout=timeout + 2)) and vswitchd_pid() is not None
+
+
 def versions() -> dict[str, str]:
     """Versions of every component a result depends on."""
     def first(text: str) -> str:
@@ -77,13 +97,19 @@ def read_sysctl(name: str) -> str:
         return ""
 
 
+def bpf_status() -> str:
+    """'available' or why the tc-BPF dataplane cannot run here."""
+    from .base import bpf_unavailable
+    return bpf_unavailable() or "available"
+
+
 def environment() -> dict[str, Any]:
     """The environment report: datapath, netem, MPTCP, congestion control, versions."""
-    ovs_up = bool(run_text(["ovs-vsctl", "--timeout=3", "show"])) and \
-        "database connection failed" not in run_text(["ovs-vsctl", "--timeout=3", "show"])
+    ovs_up = vswitchd_answers()
     return {
         "ovs_datapath": ovs_datapath(),
         "ovs_running": ovs_up,
+        "bpf_dataplane": bpf_status(),
         "netem": kernel_feature("CONFIG_NET_SCH_NETEM", "sch_netem"),
         "htb": kernel_feature("CONFIG_NET_SCH_HTB", "sch_htb"),
         "mptcp_enabled": read_sysctl("net.mptcp.enabled") == "1",

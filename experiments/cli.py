@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate everything, then run inside a run folder; always leave a status behind."""
-    from .runfolder import RunFolder
-    from dataplane.proc import RunError, install_signal_handlers
+    from dataplane.proc import RunError, exit_code
+
+    from .runfolder import RunFolder, mark_killed_runs
 
     mod = _module(args.experiment)
     from .common import resolve
@@ -68,6 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         params = resolve(args, mod.DEFAULTS, mod.QUICK)
         if hasattr(mod, "validate"):
             mod.validate(params)
+        _check_writable(Path(args.out))
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -75,24 +77,47 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("dcrepro: error: emulated runs need root (sudo .venv/bin/dcrepro ...)",
               file=sys.stderr)
         return 2
+    if os.geteuid() == 0:
+        for line in mark_killed_runs():
+            print(f"dcrepro: {line}", file=sys.stderr)
     folder = RunFolder(Path(args.out), mod.NAME, params)
     print(f"run folder: {folder.path}", flush=True)
-    install_signal_handlers()
+    measured = False
     try:
         mod.run(params, folder)
+        folder.set_status("measured")
+        measured = True
+        code = _plot(folder.path)
+        if code != 0:
+            folder.set_status("failed", error="the figures could not be drawn",
+                              data_complete=True)
+            return code
+        folder.set_status("ok")
+        return 0
     except KeyboardInterrupt as exc:
-        folder.set_status("interrupted", error=str(exc) or "SIGINT")
-        print(f"dcrepro: interrupted; partial data left in {folder.path}", file=sys.stderr)
-        return 130
+        what = "figures not drawn; `dcrepro plot` redraws them" if measured else \
+            "partial data left"
+        folder.set_status("interrupted", error=f"{exc or 'SIGINT'}", data_complete=measured)
+        print(f"dcrepro: interrupted ({exc or 'SIGINT'}); {what} in {folder.path}",
+              file=sys.stderr)
+        return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
         kind = "" if isinstance(exc, RunError) else f"{type(exc).__name__}: "
         folder.log.error("run failed: %s\n%s", exc, traceback.format_exc())
-        folder.set_status("failed", error=f"{kind}{exc}")
+        folder.set_status("failed", error=f"{kind}{exc}", data_complete=measured)
         print(f"dcrepro: run failed: {kind}{exc}\n  details: {folder.path}/log.txt",
               file=sys.stderr)
         return 1
-    folder.set_status("ok")
-    return _plot(folder.path)
+
+
+def _check_writable(root: Path) -> None:
+    """The results root exists (or can be made) and is writable: else one line, exit 2."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {root}: cannot create it ({exc.strerror})") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {root}: not writable")
 
 
 def _plot(run_dir: Path) -> int:
@@ -113,10 +138,12 @@ def _plot(run_dir: Path) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove leftovers of dead runs (resources recorded in /run/dcrepro)."""
     from dataplane.registry import clean_all
+
+    from .runfolder import mark_killed_runs
     if os.geteuid() != 0:
         print("dcrepro: error: clean needs root", file=sys.stderr)
         return 2
-    done = clean_all(force=args.force)
+    done = clean_all(force=args.force) + mark_killed_runs()
     print("\n".join(done) if done else "nothing to clean")
     return 0
 
@@ -127,7 +154,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from dataplane.base import default_name as default_dataplane
 
     from .common import validate
-    from dataplane.proc import RunError, install_signal_handlers
+    from dataplane.proc import RunError, exit_code
     try:
         try:
             rates = [float(x) for x in args.bw.split(",")]
@@ -144,12 +171,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("dcrepro: error: calibrate needs root", file=sys.stderr)
         return 2
-    install_signal_handlers()
     try:
         calibrate(args.topo, rates, args.duration, args.trim, args.cc, Path(args.out),
                   dataplane=args.dataplane)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return exit_code(exc)
     except RunError as exc:
         print(f"dcrepro: calibration failed: {exc}", file=sys.stderr)
         return 1
@@ -158,7 +184,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcrepro`` console script."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    from dataplane.proc import exit_code, install_signal_handlers
+    install_signal_handlers()  # first: a signal in the first second is not lost
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:
+        print(f"dcrepro: interrupted ({exc or 'SIGINT'})", file=sys.stderr)
+        return exit_code(exc)
+
+
+def _main(argv: list[str] | None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="dcrepro: %(levelname)s %(message)s")
     args = build_parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)

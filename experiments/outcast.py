@@ -49,7 +49,8 @@ from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError, check, in_ns, stop_process
 from .traffic import (BASE_PORT, CpuSampler, Flow, _wait_listening, counter_delta,
-                      emulator_losses, iperf_window_mbps, port_counters, wait_iperf,
+                      check_coverage, emulator_losses, iperf_window_mbps, port_counters,
+                      read_report, wait_iperf,
                       write_rows)
 
 NAME = "outcast"
@@ -355,8 +356,10 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         # A starved sender (the phenomenon itself) and iperf3's control connection through
         # the same tail-drop port can sit in RTO backoff, capped at 120 s by Linux: allow one
         # full backoff after the test before calling the client hung.
-        wait_iperf([(s.name, p) for s, _, p in clients],
-                   [(f"for {s.name}", p) for s, _, p in servers], duration + 150, out)
+        srv = {s.name: p for s, _, p in servers}
+        wait_iperf([(f"{s.name} -> {receiver}:{s.port}", p, srv[s.name])
+                    for s, _, p in clients], duration + 150, out,
+                   watch=[("bwm-ng", bwm)], alive=emu.check_alive)
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()
@@ -368,21 +371,23 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     write_rows(out / "ports.csv", ports)
     losses = emulator_losses(ports)  # outcast needs tail drop, not losses in the switch
     t0 = min(s.start for s in senders)
+    check_coverage(bwm_path, sorted(set(access.values())), t0 + trim,
+                   max(s.start for s in senders) + duration - trim, interval)
     t_first_end = t0 + duration - 0.2
     series, totals = drop_rows(samples, groups, t0, t_first_end)
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
     for s in senders:
-        report = json.loads((out / f"iperf-server-{s.name}.json").read_text())
-        if "error" in report:
-            raise RunError(f"iperf3 server for {s.name}: {report['error']}")
+        report = read_report(out / f"iperf-server-{s.name}.json",
+                             f"server on {receiver}:{s.port} (from {s.name})")
         s.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
         off = s.start - t0
         # iperf3's last interval is a fraction of one: too short to be a rate sample
         s.series = [(round(off + iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
                      iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
                     if iv["sum"]["seconds"] >= interval / 2]
-        client = json.loads((out / f"iperf-client-{s.name}.json").read_text())
+        client = read_report(out / f"iperf-client-{s.name}.json",
+                             f"client {s.name} -> {receiver}:{s.port}")
         s.retransmits = int(client.get("end", {}).get("sum_sent", {}).get("retransmits", -1))
         bw = [r for t, r in _bwm_series(bwm_path, access[s.name])
               if s.start + trim <= t <= s.start + duration - trim]

@@ -6,13 +6,29 @@ import datetime as dt
 import json
 import logging
 import math
+import os
 import secrets
 from pathlib import Path
 from typing import Any, Iterable
 
+from dataplane.proc import pid_alive
+from dataplane.registry import STATE_DIR
 from dataplane.sysinfo import environment, git_state
 
 REPO = Path(__file__).resolve().parent.parent
+#: one marker per unfinished run folder: a run killed by SIGKILL is found from here
+LIVE_DIR = STATE_DIR / "folders"
+FINAL = ("ok", "failed", "interrupted", "killed")
+
+
+def process_start(pid: int) -> str:
+    """Start time of a process in clock ticks since boot ('' if it is gone): with the pid,
+    it names one process even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
 
 
 class RunFolder:
@@ -23,6 +39,7 @@ class RunFolder:
         self.id = f"{stamp}-{secrets.token_hex(3)}"
         self.path = root / experiment / self.id
         self.path.mkdir(parents=True, exist_ok=False)
+        self.owner = {"pid": os.getpid(), "start": process_start(os.getpid())}
         self.config: dict[str, Any] = {
             "experiment": experiment, "run_id": self.id, "params": params,
             "git": git_state(str(REPO)), "environment": environment(), "runtime": {},
@@ -32,7 +49,9 @@ class RunFolder:
         self.log = logging.getLogger(f"dcrepro.{self.id}")
         handler = logging.FileHandler(self.path / "log.txt")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        self.log.addHandler(handler)
+        # exactly this handler: a logger created after Mininet was imported is Mininet's
+        # class, which adds a terminal handler of its own
+        self.log.handlers = [handler]
         self.log.setLevel(logging.INFO)
         self.log.propagate = False  # the CLI prints its own one-line message
 
@@ -46,10 +65,59 @@ class RunFolder:
         self.write_config()
 
     def set_status(self, status: str, error: str | None = None, **extra: Any) -> None:
-        """running | ok | failed | interrupted, with the error that ended it."""
+        """running | measured | ok | failed | interrupted | killed, with the error that ended
+        it.  ``measured``: every table is written, figures are not yet; ``ok`` comes last."""
         body = {"status": status, "error": error,
-                "time_utc": dt.datetime.now(dt.timezone.utc).isoformat(), **extra}
-        (self.path / "status.json").write_text(json.dumps(body, indent=1))
+                "time_utc": dt.datetime.now(dt.timezone.utc).isoformat(), **self.owner,
+                **extra}
+        tmp = self.path / "status.json.tmp"
+        tmp.write_text(json.dumps(body, indent=1))
+        tmp.replace(self.path / "status.json")
+        marker = LIVE_DIR / f"{self.id}.json"
+        if status in FINAL:
+            marker.unlink(missing_ok=True)
+        elif not marker.exists():
+            try:
+                LIVE_DIR.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps({"path": str(self.path.resolve()), **self.owner}))
+            except OSError:
+                pass  # not root (model runs): nobody can SIGKILL-orphan an emulation then
+
+
+def mark_killed_runs() -> list[str]:
+    """Give every run folder whose dcrepro process died without a final status (SIGKILL,
+    power loss) the status ``killed``; return what was marked."""
+    done = []
+    for marker in sorted(LIVE_DIR.glob("*.json")) if LIVE_DIR.exists() else []:
+        try:
+            m = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            marker.unlink(missing_ok=True)
+            continue
+        if pid_alive(m["pid"]) and process_start(m["pid"]) == m.get("start"):
+            continue
+        status_path = Path(m["path"]) / "status.json"
+        try:
+            status = json.loads(status_path.read_text())
+        except (OSError, ValueError):
+            status = {"status": "running"}
+        if status.get("status") not in FINAL:
+            status.update(status="killed", error=f"the dcrepro process (pid {m['pid']}) died "
+                          f"without recording a final status (SIGKILL or power loss) while "
+                          f"the run was '{status.get('status')}'",
+                          time_utc=dt.datetime.now(dt.timezone.utc).isoformat())
+            try:
+                status_path.write_text(json.dumps(status, indent=1))
+                done.append(f"marked run {m['path']} killed")
+            except OSError:
+                pass
+        marker.unlink(missing_ok=True)
+    return done
+
+
+def plottable(status: dict[str, Any]) -> bool:
+    """True when every table of the run was written (figures may be redrawn from it)."""
+    return status.get("status") in ("ok", "measured") or bool(status.get("data_complete"))
 
 
 def status_of(path: Path) -> dict[str, Any]:

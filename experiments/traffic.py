@@ -12,11 +12,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dataplane.emulation import Emulation
 
-from dataplane.proc import RunError, check, in_ns, stop_process
+from dataplane.proc import RunError, check, how_ended, in_ns, stop_process
 
 BASE_PORT = 5201
 
@@ -90,23 +90,79 @@ def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
             time.sleep(0.05)  # bounded poll of a socket that is about to appear
 
 
-def wait_iperf(clients: list[tuple[str, subprocess.Popen]],
-               servers: list[tuple[str, subprocess.Popen]], timeout: float, out: Path) -> None:
-    """Wait for every iperf3 client (one shared deadline), then for the servers to exit."""
+#: how often a running measurement checks that every component is still alive (seconds)
+WATCH_INTERVAL = 0.2
+
+
+def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], timeout: float,
+               out: Path, watch: list[tuple[str, subprocess.Popen]] | None = None,
+               alive: Callable[[], None] | None = None) -> None:
+    """Wait for every (name, client, server) transfer under one deadline, watching everything.
+
+    Fails within WATCH_INTERVAL when a client exits non-zero, a server dies by a signal or
+    an error before its client finished, a ``watch``ed measurement process (bwm-ng) exits
+    while traffic runs, or ``alive()`` (the dataplane: controller, switch daemon, BPF
+    programs) raises.  Then waits a bounded time for the servers to write their reports.
+    """
     deadline = time.monotonic() + timeout
-    for name, p in clients:
+    pending = list(pairs)
+    while pending:
+        for name, client, server in list(pending):
+            if client.poll() is not None:
+                if client.returncode != 0:
+                    raise RunError(f"iperf3 client {name} (pid {client.pid}) ended with "
+                                   f"{how_ended(client)}; see the iperf-client files in {out}")
+                pending.remove((name, client, server))
+            elif server.poll() is not None and server.returncode != 0:
+                raise RunError(f"iperf3 server of {name} (pid {server.pid}) ended with "
+                               f"{how_ended(server)} while its client was still sending")
+        for what, p in watch or []:
+            if pending and p.poll() is not None:
+                raise RunError(f"{what} (pid {p.pid}) ended with {how_ended(p)} during the "
+                               "measurement")
+        if alive is not None:
+            alive()
+        if pending:
+            if time.monotonic() > deadline:
+                raise RunError(f"iperf3 client {pending[0][0]} did not finish in time "
+                               f"({timeout:g} s)")
+            time.sleep(WATCH_INTERVAL)
+    for name, _, server in pairs:
         try:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+            server.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            raise RunError(f"iperf3 client {name} did not finish in time") from None
-        if p.returncode != 0:
-            raise RunError(f"iperf3 client {name} failed ({p.returncode}); see the iperf-client "
-                           f"files in {out}")
-    for name, p in servers:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            raise RunError(f"iperf3 server {name} did not exit") from None
+            raise RunError(f"iperf3 server of {name} did not exit") from None
+
+
+def read_report(path: Path, who: str) -> dict[str, Any]:
+    """An iperf3 JSON report, with its ``error`` (iperf3 3.12 exits 0 and writes the error
+    into the JSON) or its unreadability named with the host, port and file."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise RunError(f"iperf3 {who}: no readable JSON report in {path} "
+                       f"({type(exc).__name__})") from None
+    if "error" in report:
+        raise RunError(f"iperf3 {who}: {report['error']} (report {path})")
+    return report
+
+
+def check_coverage(path: Path, intfs: list[str], t0: float, t1: float,
+                   interval: float) -> None:
+    """bwm-ng must have sampled every interface across the whole window [t0, t1]."""
+    seen: dict[str, list[float]] = {i: [] for i in intfs}
+    if path.exists():
+        with open(path, encoding="ascii", errors="replace") as fh:
+            for row in csv.reader(fh):
+                if len(row) > 3 and row[1] in seen:
+                    seen[row[1]].append(float(row[0]))
+    for intf, ts in seen.items():
+        inside = [t for t in ts if t0 <= t <= t1]
+        if not inside or min(inside) > t0 + 2 * interval + 1 or \
+                max(inside) < t1 - 2 * interval - 1:
+            covered = f"{min(inside) - t0:.1f}-{max(inside) - t0:.1f} s" if inside else "none"
+            raise RunError(f"bwm-ng sampled {intf} over {covered} of the {t1 - t0:.1f}-s "
+                           f"measurement window: its data is incomplete ({path})")
 
 
 #: Subflows are read from one `ss` snapshot during traffic; under loss a subflow's SYN can be
@@ -248,8 +304,9 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         (out / f"ss-{f.src}.txt").write_text(text)
         f.subflows = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
     try:
-        wait_iperf([(f"{f.src}->{f.dst}", p) for f, _, p in clients],
-                   [(f"on {f.dst}", p) for f, _, p in servers], duration + 30, out)
+        wait_iperf([(f"{f.src}->{f.dst} (port {port})", c, s)
+                    for (f, _, c), (_, _, s) in zip(clients, servers)], duration + 30, out,
+                   watch=[("bwm-ng", bwm)], alive=emu.check_alive)
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()
@@ -258,15 +315,16 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     write_rows(out / "ports.csv", ports)
     stop_process(bwm)
     emu.check_alive()
+    t0 = min(f.start for f in flows) + trim
+    t1 = max(f.start for f in flows) + duration - trim
+    check_coverage(bwm_path, intfs, t0, t1, 0.5)
     for f in flows:
-        report = json.loads((out / f"iperf-server-{f.dst}.json").read_text())
-        if "error" in report:
-            raise RunError(f"iperf3 server {f.dst}: {report['error']}")
+        read_report(out / f"iperf-client-{f.src}.json", f"client {f.src} -> {f.dst}:{port}")
+        report = read_report(out / f"iperf-server-{f.dst}.json",
+                             f"server on {f.dst}:{port} (from {f.src})")
         f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
         f.bwm_mbps = bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst),
                                      f.start + trim, f.start + duration - trim)
-    t0 = min(f.start for f in flows) + trim
-    t1 = max(f.start for f in flows) + duration - trim
     window = [u for t, u in samples if t0 <= t <= t1]
     return {**emulator_losses(ports),
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,

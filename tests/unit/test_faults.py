@@ -1,0 +1,119 @@
+"""Fault handling that needs no network: watched waits, report errors, coverage, statuses."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dataplane.proc import Interrupted, RunError, exit_code, how_ended
+from experiments import runfolder
+from experiments.traffic import check_coverage, read_report, wait_iperf
+
+
+def _proc(script: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", script])
+
+
+def test_client_failure_is_named_with_its_exit_status(tmp_path):
+    c, s = _proc("import sys; sys.exit(3)"), _proc("import time; time.sleep(5)")
+    try:
+        with pytest.raises(RunError, match=r"client h1->h2 \(pid \d+\) ended with exit status 3"):
+            wait_iperf([("h1->h2", c, s)], 10, tmp_path)
+    finally:
+        s.kill()
+        s.wait()
+
+
+def test_killed_server_surfaces_within_a_second(tmp_path):
+    c, s = _proc("import time; time.sleep(30)"), _proc("import time; time.sleep(30)")
+    t0 = time.monotonic()
+    s.kill()
+    try:
+        with pytest.raises(RunError, match="server of h1->h2 .* signal SIGKILL"):
+            wait_iperf([("h1->h2", c, s)], 60, tmp_path)
+        assert time.monotonic() - t0 < 1.5
+    finally:
+        c.kill()
+        c.wait()
+
+
+def test_dead_measurement_process_and_dead_dataplane_fail_the_wait(tmp_path):
+    c, s = _proc("import time; time.sleep(30)"), _proc("import time; time.sleep(30)")
+    bwm = _proc("import sys; sys.exit(0)")
+    bwm.wait()
+    try:
+        with pytest.raises(RunError, match=r"bwm-ng \(pid \d+\) ended with exit status 0"):
+            wait_iperf([("a->b", c, s)], 60, tmp_path, watch=[("bwm-ng", bwm)])
+
+        def dead() -> None:
+            raise RunError("switch daemon died")
+        with pytest.raises(RunError, match="switch daemon died"):
+            wait_iperf([("a->b", c, s)], 60, tmp_path, alive=dead)
+    finally:
+        for p in (c, s):
+            p.kill()
+            p.wait()
+
+
+def test_finished_transfers_pass(tmp_path):
+    pairs = [(f"t{i}", _proc("pass"), _proc("pass")) for i in range(3)]
+    wait_iperf(pairs, 30, tmp_path, watch=[("bwm-ng", _proc("import time; time.sleep(3)"))])
+
+
+def test_iperf_report_errors_name_host_port_and_file(tmp_path):
+    bad = tmp_path / "iperf-server-h2.json"
+    bad.write_text(json.dumps({"error": "the client has unexpectedly closed the connection"}))
+    with pytest.raises(RunError, match=r"server on h2:5201 .*unexpectedly closed.*iperf-server-h2"):
+        read_report(bad, "server on h2:5201 (from h1)")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    with pytest.raises(RunError, match="no readable JSON report in .*empty.json"):
+        read_report(empty, "client h1 -> h2:5201")
+    assert read_report(_write(tmp_path / "ok.json", {"end": {}}), "x") == {"end": {}}
+
+
+def _write(path, obj):
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def test_bwm_coverage_detects_a_measurement_that_stopped_early(tmp_path):
+    path = tmp_path / "bwm.csv"
+    rows = [f"{100 + i * 0.5:.1f},s1-eth1,1000,1000,0\n" for i in range(20)]  # 100 .. 109.5
+    path.write_text("".join(rows))
+    check_coverage(path, ["s1-eth1"], 101, 109, 0.5)
+    with pytest.raises(RunError, match="sampled s1-eth1 over 0.0-8.5 s of the 16.0-s"):
+        check_coverage(path, ["s1-eth1"], 101, 117, 0.5)
+    with pytest.raises(RunError, match="sampled s1-eth2 over none"):
+        check_coverage(path, ["s1-eth1", "s1-eth2"], 101, 109, 0.5)
+
+
+def test_exit_codes_follow_the_signal():
+    import signal
+    assert exit_code(KeyboardInterrupt()) == 130
+    assert exit_code(Interrupted(signal.SIGTERM)) == 143
+    p = _proc("import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    p.wait()
+    assert how_ended(p) == "signal SIGTERM"
+
+
+def test_a_killed_runs_folder_is_marked_killed(tmp_path, monkeypatch):
+    monkeypatch.setattr(runfolder, "LIVE_DIR", tmp_path / "live")
+    folder = runfolder.RunFolder(tmp_path / "res", "permutation", {"seed": 1})
+    assert (tmp_path / "live" / f"{folder.id}.json").exists()
+    assert runfolder.mark_killed_runs() == []  # this process is alive: left alone
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    marker = tmp_path / "live" / f"{folder.id}.json"
+    m = json.loads(marker.read_text())
+    marker.write_text(json.dumps({**m, "pid": dead.pid}))
+    assert runfolder.mark_killed_runs() == [f"marked run {folder.path.resolve()} killed"]
+    status = json.loads((folder.path / "status.json").read_text())
+    assert status["status"] == "killed" and f"pid {dead.pid}" in status["error"]
+    assert not marker.exists()
+    folder2 = runfolder.RunFolder(tmp_path / "res", "permutation", {"seed": 2})
+    folder2.set_status("ok")
+    assert not (tmp_path / "live" / f"{folder2.id}.json").exists()
+    assert os.getpid() == json.loads((folder2.path / "status.json").read_text())["pid"]
