@@ -64,6 +64,22 @@ def vswitchd_answers(timeout: float = 3.0) -> bool:
                           "version"], timeout=timeout + 2)) and vswitchd_pid() is not None
 
 
+def mininet_version() -> str:
+    """Mininet's VERSION, read from its source: importing Mininet changes the logging
+    class of the whole process, and model-only runs must not pay for that."""
+    import importlib.util
+    spec = importlib.util.find_spec("mininet")
+    if spec is None or not spec.submodule_search_locations:
+        return "missing"
+    try:
+        text = open(os.path.join(list(spec.submodule_search_locations)[0], "net.py"),
+                    encoding="utf-8").read()
+    except OSError:
+        return "missing"
+    m = re.search(r"^VERSION\s*=\s*['\"]([^'\"]+)", text, re.M)
+    return m.group(1) if m else "unknown"
+
+
 def versions() -> dict[str, str]:
     """Versions of every component a result depends on."""
     def first(text: str) -> str:
@@ -75,16 +91,13 @@ def versions() -> dict[str, str]:
         "bwm-ng": first(run_text(["bwm-ng", "-V"])),
         "mptcpize": "present" if shutil.which("mptcpize") else "missing",
     }
-    for mod, name in (("os_ken", "os-ken"), ("mininet.net", "mininet")):
-        try:
-            if mod == "mininet.net":
-                from mininet.net import VERSION as v  # type: ignore
-            else:
-                from importlib.metadata import version
-                v = version("os-ken")
-            out[name] = str(v)
-        except Exception:  # noqa: BLE001 - report, never crash the report
-            out[name] = "missing"
+    try:
+        from importlib.metadata import version
+        out["os-ken"] = version("os-ken")
+    except Exception:  # noqa: BLE001 - report, never crash the report
+        out["os-ken"] = "missing"
+    out["mininet"] = mininet_version()
+    out["clang"] = first(run_text(["clang", "--version"]))
     return out
 
 

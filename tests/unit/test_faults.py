@@ -117,3 +117,14 @@ def test_a_killed_runs_folder_is_marked_killed(tmp_path, monkeypatch):
     folder2.set_status("ok")
     assert not (tmp_path / "live" / f"{folder2.id}.json").exists()
     assert os.getpid() == json.loads((folder2.path / "status.json").read_text())["pid"]
+
+
+def test_model_runs_never_import_mininet(tmp_path):
+    code = ("import sys; from experiments.cli import main; "
+            "rc = main(['run', 'permutation', '--backend', 'model', '--topo', 'fattree,k=4', "
+            f"'--runs', '1', '--out', {str(tmp_path)!r}]); "
+            "assert rc == 0, rc; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('mininet', 'os_ken')]; "
+            "assert not bad, bad")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:]
