@@ -105,7 +105,9 @@ def other_than(name: str, needs: list[str]) -> str:
 
 
 def make(name: str) -> Dataplane:
-    """A dataplane by name; imports only what that dataplane needs."""
+    """A dataplane by name ('auto': default_name()); imports only what it needs."""
+    if name == "auto":
+        name = default_name()
     if name == "ovs":
         from .ovs import OvsDataplane
         return OvsDataplane()

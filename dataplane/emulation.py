@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -75,6 +76,7 @@ class Emulation:
         self.host_intf: dict[str, str] = {}
         self._lock_fh: Any = None
         self._saved_cc: str | None = None
+        self.link_group = 4096 + secrets.randbelow(2**30)
 
     # ---- bring-up ----
     def __enter__(self) -> "Emulation":
@@ -148,6 +150,13 @@ class Emulation:
         self.registry.add("pids", [n.pid for n in (*self.net.hosts, *self.net.switches,
                                                    *self.net.controllers)])
         self.registry.add("intfs", self.switch_intfs())
+        # one link group for all of the run's interfaces: teardown deletes them with one
+        # netlink request, which the kernel unregisters as a batch (k=4: 0.03 s instead of
+        # 1.1 s for 64 single deletions, each waiting for its own RCU grace period)
+        self.registry.state["link_group"] = self.link_group
+        self.registry.save()
+        check(["ip", "-batch", "-"], input_text="".join(
+            f"link set dev {i} group {self.link_group}\n" for i in self.switch_intfs()))
         self.net.start()
         self.host_pids = {h.name: h.pid for h in self.net.hosts}
         self.host_intf = {h.name: h.intfList()[0].name for h in self.net.hosts}
@@ -156,7 +165,7 @@ class Emulation:
             hostnet.offloads_off(h.pid, [i.name for i in h.intfList() if i.name != "lo"])
         shaping.shape(self.topo, self.link, self.host_pids)
         hostnet.static_arp(self.topo, self.host_pids, self.host_intf)
-        self.facts.ipv6_disabled = hostnet.disable_ipv6(self.host_pids)
+        self.facts.ipv6_disabled = hostnet.disable_ipv6(self.host_pids, self.switch_intfs())
         t1 = time.monotonic()
         self.dataplane.install(self)
         self.facts.rules_s = round(time.monotonic() - t1, 3)
@@ -284,13 +293,18 @@ class Emulation:
             raise Interrupted(pending[0])
 
     def _stop_links(self) -> None:
-        """All switch interfaces in one ip batch (deleting one veth end removes its peer).
+        """Every link at once: the run's link group (deleting one veth end removes its peer).
 
-        Mininet's own stop() deletes links one command at a time (3+ s for a k=4 fat tree).
+        Mininet's own stop() deletes links one command at a time (3+ s for a k=4 fat tree);
+        interfaces that missed the group (an early failure) go one by one.
         """
-        subprocess.run(["ip", "-force", "-batch", "-"], input="".join(
-            f"link del {i}\n" for i in self.switch_intfs()), text=True, capture_output=True,
-            check=False, timeout=60)
+        subprocess.run(["ip", "link", "del", "group", str(self.link_group)],
+                       capture_output=True, check=False, timeout=60)
+        left = [i for i in self.switch_intfs() if os.path.exists(f"/sys/class/net/{i}")]
+        if left:
+            subprocess.run(["ip", "-force", "-batch", "-"], input="".join(
+                f"link del {i}\n" for i in left), text=True, capture_output=True,
+                check=False, timeout=60)
 
     def _stop_shells(self) -> None:
         # every Mininet node (hosts, switches, the controller stub) owns a bash shell

@@ -37,9 +37,17 @@ def static_arp(topo: Topology, host_pids: dict[str, int], host_intf: dict[str, s
         check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
 
 
-def disable_ipv6(host_pids: dict[str, int]) -> bool:
-    """IPv6 off in every host (no router/neighbour solicitations on the links)."""
+def disable_ipv6(host_pids: dict[str, int], root_intfs: list[str]) -> bool:
+    """IPv6 off in every host and on the switch ports in the root namespace: otherwise each
+    end sends its own router solicitations and listener reports into the fabric, where no
+    entry matches them and they would count as losses of the switch."""
     ok = True
+    for intf in root_intfs:
+        try:
+            with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w", encoding="ascii") as fh:
+                fh.write("1")
+        except OSError:
+            ok = False
     for pid in host_pids.values():
         p = subprocess.run(in_ns(pid, ["sh", "-c",
                                        "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6"]),

@@ -95,6 +95,9 @@ def clean_state(state: dict[str, Any]) -> list[str]:
         p = _run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br])
         done.append(f"deleted bridge {br}" if p.returncode == 0 else
                     f"could not delete bridge {br}: {p.stderr.strip()[:200]}")
+    group = state.get("link_group")
+    if group:
+        _run(["ip", "link", "del", "group", str(group)])
     for intf in state.get("intfs", []):
         if _run(["ip", "link", "del", intf]).returncode == 0:
             done.append(f"deleted interface {intf}")
@@ -146,5 +149,7 @@ def machine_leftovers() -> dict[str, list[str]]:
     bridges = _run(["ovs-vsctl", "--timeout=10", "list-br"]).stdout.split()
     veths = _run(["ip", "-o", "link", "show", "type", "veth"]).stdout.splitlines()
     procs = _run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"]).stdout.splitlines()
+    # a zombie (<defunct>) is already dead: only init's reaping of an orphan is pending
     return {"bridges": bridges, "veths": veths,
-            "procs": [p for p in procs if "pytest" not in p], "bpffs": bpf_mounts()}
+            "procs": [p for p in procs if "pytest" not in p and "<defunct>" not in p],
+            "bpffs": bpf_mounts()}
