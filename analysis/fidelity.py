@@ -25,6 +25,8 @@ from topos.base import Topology
 SUSPECT_CPU_SHARE = 0.25   # more than a quarter of the samples above 90 % CPU
 SUSPECT_RATIO = 0.85       # emulated aggregate below 85 % of the model's
 SUSPECT_LOSS = 0.001       # more than 0.1 % of packets lost outside the tail-drop queues
+SUSPECT_GAPS = 0.95        # fewer than 95 % of busy-link dequeue gaps (after full-size
+                           # frames) within 10 % of the frame's time on the wire
 CALIBRATION_FILE = "calibration.json"
 
 
@@ -40,10 +42,16 @@ def lp_bounds(topo: Topology, plan: Plan, pairs: dict[str, str], bw: float,
             "any_paths": round(max_concurrent_flow_graph(caps, list(pairs.items())) / bw, 4)}
 
 
+def gap_share(gaps: dict[str, Any] | None) -> float | None:
+    """Share of busy-link dequeue gaps after full-size frames within 10 % of the ideal."""
+    return ((gaps or {}).get("full_size") or {}).get("within_10pct")
+
+
 def report(emulated: dict[str, float], model: dict[str, float], bw: float,
            cpu_saturated_share: float | None,
            calibration: dict[str, Any] | None = None,
-           emulator_loss_share: float | None = None) -> dict[str, Any]:
+           emulator_loss_share: float | None = None,
+           dequeue_gaps: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source)."""
     srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
     emu = np.array([emulated[s] for s in srcs])
@@ -56,6 +64,10 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
     if emulator_loss_share is not None and emulator_loss_share > SUSPECT_LOSS:
         reasons.append(f"the software switch lost {emulator_loss_share:.2%} of packets "
                        "outside the tail-drop queues")
+    gaps = gap_share(dequeue_gaps)
+    if gaps is not None and gaps < SUSPECT_GAPS:
+        reasons.append(f"only {gaps:.1%} of busy-link dequeue gaps within 10 % of the "
+                       "packet time")
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {
@@ -70,6 +82,8 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
         "mean_norm_model": round(float(mod.mean() / bw), 4),
         "cpu_saturated_share": cpu_saturated_share,
         "emulator_loss_share": emulator_loss_share,
+        "dequeue_gaps": dequeue_gaps,
+        "gaps_within_10pct": gaps,
         "calibration": calibration,
         "model_note": "max-min fair rates on the traced paths; MPTCP subflows independent "
                       "(upstream Linux MPTCP has no coupled congestion control)",
@@ -97,6 +111,8 @@ def headline(fid: dict[str, Any]) -> str:
     cal = fid.get("calibration")
     cal_text = (f", single flow here reaches {cal['utilisation']:.2f} of the link"
                 if cal else ", not calibrated (dcrepro calibrate)")
-    return (f"emulated/model aggregate {fid['aggregate_ratio']:.2f}, median per-flow error "
+    gaps = fid.get("gaps_within_10pct")
+    gap_text = f", busy-link dequeue gaps within 10 %: {gaps:.1%}" if gaps is not None else ""
+    return (f"emulated/model aggregate {fid['aggregate_ratio']:.2f}{gap_text}, median per-flow error "
             f"{fid['median_abs_error']:.2f}, Jain emulated {fid['jain_emulated']:.2f} vs model "
             f"{fid['jain_model']:.2f}{cal_text} -> {flag}")

@@ -72,22 +72,52 @@ def unpack_flow(key: bytes, value: bytes) -> dict[str, Any]:
             "packets": packets, "bytes": nbytes, "in_label": in_label, "out_label": out_label}
 
 
-def build(cache: Path, source: Path = SOURCE) -> Path:
-    """Compile the program with clang into ``cache`` (keyed by the source's hash)."""
+def vmlinux_header(cache: Path) -> Path:
+    """vmlinux.h of the running kernel (from its BTF), for programs that read kernel structs."""
+    out = cache / f"vmlinux-{os.uname().release}" / "vmlinux.h"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = check(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format",
+                      "c"], timeout=120)
+        tmp = out.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text)
+        tmp.replace(out)
+    return out
+
+
+def build(cache: Path, source: Path = SOURCE, kernel_types: bool = False) -> Path:
+    """Compile a program with clang into ``cache`` (keyed by the source's hash and, with
+    ``kernel_types``, the kernel release whose vmlinux.h it includes)."""
     if shutil.which("clang") is None:
-        raise RunError("clang is missing: the bpf dataplane compiles its program with it "
+        raise RunError("clang is missing: the bpf programs are compiled with it "
                        "(./setup.sh installs it)")
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    obj = cache / f"{source.stem}-{digest}.o"
+    key = source.read_bytes() + (os.uname().release.encode() if kernel_types else b"")
+    obj = cache / f"{source.stem}-{hashlib.sha256(key).hexdigest()[:16]}.o"
     if obj.exists():
         return obj
     cache.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_suffix(f".tmp{os.getpid()}")
-    arch = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}.get(os.uname().machine, "")
-    check(["clang", "-O2", "-g", "-Wall", "-target", "bpf", *([f"-I/usr/include/{arch}"] if arch else []),
-           "-c", str(source), "-o", str(tmp)], timeout=120)
+    arch = {"x86_64": ("x86_64-linux-gnu", "x86"),
+            "aarch64": ("aarch64-linux-gnu", "arm64")}.get(os.uname().machine, ("", ""))
+    incs = [f"-I/usr/include/{arch[0]}"] if arch[0] else []
+    if kernel_types:
+        incs = [f"-I{vmlinux_header(cache).parent}", f"-D__TARGET_ARCH_{arch[1]}"]
+    check(["clang", "-O2", "-g", "-Wall", "-target", "bpf", *incs, "-c", str(source), "-o",
+           str(tmp)], timeout=120)
     tmp.replace(obj)
     return obj
+
+
+def load_pinned(obj: Path, pin_dir: Path, prog_type: str | None = None) -> Path:
+    """Mount a private bpffs at ``pin_dir``, load ``obj`` there; return the program's pin
+    (maps are pinned under pin_dir/maps by name)."""
+    pin_dir.mkdir(parents=True, exist_ok=True)
+    check(["mount", "-t", "bpf", "bpf", str(pin_dir)], timeout=10)
+    prog = pin_dir / "prog"
+    check(["bpftool", "prog", "load", str(obj), str(prog),
+           *(["type", prog_type] if prog_type else []), "pinmaps", str(pin_dir / "maps")],
+          timeout=60)
+    return prog
 
 
 class SwitchRuntime:
@@ -100,10 +130,7 @@ class SwitchRuntime:
         self.prog = pin_dir / "prog"
         self.maps: dict[str, BpfMap] = {}
         self.attached: list[str] = []
-        pin_dir.mkdir(parents=True, exist_ok=True)
-        check(["mount", "-t", "bpf", "bpf", str(pin_dir)], timeout=10)
-        check(["bpftool", "prog", "load", str(obj), str(self.prog), "type", "classifier",
-               "pinmaps", str(pin_dir / "maps")], timeout=60)
+        load_pinned(obj, pin_dir, "classifier")
         for name in self.MAPS:
             m = BpfMap(str(pin_dir / "maps" / name))
             if (m.key_size, m.value_size) != SIZES[name]:

@@ -179,8 +179,11 @@ class BpfMap:
                 yield key, value
 
 
-def raw_tracepoint_open(name: str, prog_fd: int) -> int:
-    """Attach a raw (or BTF) tracepoint program; the attachment lives while the fd is open."""
+def raw_tracepoint_open(name: str | None, prog_fd: int) -> int:
+    """Attach a raw tracepoint program (``name``) or a BTF one (``tp_btf``: name None, the
+    program knows its tracepoint); the attachment lives while the returned fd is open."""
+    if name is None:
+        return _bpf(BPF_RAW_TRACEPOINT_OPEN, _RawTpAttr(name=0, prog_fd=prog_fd))
     raw = name.encode() + b"\0"
     buf = ctypes.create_string_buffer(raw, len(raw))
     return _bpf(BPF_RAW_TRACEPOINT_OPEN, _RawTpAttr(name=ctypes.addressof(buf), prog_fd=prog_fd))

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from routing.plan import Plan
 from topos.base import Topology
@@ -28,7 +29,7 @@ from topos.base import Topology
 from . import hostnet, shaping
 from .base import Dataplane, make
 from .proc import Interrupted, RunError, check, in_ns, pid_alive, stop_process
-from .registry import STATE_DIR, Registry, clean_all, clean_state
+from .registry import BPFFS_DIR, STATE_DIR, Registry, clean_all, clean_state
 from .shaping import LinkSpec
 
 LOG = logging.getLogger("dcrepro")
@@ -208,6 +209,34 @@ class Emulation:
             out, _ = p.communicate(timeout=timeout * 4 + 10)
             failed += [(name, ip_to_host[ip]) for ip in out.split()]
         return failed
+
+    @contextmanager
+    def dequeue_gaps(self) -> Iterator[dict[str, Any]]:
+        """Watch every switch port's dequeue gaps while the body runs (Mininet-HiFi's link
+        check, dataplane/qgap.py); the yielded dict is filled with the summary on exit."""
+        from .base import bpf_unavailable
+        result: dict[str, Any] = {}
+        why = bpf_unavailable()
+        if why:
+            result["skipped"] = why
+            yield result
+            return
+        from .qgap import QueueGapProbe, merge, summarize
+        pin = BPFFS_DIR / f"{self.run_id}+qgap"
+        assert self.registry is not None
+        self.registry.add("bpffs", [str(pin)])
+        links = {f"{n}-eth{p}": self.topo.link_bw(n, peer, self.link.bw)
+                 for n, p, peer in shaping.link_ends(self.topo) if self.topo.is_switch(n)}
+        with QueueGapProbe(links, pin) as probe:
+            yield result
+            hists = probe.read()
+        result.update(summarize(merge(list(hists.values()))))
+        # the links that fare worst, judged on full-size frames (ACK-only links are noise)
+        per_link = {name: summarize(h)["full_size"] for name, h in hists.items()}
+        busy = {n: s for n, s in per_link.items() if s["samples"] >= 100}
+        result["links_with_100_full_size_samples"] = len(busy)
+        result["worst_links"] = sorted(({"link": n, **s} for n, s in busy.items()),
+                                       key=lambda r: r["within_10pct"])[:3]
 
     def trace(self, src: str, dst: str, five_tuple: dict[str, Any], proto: str = "tcp") -> list[str]:
         """The switch path of a 5-tuple, as the datapath forwards it."""

@@ -136,9 +136,9 @@ def clean_all(force: bool = False) -> list[str]:
             if "dcrepro-run" in tags and tags["dcrepro-run"] not in live:
                 _run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", name])
                 done.append(f"deleted orphan bridge {name}")
-    # private bpffs mounts of runs that are not live any more
+    # private bpffs mounts of runs that are not live any more ("<run>" or "<run>+<use>")
     for mnt in bpf_mounts():
-        if Path(mnt).name not in live:
+        if Path(mnt).name.split("+")[0] not in live:
             done.append(f"removed orphan bpffs {mnt}" if remove_bpffs(mnt) else
                         f"could not remove orphan bpffs {mnt}")
     return done

@@ -31,6 +31,8 @@ from .runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError
+from analysis.fidelity import gap_share
+
 from .traffic import (BASE_PORT, Flow, check_subflows, counter_delta,
                       port_counters, run_iperf)
 
@@ -340,7 +342,8 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
         facts["qdisc_after"] = emu.verify_qdiscs()
     facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
-        cpu_saturated_share=meas["cpu_saturated_share"])
+        cpu_saturated_share=meas["cpu_saturated_share"],
+        emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"])
     links = measured_link_rows(topo, window, params["bw"], r, label)
     return flows, meas, links, facts
 
@@ -411,7 +414,9 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
                                  "src_addrs": len({s["src_ip"] for s in f.subflows}),
                                  "model_paths": pred[f.src]["paths"],
                                  "cpu_mean": meas["cpu_mean"],
-                                 "cpu_saturated_share": meas["cpu_saturated_share"]})
+                                 "cpu_saturated_share": meas["cpu_saturated_share"],
+                                 "emulator_loss_share": meas["emulator_loss_share"],
+                                 "gaps_within_10pct": gap_share(meas["dequeue_gaps"])})
             else:
                 t = time.monotonic()
                 pred, load = model_rates(topo, plan, pairs, tuples[label], params["bw"], agg)

@@ -282,6 +282,36 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     cpu = CpuSampler(out / "cpu.csv")
     cpu.start()
     before = port_counters(emu)
+    with emu.dequeue_gaps() as gaps:
+        _clients_and_wait(emu, flows, transport, duration, trim, out, port, wrap, servers, bwm)
+    samples = cpu.stop()
+    ports = counter_delta(before, port_counters(emu))
+    write_rows(out / "ports.csv", ports)
+    stop_process(bwm)
+    emu.check_alive()
+    t0 = min(f.start for f in flows) + trim
+    t1 = max(f.start for f in flows) + duration - trim
+    check_coverage(bwm_path, intfs, t0, t1, 0.5)
+    for f in flows:
+        read_report(out / f"iperf-client-{f.src}.json", f"client {f.src} -> {f.dst}:{port}")
+        report = read_report(out / f"iperf-server-{f.dst}.json",
+                             f"server on {f.dst}:{port} (from {f.src})")
+        f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
+        f.bwm_mbps = bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst),
+                                     f.start + trim, f.start + duration - trim)
+    window = [u for t, u in samples if t0 <= t <= t1]
+    return {**emulator_losses(ports),
+            "cpu_mean": round(sum(window) / len(window), 1) if window else None,
+            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
+            if window else None,
+            "window_s": [trim, duration - trim], "dequeue_gaps": gaps}
+
+
+def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
+                      trim: float, out: Path, port: int, wrap: list[str],
+                      servers: list[tuple[Flow, Any, subprocess.Popen]],
+                      bwm: subprocess.Popen) -> None:
+    """Start every client, snapshot the sockets late in the window, wait under watch."""
     clients = []
     for f in flows:
         fh = open(out / f"iperf-client-{f.src}.json", "w")  # noqa: SIM115
@@ -310,27 +340,6 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()
-    samples = cpu.stop()
-    ports = counter_delta(before, port_counters(emu))
-    write_rows(out / "ports.csv", ports)
-    stop_process(bwm)
-    emu.check_alive()
-    t0 = min(f.start for f in flows) + trim
-    t1 = max(f.start for f in flows) + duration - trim
-    check_coverage(bwm_path, intfs, t0, t1, 0.5)
-    for f in flows:
-        read_report(out / f"iperf-client-{f.src}.json", f"client {f.src} -> {f.dst}:{port}")
-        report = read_report(out / f"iperf-server-{f.dst}.json",
-                             f"server on {f.dst}:{port} (from {f.src})")
-        f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
-        f.bwm_mbps = bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst),
-                                     f.start + trim, f.start + duration - trim)
-    window = [u for t, u in samples if t0 <= t <= t1]
-    return {**emulator_losses(ports),
-            "cpu_mean": round(sum(window) / len(window), 1) if window else None,
-            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
-            if window else None,
-            "window_s": [trim, duration - trim]}
 
 
 @dataclass(frozen=True)
