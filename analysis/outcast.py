@@ -138,12 +138,17 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         lo = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and is_local(r)]
         rem = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and not is_local(r)]
         ratio.append(_mean(lo) / _mean(rem) if rem and _mean(rem) > 0 else float("nan"))
+    finite = sorted(x for x in ratio if x == x)
     out = {"runs": len(runs),
            "local_mbps": _r(_mean([_f(r["iperf_mbps"]) for r in rows if is_local(r)])),
            "remote_mean_mbps": _r(_mean([_f(r["iperf_mbps"]) for r in rows if not is_local(r)])),
            "local_over_remote": _r(_mean(ratio)),
            "local_over_remote_min": _r(min(ratio)) if ratio else "",
            "local_over_remote_max": _r(max(ratio)) if ratio else "",
+           "local_over_remote_median": _r(float(np.median(finite))) if finite else "",
+           "local_over_remote_q1": _r(float(np.percentile(finite, 25))) if finite else "",
+           "local_over_remote_q3": _r(float(np.percentile(finite, 75))) if finite else "",
+           "runs_local_below_half": sum(x < 0.5 for x in finite),
            "local_share_of_fair": _r(_mean([_f(r["share_of_fair"]) for r in rows
                                             if is_local(r)]))}
     for hops in sorted({int(r["hops"]) for r in rows}):
@@ -371,4 +376,47 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     path = run_dir / "fattree_outcast.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path]
+    return [path, _plot_runs(run_dir, config, rows)]
+
+
+def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> Path:
+    """fattree_outcast_runs.png: the distribution over runs, not only the mean: the local
+    sender's goodput over the remote senders' mean, and the mean by hop distance, per run."""
+    params = config["params"]
+    runs = sorted({r["run"] for r in rows}, key=int)
+    per_run = [fattree_stats([r for r in rows if r["run"] == run]) for run in runs]
+    ratios = [_f(s["local_over_remote"]) for s in per_run]
+    hops = sorted({int(r["hops"]) for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    ax = axes[0]
+    ax.boxplot([x for x in ratios if x == x], vert=False, widths=0.5)
+    jitter = np.random.default_rng(0).uniform(-0.12, 0.12, len(ratios))
+    ax.scatter(ratios, 1 + jitter, color="tab:orange", zorder=5, s=25,
+               label=f"one run each ({len(ratios)} runs)")
+    ax.axvline(1.0, color="grey", ls=":", lw=1, label="local = remote")
+    ax.axvline(0.5, color="red", ls="--", lw=1, label="local at half the remote mean")
+    ax.set_yticks([])
+    ax.set_xlabel("local sender's goodput / remote senders' mean goodput")
+    ax.set_title(f"Outcast per run: median {np.nanmedian(ratios):.2f}, "
+                 f"{sum(x < 0.5 for x in ratios)} of {len(ratios)} runs below 0.5", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="x")
+    ax = axes[1]
+    for i, h in enumerate(hops):
+        vals = [_f(s.get(f"mean_mbps_{h}hops", "")) for s in per_run]
+        ax.scatter([i] * len(vals) + jitter[:len(vals)], vals, s=20,
+                   color="black" if h == min(hops) else "tab:blue")
+        ax.plot([i - 0.25, i + 0.25], [np.nanmedian(vals)] * 2, color="red", lw=2)
+    ax.set_xticks(range(len(hops)))
+    ax.set_xticklabels([f"{h} hops" for h in hops])
+    ax.set_ylabel("mean goodput of the senders at that distance (Mb/s)")
+    ax.set_title("per run (dots) and median (red) by hop distance", fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}: "
+                 f"{len(runs)} runs", fontsize=11)
+    fig.text(0.01, 0.005, _caption(config, _extra(params, rows)), fontsize=6.5, va="bottom")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.94))
+    path = run_dir / "fattree_outcast_runs.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

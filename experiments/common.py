@@ -98,7 +98,7 @@ def validate(params: dict[str, Any]) -> None:
         name = params["dataplane"]
         dp = dataplanes.make(dataplanes.default_name() if name == "auto" else name)
         if "routing" in params:
-            dp.check_modes(routing.parse(params["routing"]).name,
+            dp.check_modes(str(routing.parse(params["routing"])),
                            routing.modes(params["routing"]))
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "

@@ -15,6 +15,9 @@ _REGISTRY: dict[str, tuple[Callable[..., Plan], Mapping[str, Param]]] = {
     "hashed": (strategies.plan_hashed, {}),
     "ksp": (strategies.plan_ksp, {"k": Param(int, 8, "paths per switch pair", positive_int,
                                              "> 0")}),
+    "spray": (strategies.plan_spray, {"mode": Param(
+        str, "rr", "per-packet choice: rnd (random), rr (round robin per flow), cnt (least "
+        "bytes sent on the port)", lambda m: m in ("rnd", "rr", "cnt"), "rnd, rr or cnt")}),
 }
 #: the plan ops / select modes each strategy uses (a dataplane must carry all of them)
 _MODES: dict[str, Callable[[Spec], set[str]]] = {
@@ -22,6 +25,7 @@ _MODES: dict[str, Callable[[Spec], set[str]]] = {
     "ecmp": lambda _s: {"forward", "hash"},
     "hashed": lambda _s: {"forward", "hash"},
     "ksp": lambda _s: {"forward", "hash"},
+    "spray": lambda s: {"forward", s["mode"]},
 }
 SCHEMAS = {name: schema for name, (_, schema) in _REGISTRY.items()}
 

@@ -98,6 +98,13 @@ def plan_ecmp(topo: Topology, **_: object) -> Plan:
     return per_hop(topo, "ecmp", lambda ports: ports)
 
 
+def plan_spray(topo: Topology, mode: str = "rr", **_: object) -> Plan:
+    """Packet-level spraying (004_...): every switch picks among all equal-cost next hops
+    per packet: ``rnd`` at random, ``rr`` round robin per flow (the choice after the flow's
+    last), ``cnt`` the next hop whose port has sent the fewest bytes."""
+    return per_hop(topo, f"spray,mode={mode}", lambda ports: ports, mode=mode)
+
+
 def pinned(topo: Topology, routing: str,
            paths_for: Callable[[nx.Graph, str, str], list[list[str]]]) -> Plan:
     """Path-pinning plan: the ingress hashes each flow onto one of ``paths_for(g, src, dst)``."""

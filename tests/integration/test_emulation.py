@@ -25,7 +25,8 @@ DATAPLANES = ["bpf", "ovs"]
 
 
 @pytest.mark.parametrize("dataplane,spec", [(d, s) for d in DATAPLANES
-                                            for s in ("st", "ecmp", "hashed", "ksp,k=3")])
+                                            for s in ("st", "ecmp", "hashed", "ksp,k=3")]
+                         + [("bpf", "spray,mode=rr")])
 def test_all_pairs_ping(dataplane, spec, tmp_path):
     topo = topos.build("fattree,k=4")
     plan = routing.make_plan(topo, spec)
@@ -217,3 +218,24 @@ def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(dataplane, t
                            capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0, clean.stderr
     assert ("deleted bridge" if dataplane == "ovs" else "removed bpffs") in clean.stdout
+
+
+@pytest.mark.parametrize("mode", ["rnd", "rr", "cnt"])
+def test_spray_spreads_one_flows_packets_over_the_uplinks(mode, tmp_path):
+    """One UDP 5-tuple, 60 packets: the edge switch sends them up both uplinks (rr: exactly
+    alternating), every hop stays on a shortest path, nothing is lost."""
+    topo = topos.build("fattree,k=4")
+    plan = routing.make_plan(topo, f"spray,mode={mode}")
+    with Emulation(topo, plan, LinkSpec(10, 100), tmp_path, "t-spray", dataplane="bpf") as emu:
+        script = ("import socket,time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "s.bind(('10.0.0.2', 41000))\nfor _ in range(60):\n"
+                  " s.sendto(b'x' * 200, ('10.3.1.3', 5201))\n time.sleep(0.002)\n")
+        subprocess.run(in_ns(emu.host("0_0_2").pid, ["python3", "-c", script]), check=True,
+                       timeout=30)
+        ft = {"src_ip": "10.0.0.2", "dst_ip": "10.3.1.3", "src_port": 41000, "dst_port": 5201}
+        spread = emu.dataplane.spread(emu, "0_0_2", "3_1_3", ft, proto="udp")
+    uplinks = spread["0_0_1"]
+    assert set(uplinks) == {3, 4} and sum(uplinks.values()) == 60, spread
+    if mode == "rr":
+        assert uplinks == {3: 30, 4: 30}
+    assert sum(spread["3_1_1"].values()) == 60, "every packet reached the last switch"

@@ -8,7 +8,7 @@ import routing
 import topos
 from routing.plan import Plan
 from routing.strategies import hash_basis, k_shortest_paths
-from routing.walk import ETH_TYPE_ARP, WalkError, all_paths, first_choice, walk
+from routing.walk import ETH_TYPE_ARP, WalkError, all_paths, first_choice, split, walk
 
 FT4 = topos.build("fattree,k=4")
 JF = topos.build("jellyfish,switches=8,ports=4,hosts=6,seed=1")
@@ -132,3 +132,26 @@ def test_walk_detects_broken_plans():
     plan.switches["4_1_1"].table.clear()
     with pytest.raises(WalkError, match="dropped at 4_1_1"):
         walk(FT4, plan, "1_0_2", "0_0_2", first_choice)
+
+
+@pytest.mark.parametrize("mode", ["rnd", "rr", "cnt"])
+def test_spray_chooses_per_packet_among_all_shortest_next_hops(mode):
+    plan = routing.make_plan(FT4, f"spray,mode={mode}")
+    assert plan.modes() == {"forward", mode}
+    ecmp = routing.make_plan(FT4, "ecmp")
+    for a, b in [("0_0_2", "3_1_3"), ("0_0_2", "0_1_3"), ("0_0_2", "0_0_3")]:
+        assert all_paths(FT4, plan, a, b) == all_paths(FT4, ecmp, a, b)
+        shares = split(FT4, plan, a, b)
+        assert set(shares) == all_paths(FT4, plan, a, b)
+        assert abs(sum(shares.values()) - 1) < 1e-9
+        assert len(set(round(v, 9) for v in shares.values())) == 1, "an even split"
+
+
+def test_spray_is_refused_by_openflow_before_anything_is_built():
+    from experiments.common import validate
+    with pytest.raises(ValueError, match="routing 'spray,mode=rnd' needs rnd, which the ovs "
+                                         "dataplane cannot carry; use --dataplane bpf"):
+        validate({"routing": "spray,mode=rnd", "dataplane": "ovs"})
+    validate({"routing": "spray,mode=rnd", "dataplane": "bpf"})
+    with pytest.raises(ValueError, match="mode=x is invalid"):
+        validate({"routing": "spray,mode=x", "dataplane": "bpf"})
