@@ -103,6 +103,22 @@ def first_choice(_switch: str, _n: int) -> int:
     return 0
 
 
+def _scripted(script: list[int]) -> tuple[Select, list[tuple[int, int]]]:
+    """A select() that replays ``script`` and then takes choice 0, recording in the returned
+    list every (choice point, n) it decided beyond the script."""
+    pos = [0]
+    branch: list[tuple[int, int]] = []
+
+    def select(_s: str, n: int) -> int:
+        i = pos[0]
+        pos[0] += 1
+        if i < len(script):
+            return script[i]
+        branch.append((i, n))
+        return 0
+    return select, branch
+
+
 def all_paths(topo: Topology, plan: Plan, src: str, dst: str,
               limit: int = 4096) -> set[tuple[str, ...]]:
     """Every switch path the plan can give src->dst over all choice outcomes (enumerated)."""
@@ -110,16 +126,7 @@ def all_paths(topo: Topology, plan: Plan, src: str, dst: str,
     stack: list[list[int]] = [[]]
     while stack and len(found) < limit:
         script = stack.pop()
-        pos = [0]
-        branch: list[tuple[int, int]] = []
-
-        def select(_s: str, n: int, script: list[int] = script) -> int:
-            i = pos[0]
-            pos[0] += 1
-            if i < len(script):
-                return script[i]
-            branch.append((i, n))
-            return 0
+        select, branch = _scripted(script)
         found.add(tuple(walk(topo, plan, src, dst, select)))
         # every undecided choice point beyond the script spawns its alternatives
         for i, n in branch:
@@ -138,16 +145,7 @@ def split(topo: Topology, plan: Plan, src: str, dst: str) -> dict[tuple[str, ...
     stack: list[tuple[list[int], float]] = [([], 1.0)]
     while stack:
         script, weight = stack.pop()
-        pos = [0]
-        branch: list[tuple[int, int]] = []
-
-        def select(_s: str, n: int, script: list[int] = script) -> int:
-            i = pos[0]
-            pos[0] += 1
-            if i < len(script):
-                return script[i]
-            branch.append((i, n))
-            return 0
+        select, branch = _scripted(script)
         path = tuple(walk(topo, plan, src, dst, select))
         if not branch:
             shares[path] = shares.get(path, 0.0) + weight
