@@ -55,6 +55,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/dcrepro ]; t
   echo "$want" > "$stamp"
 fi
 
+# The kernel dataplane's programs, compiled once per source version (and kernel, for the
+# probe that reads kernel structs); a run would build them too, but a failure shows here.
+.venv/bin/python - <<'PY' || echo "setup: the bpf dataplane's programs did not build (above); use --dataplane ovs" >&2
+from dataplane.base import bpf_unavailable
+if not bpf_unavailable():
+    from dataplane import bpfswitch, qgap
+    bpfswitch.build(qgap.BUILD_DIR)
+    bpfswitch.build(qgap.BUILD_DIR, qgap.SOURCE, kernel_types=True)
+PY
+
 .venv/bin/python - <<'PY'
 from dataplane.sysinfo import environment
 e = environment()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .base import Dataplane
 from .proc import RunError, check, free_port, how_ended, pid_alive, stop_process
+from .registry import delete_bridges
 from .sysinfo import ovs_datapath, vswitchd_answers, vswitchd_pid
 
 if TYPE_CHECKING:
@@ -225,10 +226,9 @@ class OvsDataplane(Dataplane):
         """Delete the run's bridges in one OVS transaction, then stop the controller."""
         bridges = [s.name for s in emu.net.switches] if emu.net is not None else []
         try:
-            if bridges:
-                check(["ovs-vsctl", "--timeout=20",
-                       *[a for b in bridges for a in ("--", "--if-exists", "del-br", b)]],
-                      timeout=30)
+            failed = [x for x in delete_bridges(bridges) if not x.startswith("deleted")]
+            if failed:
+                raise RunError("; ".join(failed[:3]))
         finally:
             if self.controller is not None:
                 self.controller.stop()

@@ -78,6 +78,24 @@ def remove_bpffs(path: str) -> bool:
     return path not in bpf_mounts()
 
 
+def delete_bridges(bridges: list[str]) -> list[str]:
+    """Delete bridges in one OVS transaction, then check that each is gone.
+
+    With the switch daemon dead, ``--no-wait``: otherwise ovs-vsctl waits for a daemon that
+    will never confirm (10 s per bridge before this).
+    """
+    if not bridges:
+        return []
+    from .sysinfo import vswitchd_pid
+    wait = [] if vswitchd_pid() else ["--no-wait"]
+    p = _run(["ovs-vsctl", "--timeout=10", *wait,
+              *[a for b in bridges for a in ("--", "--if-exists", "del-br", b)]], timeout=30)
+    left = set(_run(["ovs-vsctl", "--timeout=10", "list-br"]).stdout.split())
+    return [f"deleted bridge {b}" if b not in left else
+            f"could not delete bridge {b}: {p.stderr.strip()[:200] or 'still listed'}"
+            for b in bridges]
+
+
 def clean_state(state: dict[str, Any]) -> list[str]:
     """Remove what a (dead) run recorded; return what was done. Touches nothing else."""
     done = []
@@ -91,10 +109,7 @@ def clean_state(state: dict[str, Any]) -> list[str]:
                 except ProcessLookupError:
                     pass
             done.append(f"killed process group {pid}")
-    for br in state.get("bridges", []):
-        p = _run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br])
-        done.append(f"deleted bridge {br}" if p.returncode == 0 else
-                    f"could not delete bridge {br}: {p.stderr.strip()[:200]}")
+    done += delete_bridges(state.get("bridges", []))
     group = state.get("link_group")
     if group:
         _run(["ip", "link", "del", "group", str(group)])

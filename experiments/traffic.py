@@ -313,6 +313,7 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
                       bwm: subprocess.Popen) -> None:
     """Start every client, snapshot the sockets late in the window, wait under watch."""
     clients = []
+    first = time.monotonic()
     for f in flows:
         fh = open(out / f"iperf-client-{f.src}.json", "w")  # noqa: SIM115
         f.start = time.time()
@@ -323,8 +324,10 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     # Snapshot the sockets once, at the end of the measurement window while traffic still
     # runs: MPTCP subflows (and plain TCP 5-tuples) for the subflow check and for tracing.
     # As late as possible, because an MP_JOIN whose SYN the switch lost retries after 1 s,
-    # 2 s, 4 s ... and the subflow only appears then.
-    mid = time.monotonic() + max(duration / 2, duration - trim)
+    # 2 s, 4 s ... and the subflow only appears then.  Counted from the FIRST client's
+    # start: starting 54 MPTCP clients takes about 5 s, and the earliest ones must still run
+    # (one `ss` per host takes about 20 ms; a second is kept for them).
+    mid = first + max(duration / 2, duration - trim - 1)
     while time.monotonic() < mid:
         if any(p.poll() is not None for _, _, p in clients):
             break

@@ -28,8 +28,9 @@ def test_positional_and_defaults():
     s = topos.parse("jellyfish,30,seed=7")
     assert s.name == "jellyfish" and s["switches"] == 30 and s["seed"] == 7 and s["ports"] == 4
     assert str(routing.parse("ksp")) == "ksp,k=8"
-    with pytest.raises(SpecError, match="unknown routing 'spray'"):
-        routing.parse("spray")
+    assert str(routing.parse("spray")) == "spray,mode=rr"
+    with pytest.raises(SpecError, match="unknown routing 'sprey'"):
+        routing.parse("sprey")
     with pytest.raises(SpecError, match="k=0 is invalid"):
         routing.parse("ksp,k=0")
 
