@@ -5,4 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 ./setup.sh >/dev/null
-exec .venv/bin/dcrepro run permutation "$@"
+# DCREPRO may name another dcrepro command line (e.g. a development copy of the CLI).
+read -r -a cmd <<< "${DCREPRO:-.venv/bin/dcrepro}"
+exec "${cmd[@]}" run permutation "$@"
