@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,8 +59,9 @@ def bringup_teardown(spec: str, dataplane: str, reps: int) -> None:
 
 def dcrepro(*args: str) -> None:
     """Run the CLI, fail loudly; on interrupt let it tear down (SIGTERM), never SIGKILL it."""
-    child = subprocess.Popen([str(REPO / ".venv/bin/dcrepro"), *args], cwd=REPO,
-                             stdout=subprocess.DEVNULL)
+    # DCREPRO may name another dcrepro command line, as for the sweep scripts
+    cmd = os.environ.get("DCREPRO", "").split() or [str(REPO / ".venv/bin/dcrepro")]
+    child = subprocess.Popen([*cmd, *args], cwd=REPO, stdout=subprocess.DEVNULL)
     try:
         rc = child.wait()
     except KeyboardInterrupt:
