@@ -100,9 +100,31 @@ def validate(params: dict[str, Any]) -> None:
         if "routing" in params:
             dp.check_modes(str(routing.parse(params["routing"])),
                            routing.modes(params["routing"]))
+    if "cc" in params:
+        check_cc(str(params["cc"]))
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")
+
+
+def check_cc(cc: str) -> None:
+    """The congestion control exists here (built in, or a module modprobe could load)."""
+    import subprocess
+
+    from dataplane.sysinfo import read_sysctl
+    if not cc.replace("_", "").isalnum():
+        raise ValueError(f"--cc {cc!r} is not a congestion control name")
+    available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+    if cc in available:
+        return
+    try:
+        loadable = subprocess.run(["modprobe", "-n", "-q", f"tcp_{cc}"], capture_output=True,
+                                  timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        loadable = False
+    if not loadable:
+        raise ValueError(f"--cc {cc}: not available on this machine (available: "
+                         f"{' '.join(available)})")
 
 
 def transports(params: Mapping[str, Any]) -> list[str]:

@@ -44,6 +44,9 @@ def test_positional_and_defaults():
     (["--transport", "udp"], "--transport"),
     (["--subflows", "9"], "--subflows must be 1..8"),
     (["--runs", "0"], "--runs must be"),
+    (["--cc", "nosuchcc"], "--cc nosuchcc: not available on this machine"),
+    (["--dataplane", "p4"], "--dataplane must be one of bpf, ovs"),
+    (["--dataplane", "ovs", "--routing", "spray,mode=rnd"], "use --dataplane bpf"),
 ])
 def test_cli_rejects_bad_values_before_building(args, msg, tmp_path):
     p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation",
@@ -58,6 +61,17 @@ def test_help_lists_every_flag_with_default():
                        capture_output=True, text=True)
     assert p.returncode == 0
     for flag in ("--topo", "--routing", "--bw", "--queue", "--duration", "--trim", "--runs",
-                 "--seed", "--transport", "--subflows", "--cc", "--quick", "--out"):
+                 "--seed", "--transport", "--subflows", "--cc", "--quick", "--out",
+                 "--dataplane", "--backend"):
         assert flag in p.stdout
     assert "default: fattree,k=4" in p.stdout
+
+
+def test_unwritable_out_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation",
+                        "--backend", "model", "--out", str(blocker / "sub")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "--out" in p.stderr and "cannot create it" in p.stderr
