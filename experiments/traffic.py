@@ -127,9 +127,11 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
                 raise RunError(f"iperf3 client {pending[0][0]} did not finish in time "
                                f"({timeout:g} s)")
             time.sleep(WATCH_INTERVAL)
+    # A server exits once its client's last segments arrive; behind a starved tail-drop
+    # port (Outcast) they can sit in RTO backoff too, so the servers share the deadline.
     for name, _, server in pairs:
         try:
-            server.wait(timeout=15)
+            server.wait(timeout=max(15.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             raise RunError(f"iperf3 server of {name} did not exit") from None
 
