@@ -415,7 +415,7 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}: "
                  f"{len(runs)} runs", fontsize=11)
     fig.text(0.01, 0.005, _caption(config, _extra(params, rows)), fontsize=6.5, va="bottom")
-    fig.tight_layout(rect=(0, 0.08, 1, 0.94))
+    fig.tight_layout(rect=(0, 0.13, 1, 0.94))
     path = run_dir / "fattree_outcast_runs.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
