@@ -293,6 +293,7 @@ class Sender:
     iperf_mbps: float = float("nan")
     offered_mbps: float = float("nan")
     retransmits: int = -1
+    connected: bool = True  # False: its iperf3 connection never got through (counted as 0)
     series: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -357,9 +358,14 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         # the same tail-drop port can sit in RTO backoff, capped at 120 s by Linux: allow one
         # full backoff after the test before calling the client hung.
         srv = {s.name: p for s, _, p in servers}
-        wait_iperf([(f"{s.name} -> {receiver}:{s.port}", p, srv[s.name])
-                    for s, _, p in clients], duration + 150, out,
-                   watch=[("bwm-ng", bwm)], alive=emu.check_alive)
+        name = {s.name: f"{s.name} -> {receiver}:{s.port}" for s in senders}
+        # A sender whose SYNs the full tail-drop port drops for the whole connect timeout
+        # is the Outcast effect at its extreme: recorded as 0 Mb/s and flagged, not failed.
+        unconnected = wait_iperf(
+            [(name[s.name], p, srv[s.name]) for s, _, p in clients], duration + 150, out,
+            watch=[("bwm-ng", bwm)], alive=emu.check_alive,
+            reports={name[s.name]: out / f"iperf-client-{s.name}.json" for s in senders},
+            may_not_connect=True)
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()
@@ -378,6 +384,12 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
     for s in senders:
+        if name[s.name] in unconnected:
+            s.connected, s.iperf_mbps, s.series = False, 0.0, []
+            bw = [r for t, r in _bwm_series(bwm_path, access[s.name])
+                  if s.start + trim <= t <= s.start + duration - trim]
+            s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
+            continue
         report = read_report(out / f"iperf-server-{s.name}.json",
                              f"server on {receiver}:{s.port} (from {s.name})")
         s.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
@@ -416,7 +428,8 @@ def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any
                      "iperf_mbps": round(s.iperf_mbps, 4), "offered_mbps": round(s.offered_mbps, 4),
                      "fair_mbps": round(fair_mbps, 4),
                      "share_of_fair": round(s.iperf_mbps / fair_mbps, 4),
-                     "retransmits": s.retransmits, "cpu_mean": meas["cpu_mean"],
+                     "retransmits": s.retransmits, "connected": s.connected,
+                     "cpu_mean": meas["cpu_mean"],
                      "cpu_max": meas["cpu_max"],
                      "cpu_saturated_share": meas["cpu_saturated_share"],
                      "emulator_loss_share": meas["emulator_loss_share"]})

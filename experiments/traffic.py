@@ -94,18 +94,30 @@ def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
 WATCH_INTERVAL = 0.2
 
 
+#: iperf3's words for a client whose control connection never got through (its SYNs lost)
+NO_CONNECT = "unable to connect to server"
+
+
 def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], timeout: float,
                out: Path, watch: list[tuple[str, subprocess.Popen]] | None = None,
-               alive: Callable[[], None] | None = None) -> None:
+               alive: Callable[[], None] | None = None,
+               reports: dict[str, Path] | None = None,
+               may_not_connect: bool = False) -> set[str]:
     """Wait for every (name, client, server) transfer under one deadline, watching everything.
 
     Fails within WATCH_INTERVAL when a client exits non-zero, a server dies by a signal or
     an error before its client finished, a ``watch``ed measurement process (bwm-ng) exits
     while traffic runs, or ``alive()`` (the dataplane: controller, switch daemon, BPF
     programs) raises.  Then waits a bounded time for the servers to write their reports.
+
+    ``reports`` (name -> client JSON path): a client that exits 0 with an ``error`` in its
+    JSON (iperf3 3.12 does that) fails the run at once, except, with ``may_not_connect``, one
+    whose connection never got through: then its server is stopped and its name returned
+    (the caller records the flow as starved).
     """
     deadline = time.monotonic() + timeout
     pending = list(pairs)
+    unconnected: set[str] = set()
     while pending:
         for name, client, server in list(pending):
             if client.poll() is not None:
@@ -113,6 +125,14 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
                     raise RunError(f"iperf3 client {name} (pid {client.pid}) ended with "
                                    f"{how_ended(client)}; see the iperf-client files in {out}")
                 pending.remove((name, client, server))
+                if reports and name in reports:
+                    try:
+                        read_report(reports[name], f"client {name}")
+                    except RunError as exc:
+                        if not (may_not_connect and NO_CONNECT in str(exc)):
+                            raise
+                        unconnected.add(name)
+                        stop_process(server)
             elif server.poll() is not None and server.returncode != 0:
                 raise RunError(f"iperf3 server of {name} (pid {server.pid}) ended with "
                                f"{how_ended(server)} while its client was still sending")
@@ -134,6 +154,7 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
             server.wait(timeout=max(15.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             raise RunError(f"iperf3 server of {name} did not exit") from None
+    return unconnected
 
 
 def read_report(path: Path, who: str) -> dict[str, Any]:
@@ -339,9 +360,10 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
         (out / f"ss-{f.src}.txt").write_text(text)
         f.subflows = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
     try:
-        wait_iperf([(f"{f.src}->{f.dst} (port {port})", c, s)
-                    for (f, _, c), (_, _, s) in zip(clients, servers)], duration + 30, out,
-                   watch=[("bwm-ng", bwm)], alive=emu.check_alive)
+        names = [f"{f.src}->{f.dst} (port {port})" for f in flows]
+        wait_iperf([(n, c, s) for n, (_, _, c), (_, _, s) in zip(names, clients, servers)],
+                   duration + 30, out, watch=[("bwm-ng", bwm)], alive=emu.check_alive,
+                   reports={n: out / f"iperf-client-{f.src}.json" for n, f in zip(names, flows)})
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()

@@ -128,3 +128,26 @@ def test_model_runs_never_import_mininet(tmp_path):
             "assert not bad, bad")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:]
+
+
+def test_client_error_in_its_json_fails_at_once_unless_it_never_connected(tmp_path):
+    report = tmp_path / "client.json"
+    report.write_text(json.dumps({"error": "unable to connect to server: Connection timed out"}))
+    c, s = _proc("pass"), _proc("import time; time.sleep(30)")
+    t0 = time.monotonic()
+    with pytest.raises(RunError, match="client a->b: unable to connect"):
+        wait_iperf([("a->b", c, s)], 60, tmp_path, reports={"a->b": report})
+    assert time.monotonic() - t0 < 2
+    s.kill()
+    s.wait()
+    c, s = _proc("pass"), _proc("import time; time.sleep(30)")
+    got = wait_iperf([("a->b", c, s)], 60, tmp_path, reports={"a->b": report},
+                     may_not_connect=True)
+    assert got == {"a->b"} and s.poll() is not None, "its server is stopped"
+    report.write_text(json.dumps({"error": "the server is busy running a test"}))
+    c, s = _proc("pass"), _proc("import time; time.sleep(30)")
+    with pytest.raises(RunError, match="server is busy"):
+        wait_iperf([("a->b", c, s)], 60, tmp_path, reports={"a->b": report},
+                   may_not_connect=True)
+    s.kill()
+    s.wait()
