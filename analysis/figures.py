@@ -19,9 +19,10 @@ def _caption(config: dict[str, Any], extra: str = "") -> str:
     """Figure title: experiment, backend, run id and every parameter, wrapped to fit."""
     p = config["params"]
     keys = ("topo", "routing", "bw", "queue", "duration", "trim", "runs", "seed", "cc",
-            "subflows", "backend")
-    text = ", ".join(f"{k}={p[k]}" for k in keys if k in p)
+            "subflows", "backend", "dataplane")
     backend = p.get("backend", "emulated")
+    text = ", ".join(f"{k}={p[k]}" for k in keys if k in p and
+                     not (k == "dataplane" and backend == "model"))
     lines = [f"{config['experiment']} [{backend}] {config['run_id']}", text, *extra.split("\n")]
     return "\n".join(textwrap.fill(line, 100) for line in lines if line)
 

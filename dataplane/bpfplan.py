@@ -1,41 +1,19 @@
 """Plan -> entries of the tc-BPF switch's maps, and a model of the program's lookup (pure).
 
-The layouts are those of dataplane/bpf/switch.bpf.c (packed by dataplane/bpfswitch.py); here
-they are plain tuples so that a unit test can check the translation against the plan
-interpreter (routing/walk.py) without root, as controller/ofplan.py does for OpenFlow.
+The layouts are those of dataplane/bpf/switch.bpf.c (dataplane/bpfswitch.py defines the
+tuples and packs them); here they stay tuples, so that a unit test can check the translation
+against the plan interpreter (routing/walk.py) without root, as controller/ofplan.py does
+for OpenFlow.
 """
 from __future__ import annotations
 
 import socket
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from routing.plan import LABEL_ANY, Plan, SwitchPlan
 from topos.base import Topology
 
-KIND_ETH, KIND_ARP = 1, 2
-OP_FORWARD, OP_REPLICATE = 1, 2
-MODES = {"hash": 0, "rnd": 1, "rr": 2, "cnt": 3}
-
-
-class FibKey(NamedTuple):
-    """struct fib_key: switch id, input port (0 = any), label (0xFFFF = any), kind, address."""
-
-    sw: int
-    in_port: int
-    label: int
-    kind: int
-    addr: bytes  # 6 bytes: a MAC, or an IPv4 address followed by two zero bytes
-
-
-class FibAction(NamedTuple):
-    """struct fib_action: op, select mode, pop flag, choice ports and labels, next-hop set id."""
-
-    op: int
-    mode: int
-    pop: int
-    group: int
-    ports: tuple[int, ...]
-    push: tuple[int, ...]
+from .bpfswitch import ACT_FORWARD, ACT_REPLICATE, KIND_ARP, KIND_ETH, MODES, FibAction, FibKey
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -61,7 +39,7 @@ def fib_entries(plan: Plan) -> dict[FibKey, FibAction]:
         for m, act in sw.table.items():
             group = groups.setdefault(act.choices, len(groups) + 1)
             out[fib_key(sw, m.kind, m.dst, m.label, m.in_port)] = FibAction(
-                OP_REPLICATE if act.op == "replicate" else OP_FORWARD,
+                ACT_REPLICATE if act.op == "replicate" else ACT_FORWARD,
                 MODES.get(act.mode, 0), int(act.pop), group,
                 tuple(c.port for c in act.choices), tuple(c.push for c in act.choices))
     return out
@@ -93,6 +71,6 @@ def simulate(fib: dict[FibKey, FibAction], sw: int, in_port: int, label: int, ki
     if act is None or not act.ports:
         return []
     base = 0 if act.pop else label
-    idx = range(len(act.ports)) if act.op == OP_REPLICATE else \
+    idx = range(len(act.ports)) if act.kind == ACT_REPLICATE else \
         [choose(len(act.ports)) if len(act.ports) > 1 else 0]
     return [(act.ports[i], act.push[i] or base) for i in idx]

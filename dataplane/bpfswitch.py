@@ -1,166 +1,583 @@
 """The tc-BPF switch program's life: build, load and pin, fill and read its maps, attach, remove.
 
-The struct layouts below mirror dataplane/bpf/switch.bpf.c byte for byte (little-endian,
-explicit padding); tests/unit/test_bpfswitch.py checks the round trips and sizes, and the
-loaded maps' key/value sizes are checked against them at load time.
+The struct layouts below mirror dataplane/bpf/switch.bpf.c byte for byte (little-endian, no
+implicit padding: the C structs have explicit pad fields, packed here as ``x`` bytes).
+tests/unit/test_bpfswitch.py checks them against the compiled object's BTF, and the loaded
+maps' key/value sizes are checked against them at load time.
+
+Every pack function takes a tuple in the field order of its NamedTuple (so the translation's
+own tuples, e.g. dataplane/bpfplan.FibKey/FibAction, pack as they are); every unpack function
+returns the NamedTuple.  IPv4 addresses are dotted strings, MACs 6 bytes, ports host order.
+
+Pinning: a private bpffs is mounted at the run's directory (/run/dcrepro/bpffs/<run id>),
+never under /sys/fs/bpf: ``ip netns exec`` and ``tc -n`` remount /sys in their own mount
+namespace, so pins there would not be found by the commands that need them.  ``teardown(dir)``
+removes everything found at such a directory (attachments of its program, pins, the mount,
+the directory) and is all a crashed run needs.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
 import struct
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
-from .bpfplan import FibAction, FibKey
 from .bpfsys import BpfMap
-from .proc import RunError, check
+from .proc import RunError
 from .registry import remove_bpffs
 
 SOURCE = Path(__file__).resolve().parent / "bpf" / "switch.bpf.c"
+CFLAGS = ("-O2", "-g", "-Wall", "-target", "bpf")
 MAX_CHOICES = 16
-# struct formats (see switch.bpf.c)
-PORT_INFO = struct.Struct("<IIIIQQQ")          # sw, port, seed, pad, rx_packets, rx_bytes, miss
+LABEL_ANY = 0xFFFF
+MAX_LABEL = 4094
+KIND_ETH, KIND_ARP = 1, 2                      # fib_key.kind
+ACT_FORWARD, ACT_REPLICATE = 1, 2              # fib_action.kind
+MODE_HASH, MODE_RND, MODE_RR, MODE_CNT = 0, 1, 2, 3
+MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
+MAPS = ("ports", "egress", "fib", "rr", "flows")
+PROG_PIN = "prog"                              # the program's pin inside the bpffs
+MAP_DIR = "maps"                               # pinmaps directory inside the bpffs
+TIMEOUT = 60.0
+
+# struct formats (switch.bpf.c); x = an explicit pad field, always zero
+IFINDEX = struct.Struct("<I")                  # ports key: __u32 ifindex
+PORT_INFO = struct.Struct("<III4xQQQ")         # sw, port, seed, pad, rx_packets, rx_bytes, miss
 PORT_KEY = struct.Struct("<II")                # sw, port
-EGRESS_INFO = struct.Struct("<IIQQ")           # ifindex, pad, tx_packets, tx_bytes
-FIB_KEY = struct.Struct("<IHHBB6s")            # sw, in_port, label, kind, pad, addr
-FIB_ACTION = struct.Struct(f"<BBBBI{MAX_CHOICES}H{MAX_CHOICES}H")
-FLOW_KEY = struct.Struct("<I4s4sHHBBH")        # sw, saddr, daddr, sport, dport, proto, pad, out
-FLOW_STAT = struct.Struct("<QQHHI")            # packets, bytes, in_label, out_label, pad
-IFINDEX = struct.Struct("<I")
+EGRESS_INFO = struct.Struct("<I4xQQ")          # ifindex, pad, tx_packets, tx_bytes
+FIB_KEY = struct.Struct("<IHHBx6s")            # sw, in_port, label, kind, pad, addr[6]
+FIB_ACTION = struct.Struct(f"<BBBBI{MAX_CHOICES}H{MAX_CHOICES}H")  # kind mode pop n group port push
+RR_KEY = struct.Struct("<II4s4sHHB3x")         # sw, group, saddr, daddr, sport, dport, proto, pad
+RR_VALUE = struct.Struct("<I")                 # last_index
+FLOW_KEY = struct.Struct("<I4s4sHHBxH")        # sw, saddr, daddr, sport, dport, proto, pad, out
+FLOW_STAT = struct.Struct("<QQHH4x")           # packets, bytes, in_label, out_label, pad
 SIZES = {"ports": (IFINDEX.size, PORT_INFO.size), "egress": (PORT_KEY.size, EGRESS_INFO.size),
-         "fib": (FIB_KEY.size, FIB_ACTION.size), "flows": (FLOW_KEY.size, FLOW_STAT.size),
-         "rr": (24, 4)}
+         "fib": (FIB_KEY.size, FIB_ACTION.size), "rr": (RR_KEY.size, RR_VALUE.size),
+         "flows": (FLOW_KEY.size, FLOW_STAT.size)}
 
 
-def pack_fib_key(k: FibKey) -> bytes:
-    """struct fib_key."""
-    return FIB_KEY.pack(k.sw, k.in_port, k.label, k.kind, 0, k.addr)
+class PortInfo(NamedTuple):
+    """ports value: the switch and port behind an ifindex, the switch's seed, counters."""
+
+    sw: int
+    port: int
+    seed: int
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    miss_packets: int = 0
+
+
+class PortKey(NamedTuple):
+    """egress key."""
+
+    sw: int
+    port: int
+
+
+class EgressInfo(NamedTuple):
+    """egress value: the port's ifindex and what the program redirected to it."""
+
+    ifindex: int
+    tx_packets: int = 0
+    tx_bytes: int = 0
+
+
+class FibKey(NamedTuple):
+    """fib key: in_port 0 = any; label 0 = untagged, LABEL_ANY = any tagged; addr = MAC
+    (KIND_ETH) or IPv4 target address + two zero bytes (KIND_ARP)."""
+
+    sw: int
+    in_port: int
+    label: int
+    kind: int
+    addr: bytes
+
+
+class FibAction(NamedTuple):
+    """fib value: ACT_FORWARD (one choice by ``mode``) or ACT_REPLICATE (all), pop first?,
+    next-hop set id, per choice the output port and the label to push (0 = none)."""
+
+    kind: int
+    mode: int
+    pop: int
+    group: int
+    ports: tuple[int, ...]
+    push: tuple[int, ...]
+
+
+class RrKey(NamedTuple):
+    """rr key: one flow's round-robin state within one next-hop set of one switch."""
+
+    sw: int
+    group: int
+    saddr: str
+    daddr: str
+    sport: int
+    dport: int
+    proto: int
+
+
+class FlowKey(NamedTuple):
+    """flows key: one flow at one switch, by the port it left by."""
+
+    sw: int
+    saddr: str
+    daddr: str
+    sport: int
+    dport: int
+    proto: int
+    out_port: int
+
+
+class FlowStat(NamedTuple):
+    """flows value."""
+
+    packets: int
+    bytes: int
+    in_label: int
+    out_label: int
+
+
+def _u32(v: int, what: str) -> int:
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise ValueError(f"{what} {v} does not fit 32 bits")
+    return v
+
+
+# -- pack / unpack -------------------------------------------------------------------------
+
+def pack_ifindex(ifindex: int) -> bytes:
+    """ports key."""
+    return IFINDEX.pack(ifindex)
+
+
+def unpack_ifindex(b: bytes) -> int:
+    """Inverse of pack_ifindex."""
+    return IFINDEX.unpack(b)[0]
+
+
+def pack_port_info(v: tuple) -> bytes:
+    """ports value from PortInfo (or (sw, port, seed): counters zero)."""
+    return PORT_INFO.pack(*PortInfo(*v))
+
+
+def unpack_port_info(b: bytes) -> PortInfo:
+    """Inverse of pack_port_info."""
+    return PortInfo(*PORT_INFO.unpack(b))
+
+
+def pack_port_key(k: tuple) -> bytes:
+    """egress key from (sw, port)."""
+    return PORT_KEY.pack(*k)
+
+
+def unpack_port_key(b: bytes) -> PortKey:
+    """Inverse of pack_port_key."""
+    return PortKey(*PORT_KEY.unpack(b))
+
+
+def pack_egress_info(v: tuple | int) -> bytes:
+    """egress value from EgressInfo (or a bare ifindex: counters zero)."""
+    return EGRESS_INFO.pack(*(EgressInfo(v) if isinstance(v, int) else EgressInfo(*v)))
+
+
+def unpack_egress_info(b: bytes) -> EgressInfo:
+    """Inverse of pack_egress_info."""
+    return EgressInfo(*EGRESS_INFO.unpack(b))
+
+
+def pack_fib_key(k: tuple) -> bytes:
+    """fib key from (sw, in_port, label, kind, addr)."""
+    sw, in_port, label, kind, addr = k
+    if len(addr) != 6:
+        raise ValueError(f"fib key address must be 6 bytes, got {len(addr)}")
+    if not (0 <= label <= MAX_LABEL or label == LABEL_ANY):
+        raise ValueError(f"label {label} (0..{MAX_LABEL} or {LABEL_ANY:#x})")
+    if kind not in (KIND_ETH, KIND_ARP):
+        raise ValueError(f"fib key kind {kind} ({KIND_ETH} = MAC, {KIND_ARP} = ARP target)")
+    return FIB_KEY.pack(sw, in_port, label, kind, bytes(addr))
 
 
 def unpack_fib_key(b: bytes) -> FibKey:
     """Inverse of pack_fib_key."""
-    sw, in_port, label, kind, _, addr = FIB_KEY.unpack(b)
-    return FibKey(sw, in_port, label, kind, addr)
+    return FibKey(*FIB_KEY.unpack(b))
 
 
-def pack_fib_action(a: FibAction) -> bytes:
-    """struct fib_action (unused choice slots are zero)."""
-    n = len(a.ports)
+def pack_fib_action(a: tuple) -> bytes:
+    """fib value from (kind, mode, pop, group, ports, push); unused choice slots are zero."""
+    kind, mode, pop, group, ports, push = a
+    n = len(ports)
     if not 1 <= n <= MAX_CHOICES:
         raise ValueError(f"{n} choices (1..{MAX_CHOICES})")
-    pad = [0] * (MAX_CHOICES - n)
-    return FIB_ACTION.pack(a.op, a.mode, a.pop, n, a.group, *a.ports, *pad, *a.push, *pad)
+    if len(push) != n:
+        raise ValueError(f"{n} ports but {len(push)} push labels")
+    if kind not in (ACT_FORWARD, ACT_REPLICATE) or mode not in MODES.values() or pop not in (0, 1):
+        raise ValueError(f"bad action kind/mode/pop {kind}/{mode}/{pop}")
+    if not all(1 <= p <= 0xFFFF for p in ports) or not all(0 <= l <= MAX_LABEL for l in push):
+        raise ValueError(f"ports must be 1..65535 and labels 0..{MAX_LABEL}: {ports} {push}")
+    pad = (0,) * (MAX_CHOICES - n)
+    return FIB_ACTION.pack(kind, mode, int(pop), n, _u32(group, "group"), *ports, *pad,
+                           *push, *pad)
 
 
 def unpack_fib_action(b: bytes) -> FibAction:
-    """Inverse of pack_fib_action."""
-    op, mode, pop, n, group, *rest = FIB_ACTION.unpack(b)
-    ports, push = rest[:MAX_CHOICES], rest[MAX_CHOICES:]
-    return FibAction(op, mode, pop, group, tuple(ports[:n]), tuple(push[:n]))
+    """Inverse of pack_fib_action (an n out of range keeps all 16 slots, as the program
+    would drop the packet anyway)."""
+    kind, mode, pop, n, group, *rest = FIB_ACTION.unpack(b)
+    n = n if 1 <= n <= MAX_CHOICES else MAX_CHOICES
+    return FibAction(kind, mode, pop, group, tuple(rest[:n]),
+                     tuple(rest[MAX_CHOICES:MAX_CHOICES + n]))
+
+
+def pack_rr_key(k: tuple) -> bytes:
+    """rr key from (sw, group, saddr, daddr, sport, dport, proto)."""
+    sw, group, saddr, daddr, sport, dport, proto = k
+    return RR_KEY.pack(sw, group, socket.inet_aton(saddr), socket.inet_aton(daddr), sport,
+                       dport, proto)
+
+
+def unpack_rr_key(b: bytes) -> RrKey:
+    """Inverse of pack_rr_key."""
+    sw, group, saddr, daddr, sport, dport, proto = RR_KEY.unpack(b)
+    return RrKey(sw, group, socket.inet_ntoa(saddr), socket.inet_ntoa(daddr), sport, dport,
+                 proto)
+
+
+def pack_rr_value(last_index: int) -> bytes:
+    """rr value."""
+    return RR_VALUE.pack(last_index)
+
+
+def unpack_rr_value(b: bytes) -> int:
+    """Inverse of pack_rr_value."""
+    return RR_VALUE.unpack(b)[0]
+
+
+def pack_flow_key(k: tuple) -> bytes:
+    """flows key from (sw, saddr, daddr, sport, dport, proto, out_port)."""
+    sw, saddr, daddr, sport, dport, proto, out_port = k
+    return FLOW_KEY.pack(sw, socket.inet_aton(saddr), socket.inet_aton(daddr), sport, dport,
+                         proto, out_port)
+
+
+def unpack_flow_key(b: bytes) -> FlowKey:
+    """Inverse of pack_flow_key."""
+    sw, saddr, daddr, sport, dport, proto, out_port = FLOW_KEY.unpack(b)
+    return FlowKey(sw, socket.inet_ntoa(saddr), socket.inet_ntoa(daddr), sport, dport, proto,
+                   out_port)
+
+
+def pack_flow_stat(v: tuple) -> bytes:
+    """flows value from (packets, bytes, in_label, out_label)."""
+    return FLOW_STAT.pack(*v)
+
+
+def unpack_flow_stat(b: bytes) -> FlowStat:
+    """Inverse of pack_flow_stat."""
+    return FlowStat(*FLOW_STAT.unpack(b))
 
 
 def unpack_flow(key: bytes, value: bytes) -> dict[str, Any]:
-    """One record of the flows map as a dict (addresses dotted, ports host order)."""
-    sw, saddr, daddr, sport, dport, proto, _, out_port = FLOW_KEY.unpack(key)
-    packets, nbytes, in_label, out_label, _ = FLOW_STAT.unpack(value)
-    return {"sw": sw, "saddr": socket.inet_ntoa(saddr), "daddr": socket.inet_ntoa(daddr),
-            "sport": sport, "dport": dport, "proto": proto, "out_port": out_port,
-            "packets": packets, "bytes": nbytes, "in_label": in_label, "out_label": out_label}
+    """One record of the flows map as a flat dict (FlowKey and FlowStat fields)."""
+    return {**unpack_flow_key(key)._asdict(), **unpack_flow_stat(value)._asdict()}
 
+
+#: per map: (pack key, unpack key, pack value, unpack value)
+CODECS: dict[str, tuple[Callable, Callable, Callable, Callable]] = {
+    "ports": (pack_ifindex, unpack_ifindex, pack_port_info, unpack_port_info),
+    "egress": (pack_port_key, unpack_port_key, pack_egress_info, unpack_egress_info),
+    "fib": (pack_fib_key, unpack_fib_key, pack_fib_action, unpack_fib_action),
+    "rr": (pack_rr_key, unpack_rr_key, pack_rr_value, unpack_rr_value),
+    "flows": (pack_flow_key, unpack_flow_key, pack_flow_stat, unpack_flow_stat),
+}
+
+
+def decode_map(name: str, m: BpfMap) -> dict[Any, Any]:
+    """Every entry of the switch map ``name`` (opened as ``m``), decoded."""
+    _, unkey, _, unval = CODECS[name]
+    return {unkey(k): unval(v) for k, v in m.items()}
+
+
+# -- the hash, as the program computes it --------------------------------------------------
+
+def _fmix(h: int) -> int:
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def flow_hash(seed: int, saddr: str, daddr: str, proto: int, sport: int = 0,
+              dport: int = 0) -> int:
+    """switch.bpf.c's flow_hash(): mode ``hash`` takes choice ``flow_hash(...) % n``
+    (ports 0 for non-TCP/UDP and fragments).  Addresses enter as the little-endian load of
+    their network-order bytes, exactly as the program reads them."""
+    h = _fmix((seed ^ 0x9E3779B9) & 0xFFFFFFFF)
+    h = _fmix(h ^ int.from_bytes(socket.inet_aton(saddr), "little"))
+    h = _fmix(h ^ int.from_bytes(socket.inet_aton(daddr), "little"))
+    h = _fmix(h ^ ((sport << 16) | dport))
+    return _fmix(h ^ proto)
+
+
+# -- commands ------------------------------------------------------------------------------
+
+def _in_ns(argv: list[str], netns: str | None) -> list[str]:
+    return argv if netns is None else ["ip", "netns", "exec", netns, *argv]
+
+
+def _run(argv: list[str], timeout: float = TIMEOUT, input_text: str | None = None,
+         ok: bool = False) -> subprocess.CompletedProcess:
+    """Run a command with a timeout; unless ``ok``, a failure raises RunError naming the
+    command and its stderr (head and tail: a verifier log ends with the reason)."""
+    cmd = " ".join(argv)
+    try:
+        p = subprocess.run(argv, input=input_text, capture_output=True, text=True,
+                           timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"timed out after {timeout}s: {cmd}") from None
+    except FileNotFoundError:
+        raise RunError(f"command not found: {argv[0]} (./setup.sh installs it)") from None
+    if p.returncode != 0 and not ok:
+        err = p.stderr.strip()
+        if len(err) > 1500:
+            err = f"{err[:500]} [...] {err[-1000:]}"
+        raise RunError(f"{cmd} failed ({p.returncode}): {err}")
+    return p
+
+
+def ifindexes(names: Iterable[str], netns: str | None = None) -> dict[str, int]:
+    """ifindex of every named interface (in ``netns``, or this namespace); one command."""
+    want = list(names)
+    links = json.loads(_run(["ip", *(["-n", netns] if netns else []), "-j", "link", "show"])
+                       .stdout or "[]")
+    have = {l["ifname"]: l["ifindex"] for l in links}
+    missing = [n for n in want if n not in have]
+    if missing:
+        raise RunError(f"no interface {', '.join(missing[:5])}"
+                       f"{f' in network namespace {netns}' if netns else ''}")
+    return {n: have[n] for n in want}
+
+
+# -- build ---------------------------------------------------------------------------------
 
 def vmlinux_header(cache: Path) -> Path:
     """vmlinux.h of the running kernel (from its BTF), for programs that read kernel structs."""
     out = cache / f"vmlinux-{os.uname().release}" / "vmlinux.h"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        text = check(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format",
-                      "c"], timeout=120)
+        text = _run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format",
+                     "c"], timeout=120).stdout
         tmp = out.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(text)
         tmp.replace(out)
     return out
 
 
-def build(cache: Path, source: Path = SOURCE, kernel_types: bool = False) -> Path:
-    """Compile a program with clang into ``cache`` (keyed by the source's hash and, with
-    ``kernel_types``, the kernel release whose vmlinux.h it includes)."""
+def build(cache: Path | str, source: Path = SOURCE, kernel_types: bool = False) -> Path:
+    """Compile a BPF program with clang into ``cache``; the object's name carries a hash of
+    the source (and of the headers beside it, the flags and, with ``kernel_types``, the
+    kernel release whose vmlinux.h it includes), so it is rebuilt only when one changed."""
     if shutil.which("clang") is None:
-        raise RunError("clang is missing: the bpf programs are compiled with it "
-                       "(./setup.sh installs it)")
-    key = source.read_bytes() + (os.uname().release.encode() if kernel_types else b"")
-    obj = cache / f"{source.stem}-{hashlib.sha256(key).hexdigest()[:16]}.o"
+        raise RunError("clang is missing: dcrepro's BPF programs are compiled with it "
+                       "(./setup.sh installs clang llvm libbpf-dev bpftool)")
+    cache, source = Path(cache), Path(source)
+    h = hashlib.sha256(source.read_bytes())
+    for hdr in sorted(source.parent.glob("*.h")):
+        h.update(hdr.name.encode() + hdr.read_bytes())
+    h.update(" ".join(CFLAGS).encode())
+    if kernel_types:
+        h.update(os.uname().release.encode())
+    obj = cache / f"{source.name.split('.')[0]}-{h.hexdigest()[:16]}.o"
     if obj.exists():
         return obj
     cache.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_suffix(f".tmp{os.getpid()}")
     arch = {"x86_64": ("x86_64-linux-gnu", "x86"),
             "aarch64": ("aarch64-linux-gnu", "arm64")}.get(os.uname().machine, ("", ""))
-    incs = [f"-I/usr/include/{arch[0]}"] if arch[0] else []
+    incs = [f"-I/usr/include/{arch[0]}"] if arch[0] else []   # asm/types.h
     if kernel_types:
         incs = [f"-I{vmlinux_header(cache).parent}", f"-D__TARGET_ARCH_{arch[1]}"]
-    check(["clang", "-O2", "-g", "-Wall", "-target", "bpf", *incs, "-c", str(source), "-o",
-           str(tmp)], timeout=120)
-    tmp.replace(obj)
+    try:
+        _run(["clang", *CFLAGS, *incs, "-c", str(source), "-o", str(tmp)], timeout=120)
+        tmp.replace(obj)
+    finally:
+        tmp.unlink(missing_ok=True)
     return obj
 
 
+# -- private bpffs -------------------------------------------------------------------------
+
+def _bpffs_mounts(path: Path) -> int:
+    """How many bpffs are mounted exactly at ``path`` (stacked mounts count each)."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return 0
+    target = os.path.abspath(path)
+    n = 0
+    for line in lines:
+        f = line.split()
+        if len(f) > 2 and f[2] == "bpf" and \
+                f[1].encode().decode("unicode_escape") == target:
+            n += 1
+    return n
+
+
 def load_pinned(obj: Path, pin_dir: Path, prog_type: str | None = None) -> Path:
-    """Mount a private bpffs at ``pin_dir``, load ``obj`` there; return the program's pin
-    (maps are pinned under pin_dir/maps by name)."""
+    """Mount a private bpffs at ``pin_dir`` and load ``obj`` there with bpftool; return the
+    program's pin (maps are pinned under pin_dir/maps by name).  On failure nothing is left
+    mounted."""
+    pin_dir = Path(pin_dir)
+    if _bpffs_mounts(pin_dir):
+        raise RunError(f"a bpffs is already mounted at {pin_dir} (a crashed run? "
+                       f"`dcrepro clean` removes it)")
     pin_dir.mkdir(parents=True, exist_ok=True)
-    check(["mount", "-t", "bpf", "bpf", str(pin_dir)], timeout=10)
-    prog = pin_dir / "prog"
-    check(["bpftool", "prog", "load", str(obj), str(prog),
-           *(["type", prog_type] if prog_type else []), "pinmaps", str(pin_dir / "maps")],
-          timeout=60)
+    _run(["mount", "-t", "bpf", "bpf", str(pin_dir)], timeout=10)
+    prog = pin_dir / PROG_PIN
+    try:
+        _run(["bpftool", "prog", "load", str(obj), str(prog),
+              *(["type", prog_type] if prog_type else []), "pinmaps", str(pin_dir / MAP_DIR)],
+             timeout=120)
+    except BaseException:
+        _unmount(pin_dir)
+        raise
     return prog
 
 
+def _unmount(pin_dir: Path) -> None:
+    if not remove_bpffs(str(pin_dir)):
+        raise RunError(f"could not unmount the bpffs at {pin_dir} or remove the directory")
+
+
+def prog_id(pin: Path | str) -> int | None:
+    """Kernel id of a pinned program (None if nothing is pinned there)."""
+    p = _run(["bpftool", "-j", "prog", "show", "pinned", str(pin)], timeout=20, ok=True)
+    if p.returncode != 0:
+        return None
+    return int(json.loads(p.stdout)["id"])
+
+
+def attachments(pid: int, netns: str | None = None) -> list[str]:
+    """Interfaces (of ``netns``, or this namespace) whose tc hooks run program ``pid``."""
+    out = _run(_in_ns(["bpftool", "-j", "net", "show"], netns), timeout=60).stdout
+    return sorted({a["devname"] for ns in json.loads(out or "[]") for a in ns.get("tc", [])
+                   if a.get("id") == pid})
+
+
+def _detach(intfs: list[str], netns: str | None, pid: int | None) -> None:
+    """Delete the clsact qdisc (and so the filter) of every interface in one tc batch;
+    interfaces that are gone or never got one are fine.  With the program's id, check that
+    it runs nowhere any more."""
+    if intfs:
+        p = _run(["tc", *(["-n", netns] if netns else []), "-force", "-batch", "-"],
+                 input_text="".join(f"qdisc del dev {i} clsact\n" for i in intfs), ok=True)
+    else:
+        p = None
+    if pid is None:
+        return
+    left = attachments(pid, netns)
+    if left:
+        why = p.stderr.strip()[:500] if p is not None else ""
+        raise RunError(f"the BPF switch is still attached to {', '.join(left[:10])} "
+                       f"(tc: {why or 'not asked to detach them'})")
+
+
+def teardown(pin_dir: Path | str, netns: str | None = None) -> list[str]:
+    """Remove everything found at a private bpffs directory: detach its program from every
+    interface of ``netns`` (default: this namespace) that runs it, drop the pins, unmount,
+    remove the directory.  Idempotent; for a crashed run too.  Returns what it did."""
+    pin_dir = Path(pin_dir)
+    done: list[str] = []
+    if _bpffs_mounts(pin_dir):
+        pid = prog_id(pin_dir / PROG_PIN)
+        if netns is not None and not Path("/run/netns", netns).exists():
+            pid = None                  # the namespace, and so every attachment, is gone
+        if pid is not None:
+            left = attachments(pid, netns)
+            if left:
+                _detach(left, netns, pid)
+                done.append(f"detached the BPF switch from {len(left)} interfaces")
+        _unmount(pin_dir)
+        done.append(f"unmounted the bpffs at {pin_dir}")
+    elif pin_dir.exists():
+        _unmount(pin_dir)
+        done.append(f"removed {pin_dir}")
+    return done
+
+
+# -- runtime -------------------------------------------------------------------------------
+
 class SwitchRuntime:
-    """The loaded program of one network, pinned on a private bpffs mounted at ``pin_dir``."""
+    """The switch program of one network, loaded once, pinned on a private bpffs mounted at
+    ``pin_dir``, shared by every switch port; its maps open.  ``netns``: the network
+    namespace of the switch ports (None: this one; dcrepro runs them in the root namespace).
+    A context manager; ``close()`` is idempotent."""
 
-    MAPS = ("ports", "egress", "fib", "flows", "rr")
-
-    def __init__(self, pin_dir: Path, obj: Path) -> None:
-        self.pin_dir = pin_dir
-        self.prog = pin_dir / "prog"
+    def __init__(self, pin_dir: Path | str, obj: Path | str, netns: str | None = None) -> None:
+        self.pin_dir = Path(pin_dir)
+        self.netns = netns
+        self.prog = self.pin_dir / PROG_PIN
         self.maps: dict[str, BpfMap] = {}
         self.attached: list[str] = []
-        load_pinned(obj, pin_dir, "classifier")
-        for name in self.MAPS:
-            m = BpfMap(str(pin_dir / "maps" / name))
-            if (m.key_size, m.value_size) != SIZES[name]:
-                raise RunError(f"BPF map {name}: key/value {m.key_size}/{m.value_size} bytes, "
-                               f"dcrepro packs {SIZES[name]}: program and loader disagree")
-            self.maps[name] = m
+        self.prog_id: int | None = None
+        # (a failed load leaves nothing mounted, and a bpffs already mounted there, which
+        # may be another live runtime's, makes it fail before touching anything)
+        load_pinned(Path(obj), self.pin_dir, "classifier")
+        try:
+            self.prog_id = prog_id(self.prog)
+            for name in MAPS:
+                m = BpfMap(str(self.pin_dir / MAP_DIR / name))
+                self.maps[name] = m
+                if (m.key_size, m.value_size) != SIZES[name]:
+                    raise RunError(f"BPF map {name}: key/value {m.key_size}/{m.value_size} "
+                                   f"bytes, dcrepro packs {SIZES[name]}: program and loader "
+                                   f"disagree")
+        except BaseException:
+            self.close()
+            raise
 
-    def fill(self, ports: dict[int, tuple[int, int, int]], egress: dict[tuple[int, int], int],
-             fib: dict[FibKey, FibAction]) -> None:
-        """Write every entry of the plan (before any program is attached)."""
+    def __enter__(self) -> "SwitchRuntime":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # maps
+    def fill(self, ports: dict[int, tuple], egress: dict[tuple[int, int], int],
+             fib: dict[tuple, tuple]) -> None:
+        """Write the network's entries: ports {ifindex: (sw, port, seed)}, egress
+        {(sw, port): ifindex}, fib {FibKey: FibAction} (before any program is attached)."""
         if len(fib) > self.maps["fib"].max_entries:
             raise RunError(f"the plan has {len(fib)} table entries; the BPF switch holds "
                            f"{self.maps['fib'].max_entries}")
-        for ifindex, (sw, port, seed) in ports.items():
-            self.maps["ports"].update(IFINDEX.pack(ifindex), PORT_INFO.pack(sw, port, seed, 0, 0, 0, 0))
-        for (sw, port), ifindex in egress.items():
-            self.maps["egress"].update(PORT_KEY.pack(sw, port), EGRESS_INFO.pack(ifindex, 0, 0, 0))
+        for ifindex, info in ports.items():
+            self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(tuple(info)[:3]))
+        for key, ifindex in egress.items():
+            self.maps["egress"].update(pack_port_key(key), pack_egress_info(ifindex))
         for k, a in fib.items():
             self.maps["fib"].update(pack_fib_key(k), pack_fib_action(a))
 
-    def verify(self, ports: dict[int, tuple[int, int, int]], egress: dict[tuple[int, int], int],
-               fib: dict[FibKey, FibAction]) -> str:
-        """Read every map back; '' when it holds exactly the plan, else what differs."""
-        got_ports = {IFINDEX.unpack(k)[0]: PORT_INFO.unpack(v)[:3]
-                     for k, v in self.maps["ports"].items()}
-        got_egress = {PORT_KEY.unpack(k): EGRESS_INFO.unpack(v)[0]
-                      for k, v in self.maps["egress"].items()}
-        got_fib = {unpack_fib_key(k): unpack_fib_action(v) for k, v in self.maps["fib"].items()}
-        for name, want, got in (("ports", ports, got_ports), ("egress", egress, got_egress),
-                                ("fib", fib, got_fib)):
+    def set_fib(self, key: tuple, action: tuple | None) -> None:
+        """Write one fib entry (None: delete it)."""
+        if action is None:
+            self.maps["fib"].delete(pack_fib_key(key))
+        else:
+            self.maps["fib"].update(pack_fib_key(key), pack_fib_action(action))
+
+    def verify(self, ports: dict[int, tuple], egress: dict[tuple[int, int], int],
+               fib: dict[tuple, tuple]) -> str:
+        """Read every map back; '' when it holds exactly these entries, else what differs."""
+        got_ports = {k: tuple(v[:3]) for k, v in self.read_ports().items()}
+        got_egress = {tuple(k): v.ifindex for k, v in self.read_egress().items()}
+        want_ports = {k: tuple(v)[:3] for k, v in ports.items()}
+        for name, want, got in (("ports", want_ports, got_ports),
+                                ("egress", egress, got_egress), ("fib", fib, self.read_fib())):
             if got != want:
                 extra = len(set(got) - set(want))
                 missing = len(set(want) - set(got))
@@ -169,42 +586,89 @@ class SwitchRuntime:
                         f"different (of {len(want)})")
         return ""
 
-    def attach(self, intfs: Iterable[str]) -> None:
-        """clsact + the pinned program on every interface's ingress, in one tc batch."""
-        intfs = list(intfs)
-        lines = [f"qdisc add dev {i} clsact\nfilter add dev {i} ingress prio 1 handle 1 "
-                 f"bpf da object-pinned {self.prog}" for i in intfs]
-        check(["tc", "-batch", "-"], input_text="\n".join(lines) + "\n", timeout=60)
-        self.attached = intfs
+    def read_map(self, name: str) -> dict[Any, Any]:
+        """Every entry of one map, decoded (see CODECS)."""
+        return decode_map(name, self.maps[name])
 
-    def alive(self) -> bool:
-        """The program and its maps are still pinned."""
-        return self.prog.exists() and all((self.pin_dir / "maps" / m).exists() for m in self.MAPS)
+    def read_ports(self) -> dict[int, PortInfo]:
+        """ifindex -> PortInfo (with rx/miss counters)."""
+        return self.read_map("ports")
+
+    def read_egress(self) -> dict[PortKey, EgressInfo]:
+        """(sw, port) -> EgressInfo (with tx counters)."""
+        return self.read_map("egress")
+
+    def read_fib(self) -> dict[FibKey, FibAction]:
+        """The table."""
+        return self.read_map("fib")
+
+    def read_rr(self) -> dict[RrKey, int]:
+        """Round-robin state: flow -> index of the choice its last packet took."""
+        return self.read_map("rr")
 
     def read_flows(self) -> list[dict[str, Any]]:
-        """Every record of the flows map."""
+        """Every record of the flows map: sw, saddr, daddr, sport, dport, proto, out_port,
+        packets, bytes, in_label, out_label."""
         return [unpack_flow(k, v) for k, v in self.maps["flows"].items()]
 
     def counters(self) -> dict[str, int]:
-        """Totals over all ports: packets received, dropped for want of an entry, sent."""
-        rx = miss = 0
-        for _, v in self.maps["ports"].items():
-            info = PORT_INFO.unpack(v)
-            rx += info[4]
-            miss += info[6]
-        tx = sum(EGRESS_INFO.unpack(v)[2] for _, v in self.maps["egress"].items())
-        return {"rx_packets": rx, "miss_packets": miss, "tx_packets": tx}
+        """Totals over all ports: packets received, dropped as misses, sent."""
+        ports = self.read_ports().values()
+        return {"rx_packets": sum(p.rx_packets for p in ports),
+                "miss_packets": sum(p.miss_packets for p in ports),
+                "tx_packets": sum(e.tx_packets for e in self.read_egress().values())}
+
+    def reset_counters(self) -> None:
+        """Zero the port counters and forget flow records and round-robin state (entries
+        written while traffic flows may lose a concurrent increment)."""
+        for ifindex, p in self.read_ports().items():
+            self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(p[:3]))
+        for key, e in self.read_egress().items():
+            self.maps["egress"].update(pack_port_key(key), pack_egress_info(e.ifindex))
+        for name in ("flows", "rr"):
+            for k in list(self.maps[name].keys()):
+                self.maps[name].delete(k)
+
+    # attachment
+    def attach(self, intfs: Iterable[str]) -> None:
+        """clsact + the pinned program on every interface's ingress, in one tc batch."""
+        intfs = [i for i in intfs if i not in self.attached]
+        if not intfs:
+            return
+        self.attached += intfs   # before the batch: a half-done batch is detached at close
+        lines = [f"qdisc add dev {i} clsact\nfilter add dev {i} ingress prio 1 handle 1 "
+                 f"bpf da object-pinned {self.prog}\n" for i in intfs]
+        _run(["tc", *(["-n", self.netns] if self.netns else []), "-batch", "-"],
+             input_text="".join(lines))
+
+    def detach(self, intfs: Iterable[str] | None = None) -> None:
+        """Remove the clsact qdisc (with the program) from these interfaces (default: all
+        attached), in one tc batch; vanished interfaces are fine."""
+        which = list(self.attached if intfs is None else intfs)
+        _detach(which, self.netns, None)
+        self.attached = [i for i in self.attached if i not in which]
+        if self.prog_id is not None:
+            left = set(attachments(self.prog_id, self.netns)) & set(which)
+            if left:
+                raise RunError(f"the BPF switch is still attached to {sorted(left)[:10]}")
+
+    def attached_to(self) -> list[str]:
+        """Interfaces that run this program now (asks the kernel)."""
+        return attachments(self.prog_id, self.netns) if self.prog_id is not None else []
+
+    def alive(self) -> bool:
+        """The program and its maps are still pinned."""
+        return self.prog.exists() and all((self.pin_dir / MAP_DIR / m).exists() for m in MAPS)
 
     def close(self) -> None:
-        """Detach what still exists, close the maps, unmount the bpffs (idempotent)."""
-        live = [i for i in self.attached if os.path.exists(f"/sys/class/net/{i}")]
-        if live:
-            subprocess.run(["tc", "-force", "-batch", "-"], input="".join(
-                f"qdisc del dev {i} clsact\n" for i in live), text=True, capture_output=True,
-                check=False, timeout=60)
-        self.attached = []
-        for m in self.maps.values():
-            m.close()
-        self.maps = {}
-        if not remove_bpffs(str(self.pin_dir)):
-            raise RunError(f"could not unmount the bpffs at {self.pin_dir}")
+        """Detach, close the maps, unmount the bpffs, remove its directory (idempotent; any
+        attachment the kernel still reports is removed too)."""
+        try:
+            if self.attached:
+                _detach(self.attached, self.netns, None)
+                self.attached = []
+        finally:
+            for m in self.maps.values():
+                m.close()
+            self.maps = {}
+            teardown(self.pin_dir, self.netns)

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Union
 
 from .bpfsys import BpfMap, obj_get, raw_tracepoint_open
 from .proc import RunError
+from .registry import remove_bpffs
 
 SOURCE = Path(__file__).resolve().parent / "bpf" / "qgap.bpf.c"
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
@@ -189,19 +190,8 @@ def build_object() -> Path:
 
 
 def cleanup(workdir: Path | str) -> bool:
-    """Unmount a probe's bpffs (dropping its pins) and remove the directory; idempotent,
-    for crashed runs too.  True when nothing is left."""
-    path = os.fspath(workdir)
-    while os.path.ismount(path):
-        if _libc.umount2(os.fsencode(path), 0) != 0:
-            return False
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    return not os.path.exists(path)
+    """Unmount a probe's bpffs and remove the directory (registry.remove_bpffs)."""
+    return remove_bpffs(os.fspath(workdir))
 
 
 class QueueGapProbe:

@@ -66,8 +66,13 @@ def bpf_mounts() -> list[str]:
 
 
 def remove_bpffs(path: str) -> bool:
-    """Unmount a private bpffs (dropping its pins) and remove the directory."""
-    if path in bpf_mounts():
+    """Unmount a private bpffs (every stacked mount: dropping the pins detaches nothing
+    that still holds a reference) and remove the directory; idempotent, for crashed runs
+    too.  True when nothing is left."""
+    path = os.path.abspath(path)
+    for _ in range(8):
+        if not os.path.ismount(path):
+            break
         _run(["umount", path])
     try:
         os.rmdir(path)
@@ -75,7 +80,7 @@ def remove_bpffs(path: str) -> bool:
         pass
     except OSError:
         return False
-    return path not in bpf_mounts()
+    return not os.path.exists(path)
 
 
 def delete_bridges(bridges: list[str]) -> list[str]:

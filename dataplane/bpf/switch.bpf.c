@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dcrepro's kernel switch: a tc cls_bpf program on the ingress (clsact) of every switch port.
  *
- * One program instance serves every port of the emulated network.  It learns which switch
- * and port a packet arrived on from the ingress ifindex, looks the packet up in the plan's
- * table and hands it to the chosen egress port with bpf_redirect(ifindex, 0): the packet then
- * goes through that port's root qdisc (HTB + pfifo), so every link stays shaped and queued
- * exactly as dcrepro configured it.  All behaviour is in maps filled by dataplane/tcbpf.py
- * from the routing plan (routing/plan.py); dataplane/bpfplan.py models this lookup in Python.
+ * One program instance serves every port of every switch of the emulated network.  It learns
+ * which switch and port a packet arrived on from the ingress ifindex, looks the packet up in
+ * the routing plan's table and hands it to the chosen egress port with
+ * bpf_redirect(ifindex, 0).  The packet then goes through that port's root qdisc
+ * (HTB + pfifo), so every link stays shaped and queued exactly as dcrepro configured it; the
+ * program itself never queues or drops for congestion.  All behaviour lives in maps, filled
+ * by dataplane/bpfswitch.py (layouts mirrored there byte for byte: little-endian, natural
+ * alignment, explicit pad fields so that no compiler-inserted padding can differ).
  *
  * Maps
  *   ports   ifindex -> switch id, port number, the switch's hash seed; rx and miss counters
- *   egress  (switch, port) -> ifindex; what this program sent there (tx counters)
+ *   egress  (switch, port) -> ifindex; what this program redirected there (tx counters)
  *   fib     (switch, in_port|0, label|0|ANY, kind, MAC or ARP target) -> action
- *           lookup order: (in_port, label), (0, label), then for a labelled packet (0, ANY)
- *   rr      per-flow round-robin state: the index the flow's last packet took
+ *           lookup order: (in_port, label), (0, label), then for a tagged packet (0, ANY)
+ *   rr      per-flow round-robin state: the choice index the flow's last packet took
  *   flows   the datapath's own record: (switch, 5-tuple, out port) -> packets, bytes, labels;
- *           path tracing reads it (a sprayed flow shows several out ports)
+ *           path tracing reads it (a sprayed flow shows several out ports on one switch)
+ *
+ * Counters count packets as wire packets (gso_segs of a GSO skb, else 1) and bytes as skb
+ * length at ingress (Ethernet header included, an offloaded VLAN tag not).  Concurrent
+ * updates from several CPUs use atomic adds, except the round-robin index (see choose()).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -29,12 +35,13 @@
 #define LABEL_ANY 0xFFFF
 #define KIND_ETH 1
 #define KIND_ARP 2
-#define OP_FORWARD 1
-#define OP_REPLICATE 2
+#define ACT_FORWARD 1
+#define ACT_REPLICATE 2
 #define MODE_HASH 0
 #define MODE_RND 1
 #define MODE_RR 2
 #define MODE_CNT 3
+#define MAX_INBAND_TAGS 2
 
 struct port_info {
 	__u32 sw;
@@ -68,7 +75,7 @@ struct fib_key {
 };
 
 struct fib_action {
-	__u8 op;
+	__u8 kind;
 	__u8 mode;
 	__u8 pop;
 	__u8 n;
@@ -107,6 +114,24 @@ struct flow_stat {
 	__u32 pad;
 };
 
+/* Ethernet/IPv4 ARP (RFC 826) as it follows the Ethernet header */
+struct arp_eth {
+	__be16 htype;
+	__be16 ptype;
+	__u8 hlen;
+	__u8 plen;
+	__be16 op;
+	__u8 sha[6];
+	__u8 spa[4];
+	__u8 tha[6];
+	__u8 tpa[4];
+} __attribute__((packed));
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 encap_proto;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -142,18 +167,21 @@ struct {
 	__type(value, struct flow_stat);
 } flows SEC(".maps");
 
-/* The packet's identity as the switch sees it. */
+/* The packet as the switch sees it. */
 struct pkt {
-	__u32 saddr, daddr;
-	__u16 sport, dport;
+	__u32 saddr, daddr;	/* IPv4 (or, for hashing only, ARP sender/target) addresses */
+	__u16 sport, dport;	/* host order; 0 for non-TCP/UDP and for fragments */
 	__u8 proto;
-	__u8 is_ip;
-	__u16 label;
+	__u8 is_ip;		/* only IPv4 packets are recorded in `flows` */
+	__u8 tagged;
+	__u8 pad;
+	__u16 label;		/* outermost 802.1Q VLAN id on arrival, 0 if untagged */
+	__u16 out_base;		/* label left after an optional pop */
 	__u32 len;
+	__u32 segs;
 };
 
-/* murmur3's finaliser: every input bit affects every output bit, so switches with
- * different seeds choose independently (no ECMP polarization). */
+/* murmur3's 32-bit finaliser: every input bit flips every output bit with probability ~1/2. */
 static __always_inline __u32 fmix(__u32 h)
 {
 	h ^= h >> 16;
@@ -164,21 +192,44 @@ static __always_inline __u32 fmix(__u32 h)
 	return h;
 }
 
+/* Hash of the 5-tuple keyed by the switch's seed.  The seed goes in first and every word is
+ * followed by a full finaliser round, so two switches with different seeds make unrelated
+ * choices for the same flow: no ECMP polarization (a plain hash % n, identical on every
+ * switch, would send every flow that took the left uplink at one tier to the left again at
+ * the next).  dataplane/bpfswitch.py:flow_hash is the same function in Python. */
 static __always_inline __u32 flow_hash(const struct pkt *p, __u32 seed)
 {
 	__u32 h = fmix(seed ^ 0x9e3779b9);
+
 	h = fmix(h ^ p->saddr);
 	h = fmix(h ^ p->daddr);
 	h = fmix(h ^ (((__u32)p->sport << 16) | p->dport));
 	return fmix(h ^ p->proto);
 }
 
-static __always_inline int miss(struct port_info *pi)
+/* i & (MAX_CHOICES - 1) that clang cannot drop: knowing i < n <= 16 it would otherwise
+ * remove the mask and the verifier, which does not know that, rejects a->port[i] as an
+ * unbounded access.  The empty asm makes i opaque to the optimiser, so the mask stays. */
+static __always_inline __u32 bounded(__u32 i)
 {
-	__sync_fetch_and_add(&pi->miss_packets, 1);
+	asm volatile("" : "+r"(i));
+	return i & (MAX_CHOICES - 1);
+}
+
+static __always_inline int miss(struct port_info *pi, const struct pkt *p)
+{
+	__sync_fetch_and_add(&pi->miss_packets, p->segs);
 	return TC_ACT_SHOT;
 }
 
+static __always_inline struct egress_info *egress_of(__u32 sw, __u16 port)
+{
+	struct port_key k = {.sw = sw, .port = port};
+
+	return bpf_map_lookup_elem(&egress, &k);
+}
+
+/* Count one IPv4 packet of this switch's flow under the port it leaves by. */
 static __always_inline void record(__u32 sw, const struct pkt *p, __u16 out_port,
 				   __u16 out_label)
 {
@@ -196,34 +247,21 @@ static __always_inline void record(__u32 sw, const struct pkt *p, __u16 out_port
 	k.out_port = out_port;
 	st = bpf_map_lookup_elem(&flows, &k);
 	if (!st) {
-		struct flow_stat init = {.packets = 1, .bytes = p->len,
+		struct flow_stat init = {.packets = p->segs, .bytes = p->len,
 					 .in_label = p->label, .out_label = out_label};
-		/* another CPU may have inserted it meanwhile: then count on that entry */
+
+		/* BPF_NOEXIST: if another CPU inserted it meanwhile, count on its entry */
 		if (bpf_map_update_elem(&flows, &k, &init, BPF_NOEXIST) == 0)
 			return;
 		st = bpf_map_lookup_elem(&flows, &k);
 		if (!st)
 			return;
 	}
-	__sync_fetch_and_add(&st->packets, 1);
+	__sync_fetch_and_add(&st->packets, p->segs);
 	__sync_fetch_and_add(&st->bytes, p->len);
 }
 
-/* The egress entry of (switch, port); counts what is sent there. */
-static __always_inline struct egress_info *egress_of(__u32 sw, __u16 port)
-{
-	struct port_key k = {.sw = sw, .port = port};
-	return bpf_map_lookup_elem(&egress, &k);
-}
-
-/* i & (MAX_CHOICES - 1) that clang cannot drop: it would reuse an unmasked copy of i for
- * the array index and the verifier would reject the access as unbounded. */
-static __always_inline __u32 bounded(__u32 i)
-{
-	asm volatile("%[i] &= 15" : [i] "+r"(i));
-	return i;
-}
-
+/* Index of the choice a forwarded packet takes (n >= 2). */
 static __always_inline __u32 choose(const struct fib_action *a, const struct pkt *p,
 				    const struct port_info *pi)
 {
@@ -234,20 +272,29 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 	case MODE_RND:
 		return bpf_get_prandom_u32() % n;
 	case MODE_RR: {
+		/* The flow's first packet starts at its hash choice (so that many short flows
+		 * do not all start on choice 0), then each packet takes the next one.  The
+		 * read-modify-write is not atomic: two CPUs forwarding packets of the same
+		 * flow at the same instant may take the same choice.  Harmless for spraying,
+		 * and atomics with fetch need -mcpu=v3 for a gain nobody would measure. */
 		struct rr_key k = {.sw = pi->sw, .group = a->group, .saddr = p->saddr,
 				   .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
 				   .proto = p->proto};
 		__u32 *last = bpf_map_lookup_elem(&rr, &k);
-		__u32 next = last ? (*last + 1) % n : 0;
+		__u32 next;
 
-		if (last)
+		if (last) {
+			next = (*last + 1) % n;
 			*last = next;
-		else
+		} else {
+			next = flow_hash(p, pi->seed) % n;
 			bpf_map_update_elem(&rr, &k, &next, BPF_ANY);
+		}
 		return next;
 	}
 	case MODE_CNT:
-		/* least bytes sent by this switch on the port: ties to the lowest index */
+		/* least bytes this program sent on the port (of this switch); ties go to the
+		 * lowest index; a choice without an egress entry is never taken */
 		for (i = 0; i < MAX_CHOICES; i++) {
 			struct egress_info *e;
 
@@ -265,127 +312,175 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 	}
 }
 
-/* Send a copy (clone) or the packet itself to choice i; returns the tc verdict. */
-static __always_inline int send(struct __sk_buff *skb, const struct fib_action *a, __u32 i,
-				struct port_info *pi, const struct pkt *p, __u16 base, int clone)
+/* Send the packet to choice i: the skb itself (last = 1; returns the tc verdict) or a clone
+ * (last = 0; leaves the skb as it was, ready for the next copy). */
+static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *a, __u32 i,
+				struct port_info *pi, const struct pkt *p, int last)
 {
 	struct egress_info *e;
 	__u16 port, push;
 
-	if (i >= a->n)
-		return miss(pi);
 	i = bounded(i);
 	port = a->port[i];
 	push = a->push[i];
-	e = egress_of(pi->sw, port);
+	e = port ? egress_of(pi->sw, port) : 0;
 	if (!e)
-		return miss(pi);
+		return miss(pi, p); /* (a clone's caller ignores the verdict) */
+	/* bpf_skb_vlan_push on an untagged skb only sets the offloaded tag (skb metadata);
+	 * on a tagged one it moves the old tag into the frame first (a stacked label) */
 	if (push && bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), push) != 0)
-		return miss(pi);
-	__sync_fetch_and_add(&e->tx_packets, 1);
-	__sync_fetch_and_add(&e->tx_bytes, p->len);
-	record(pi->sw, p, port, push ? push : base);
-	if (clone) {
-		bpf_clone_redirect(skb, e->ifindex, 0);
-		/* the next copy starts from the packet as it arrived (after any pop) */
+		return miss(pi, p);
+	if (!last) {
+		/* The clone copies the skb as it is now, tag included.  The copies share packet
+		 * data, but bpf_clone_redirect makes this skb's head private before it returns
+		 * and a push/pop either touches only skb metadata or un-shares the head first,
+		 * so undoing our push below cannot change the copy already queued.  The next
+		 * copy therefore starts from the packet as it arrived (after any pop). */
+		int err = bpf_clone_redirect(skb, e->ifindex, 0);
+
 		if (push)
 			bpf_skb_vlan_pop(skb);
-		return TC_ACT_OK;
+		if (err)
+			return miss(pi, p);
 	}
-	return bpf_redirect(e->ifindex, 0);
+	__sync_fetch_and_add(&e->tx_packets, p->segs);
+	__sync_fetch_and_add(&e->tx_bytes, p->len);
+	record(pi->sw, p, port, push ? push : p->out_base);
+	return last ? bpf_redirect(e->ifindex, 0) : 0;
+}
+
+static __always_inline struct fib_action *lookup(struct fib_key *key, const struct pkt *p)
+{
+	struct fib_action *a = bpf_map_lookup_elem(&fib, key);
+
+	if (a)
+		return a;
+	key->in_port = 0;
+	a = bpf_map_lookup_elem(&fib, key);
+	if (a || !p->tagged)
+		return a;
+	key->label = LABEL_ANY;
+	return bpf_map_lookup_elem(&fib, key);
 }
 
 SEC("tc")
 int dcrepro_switch(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
 	struct fib_key key = {};
 	struct fib_action *a;
 	struct port_info *pi;
+	struct ethhdr eth;
 	struct pkt p = {};
-	__u32 ifindex = skb->ifindex, i;
-	__u16 base;
+	__u32 ifindex = skb->ifindex, off = sizeof(eth), i;
+	__be16 proto;
 
 	pi = bpf_map_lookup_elem(&ports, &ifindex);
 	if (!pi)
 		return TC_ACT_SHOT; /* not a port of this network: never forward it */
-	__sync_fetch_and_add(&pi->rx_packets, 1);
-	__sync_fetch_and_add(&pi->rx_bytes, skb->len);
-	if ((void *)(eth + 1) > data_end)
-		return miss(pi);
 	p.len = skb->len;
-	/* the kernel strips 802.1Q tags into the skb before tc ingress */
-	p.label = skb->vlan_present ? (skb->vlan_tci & 0x0fff) : 0;
+	p.segs = skb->gso_segs ? skb->gso_segs : 1;
+	__sync_fetch_and_add(&pi->rx_packets, p.segs);
+	__sync_fetch_and_add(&pi->rx_bytes, p.len);
+
+	/* All reads go through bpf_skb_load_bytes: it copes with non-linear skbs and stays
+	 * valid after the vlan helpers below, which move packet data around. */
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+		return miss(pi, &p);
+	proto = eth.h_proto;
+	/* The kernel moves a received frame's outer 802.1Q tag into the skb before tc ingress
+	 * (skb_vlan_untag), so the label is normally there.  A tag still in the frame is the
+	 * inner one of a stacked pair (a push on a tagged packet) or an outer one the stack
+	 * left in band: the first tag seen is the label, inner tags are skipped. */
+	if (skb->vlan_present) {
+		p.tagged = 1;
+		p.label = skb->vlan_tci & 0x0fff;
+	}
+	for (i = 0; i < MAX_INBAND_TAGS; i++) {
+		struct vlan_tag tag;
+
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
+			break;
+		if (bpf_skb_load_bytes(skb, off, &tag, sizeof(tag)))
+			return miss(pi, &p);
+		if (!p.tagged) {
+			p.tagged = 1;
+			p.label = bpf_ntohs(tag.tci) & 0x0fff;
+		}
+		proto = tag.encap_proto;
+		off += sizeof(tag);
+	}
 
 	key.sw = pi->sw;
 	key.in_port = pi->port;
 	key.label = p.label;
 	key.kind = KIND_ETH;
-	__builtin_memcpy(key.addr, eth->h_dest, 6);
+	__builtin_memcpy(key.addr, eth.h_dest, 6);
 
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
 
-		if ((void *)(ip + 1) > data_end)
-			return miss(pi);
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) || ip.version != 4 || ip.ihl < 5)
+			return miss(pi, &p);
 		p.is_ip = 1;
-		p.saddr = ip->saddr;
-		p.daddr = ip->daddr;
-		p.proto = ip->protocol;
-		/* ports of TCP/UDP, first fragment only (later fragments hash as port 0) */
+		p.saddr = ip.saddr;
+		p.daddr = ip.daddr;
+		p.proto = ip.protocol;
+		/* Ports only from unfragmented TCP/UDP: every fragment of a datagram (the first
+		 * one too, MF set) hashes alike and so takes the same path. */
 		if ((p.proto == IPPROTO_TCP || p.proto == IPPROTO_UDP) &&
-		    !(ip->frag_off & bpf_htons(0x1fff))) {
-			__u8 *l4 = (__u8 *)ip + (ip->ihl & 0xf) * 4;
+		    !(ip.frag_off & bpf_htons(0x3fff))) {
+			__be16 l4[2];
 
-			if ((void *)(l4 + 4) <= data_end) {
-				p.sport = ((__u16)l4[0] << 8) | l4[1];
-				p.dport = ((__u16)l4[2] << 8) | l4[3];
+			if (bpf_skb_load_bytes(skb, off + ip.ihl * 4, l4, sizeof(l4)) == 0) {
+				p.sport = bpf_ntohs(l4[0]);
+				p.dport = bpf_ntohs(l4[1]);
 			}
 		}
-	} else if (eth->h_proto == bpf_htons(ETH_P_ARP)) {
-		/* Ethernet/IPv4 ARP: 8-byte header, sha[6] spa[4] tha[6] tpa[4] */
-		__u8 *arp = (void *)(eth + 1);
+	} else if (proto == bpf_htons(ETH_P_ARP)) {
+		struct arp_eth arp;
 
-		if ((void *)(arp + 28) > data_end)
-			return miss(pi);
-		if (arp[6] == 0 && arp[7] == 1) { /* request: routed to its target address */
+		if (bpf_skb_load_bytes(skb, off, &arp, sizeof(arp)))
+			return miss(pi, &p);
+		/* for a select over several choices, hash ARP by sender and target address */
+		__builtin_memcpy(&p.saddr, arp.spa, 4);
+		__builtin_memcpy(&p.daddr, arp.tpa, 4);
+		/* A request is broadcast: route it to the owner of the target address.  Replies
+		 * (and anything not Ethernet/IPv4) are unicast to a MAC like any frame. */
+		if (arp.op == bpf_htons(1) && arp.htype == bpf_htons(1) &&
+		    arp.ptype == bpf_htons(ETH_P_IP) && arp.hlen == 6 && arp.plen == 4) {
 			key.kind = KIND_ARP;
-			__builtin_memcpy(key.addr, arp + 24, 4);
+			__builtin_memcpy(key.addr, arp.tpa, 4);
 			key.addr[4] = 0;
 			key.addr[5] = 0;
 		}
+	} else {
+		/* IPv6, LLDP, ...: the plan routes only IPv4 and ARP */
+		return miss(pi, &p);
 	}
 
-	a = bpf_map_lookup_elem(&fib, &key);
-	if (!a) {
-		key.in_port = 0;
-		a = bpf_map_lookup_elem(&fib, &key);
-	}
-	if (!a && p.label) {
-		key.label = LABEL_ANY;
-		a = bpf_map_lookup_elem(&fib, &key);
-	}
-	if (!a || a->n == 0 || a->n > MAX_CHOICES)
-		return miss(pi);
+	a = lookup(&key, &p);
+	if (!a || a->n == 0 || a->n > MAX_CHOICES ||
+	    (a->kind != ACT_FORWARD && a->kind != ACT_REPLICATE))
+		return miss(pi, &p);
 
-	base = p.label;
-	if (a->pop && p.label) {
+	p.out_base = p.label;
+	if (a->pop && p.tagged) {
 		if (bpf_skb_vlan_pop(skb) != 0)
-			return miss(pi);
-		base = 0;
+			return miss(pi, &p);
+		/* an inner tag, if any, has become the offloaded one */
+		p.out_base = skb->vlan_present ? (skb->vlan_tci & 0x0fff) : 0;
 	}
 
-	if (a->op == OP_REPLICATE) {
+	if (a->kind == ACT_REPLICATE) {
+		/* bpf_clone_redirect for the first n-1 copies, bpf_redirect for the last */
 		for (i = 0; i < MAX_CHOICES - 1; i++) {
 			if (i + 1 >= a->n)
 				break;
-			send(skb, a, i, pi, &p, base, 1);
+			emit(skb, a, i, pi, &p, 0);
 		}
-		return send(skb, a, a->n - 1, pi, &p, base, 0);
+		return emit(skb, a, a->n - 1, pi, &p, 1);
 	}
-	return send(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, base, 0);
+	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1);
 }
 
 char LICENSE[] SEC("license") = "GPL";
