@@ -389,7 +389,11 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     hops = sorted({int(r["hops"]) for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     ax = axes[0]
-    ax.boxplot([x for x in ratios if x == x], vert=False, widths=0.5)
+    finite = [x for x in ratios if x == x]
+    try:  # matplotlib >= 3.10 names the orientation; older ones only know vert
+        ax.boxplot(finite, orientation="horizontal", widths=0.5)
+    except TypeError:
+        ax.boxplot(finite, vert=False, widths=0.5)
     jitter = np.random.default_rng(0).uniform(-0.12, 0.12, len(ratios))
     ax.scatter(ratios, 1 + jitter, color="tab:orange", zorder=5, s=25,
                label=f"one run each ({len(ratios)} runs)")
