@@ -28,7 +28,7 @@ from topos.base import Topology
 
 from . import hostnet, shaping
 from .base import Dataplane, make
-from .proc import Interrupted, RunError, check, in_ns, pid_alive, stop_process
+from .proc import Interrupted, RunError, check, in_ns, pid_alive, stop_all
 from .registry import BPFFS_DIR, STATE_DIR, Registry, clean_all, clean_state
 from .shaping import LinkSpec
 
@@ -287,8 +287,7 @@ class Emulation:
             if threading.current_thread() is threading.main_thread() else {}
         t0 = time.monotonic()
         try:
-            for proc in self.procs:
-                stop_process(proc)
+            stop_all(self.procs)
             if self.net is not None:
                 try:
                     self._stop_links()

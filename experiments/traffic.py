@@ -360,7 +360,16 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     while time.monotonic() < mid:
         if any(p.poll() is not None for _, _, p in clients):
             break
-        time.sleep(min(0.2, max(0.0, mid - time.monotonic())))
+        # the same watch as wait_iperf's, from the first second of traffic
+        for f, _, p in servers:
+            if p.poll() is not None and p.returncode != 0:
+                raise RunError(f"iperf3 server on {f.dst}:{port} (pid {p.pid}) ended with "
+                               f"{how_ended(p)} while its client was still sending")
+        if bwm.poll() is not None:
+            raise RunError(f"bwm-ng (pid {bwm.pid}) ended with {how_ended(bwm)} during the "
+                           "measurement")
+        emu.check_alive()
+        time.sleep(min(WATCH_INTERVAL, max(0.0, mid - time.monotonic())))
     for f in flows:
         text = emu.host_cmd(emu.host(f.src), ["ss", "-Hntie"])
         (out / f"ss-{f.src}.txt").write_text(text)
