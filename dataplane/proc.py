@@ -33,21 +33,7 @@ def in_ns(pid: int, argv: list[str]) -> list[str]:
 
 def stop_process(proc: subprocess.Popen, timeout: float = 3.0) -> None:
     """SIGTERM a process group, SIGKILL it after ``timeout``, and reap it."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            try:
-                proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    stop_all([proc], timeout)
 
 
 def stop_all(procs: list[subprocess.Popen], timeout: float = 3.0) -> None:
