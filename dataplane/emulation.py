@@ -31,16 +31,10 @@ from .base import Dataplane, make
 from .proc import Interrupted, RunError, check, in_ns, pid_alive, stop_all
 from .registry import BPFFS_DIR, STATE_DIR, Registry, clean_all, clean_state
 from .shaping import LinkSpec
+from .sysinfo import read_sysctl
 
 LOG = logging.getLogger("dcrepro")
 DEFAULT_DATAPLANE = "bpf"
-
-
-def _read_sysctl(name: str) -> str:
-    try:
-        return Path("/proc/sys/" + name.replace(".", "/")).read_text().strip()
-    except OSError:
-        return ""
 
 
 @dataclass
@@ -105,14 +99,14 @@ class Emulation:
     def _set_cc(self) -> None:
         # Congestion control is per namespace and a host cannot set its own here: set it in
         # the root namespace before Mininet creates the hosts, which inherit it.
-        available = _read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+        available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
         if self.cc not in available:
             subprocess.run(["modprobe", "-q", f"tcp_{self.cc}"], check=False, timeout=10)
-            available = _read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+            available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
         if self.cc not in available:
             raise RunError(f"congestion control '{self.cc}' is not available here "
                            f"(available: {' '.join(available)})")
-        self._saved_cc = _read_sysctl("net.ipv4.tcp_congestion_control")
+        self._saved_cc = read_sysctl("net.ipv4.tcp_congestion_control")
         assert self.registry is not None
         self.registry.state["sysctl"]["net.ipv4.tcp_congestion_control"] = self._saved_cc
         self.registry.save()

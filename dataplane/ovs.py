@@ -9,6 +9,7 @@ its userspace datapath (which forwards from one thread: see the README).
 """
 from __future__ import annotations
 
+import os
 import queue
 import re
 import socket
@@ -43,7 +44,7 @@ class Controller:
             [sys.executable, "-m", "controller.launch", "--plan", str(plan_path),
              "--port", str(self.port), "--host", "127.0.0.1"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**__import__("os").environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
             start_new_session=True, cwd=str(REPO))
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()

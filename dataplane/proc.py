@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from typing import Any
 
 
@@ -39,7 +40,6 @@ def stop_process(proc: subprocess.Popen, timeout: float = 3.0) -> None:
 def stop_all(procs: list[subprocess.Popen], timeout: float = 3.0) -> None:
     """stop_process for many at once: SIGTERM to every group first, one shared wait, then
     SIGKILL what is left (a failed run's 32 iperf3 processes: about 3 s, not 3 s each)."""
-    import time
     alive = [p for p in procs if p.poll() is None]
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         for p in alive:

@@ -117,7 +117,8 @@ class BpfDataplane(Dataplane):
                proto: str = "tcp") -> dict[str, dict[int, int]]:
         """Packets of one flow per output port at every switch that forwarded it."""
         num = 6 if proto == "tcp" else 17
-        self._flow_ports(0, five_tuple, num)  # refresh the snapshot if needed
+        # reloads the snapshot only if the flow is not in it yet (as trace does)
+        self._flow_ports(emu.plan.switches[emu.topo.access_switch(src)].sid, five_tuple, num)
         out: dict[str, dict[int, int]] = {}
         for name, sp in emu.plan.switches.items():
             recs = self._flows.get((sp.sid, five_tuple["src_ip"], five_tuple["dst_ip"],

@@ -94,6 +94,23 @@ def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
 WATCH_INTERVAL = 0.2
 
 
+def watch_once(servers: list[tuple[str, subprocess.Popen]],
+               watch: list[tuple[str, subprocess.Popen]],
+               alive: Callable[[], None] | None) -> None:
+    """One look at everything a running measurement depends on; RunError on a death: a
+    server whose client still sends, a watched measurement process, the dataplane."""
+    for name, server in servers:
+        if server.poll() is not None and server.returncode != 0:
+            raise RunError(f"iperf3 server of {name} (pid {server.pid}) ended with "
+                           f"{how_ended(server)} while its client was still sending")
+    for what, p in watch:
+        if p.poll() is not None:
+            raise RunError(f"{what} (pid {p.pid}) ended with {how_ended(p)} during the "
+                           "measurement")
+    if alive is not None:
+        alive()
+
+
 #: iperf3's words for a client whose control connection never got through (its SYNs lost)
 NO_CONNECT = "unable to connect to server"
 
@@ -133,16 +150,8 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
                             raise
                         unconnected.add(name)
                         stop_process(server)
-            elif server.poll() is not None and server.returncode != 0:
-                raise RunError(f"iperf3 server of {name} (pid {server.pid}) ended with "
-                               f"{how_ended(server)} while its client was still sending")
-        for what, p in watch or []:
-            if pending and p.poll() is not None:
-                raise RunError(f"{what} (pid {p.pid}) ended with {how_ended(p)} during the "
-                               "measurement")
-        if alive is not None:
-            alive()
         if pending:
+            watch_once([(n, s) for n, _, s in pending], watch or [], alive)
             if time.monotonic() > deadline:
                 raise RunError(f"iperf3 client {pending[0][0]} did not finish in time "
                                f"({timeout:g} s)")
@@ -361,14 +370,8 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
         if any(p.poll() is not None for _, _, p in clients):
             break
         # the same watch as wait_iperf's, from the first second of traffic
-        for f, _, p in servers:
-            if p.poll() is not None and p.returncode != 0:
-                raise RunError(f"iperf3 server on {f.dst}:{port} (pid {p.pid}) ended with "
-                               f"{how_ended(p)} while its client was still sending")
-        if bwm.poll() is not None:
-            raise RunError(f"bwm-ng (pid {bwm.pid}) ended with {how_ended(bwm)} during the "
-                           "measurement")
-        emu.check_alive()
+        watch_once([(f"{f.src}->{f.dst} (port {port})", p) for f, _, p in servers],
+                   [("bwm-ng", bwm)], emu.check_alive)
         time.sleep(min(WATCH_INTERVAL, max(0.0, mid - time.monotonic())))
     for f in flows:
         text = emu.host_cmd(emu.host(f.src), ["ss", "-Hntie"])

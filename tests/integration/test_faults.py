@@ -31,13 +31,14 @@ def _start(tmp_path: Path, dataplane: str, *extra: str) -> subprocess.Popen:
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def _wait_traffic(p: subprocess.Popen, tmp_path: Path) -> Path:
+def _wait_traffic(p: subprocess.Popen, tmp_path: Path, clients: int = 16) -> Path:
+    """Poll (bounded) until every client of the k=4 permutation has been started."""
     deadline = time.monotonic() + 90
-    while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
+    while len(list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json"))) < clients \
+            or len(_pids("iperf3 -c")) < clients:
         assert p.poll() is None, p.stdout.read()
         assert time.monotonic() < deadline, "traffic did not start"
         time.sleep(0.1)
-    time.sleep(1.0)  # every client is running by now
     return next((tmp_path / "permutation").iterdir())
 
 
