@@ -11,6 +11,7 @@ PLOTTERS = {
     "outcast": "analysis.outcast:plot_outcast",
     "outcast-fattree": "analysis.outcast:plot_outcast_fattree",
     "fairness": "analysis.fairness:plot_fairness",
+    "plts": "analysis.plts:plot_plts",
 }
 
 

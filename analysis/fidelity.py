@@ -51,8 +51,10 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
            cpu_saturated_share: float | None,
            calibration: dict[str, Any] | None = None,
            emulator_loss_share: float | None = None,
-           dequeue_gaps: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source)."""
+           dequeue_gaps: dict[str, Any] | None = None,
+           measurement_note: str | None = None) -> dict[str, Any]:
+    """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source).
+    ``measurement_note`` names a measurement that was only partly taken (a suspect reason)."""
     srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
     emu = np.array([emulated[s] for s in srcs])
     mod = np.array([model[s] for s in srcs])
@@ -68,6 +70,8 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
     if gaps is not None and gaps < SUSPECT_GAPS:
         reasons.append(f"only {gaps:.1%} of busy-link dequeue gaps within 10 % of the "
                        "packet time")
+    if measurement_note:
+        reasons.append(measurement_note)
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {

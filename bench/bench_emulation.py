@@ -57,19 +57,25 @@ def bringup_teardown(spec: str, dataplane: str, reps: int) -> None:
           f"(all {', '.join(f'{x:.2f}' for x in down)})", flush=True)
 
 
+class Failed(Exception):
+    """A benchmarked run failed: reported as a result, and the bench goes on."""
+
+
 def dcrepro(*args: str) -> None:
-    """Run the CLI, fail loudly; on interrupt let it tear down (SIGTERM), never SIGKILL it."""
+    """Run the CLI; on interrupt let it tear down (SIGTERM), never SIGKILL it."""
     # DCREPRO may name another dcrepro command line, as for the sweep scripts
     cmd = os.environ.get("DCREPRO", "").split() or [str(REPO / ".venv/bin/dcrepro")]
-    child = subprocess.Popen([*cmd, *args], cwd=REPO, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen([*cmd, *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
     try:
-        rc = child.wait()
+        _, err = child.communicate()
     except KeyboardInterrupt:
         child.terminate()
         child.wait(timeout=120)
         raise
-    if rc != 0:
-        raise SystemExit(f"dcrepro {' '.join(args)} failed with {rc}")
+    if child.returncode != 0:
+        why = next((l for l in err.splitlines() if l.startswith("dcrepro:")), err.strip()[-300:])
+        raise Failed(f"dcrepro {' '.join(args)} failed with {child.returncode}: {why}")
 
 
 def single_flow(spec: str, dataplane: str, out: Path) -> None:
@@ -87,17 +93,17 @@ def single_flow(spec: str, dataplane: str, out: Path) -> None:
 
 
 def permutation(spec: str, dataplane: str, out: Path, seeds: int, duration: float,
-                bw: float) -> None:
+                bw: float, transports: list[str]) -> None:
     """Section C at one link rate."""
     dest = out / f"{spec.replace(',', '_').replace('=', '')}-{dataplane}"
     dcrepro("run", "permutation", "--topo", spec, "--runs", str(seeds), "--duration",
             str(duration), "--trim", "5", "--bw", str(bw), "--subflows", "8", "--out",
-            str(dest), "--dataplane", dataplane)
+            str(dest), "--dataplane", dataplane, "--transport", ",".join(transports))
     run = sorted((dest / "permutation").iterdir())[-1]
     with open(run / "summary.csv", newline="") as fh:
         summary = {(r["transport"], r["run"], r["measure"]): r for r in csv.DictReader(fh)}
     reports = json.loads((run / "fidelity.json").read_text())["reports"]
-    for t in ("tcp", "mptcp"):
+    for t in transports:
         means = [float(summary[(t, str(i), "norm_iperf")]["mean"]) for i in range(seeds)]
         model = [float(summary[(t, str(i), "norm_model")]["mean"]) for i in range(seeds)]
         mine = [f for f in reports if f["transport"] == t]
@@ -136,7 +142,9 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--rates", default="10", help="comma list of link rates for section C")
     ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
-    ap.add_argument("--skip-permutation", action="store_true")
+    ap.add_argument("--sections", default="A,B,C", help="which sections to run (comma list)")
+    ap.add_argument("--transports", default="tcp,mptcp", help="section C's transports")
+    ap.add_argument("--skip-permutation", action="store_true", help="same as --sections A,B")
     args = ap.parse_args()
     install_signal_handlers()
     out = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-bench-"))
@@ -144,14 +152,22 @@ def main() -> int:
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; out {out}")
     dps = args.dataplanes.split(",")
     for spec in args.topo or ["fattree,k=4"]:
-        for dp in dps:
+        sections = set(args.sections.split(",")) - ({"C"} if args.skip_permutation else set())
+        for dp in dps if "A" in sections else []:
             bringup_teardown(spec, dp, args.reps)
-        for dp in dps:
-            single_flow(spec, dp, out)
-        if not args.skip_permutation:
+        for dp in dps if "B" in sections else []:
+            try:
+                single_flow(spec, dp, out)
+            except Failed as exc:
+                print(f"B {spec} {dp}: {exc}", flush=True)
+        if "C" in sections:
             for bw in (float(x) for x in args.rates.split(",")):
                 for dp in dps:
-                    permutation(spec, dp, out, args.seeds, args.duration, bw)
+                    try:
+                        permutation(spec, dp, out, args.seeds, args.duration, bw,
+                                    args.transports.split(","))
+                    except Failed as exc:
+                        print(f"C {spec} {dp} {bw:g} Mb/s: {exc}", flush=True)
     return 0
 
 

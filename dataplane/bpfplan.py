@@ -13,7 +13,8 @@ from typing import Callable
 from routing.plan import LABEL_ANY, Plan, SwitchPlan
 from topos.base import Topology
 
-from .bpfswitch import ACT_FORWARD, ACT_REPLICATE, KIND_ARP, KIND_ETH, MODES, FibAction, FibKey
+from .bpfswitch import (ACT_FORWARD, ACT_REPLICATE, KIND_ARP, KIND_ETH, MODES, PORT_HOST,
+                        FibAction, FibKey)
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -46,16 +47,17 @@ def fib_entries(plan: Plan) -> dict[FibKey, FibAction]:
 
 
 def port_entries(plan: Plan, topo: Topology,
-                 ifindex: Callable[[str], int]) -> tuple[dict[int, tuple[int, int, int]],
+                 ifindex: Callable[[str], int]) -> tuple[dict[int, tuple[int, int, int, int]],
                                                          dict[tuple[int, int], int]]:
-    """ports map (ifindex -> (switch id, port, seed)) and egress map ((switch id, port) ->
-    ifindex) for every switch port; ``ifindex(name)`` resolves interface names."""
-    ports: dict[int, tuple[int, int, int]] = {}
+    """ports map (ifindex -> (switch id, port, seed, flags)) and egress map ((switch id,
+    port) -> ifindex) for every switch port; ``ifindex(name)`` resolves interface names.
+    flags: PORT_HOST where the port faces a host (latency sampling starts and ends there)."""
+    ports: dict[int, tuple[int, int, int, int]] = {}
     egress: dict[tuple[int, int], int] = {}
     for sw in plan.switches.values():
-        for port in topo.ports(sw.name):
+        for port, (peer, _) in topo.ports(sw.name).items():
             idx = ifindex(f"{sw.name}-eth{port}")
-            ports[idx] = (sw.sid, port, sw.seed)
+            ports[idx] = (sw.sid, port, sw.seed, 0 if topo.is_switch(peer) else PORT_HOST)
             egress[(sw.sid, port)] = idx
     return ports, egress
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from .bpfsys import BpfMap
-from .proc import RunError
+from .proc import RunError, run
 from .registry import remove_bpffs
 
 SOURCE = Path(__file__).resolve().parent / "bpf" / "switch.bpf.c"
@@ -40,14 +40,15 @@ KIND_ETH, KIND_ARP = 1, 2                      # fib_key.kind
 ACT_FORWARD, ACT_REPLICATE = 1, 2              # fib_action.kind
 MODE_HASH, MODE_RND, MODE_RR, MODE_CNT = 0, 1, 2, 3
 MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
-MAPS = ("ports", "egress", "fib", "rr", "flows")
+MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat")
+PORT_HOST = 1                                  # port_info.flags: the port faces a host
 PROG_PIN = "prog"                              # the program's pin inside the bpffs
 MAP_DIR = "maps"                               # pinmaps directory inside the bpffs
 TIMEOUT = 60.0
 
 # struct formats (switch.bpf.c); x = an explicit pad field, always zero
 IFINDEX = struct.Struct("<I")                  # ports key: __u32 ifindex
-PORT_INFO = struct.Struct("<III4xQQQ")         # sw, port, seed, pad, rx_packets, rx_bytes, miss
+PORT_INFO = struct.Struct("<IIIIQQQ")          # sw, port, seed, flags, rx_packets, rx_bytes, miss
 PORT_KEY = struct.Struct("<II")                # sw, port
 EGRESS_INFO = struct.Struct("<I4xQQ")          # ifindex, pad, tx_packets, tx_bytes
 FIB_KEY = struct.Struct("<IHHBx6s")            # sw, in_port, label, kind, pad, addr[6]
@@ -56,17 +57,24 @@ RR_KEY = struct.Struct("<II4s4sHHB3x")         # sw, group, saddr, daddr, sport,
 RR_VALUE = struct.Struct("<I")                 # last_index
 FLOW_KEY = struct.Struct("<I4s4sHHBxH")        # sw, saddr, daddr, sport, dport, proto, pad, out
 FLOW_STAT = struct.Struct("<QQHH4x")           # packets, bytes, in_label, out_label, pad
+CONF = struct.Struct("<I4xQQQ")                # sample_every, pad, stamped, measured, lost
+LAT_KEY = struct.Struct("<4s4sHHI")            # saddr, daddr, sport, dport, seq
+LAT_START = struct.Struct("<Q")                # ns at the first switch
+LAT_VAL = struct.Struct("<QQ")                 # at_ns, latency_ns
 SIZES = {"ports": (IFINDEX.size, PORT_INFO.size), "egress": (PORT_KEY.size, EGRESS_INFO.size),
          "fib": (FIB_KEY.size, FIB_ACTION.size), "rr": (RR_KEY.size, RR_VALUE.size),
-         "flows": (FLOW_KEY.size, FLOW_STAT.size)}
+         "flows": (FLOW_KEY.size, FLOW_STAT.size), "conf": (IFINDEX.size, CONF.size),
+         "lat_start": (LAT_KEY.size, LAT_START.size), "lat": (LAT_KEY.size, LAT_VAL.size)}
 
 
 class PortInfo(NamedTuple):
-    """ports value: the switch and port behind an ifindex, the switch's seed, counters."""
+    """ports value: the switch and port behind an ifindex, the switch's seed, flags
+    (PORT_HOST), counters."""
 
     sw: int
     port: int
     seed: int
+    flags: int = 0
     rx_packets: int = 0
     rx_bytes: int = 0
     miss_packets: int = 0
@@ -143,6 +151,33 @@ class FlowStat(NamedTuple):
     out_label: int
 
 
+class Conf(NamedTuple):
+    """conf value (its one entry): latency sampling rate (0 = off) and counters."""
+
+    sample_every: int
+    stamped: int = 0
+    measured: int = 0
+    lost: int = 0
+
+
+class LatKey(NamedTuple):
+    """lat_start / lat key: one TCP segment."""
+
+    saddr: str
+    daddr: str
+    sport: int
+    dport: int
+    seq: int
+
+
+class LatVal(NamedTuple):
+    """lat value: when the segment reached its last switch (CLOCK_MONOTONIC ns) and its
+    latency since its first switch (ns)."""
+
+    at_ns: int
+    latency_ns: int
+
+
 def _u32(v: int, what: str) -> int:
     if not 0 <= v <= 0xFFFFFFFF:
         raise ValueError(f"{what} {v} does not fit 32 bits")
@@ -162,7 +197,7 @@ def unpack_ifindex(b: bytes) -> int:
 
 
 def pack_port_info(v: tuple) -> bytes:
-    """ports value from PortInfo (or (sw, port, seed): counters zero)."""
+    """ports value from PortInfo (or (sw, port, seed[, flags]): counters zero)."""
     return PORT_INFO.pack(*PortInfo(*v))
 
 
@@ -282,6 +317,48 @@ def unpack_flow_stat(b: bytes) -> FlowStat:
     return FlowStat(*FLOW_STAT.unpack(b))
 
 
+def pack_conf(v: tuple | int) -> bytes:
+    """conf value from Conf (or a bare sampling rate: counters zero)."""
+    return CONF.pack(*(Conf(v) if isinstance(v, int) else Conf(*v)))
+
+
+def unpack_conf(b: bytes) -> Conf:
+    """Inverse of pack_conf."""
+    return Conf(*CONF.unpack(b))
+
+
+def pack_lat_key(k: tuple) -> bytes:
+    """lat key from (saddr, daddr, sport, dport, seq)."""
+    saddr, daddr, sport, dport, seq = k
+    return LAT_KEY.pack(socket.inet_aton(saddr), socket.inet_aton(daddr), sport, dport, seq)
+
+
+def unpack_lat_key(b: bytes) -> LatKey:
+    """Inverse of pack_lat_key."""
+    saddr, daddr, sport, dport, seq = LAT_KEY.unpack(b)
+    return LatKey(socket.inet_ntoa(saddr), socket.inet_ntoa(daddr), sport, dport, seq)
+
+
+def pack_lat_start(ns: int) -> bytes:
+    """lat_start value."""
+    return LAT_START.pack(ns)
+
+
+def unpack_lat_start(b: bytes) -> int:
+    """Inverse of pack_lat_start."""
+    return LAT_START.unpack(b)[0]
+
+
+def pack_lat_val(v: tuple) -> bytes:
+    """lat value from (at_ns, latency_ns)."""
+    return LAT_VAL.pack(*v)
+
+
+def unpack_lat_val(b: bytes) -> LatVal:
+    """Inverse of pack_lat_val."""
+    return LatVal(*LAT_VAL.unpack(b))
+
+
 def unpack_flow(key: bytes, value: bytes) -> dict[str, Any]:
     """One record of the flows map as a flat dict (FlowKey and FlowStat fields)."""
     return {**unpack_flow_key(key)._asdict(), **unpack_flow_stat(value)._asdict()}
@@ -294,6 +371,9 @@ CODECS: dict[str, tuple[Callable, Callable, Callable, Callable]] = {
     "fib": (pack_fib_key, unpack_fib_key, pack_fib_action, unpack_fib_action),
     "rr": (pack_rr_key, unpack_rr_key, pack_rr_value, unpack_rr_value),
     "flows": (pack_flow_key, unpack_flow_key, pack_flow_stat, unpack_flow_stat),
+    "conf": (pack_ifindex, unpack_ifindex, pack_conf, unpack_conf),
+    "lat_start": (pack_lat_key, unpack_lat_key, pack_lat_start, unpack_lat_start),
+    "lat": (pack_lat_key, unpack_lat_key, pack_lat_val, unpack_lat_val),
 }
 
 
@@ -333,22 +413,8 @@ def _in_ns(argv: list[str], netns: str | None) -> list[str]:
 
 def _run(argv: list[str], timeout: float = TIMEOUT, input_text: str | None = None,
          ok: bool = False) -> subprocess.CompletedProcess:
-    """Run a command with a timeout; unless ``ok``, a failure raises RunError naming the
-    command and its stderr (head and tail: a verifier log ends with the reason)."""
-    cmd = " ".join(argv)
-    try:
-        p = subprocess.run(argv, input=input_text, capture_output=True, text=True,
-                           timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise RunError(f"timed out after {timeout}s: {cmd}") from None
-    except FileNotFoundError:
-        raise RunError(f"command not found: {argv[0]} (./setup.sh installs it)") from None
-    if p.returncode != 0 and not ok:
-        err = p.stderr.strip()
-        if len(err) > 1500:
-            err = f"{err[:500]} [...] {err[-1000:]}"
-        raise RunError(f"{cmd} failed ({p.returncode}): {err}")
-    return p
+    """proc.run with this module's default timeout."""
+    return run(argv, timeout, input_text, ok)
 
 
 def ifindexes(names: Iterable[str], netns: str | None = None) -> dict[str, int]:
@@ -551,13 +617,13 @@ class SwitchRuntime:
     # maps
     def fill(self, ports: dict[int, tuple], egress: dict[tuple[int, int], int],
              fib: dict[tuple, tuple]) -> None:
-        """Write the network's entries: ports {ifindex: (sw, port, seed)}, egress
+        """Write the network's entries: ports {ifindex: (sw, port, seed, flags)}, egress
         {(sw, port): ifindex}, fib {FibKey: FibAction} (before any program is attached)."""
         if len(fib) > self.maps["fib"].max_entries:
             raise RunError(f"the plan has {len(fib)} table entries; the BPF switch holds "
                            f"{self.maps['fib'].max_entries}")
         for ifindex, info in ports.items():
-            self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(tuple(info)[:3]))
+            self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(tuple(info)[:4]))
         for key, ifindex in egress.items():
             self.maps["egress"].update(pack_port_key(key), pack_egress_info(ifindex))
         for k, a in fib.items():
@@ -573,9 +639,9 @@ class SwitchRuntime:
     def verify(self, ports: dict[int, tuple], egress: dict[tuple[int, int], int],
                fib: dict[tuple, tuple]) -> str:
         """Read every map back; '' when it holds exactly these entries, else what differs."""
-        got_ports = {k: tuple(v[:3]) for k, v in self.read_ports().items()}
+        got_ports = {k: tuple(v[:4]) for k, v in self.read_ports().items()}
         got_egress = {tuple(k): v.ifindex for k, v in self.read_egress().items()}
-        want_ports = {k: tuple(v)[:3] for k, v in ports.items()}
+        want_ports = {k: tuple(PortInfo(*tuple(v)[:4]))[:4] for k, v in ports.items()}
         for name, want, got in (("ports", want_ports, got_ports),
                                 ("egress", egress, got_egress), ("fib", fib, self.read_fib())):
             if got != want:
@@ -611,6 +677,24 @@ class SwitchRuntime:
         packets, bytes, in_label, out_label."""
         return [unpack_flow(k, v) for k, v in self.maps["flows"].items()]
 
+    def sample_latency(self, every: int) -> None:
+        """Sample one TCP data segment in about ``every`` (0 = off) for fabric latency;
+        forget earlier samples and counters."""
+        if every < 0:
+            raise ValueError(f"sampling rate {every} must be >= 0")
+        for name in ("lat_start", "lat"):
+            for k in list(self.maps[name].keys()):
+                self.maps[name].delete(k)
+        self.maps["conf"].update(pack_ifindex(0), pack_conf(every))
+
+    def read_conf(self) -> Conf:
+        """The sampling rate and its counters."""
+        return unpack_conf(self.maps["conf"].lookup(pack_ifindex(0)))
+
+    def read_latency(self) -> dict[LatKey, LatVal]:
+        """Every measured segment: (5-tuple, seq) -> (arrival ns, latency ns)."""
+        return self.read_map("lat")
+
     def counters(self) -> dict[str, int]:
         """Totals over all ports: packets received, dropped as misses, sent."""
         ports = self.read_ports().values()
@@ -622,7 +706,7 @@ class SwitchRuntime:
         """Zero the port counters and forget flow records and round-robin state (entries
         written while traffic flows may lose a concurrent increment)."""
         for ifindex, p in self.read_ports().items():
-            self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(p[:3]))
+            self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(p[:4]))
         for key, e in self.read_egress().items():
             self.maps["egress"].update(pack_port_key(key), pack_egress_info(e.ifindex))
         for name in ("flows", "rr"):

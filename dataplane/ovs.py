@@ -111,6 +111,8 @@ class Controller:
         """Terminate the controller and close its log."""
         stop_process(self.proc)
         self.reader.join(timeout=5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self.log.close()
 
 

@@ -13,18 +13,29 @@ class RunError(RuntimeError):
     """The run cannot continue; the message says why (and the run is marked failed)."""
 
 
-def check(argv: list[str], timeout: float = 30, input_text: str | None = None) -> str:
-    """Run a command, return stdout; raise RunError with its stderr if it fails or hangs."""
+def run(argv: list[str], timeout: float = 30, input_text: str | None = None,
+        ok: bool = False) -> subprocess.CompletedProcess:
+    """Run a command with a timeout; unless ``ok``, a non-zero exit raises RunError naming the
+    command and its stderr (head and tail: a BPF verifier log ends with the reason)."""
+    cmd = " ".join(argv[:6]) + (" ..." if len(argv) > 6 else "")
     try:
         p = subprocess.run(argv, input=input_text, capture_output=True, text=True,
                            timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise RunError(f"timed out after {timeout}s: {' '.join(argv[:6])}") from None
+        raise RunError(f"timed out after {timeout}s: {cmd}") from None
     except FileNotFoundError:
-        raise RunError(f"command not found: {argv[0]} (run ./setup.sh)") from None
-    if p.returncode != 0:
-        raise RunError(f"{' '.join(argv[:6])} failed ({p.returncode}): {p.stderr.strip()[:500]}")
-    return p.stdout
+        raise RunError(f"command not found: {argv[0]} (./setup.sh installs it)") from None
+    if p.returncode != 0 and not ok:
+        err = p.stderr.strip()
+        if len(err) > 1500:
+            err = f"{err[:500]} [...] {err[-1000:]}"
+        raise RunError(f"{cmd} failed ({p.returncode}): {err}")
+    return p
+
+
+def check(argv: list[str], timeout: float = 30, input_text: str | None = None) -> str:
+    """Run a command, return stdout; raise RunError with its stderr if it fails or hangs."""
+    return run(argv, timeout, input_text).stdout
 
 
 def in_ns(pid: int, argv: list[str]) -> list[str]:

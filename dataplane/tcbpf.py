@@ -152,6 +152,21 @@ class BpfDataplane(Dataplane):
                 return path
             sw = peer
 
+    def sample_latency(self, every: int) -> None:
+        """Sample about one TCP data segment in ``every`` for one-way fabric latency (first
+        switch's ingress to last switch's ingress, in the datapath; 0 = off)."""
+        assert self.runtime is not None
+        self.runtime.sample_latency(every)
+
+    def latency_samples(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """Every measured segment (saddr, daddr, sport, dport, seq, at_ns, latency_ns;
+        at_ns on CLOCK_MONOTONIC, as time.monotonic_ns) and the sampling counters."""
+        assert self.runtime is not None
+        conf = self.runtime.read_conf()
+        rows = [{**k._asdict(), **v._asdict()} for k, v in self.runtime.read_latency().items()]
+        return rows, {"sample_every": conf.sample_every, "stamped": conf.stamped,
+                      "measured": conf.measured, "lost": conf.lost}
+
     def counters(self) -> dict[str, Any]:
         """Program counters: packets received, and dropped for want of an entry."""
         assert self.runtime is not None

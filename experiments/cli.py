@@ -19,6 +19,7 @@ EXPERIMENTS = {
     "outcast": "experiments.outcast",
     "outcast-fattree": "experiments.outcast_fattree",
     "fairness": "experiments.fairness",
+    "plts": "experiments.plts",
 }
 
 
@@ -92,7 +93,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             folder.set_status("failed", error="the figures could not be drawn",
                               data_complete=True)
             return code
-        folder.set_status("ok")
+        suspect = folder.config.get("suspect", [])
+        folder.set_status("ok", suspect=suspect)
+        if suspect:
+            print(f"dcrepro: finished, but the numbers are suspect: {suspect[0]}"
+                  f"{f' (+{len(suspect) - 1} more in status.json)' if len(suspect) > 1 else ''}",
+                  file=sys.stderr)
         return 0
     except KeyboardInterrupt as exc:
         what = "figures not drawn; `dcrepro plot` redraws them" if measured else \

@@ -334,6 +334,9 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
         finally:
             window.join(timeout=30)
         timing["traffic_s"] = round(time.monotonic() - t, 2)
+        if meas["bwm_incomplete"]:  # bwm-ng is this experiment's measurement (as the paper's)
+            raise RunError(f"{label}: {meas['measurement_note']}: the bwm-ng data this "
+                           "experiment plots is incomplete")
         if transport == "mptcp":
             shortfall = check_subflows(flows, params["subflows"])
             timing.update(shortfall)

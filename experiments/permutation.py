@@ -69,7 +69,7 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
         model = rates_on_paths(emu.topo, bw, pairs, traced)
         fid = report({f.src: f.iperf_mbps for f in flows}, model, bw,
                      meas["cpu_saturated_share"], calibration, meas["emulator_loss_share"],
-                     meas["dequeue_gaps"])
+                     meas["dequeue_gaps"], meas["measurement_note"])
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"])
         reports.append(fid)
@@ -133,6 +133,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
             folder.record(f"run{r:02d}", facts)
         for fid in new_reports:
             print(f"fidelity run {r} {fid['transport']}: {headline(fid)}", flush=True)
+            if fid["suspect"]:
+                folder.flag(f"run {r} {fid['transport']}: {'; '.join(fid['reasons'])}")
     write_permutation_summary(folder.path, rows, params, reports=reports)
     (folder.path / "fidelity.json").write_text(json.dumps(
         {"lp_bounds_normalized": bounds, "reports": reports}, indent=1))

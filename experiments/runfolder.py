@@ -59,6 +59,12 @@ class RunFolder:
         """Rewrite config.json (called again as runtime facts arrive)."""
         (self.path / "config.json").write_text(json.dumps(self.config, indent=1, default=str))
 
+    def flag(self, reason: str) -> None:
+        """Name a reason to doubt this run's numbers: the final status keeps it beside ``ok``
+        (config.json too), so a partial measurement is never a silent ``ok``."""
+        self.config.setdefault("suspect", []).append(reason)
+        self.write_config()
+
     def record(self, key: str, value: Any) -> None:
         """Add an observed runtime fact (datapath, qdiscs read back, ...) to config.json."""
         self.config["runtime"][key] = value

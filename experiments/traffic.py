@@ -31,6 +31,7 @@ class Flow:
     start: float = 0.0  # wall-clock time the client was started
     iperf_mbps: float = float("nan")
     bwm_mbps: float = float("nan")
+    retransmits: int | None = None  # segments the sender retransmitted inside the window
     subflows: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -179,11 +180,12 @@ def read_report(path: Path, who: str) -> dict[str, Any]:
     return report
 
 
-def check_coverage(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
-                   t0: float, t1: float, interval: float) -> None:
-    """bwm-ng must have sampled every interface across its measurement window: [t0, t1], or
-    per interface when ``intfs`` maps it to its own window (flows start one after another).
-    Up to two intervals plus a second, or a tenth of the window, may be missing at an edge."""
+def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
+                      t0: float, t1: float, interval: float) -> dict[str, str]:
+    """Interfaces bwm-ng did not sample across their measurement window ([t0, t1], or per
+    interface when ``intfs`` maps it to its own window: flows start one after another),
+    each with what was covered.  Up to two intervals plus a second, or a tenth of the
+    window, may be missing at an edge."""
     windows = intfs if isinstance(intfs, dict) else {i: (t0, t1) for i in intfs}
     seen: dict[str, list[float]] = {i: [] for i in windows}
     if path.exists():
@@ -191,14 +193,36 @@ def check_coverage(path: Path, intfs: list[str] | dict[str, tuple[float, float]]
             for row in csv.reader(fh):
                 if len(row) > 3 and row[1] in seen:
                     seen[row[1]].append(float(row[0]))
+    problems = {}
     for intf, ts in seen.items():
         t0, t1 = windows[intf]
         slack = max(2 * interval + 1, 0.1 * (t1 - t0))
         inside = [t for t in ts if t0 <= t <= t1]
         if not inside or min(inside) > t0 + slack or max(inside) < t1 - slack:
             covered = f"{min(inside) - t0:.1f}-{max(inside) - t0:.1f} s" if inside else "none"
-            raise RunError(f"bwm-ng sampled {intf} over {covered} of the {t1 - t0:.1f}-s "
-                           f"measurement window: its data is incomplete ({path})")
+            problems[intf] = f"{covered} of {t1 - t0:.1f} s"
+    return problems
+
+
+def check_coverage(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
+                   t0: float, t1: float, interval: float) -> None:
+    """Fail unless bwm-ng sampled every interface across its window (bwm-ng is the
+    measurement itself, as in Outcast's offered-rate series)."""
+    problems = coverage_problems(path, intfs, t0, t1, interval)
+    if problems:
+        intf, covered = next(iter(problems.items()))
+        raise RunError(f"bwm-ng sampled {intf} over {covered} of the measurement window"
+                       f"{f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''}: "
+                       f"its data is incomplete ({path})")
+
+
+def coverage_note(problems: dict[str, str]) -> str | None:
+    """One suspect reason for incomplete bwm-ng cross-check data ('None' if complete)."""
+    if not problems:
+        return None
+    intf, covered = next(iter(problems.items()))
+    return (f"bwm-ng (the cross-check of iperf3) sampled {len(problems)} interface(s) only "
+            f"partly, e.g. {intf}: {covered}; their bwm-ng rates are left empty")
 
 
 #: Subflows are read from one `ss` snapshot during traffic; under loss a subflow's SYN can be
@@ -265,10 +289,33 @@ def tcp_tuple(text: str, dport: int) -> list[dict[str, Any]]:
         acked = re.search(r"bytes_acked:(\d+)", info)
         cand = {"src_ip": m.group(1).split("%")[0], "src_port": int(m.group(2)),
                 "dst_ip": m.group(3).split("%")[0], "dst_port": dport,
-                "bytes_acked": int(acked.group(1)) if acked else 0}
+                "bytes_acked": int(acked.group(1)) if acked else 0, **tcp_counters(info)}
         if best is None or cand["bytes_acked"] > best["bytes_acked"]:
             best = cand
     return [best] if best else []
+
+
+_TCP_COUNTERS = {"retrans": r"\bretrans:\d+/(\d+)", "reordering": r"\breordering:(\d+)",
+                 "reord_seen": r"\breord_seen:(\d+)", "dsack_dups": r"\bdsack_dups:(\d+)"}
+
+
+def tcp_counters(info: str) -> dict[str, int]:
+    """Loss-recovery counters of one socket from its `ss -i` line: segments retransmitted
+    (total), the reordering degree TCP now assumes, reorderings seen, and duplicate segments
+    the receiver reported by DSACK (spurious retransmissions).  ss omits a zero counter,
+    and omits ``reordering`` while it is 3, the kernel's starting value."""
+    out = {}
+    for name, pattern in _TCP_COUNTERS.items():
+        m = re.search(pattern, info)
+        out[name] = int(m.group(1)) if m else (3 if name == "reordering" else 0)
+    return out
+
+
+def window_retransmits(client_report: dict[str, Any], t0: float, t1: float) -> int:
+    """Segments the sender retransmitted in the intervals inside [t0, t1] s (iperf3's client
+    report, from tcp_info's total_retrans)."""
+    return sum(int(iv["sum"].get("retransmits", 0)) for iv in client_report.get("intervals", [])
+               if iv["sum"]["start"] >= t0 - 1e-6 and iv["sum"]["end"] <= t1 + 1e-6)
 
 
 def iperf_window_mbps(report: dict[str, Any], t0: float, t1: float) -> float:
@@ -327,22 +374,95 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     emu.check_alive()
     t0 = min(f.start for f in flows) + trim
     t1 = max(f.start for f in flows) + duration - trim
-    check_coverage(bwm_path, {receiver_intf(emu, f.dst): (f.start + trim,
-                                                          f.start + duration - trim)
-                              for f in flows}, t0, t1, 0.5)
+    # iperf3 is the measurement here and bwm-ng its cross-check: a bwm-ng that stayed alive
+    # but fell behind (54 hosts under MPTCP load) makes the run suspect, not failed.
+    incomplete = coverage_problems(bwm_path, {receiver_intf(emu, f.dst): (
+        f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, 0.5)
     for f in flows:
-        read_report(out / f"iperf-client-{f.src}.json", f"client {f.src} -> {f.dst}:{port}")
+        client = read_report(out / f"iperf-client-{f.src}.json",
+                             f"client {f.src} -> {f.dst}:{port}")
+        if transport == "tcp":
+            f.subflows = [_data_connection(client, f.subflows, port)]
+        f.retransmits = window_retransmits(client, trim, duration - trim)
         report = read_report(out / f"iperf-server-{f.dst}.json",
                              f"server on {f.dst}:{port} (from {f.src})")
         f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
-        f.bwm_mbps = bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst),
-                                     f.start + trim, f.start + duration - trim)
+        f.bwm_mbps = float("nan") if receiver_intf(emu, f.dst) in incomplete else \
+            bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst), f.start + trim,
+                            f.start + duration - trim)
     window = [u for t, u in samples if t0 <= t <= t1]
     return {**emulator_losses(ports),
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
             if window else None,
-            "window_s": [trim, duration - trim], "dequeue_gaps": gaps}
+            "window_s": [trim, duration - trim], "dequeue_gaps": gaps,
+            "bwm_incomplete": incomplete, "measurement_note": coverage_note(incomplete)}
+
+
+def _data_connection(client: dict[str, Any], seen: list[dict[str, Any]],
+                     port: int) -> dict[str, Any]:
+    """A TCP flow's data connection as iperf3's client report names it, with the tcp_info
+    counters of the socket snapshot when it saw that connection (else without them)."""
+    conn = client["start"]["connected"][0]
+    tup = {"src_ip": conn["local_host"].removeprefix("::ffff:"),
+           "src_port": int(conn["local_port"]),
+           "dst_ip": conn["remote_host"].removeprefix("::ffff:"), "dst_port": port}
+    match = [s for s in seen if (s["src_ip"], s["src_port"]) == (tup["src_ip"],
+                                                                  tup["src_port"])]
+    return {**match[0], **tup} if match else tup
+
+
+def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duration: float,
+                      trim: float, out: Path, port: int, first: float,
+                      clients: list[tuple[Flow, Any, subprocess.Popen]],
+                      servers: list[tuple[Flow, Any, subprocess.Popen]],
+                      bwm: subprocess.Popen) -> None:
+    """Record every flow's connection (MPTCP: its subflows) from `ss` while traffic runs,
+    for the subflow check and for tracing; watch everything meanwhile.
+
+    Early enough to finish before the flows end: starting 54 clients takes up to 5 s, and
+    on a loaded CPU `ss` in every host at once (hosts_cmd), 40 ms when idle, took 4.5 s
+    (k=4, MPTCP at 75 % CPU) to 15 s (k=6 saturated).  TCP: once, in the middle (iperf3's
+    report names the connection anyway, see _data_connection).  MPTCP: first soon after
+    the window opens, then as late as the window allows, because an MP_JOIN whose SYN was
+    lost retries after 1 s, 2 s, 4 s ... and the subflow appears only then; a flow keeps
+    whichever look saw more of its subflows.  Times count from the FIRST client's start,
+    so that the earliest ones still run.
+    """
+    if transport == "tcp":
+        times = [first + duration / 2]
+    else:
+        early = min(duration / 2, max(trim, 2.0) + 1)
+        times = [first + early]
+        if duration - trim - 1.5 > early + 0.5:
+            times.append(first + duration - trim - 1.5)
+    record = []
+    for n, when in enumerate(times):
+        while time.monotonic() < when:
+            if any(p.poll() is not None for _, _, p in clients):
+                break
+            # the same watch as wait_iperf's, from the first second of traffic
+            watch_once([(f"{f.src}->{f.dst} (port {port})", p) for f, _, p in servers],
+                       [("bwm-ng", bwm)], emu.check_alive)
+            time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
+        began = time.monotonic()
+        # nice -20: on a saturated CPU 54 concurrent `ss` took 15 s at the default priority
+        texts = emu.hosts_cmd(sorted({f.src for f in flows}), ["ss", "-Hntie"], nice=-20)
+        record.append({"planned_s": round(when - first, 2), "began_s": round(began - first, 2),
+                       "took_s": round(time.monotonic() - began, 2)})
+        for f in flows:
+            text = texts[f.src]
+            (out / f"ss-{f.src}{'-late' if n else ''}.txt").write_text(text)
+            got = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
+            if len(got) >= max(1, len(f.subflows)):
+                f.subflows = got
+    (out / "snapshot.json").write_text(json.dumps(record))
+    missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
+    if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
+        when = ", ".join(f"{r['began_s']} s" for r in record)
+        raise RunError(f"no socket snapshot ({when} after the first client started) found "
+                       f"the connection of "
+                       f"{len(missing)} flows (e.g. {', '.join(missing[:3])})")
 
 
 def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
@@ -359,25 +479,9 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
             emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(port),
                               "-t", str(duration), "-J", "--connect-timeout", "5000"],
             stdout=fh, stderr=subprocess.STDOUT)))
-    # Snapshot the sockets once, at the end of the measurement window while traffic still
-    # runs: MPTCP subflows (and plain TCP 5-tuples) for the subflow check and for tracing.
-    # As late as possible, because an MP_JOIN whose SYN the switch lost retries after 1 s,
-    # 2 s, 4 s ... and the subflow only appears then.  Counted from the FIRST client's
-    # start: starting 54 MPTCP clients takes about 5 s, and the earliest ones must still run
-    # (one `ss` per host takes about 20 ms; a second is kept for them).
-    mid = first + max(duration / 2, duration - trim - 1)
-    while time.monotonic() < mid:
-        if any(p.poll() is not None for _, _, p in clients):
-            break
-        # the same watch as wait_iperf's, from the first second of traffic
-        watch_once([(f"{f.src}->{f.dst} (port {port})", p) for f, _, p in servers],
-                   [("bwm-ng", bwm)], emu.check_alive)
-        time.sleep(min(WATCH_INTERVAL, max(0.0, mid - time.monotonic())))
-    for f in flows:
-        text = emu.host_cmd(emu.host(f.src), ["ss", "-Hntie"])
-        (out / f"ss-{f.src}.txt").write_text(text)
-        f.subflows = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
     try:
+        _snapshot_sockets(emu, flows, transport, duration, trim, out, port, first, clients,
+                          servers, bwm)
         names = [f"{f.src}->{f.dst} (port {port})" for f in flows]
         wait_iperf([(n, c, s) for n, (_, _, c), (_, _, s) in zip(names, clients, servers)],
                    duration + 30, out, watch=[("bwm-ng", bwm)], alive=emu.check_alive,

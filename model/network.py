@@ -77,3 +77,39 @@ def rates_on_paths(topo: Topology, bw: float, pairs: dict[str, str],
     srcs = list(conns)
     rates = connection_rates(capacities(topo, bw), [conns[s] for s in srcs], mode=mode)
     return {s: float(r) for s, r in zip(srcs, rates)}
+
+
+def split_rates(topo: Topology, bw: float, shares: dict[str, dict[tuple[str, ...], float]],
+                dsts: dict[str, str]) -> dict[str, float]:
+    """Max-min fair rate (Mb/s) of every connection when each one is split over its paths in
+    fixed shares (per-packet spraying: ``routing.walk.split``), keyed by source host.
+
+    Progressive filling with weights: a connection at rate r loads link l with r times the
+    share of its packets that cross l, so it stops growing when any link it uses fills.
+    """
+    caps = capacities(topo, bw)
+    weight: dict[str, dict[Link, float]] = {}
+    for src, by_path in shares.items():
+        w: dict[Link, float] = {}
+        for path, share in by_path.items():
+            for link in path_links(src, path, dsts[src]):
+                w[link] = w.get(link, 0.0) + share
+        weight[src] = w
+    rate = {s: 0.0 for s in shares}
+    used = {link: 0.0 for link in caps}
+    active = set(shares)
+    while active:
+        load: dict[Link, float] = {}
+        for s in active:
+            for link, x in weight[s].items():
+                load[link] = load.get(link, 0.0) + x
+        step, full = min(((caps[l] - used[l]) / x, l) for l, x in load.items() if x > 0)
+        step = max(step, 0.0)
+        for s in active:
+            rate[s] += step
+        for link, x in load.items():
+            used[link] += x * step
+        # every link within a relative 1e-9 of full freezes the connections that cross it
+        full_links = {l for l in load if caps[l] - used[l] <= 1e-9 * caps[l]} | {full}
+        active -= {s for s in active if full_links & weight[s].keys()}
+    return rate

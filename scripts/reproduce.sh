@@ -14,6 +14,7 @@ sweeps=(
   "scripts/jellyfish-sweep.sh"
   "scripts/outcast-sweep.sh"
   "scripts/fattree-outcast-sweep.sh"
+  "scripts/plts-sweep.sh"
 )
 failed=()
 stamp=$(mktemp)

@@ -24,6 +24,11 @@ _REGISTRY: dict[str, tuple[str, str, Mapping[str, Param]]] = {
     "outcast": ("topos.outcast", "OutcastLinear", {
         "n": Param(int, 6, "senders behind the aggregate switch S2", positive_int, "> 0"),
     }),
+    "orca": ("topos.orca", "OrcaTestbed", {
+        "receivers": Param(int, 4, "receivers of the multicast sender", positive_int, "> 0"),
+        "racks": Param(int, 2, "ToR switches the receivers are spread over", positive_int,
+                       "> 0"),
+    }),
 }
 
 SCHEMAS: dict[str, Mapping[str, Param]] = {name: s for name, (_, _, s) in _REGISTRY.items()}

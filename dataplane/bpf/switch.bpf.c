@@ -18,6 +18,16 @@
  *   rr      per-flow round-robin state: the choice index the flow's last packet took
  *   flows   the datapath's own record: (switch, 5-tuple, out port) -> packets, bytes, labels;
  *           path tracing reads it (a sprayed flow shows several out ports on one switch)
+ *   conf    one entry: the latency sampling rate (0 = off) and its counters
+ *   lat_start  sampled TCP data segments in flight: (5-tuple, seq) -> time at the first switch
+ *   lat     their one-way fabric latency: (5-tuple, seq) -> arrival time, latency
+ *
+ * Latency sampling (off unless conf.sample_every > 0): a TCP segment with payload whose
+ * (5-tuple, seq) hashes to 0 modulo sample_every is stamped when it enters the fabric (the
+ * ingress of a port that faces a host) and measured when a switch hands it to a port that
+ * faces a host: first-switch ingress to last-switch ingress, so the host links' queues are
+ * not in it.  The choice is a hash, not a coin, so a retransmission of a sampled segment is
+ * sampled again and restamps it; a stamp whose segment was dropped is never matched.
  *
  * Counters count packets as wire packets (gso_segs of a GSO skb, else 1) and bytes as skb
  * length at ingress (Ethernet header included, an offloaded VLAN tag not).  Concurrent
@@ -43,11 +53,13 @@
 #define MODE_CNT 3
 #define MAX_INBAND_TAGS 2
 
+#define PORT_HOST 1	/* port_info.flags: the port faces a host */
+
 struct port_info {
 	__u32 sw;
 	__u32 port;
 	__u32 seed;
-	__u32 pad;
+	__u32 flags;
 	__u64 rx_packets;
 	__u64 rx_bytes;
 	__u64 miss_packets;
@@ -114,6 +126,27 @@ struct flow_stat {
 	__u32 pad;
 };
 
+struct conf {
+	__u32 sample_every;
+	__u32 pad;
+	__u64 stamped;		/* segments stamped at their first switch */
+	__u64 measured;		/* ... and matched at their last one */
+	__u64 lost;		/* measured but not stored: the lat map was full */
+};
+
+struct lat_key {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 sport;
+	__u16 dport;
+	__u32 seq;
+};
+
+struct lat_val {
+	__u64 at_ns;		/* bpf_ktime_get_ns (CLOCK_MONOTONIC) at the last switch */
+	__u64 latency_ns;
+};
+
 /* Ethernet/IPv4 ARP (RFC 826) as it follows the Ethernet header */
 struct arp_eth {
 	__be16 htype;
@@ -167,6 +200,27 @@ struct {
 	__type(value, struct flow_stat);
 } flows SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct conf);
+} conf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct lat_key);
+	__type(value, __u64);
+} lat_start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct lat_key);
+	__type(value, struct lat_val);
+} lat SEC(".maps");
+
 /* The packet as the switch sees it. */
 struct pkt {
 	__u32 saddr, daddr;	/* IPv4 (or, for hashing only, ARP sender/target) addresses */
@@ -179,6 +233,8 @@ struct pkt {
 	__u16 out_base;		/* label left after an optional pop */
 	__u32 len;
 	__u32 segs;
+	__u32 seq;		/* TCP sequence number (host order) of a sampled segment */
+	__u8 sampled;		/* a TCP data segment chosen for latency sampling */
 };
 
 /* murmur3's 32-bit finaliser: every input bit flips every output bit with probability ~1/2. */
@@ -214,6 +270,49 @@ static __always_inline __u32 bounded(__u32 i)
 {
 	asm volatile("" : "+r"(i));
 	return i & (MAX_CHOICES - 1);
+}
+
+static __always_inline struct conf *config(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&conf, &zero);
+}
+
+static __always_inline void lat_key_of(struct lat_key *k, const struct pkt *p)
+{
+	k->saddr = p->saddr;
+	k->daddr = p->daddr;
+	k->sport = p->sport;
+	k->dport = p->dport;
+	k->seq = p->seq;
+}
+
+/* A sampled segment leaves the fabric: store its latency since its first switch. */
+static __always_inline void measure(const struct pkt *p, __u32 out_ifindex)
+{
+	struct port_info *out = bpf_map_lookup_elem(&ports, &out_ifindex);
+	struct lat_key k = {};
+	struct lat_val v;
+	struct conf *c;
+	__u64 *t0;
+
+	if (!out || !(out->flags & PORT_HOST))
+		return;
+	lat_key_of(&k, p);
+	t0 = bpf_map_lookup_elem(&lat_start, &k);
+	if (!t0)
+		return;
+	v.at_ns = bpf_ktime_get_ns();
+	v.latency_ns = v.at_ns - *t0;
+	bpf_map_delete_elem(&lat_start, &k);
+	c = config();
+	if (!c)
+		return;
+	if (bpf_map_update_elem(&lat, &k, &v, BPF_ANY) == 0)
+		__sync_fetch_and_add(&c->measured, 1);
+	else
+		__sync_fetch_and_add(&c->lost, 1);
 }
 
 static __always_inline int miss(struct port_info *pi, const struct pkt *p)
@@ -346,7 +445,38 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 	__sync_fetch_and_add(&e->tx_packets, p->segs);
 	__sync_fetch_and_add(&e->tx_bytes, p->len);
 	record(pi->sw, p, port, push ? push : p->out_base);
+	if (p->sampled)
+		measure(p, e->ifindex);
 	return last ? bpf_redirect(e->ifindex, 0) : 0;
+}
+
+/* Decide whether this TCP segment is sampled and, at its first switch, stamp it. */
+static __always_inline void sample(struct __sk_buff *skb, struct pkt *p,
+				   const struct iphdr *ip, __u32 l4off, const struct port_info *pi)
+{
+	struct conf *c = config();
+	struct lat_key k = {};
+	__u8 tcp[13];
+	__u32 hdrs;
+	__u64 now;
+
+	if (!c || c->sample_every == 0)
+		return;
+	if (bpf_skb_load_bytes(skb, l4off, tcp, sizeof(tcp)))
+		return;
+	hdrs = ip->ihl * 4 + (tcp[12] >> 4) * 4;
+	if (bpf_ntohs(ip->tot_len) <= hdrs)
+		return;		/* a pure ACK: no payload, no sample */
+	p->seq = ((__u32)tcp[4] << 24) | ((__u32)tcp[5] << 16) | ((__u32)tcp[6] << 8) | tcp[7];
+	if (flow_hash(p, p->seq) % c->sample_every)
+		return;
+	p->sampled = 1;
+	if (!(pi->flags & PORT_HOST))
+		return;
+	lat_key_of(&k, p);
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&lat_start, &k, &now, BPF_ANY);
+	__sync_fetch_and_add(&c->stamped, 1);
 }
 
 static __always_inline struct fib_action *lookup(struct fib_key *key, const struct pkt *p)
@@ -435,6 +565,8 @@ int dcrepro_switch(struct __sk_buff *skb)
 				p.sport = bpf_ntohs(l4[0]);
 				p.dport = bpf_ntohs(l4[1]);
 			}
+			if (p.proto == IPPROTO_TCP)
+				sample(skb, &p, &ip, off + ip.ihl * 4, pi);
 		}
 	} else if (proto == bpf_htons(ETH_P_ARP)) {
 		struct arp_eth arp;

@@ -26,7 +26,7 @@ DATAPLANES = ["bpf", "ovs"]
 
 @pytest.mark.parametrize("dataplane,spec", [(d, s) for d in DATAPLANES
                                             for s in ("st", "ecmp", "hashed", "ksp,k=3")]
-                         + [("bpf", "spray,mode=rr")])
+                         + [("bpf", f"spray,mode={m}") for m in ("rr", "rnd", "cnt")])
 def test_all_pairs_ping(dataplane, spec, tmp_path):
     topo = topos.build("fattree,k=4")
     plan = routing.make_plan(topo, spec)
@@ -49,7 +49,9 @@ def test_single_tcp_flow_reaches_link_rate(dataplane, tmp_path):
     with Emulation(topo, plan, LinkSpec(20, 100), tmp_path, "t-single",
                    dataplane=dataplane) as emu:
         flows = [Flow("0_0_2", "3_1_3")]
-        run_iperf(emu, flows, "tcp", duration=8, trim=2, out=tmp_path / "tcp")
+        # 8 s measured: on OVS's userspace switch one loss-and-reordering episode in a 4-s
+        # window once cost a run 3 % of the link
+        run_iperf(emu, flows, "tcp", duration=12, trim=2, out=tmp_path / "tcp")
     assert flows[0].iperf_mbps >= 0.85 * 20, flows[0]
     assert flows[0].bwm_mbps >= 0.85 * 20, flows[0]
     assert len(flows[0].subflows) == 1
@@ -70,7 +72,10 @@ def _dcrepro(*args: str, **kw) -> subprocess.Popen:
 
 @pytest.mark.parametrize("dataplane", DATAPLANES)
 def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(dataplane, tmp_path):
-    p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "6", "--trim", "1",
+    # OVS's userspace switch loses packets; over a 4-s window a flow whose SYN or first
+    # window was lost twice can still be in RTO backoff, so it gets a longer run
+    duration = "6" if dataplane == "bpf" else "12"
+    p = _dcrepro("run", "permutation", "--runs", "1", "--duration", duration, "--trim", "1",
                  "--subflows", "4", "--out", str(tmp_path), "--dataplane", dataplane)
     out, _ = p.communicate(timeout=240)
     assert p.returncode == 0, out

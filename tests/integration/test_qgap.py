@@ -63,6 +63,17 @@ def sh(*argv: str) -> str:
     return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=20).stdout
 
 
+def drained(ns: str, dev: str, timeout: float = 5.0) -> None:
+    """Wait (bounded) until the device's qdiscs hold no packet: a probe read before the
+    last burst left the queue misses its releases (the sender's own pause is no guarantee
+    on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while any(q.get("qlen", 0) or q.get("backlog", 0)
+              for q in json.loads(sh("tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev))):
+        assert time.monotonic() < deadline, f"{dev} in {ns} did not drain in {timeout} s"
+        time.sleep(0.01)
+
+
 @contextmanager
 def veth_pair(rate_mbit: float, limit: int = 100,
               one_segment: bool = True) -> Iterator[tuple[str, str]]:
@@ -141,9 +152,11 @@ def test_only_queued_packets_make_samples():
     with veth_pair(10) as (a, b):
         with QueueGapProbe({(a, "qg0"): 10}, BPFFS_DIR / f"dcqg-{os.getpid()}+qgap") as probe:
             sh("ip", "netns", "exec", a, sys.executable, "-c", BURSTS, "50", "1", "0.003")
+            drained(a, "qg0")
             single = probe.read()[(a, "qg0")]
         with QueueGapProbe({(a, "qg0"): 10}, BPFFS_DIR / f"dcqg-{os.getpid()}+qgap") as probe:
             sh("ip", "netns", "exec", a, sys.executable, "-c", BURSTS, "50", "10", "0.02")
+            drained(a, "qg0")
             bursts = probe.read()[(a, "qg0")]
     assert single.diag["releases"] >= 50 and single.all.samples == 0, single.diag
     assert bursts.diag["releases"] >= 500 and bursts.diag["qlen_backlog_disagree"] == 0

@@ -18,7 +18,7 @@ SOURCE = Path(bs.SOURCE).read_text()
 
 # C struct name -> (Python format, C field names in order)
 LAYOUTS = {
-    "port_info": (bs.PORT_INFO, ["sw", "port", "seed", "pad", "rx_packets", "rx_bytes",
+    "port_info": (bs.PORT_INFO, ["sw", "port", "seed", "flags", "rx_packets", "rx_bytes",
                                  "miss_packets"]),
     "port_key": (bs.PORT_KEY, ["sw", "port"]),
     "egress_info": (bs.EGRESS_INFO, ["ifindex", "pad", "tx_packets", "tx_bytes"]),
@@ -28,9 +28,13 @@ LAYOUTS = {
     "flow_key": (bs.FLOW_KEY, ["sw", "saddr", "daddr", "sport", "dport", "proto", "pad",
                                "out_port"]),
     "flow_stat": (bs.FLOW_STAT, ["packets", "bytes", "in_label", "out_label", "pad"]),
+    "conf": (bs.CONF, ["sample_every", "pad", "stamped", "measured", "lost"]),
+    "lat_key": (bs.LAT_KEY, ["saddr", "daddr", "sport", "dport", "seq"]),
+    "lat_val": (bs.LAT_VAL, ["at_ns", "latency_ns"]),
 }
 SPEC_SIZES = {"port_info": 40, "port_key": 8, "egress_info": 24, "fib_key": 16,
-              "fib_action": 72, "rr_key": 24, "flow_key": 20, "flow_stat": 24}
+              "fib_action": 72, "rr_key": 24, "flow_key": 20, "flow_stat": 24, "conf": 32,
+              "lat_key": 16, "lat_val": 16}
 
 
 def python_offsets(fmt: struct.Struct) -> list[int]:
@@ -88,7 +92,7 @@ def test_build_without_clang_says_so(monkeypatch, tmp_path):
 
 ROUND_TRIPS = [
     (bs.pack_ifindex, bs.unpack_ifindex, 4_000_000_001, 4),
-    (bs.pack_port_info, bs.unpack_port_info, bs.PortInfo(3, 7, 0xDEADBEEF, 1, 2**40, 5), 40),
+    (bs.pack_port_info, bs.unpack_port_info, bs.PortInfo(3, 7, 0xDEADBEEF, bs.PORT_HOST, 1, 2**40, 5), 40),
     (bs.pack_port_key, bs.unpack_port_key, bs.PortKey(3, 65535), 8),
     (bs.pack_egress_info, bs.unpack_egress_info, bs.EgressInfo(17, 9, 2**63), 24),
     (bs.pack_fib_key, bs.unpack_fib_key,
@@ -105,6 +109,11 @@ ROUND_TRIPS = [
     (bs.pack_flow_key, bs.unpack_flow_key,
      bs.FlowKey(4, "10.0.0.2", "10.3.1.3", 40000, 5201, 6, 3), 20),
     (bs.pack_flow_stat, bs.unpack_flow_stat, bs.FlowStat(10, 15140, 0, 5), 24),
+    (bs.pack_conf, bs.unpack_conf, bs.Conf(64, 2**40, 7, 1), 32),
+    (bs.pack_lat_key, bs.unpack_lat_key, bs.LatKey("10.0.0.2", "10.3.1.3", 40000, 5201,
+                                                   2**32 - 1), 16),
+    (bs.pack_lat_start, bs.unpack_lat_start, 2**63, 8),
+    (bs.pack_lat_val, bs.unpack_lat_val, bs.LatVal(2**50, 123456), 16),
 ]
 
 
@@ -123,8 +132,10 @@ def test_codecs_cover_every_map_with_its_sizes():
 
 
 def test_pad_fields_are_zero_and_fields_sit_where_c_has_them():
-    raw = bs.pack_port_info(bs.PortInfo(1, 2, 3, 4, 5, 6))
+    raw = bs.pack_port_info(bs.PortInfo(1, 2, 3, 0, 4, 5, 6))
     assert raw[12:16] == bytes(4) and struct.unpack_from("<Q", raw, 32)[0] == 6
+    assert bs.pack_port_info((1, 2, 3, bs.PORT_HOST))[12:16] == b"\x01\0\0\0"
+    assert bs.pack_conf(64)[4:8] == bytes(4)
     raw = bs.pack_fib_key((1, 2, 3, bs.KIND_ETH, b"\xaa" * 6))
     assert raw[9] == 0 and raw[10:] == b"\xaa" * 6 and raw[8] == bs.KIND_ETH
     raw = bs.pack_fib_action((bs.ACT_FORWARD, bs.MODE_HASH, 0, 1, (5, 6), (0, 100)))
@@ -134,7 +145,7 @@ def test_pad_fields_are_zero_and_fields_sit_where_c_has_them():
     assert raw[8:12] == bytes([1, 2, 3, 4]) and raw[21:] == bytes(3)
     raw = bs.pack_flow_key((1, "1.2.3.4", "5.6.7.8", 258, 2, 17, 9))
     assert raw[12:14] == b"\x02\x01" and raw[17] == 0 and raw[18:] == b"\x09\x00"
-    assert bs.pack_port_info((1, 2, 3)) == bs.pack_port_info(bs.PortInfo(1, 2, 3, 0, 0, 0))
+    assert bs.pack_port_info((1, 2, 3)) == bs.pack_port_info(bs.PortInfo(1, 2, 3, 0, 0, 0, 0))
     assert bs.pack_egress_info(9) == bs.pack_egress_info(bs.EgressInfo(9, 0, 0))
 
 

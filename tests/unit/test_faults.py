@@ -9,7 +9,8 @@ import pytest
 
 from dataplane.proc import Interrupted, RunError, exit_code, how_ended
 from experiments import runfolder
-from experiments.traffic import check_coverage, read_report, wait_iperf
+from experiments.traffic import (check_coverage, coverage_note, coverage_problems, read_report,
+                                 wait_iperf)
 
 
 def _proc(script: str) -> subprocess.Popen:
@@ -84,10 +85,23 @@ def test_bwm_coverage_detects_a_measurement_that_stopped_early(tmp_path):
     rows = [f"{100 + i * 0.5:.1f},s1-eth1,1000,1000,0\n" for i in range(20)]  # 100 .. 109.5
     path.write_text("".join(rows))
     check_coverage(path, ["s1-eth1"], 101, 109, 0.5)
-    with pytest.raises(RunError, match="sampled s1-eth1 over 0.0-8.5 s of the 16.0-s"):
+    with pytest.raises(RunError, match="sampled s1-eth1 over 0.0-8.5 s of 16.0 s"):
         check_coverage(path, ["s1-eth1"], 101, 117, 0.5)
-    with pytest.raises(RunError, match="sampled s1-eth2 over none"):
+    with pytest.raises(RunError, match="sampled s1-eth2 over none of 8.0 s"):
         check_coverage(path, ["s1-eth1", "s1-eth2"], 101, 109, 0.5)
+    # where bwm-ng is only the cross-check, the same gap is a named suspect reason
+    problems = coverage_problems(path, {"s1-eth1": (101, 109), "s1-eth2": (101, 109)},
+                                 101, 109, 0.5)
+    assert problems == {"s1-eth2": "none of 8.0 s"}
+    assert "1 interface(s) only partly, e.g. s1-eth2" in coverage_note(problems)
+    assert coverage_note({}) is None
+
+
+def test_a_partial_measurement_makes_the_fidelity_report_suspect():
+    from analysis.fidelity import report
+    fid = report({"h1": 9.0}, {"h1": 9.2}, 10.0, 0.0, measurement_note="bwm-ng partly")
+    assert fid["suspect"] and fid["reasons"] == ["bwm-ng partly"]
+    assert not report({"h1": 9.0}, {"h1": 9.2}, 10.0, 0.0)["suspect"]
 
 
 def test_exit_codes_follow_the_signal():

@@ -11,7 +11,7 @@ import topos
 from analysis.fidelity import report
 from experiments.common import derangement
 from experiments.traffic import (bwm_window_mbps, data_subflows, emulator_losses,
-                                 iperf_window_mbps, parse_ss_subflows, tcp_tuple)
+                                 iperf_window_mbps, parse_ss_subflows, tcp_counters, tcp_tuple)
 from model.network import (capacities, path_links, rates_on_paths, route_by_hash,
                            synthetic_subflows)
 
@@ -33,11 +33,17 @@ def test_ss_groups_mptcp_subflows_by_peer_token_including_initial_subflow():
 
 def test_tcp_tuple_picks_the_busiest_socket():
     text = ("ESTAB 0 0 10.0.0.2:40000 10.1.0.2:5201 ino:1\n\t cubic bytes_acked:10 x\n"
-            "ESTAB 0 0 10.0.0.2:40002 10.1.0.2:5201 ino:2\n\t cubic bytes_acked:900 x\n"
+            "ESTAB 0 0 10.0.0.2:40002 10.1.0.2:5201 ino:2\n\t cubic bytes_acked:900 "
+            "retrans:0/17 reordering:12 reord_seen:4 dsack_dups:3 x\n"
             "ESTAB 0 0 10.0.0.2:40004 10.1.0.9:5999 ino:3\n\t cubic bytes_acked:99999 x\n")
     assert tcp_tuple(text, 5201) == [{"src_ip": "10.0.0.2", "src_port": 40002,
                                       "dst_ip": "10.1.0.2", "dst_port": 5201,
-                                      "bytes_acked": 900}]
+                                      "bytes_acked": 900, "retrans": 17, "reordering": 12,
+                                      "reord_seen": 4, "dsack_dups": 3}]
+    # ss leaves out zero counters and a reordering of 3, the kernel's starting value
+    assert tcp_tuple(text, 5201)[0]["retrans"] == 17
+    assert tcp_counters("\t cubic bytes_acked:10") == {"retrans": 0, "reordering": 3,
+                                                       "reord_seen": 0, "dsack_dups": 0}
 
 
 def test_iperf_window_uses_only_intervals_inside_the_trim():

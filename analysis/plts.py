@@ -1,0 +1,455 @@
+"""Summaries, paper claims and figures of the ``plts`` experiment (packet-level traffic
+splitting vs ECMP, Dixit, Prakash and Kompella, SIGCOMM'11 poster).
+
+Reads the run folder only: flows.csv (one row per flow, scheme, run and recovery) and, for
+emulated runs, latency.csv (one row per sampled data packet).  Writes summary.csv, claims.csv,
+claims.md and the figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when
+there are latency samples) and flows_rank.png (Fig. 1c).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from experiments.runfolder import read_csv, write_csv  # noqa: E402
+from model import jain_index  # noqa: E402
+
+from .figures import _caption, rank_curves, suspect_note  # noqa: E402
+from .summaries import group_stats  # noqa: E402
+
+SCHEMES = ("ecmp", "rnd", "cnt", "rr")
+SPRAYS = ("rnd", "cnt", "rr")
+RECOVERIES = ("modern", "classic")
+LABELS = {"ecmp": "ECMP", "rnd": "PLTS-RND", "cnt": "PLTS-CNT", "rr": "PLTS-RR"}
+#: the paper's Fig. 1(a) numbers given in its text (% of ideal throughput)
+PAPER_PCT = {"rr": 92.0, "cnt": 81.0}
+PAPER_SPRAY_OVER_ECMP = 1.5       # "1.5x better throughput"
+PAPER_P90_RATIO = 1 / 3           # spray latency "one-third" of ECMP's at p90 ...
+PAPER_P99_RATIO = 1 / 6           # ... and "one-sixth" at p99
+PAPER_SPREAD = 10.0               # "an order of magnitude" between ECMP's best and worst flow
+#: a "RR ~ 92 %" claim holds when the measured mean is within this many percentage points
+PCT_TOLERANCE = 5.0
+TCP_COUNTERS = ("retrans", "reord_seen", "dsack_dups")
+LAT_SAMPLES_DRAWN = 2000          # points per ranked latency curve (quantiles, not thinning)
+
+NO_RED = ("ECMP without RED/ECN (no RED qdisc on this kernel); all schemes share the same "
+          "tail-drop pfifo")
+LATENCY_DEF = ("latency: one-way fabric latency of sampled data packets, from ingress of the "
+               "first switch to ingress of the last switch (host-link queues excluded)")
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _f(v: Any) -> float:
+    """A CSV cell as a float; empty or malformed cells are missing (NaN)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _finite(values: Iterable[Any]) -> list[float]:
+    """Numeric cells that are present (NaN and empty dropped; +inf kept: it is a value)."""
+    return [x for x in (_f(v) for v in values) if x == x]
+
+
+def _r(x: float, nd: int = 4) -> Any:
+    """Rounded number, '' for missing (inf stays inf: written as 'inf')."""
+    if x != x:
+        return ""
+    return x if math.isinf(x) else round(x, nd)
+
+
+def _count(x: float) -> Any:
+    """Counter sums as ints when integral ('' when missing)."""
+    if x != x:
+        return ""
+    return int(x) if float(x).is_integer() else round(x, 4)
+
+
+def _ordered(values: Iterable[str], known: tuple[str, ...]) -> list[str]:
+    """Known names first in their fixed order, then the others in first-seen order."""
+    seen = list(dict.fromkeys(values))
+    return [k for k in known if k in seen] + [v for v in seen if v not in known]
+
+
+def _label(scheme: str) -> str:
+    return LABELS.get(scheme, scheme.upper())
+
+
+def spread(values: Iterable[Any]) -> float:
+    """max/min of per-flow throughputs.  A starved flow (min 0, max > 0) gives inf: a flow
+    that got nothing is more than any finite factor behind; NaN when no flow moved data or
+    there are no values (the spread is undefined then)."""
+    v = _finite(values)
+    if not v or max(v) <= 0:
+        return float("nan")
+    lo = min(v)
+    return math.inf if lo <= 0 else max(v) / lo
+
+
+def _ratio(a: float, b: float) -> float:
+    """a/b with missing inputs NaN, x/0 inf for x > 0 and 0/0 NaN."""
+    if a != a or b != b:
+        return float("nan")
+    if b == 0:
+        return math.inf if a > 0 else float("nan")
+    return a / b
+
+
+# -- summaries ----------------------------------------------------------------------------
+
+def _flow_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    runs = list(dict.fromkeys(str(r.get("run", "")) for r in rows))
+    mbps = _finite(r.get("mbps") for r in rows)
+    pct = group_stats(_f(r.get("pct_ideal")) for r in rows)
+    pct_v = _finite(r.get("pct_ideal") for r in rows)
+    model_pct = [100 * _ratio(_f(r.get("model_mbps")), _f(r.get("ideal_mbps"))) for r in rows]
+    model_pct = [x for x in model_pct if x == x and not math.isinf(x)]
+    per_run = [[r.get("mbps") for r in rows if str(r.get("run", "")) == run] for run in runs]
+    run_spread = [s for s in (spread(v) for v in per_run) if s == s]
+    # Jain per run (flows of one run share the fabric), then averaged over runs
+    jains = [jain_index(v) for v in (_finite(x) for x in per_run) if v]
+    jains = [j for j in jains if j == j]
+    out: dict[str, Any] = {
+        "flows": len(rows), "flows_missing": sum(_f(r.get("mbps")) != _f(r.get("mbps"))
+                                                 for r in rows),
+        "runs": len(runs),
+        "mean_pct_ideal": pct.get("mean", ""),
+        "median_pct_ideal": _r(float(np.median(pct_v))) if pct_v else "",
+        "p10_pct_ideal": pct.get("p10", ""),
+        "p90_pct_ideal": _r(float(np.percentile(pct_v, 90))) if pct_v else "",
+        "min_pct_ideal": _r(min(pct_v)) if pct_v else "",
+        "max_pct_ideal": _r(max(pct_v)) if pct_v else "",
+        "mean_mbps": _r(float(np.mean(mbps))) if mbps else "",
+        "min_mbps": _r(min(mbps)) if mbps else "",
+        "max_mbps": _r(max(mbps)) if mbps else "",
+        # pooled over every run's flows ...
+        "max_over_min": _r(spread(mbps)),
+        # ... and per run (one run = one realisation of the paper's single experiment),
+        # median over runs; the claims use this one so that runs are not mixed
+        "max_over_min_run_median": _r(float(np.median(run_spread))) if run_spread else "",
+        "jain": _r(float(np.mean(jains))) if jains else "",
+        "mean_model_pct_ideal": _r(float(np.mean(model_pct))) if model_pct else "",
+    }
+    for c in TCP_COUNTERS:
+        v = _finite(r.get(c) for r in rows)
+        out[f"{c}_sum"] = _count(float(sum(v))) if v else ""
+        out[f"{c}_median"] = _r(float(np.median(v))) if v else ""
+    reo = _finite(r.get("reordering") for r in rows)
+    out["reordering_median"] = _r(float(np.median(reo))) if reo else ""
+    cpu = _finite(r.get("cpu_mean") for r in rows)
+    sat = _finite(r.get("cpu_saturated_share") for r in rows)
+    loss = _finite(r.get("emulator_loss_share") for r in rows)
+    out["cpu_mean"] = _r(float(np.mean(cpu)), 1) if cpu else ""
+    out["cpu_saturated_share"] = _r(float(np.mean(sat)), 3) if sat else ""
+    out["emulator_loss_share_max"] = _r(max(loss), 6) if loss else ""
+    return out
+
+
+def _latency_stats(values: list[float]) -> dict[str, Any]:
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return {"latency_samples": 0, "latency_p50_us": "", "latency_p90_us": "",
+                "latency_p99_us": ""}
+    # numpy's default (linear interpolation between closest ranks)
+    p50, p90, p99 = (float(x) for x in np.percentile(v, [50, 90, 99]))
+    return {"latency_samples": int(v.size), "latency_p50_us": _r(p50, 2),
+            "latency_p90_us": _r(p90, 2), "latency_p99_us": _r(p99, 2)}
+
+
+def summarize(flows_rows: list[dict[str, Any]],
+              latency_rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One row per (scheme, recovery), grouped by recovery, schemes in the order ecmp, rnd,
+    cnt, rr (others after).  Every flow of every run is pooled unless a column says per run;
+    latency percentiles pool every run's samples (empty when there are none)."""
+    latency_rows = latency_rows or []
+    keys = [(str(r.get("recovery", "")), str(r.get("scheme", "")))
+            for r in [*flows_rows, *latency_rows]]
+    out = []
+    for rec in _ordered((k[0] for k in keys), RECOVERIES):
+        for scheme in _ordered((s for r, s in keys if r == rec), SCHEMES):
+            mine = [r for r in flows_rows
+                    if str(r.get("recovery", "")) == rec and str(r.get("scheme", "")) == scheme]
+            lat = _finite(r.get("latency_us") for r in latency_rows
+                          if str(r.get("recovery", "")) == rec
+                          and str(r.get("scheme", "")) == scheme)
+            out.append({"scheme": scheme, "recovery": rec, **_flow_stats(mine),
+                        **_latency_stats(lat)})
+    return out
+
+
+# -- paper claims -------------------------------------------------------------------------
+
+def _claim(rec: str, claim: str, paper: Any, measured: Any, criterion: str, holds: bool | None,
+           detail: str = "") -> dict[str, Any]:
+    return {"recovery": rec, "claim": claim, "paper": paper,
+            "measured": "" if holds is None else measured, "criterion": criterion,
+            "holds": "n/a" if holds is None else ("yes" if holds else "no"), "detail": detail}
+
+
+def _claims_of(rec: str, by: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    def val(scheme: str, col: str) -> float:
+        return _f(by[scheme].get(col)) if scheme in by else float("nan")
+
+    out = []
+    # "RR ~ 92 %", "CNT ~ 81 %": a point estimate read off a bar chart; within +-5 points
+    # counts as reproduced (the gap to the neighbouring scheme in the paper is 11 points)
+    for scheme, paper in PAPER_PCT.items():
+        m = val(scheme, "mean_pct_ideal")
+        out.append(_claim(rec, f"{scheme.upper()} % of ideal", paper, _r(m, 2),
+                          f"abs(measured - {paper:g}) <= {PCT_TOLERANCE:g} points",
+                          None if m != m else abs(m - paper) <= PCT_TOLERANCE))
+    means = {s: val(s, "mean_pct_ideal") for s in SPRAYS}
+    present = {s: m for s, m in means.items() if m == m}
+    detail = ", ".join(f"{s} {m:.1f} %" for s, m in present.items())
+    ok: bool | None = None
+    if len(present) == len(SPRAYS):
+        ok = means["rnd"] < means["cnt"] and means["rnd"] < means["rr"]
+    out.append(_claim(rec, "RND lowest of the three sprays", "yes",
+                      "yes" if ok else "no", "rnd mean < cnt and rr means", ok, detail))
+    ecmp = val("ecmp", "mean_pct_ideal")
+    ok = None if ecmp != ecmp or not present else all(m > ecmp for m in present.values())
+    out.append(_claim(rec, "every spray above ECMP", "yes", "yes" if ok else "no",
+                      "each spray's mean % of ideal > ECMP's", ok,
+                      f"ecmp {ecmp:.1f} %, {detail}" if ok is not None else ""))
+    ratio = _ratio(float(np.mean(list(present.values()))), ecmp) if present else float("nan")
+    out.append(_claim(
+        rec, "spray/ECMP throughput", PAPER_SPRAY_OVER_ECMP, _r(ratio, 3),
+        f"mean of the sprays' mean % of ideal / ECMP's >= {PAPER_SPRAY_OVER_ECMP:g}",
+        None if ratio != ratio else ratio >= PAPER_SPRAY_OVER_ECMP,
+        ", ".join(f"{s} {_ratio(m, ecmp):.2f}x" for s, m in present.items())
+        if ratio == ratio else ""))
+    for pct, paper in (("p90", PAPER_P90_RATIO), ("p99", PAPER_P99_RATIO)):
+        col = f"latency_{pct}_us"
+        base = val("ecmp", col)
+        lat = {s: val(s, col) for s in SPRAYS if val(s, col) == val(s, col)}
+        ratio = _ratio(float(np.mean(list(lat.values()))), base) if lat else float("nan")
+        # the spray's latency is at most that fraction of ECMP's
+        out.append(_claim(
+            rec, f"latency {pct} spray/ECMP", round(paper, 3), _r(ratio, 3),
+            f"mean of the sprays' {pct} / ECMP's {pct} <= {paper:.3f}",
+            None if ratio != ratio else ratio <= paper,
+            f"ecmp {base:g} us, " + ", ".join(f"{s} {v:g} us ({_ratio(v, base):.2f})"
+                                               for s, v in lat.items())
+            if ratio == ratio else ""))
+    # order of magnitude between the best and worst flow, per run (median over runs)
+    s_ecmp = val("ecmp", "max_over_min_run_median")
+    out.append(_claim(rec, "ECMP per-flow max/min >= 10", f">= {PAPER_SPREAD:g}", _r(s_ecmp, 2),
+                      "median over runs of per-run max/min >= 10",
+                      None if s_ecmp != s_ecmp else s_ecmp >= PAPER_SPREAD,
+                      f"pooled over runs {_r(val('ecmp', 'max_over_min'), 2)}"
+                      if s_ecmp == s_ecmp else ""))
+    sp = {s: val(s, "max_over_min_run_median") for s in SPRAYS}
+    sp = {s: v for s, v in sp.items() if v == v}
+    worst = max(sp.values()) if sp else float("nan")
+    out.append(_claim(rec, "spray per-flow max/min < 10", f"< {PAPER_SPREAD:g}", _r(worst, 2),
+                      "largest spray's median over runs of per-run max/min < 10",
+                      None if worst != worst else worst < PAPER_SPREAD,
+                      ", ".join(f"{s} {v:.2f}" for s, v in sp.items())))
+    return out
+
+
+def claims(summary_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The paper's claims against the summary, per recovery: rows {recovery, claim, paper,
+    measured, criterion, holds, detail}; ``holds`` is yes, no or n/a (inputs missing, e.g. no
+    latency samples for the model backend).  Accepts summarize() rows or summary.csv rows."""
+    out = []
+    recs = _ordered((str(r.get("recovery", "")) for r in summary_rows), RECOVERIES)
+    for rec in recs:
+        by = {str(r["scheme"]): r for r in summary_rows if str(r.get("recovery", "")) == rec}
+        out += _claims_of(rec, by)
+    return out
+
+
+def claims_markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
+    """claims.md: a small markdown table of claims() rows."""
+    backend = config["params"].get("backend", "emulated")
+    how = "flow-model numbers, not measurements" if backend == "model" else "measured"
+    lines = [f"# {config['experiment']} {config.get('run_id', '')}: paper claims vs this run",
+             "", f"backend={backend}: {how}; {NO_RED}.", "",
+             "| recovery | claim | paper | measured | criterion | holds | detail |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r[k]).replace("|", "\\|") for k in (
+            "recovery", "claim", "paper", "measured", "criterion", "holds", "detail")) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# -- figures ------------------------------------------------------------------------------
+
+def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> str:
+    """Caption lines shared by every figure: schemes, the queue, the backend, suspicion."""
+    from .outcast import _validity  # CPU and off-queue losses, SUSPECT past the limits
+    p = config["params"]
+    backend = p.get("backend", "emulated")
+    how = ("backend=model: flow-model numbers, not measurements" if backend == "model" else
+           "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
+           "goodput / payload ceiling of one host link")
+    text = f"\nschemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
+    if backend != "model":
+        text += _validity(rows)
+    note = suspect_note(run_dir)
+    flagged = [s for s in config.get("suspect", []) if str(s) not in note]
+    if flagged:
+        note += "\nSUSPECT: " + "; ".join(str(s) for s in flagged)
+    return text + note
+
+
+def _figure(n_panels: int, caption: str) -> tuple[Any, np.ndarray]:
+    """One panel per recovery side by side; the figure grows by the caption's height."""
+    top_in = 0.14 * (caption.count("\n") + 1) + 0.2
+    fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.3 + top_in),
+                             squeeze=False)
+    fig.suptitle(caption, fontsize=7)
+    return fig, axes[0]
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()  # leaves room for the suptitle caption by itself
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]:
+    mine = [r for r in rows if r.get("recovery", "") == rec]
+    return {s: [r for r in mine if r["scheme"] == s]
+            for s in _ordered((r["scheme"] for r in mine), SCHEMES)}
+
+
+def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
+                    recs: list[str], notes: str) -> Path:
+    """Fig. 1(a): mean % of ideal per scheme, per-flow min-max whiskers, paper markers."""
+    caption = _caption(config, notes + "\nbars: mean % of ideal over every flow of every run;"
+                       " whiskers: per-flow min-max; red diamonds: the paper (RR 92 %, CNT 81 %)"
+                       "; the paper cites MPTCP ~90 % on this setup (not measured here)")
+    fig, axes = _figure(len(recs), caption)
+    for ax, rec in zip(axes, recs):
+        srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
+        x = np.arange(len(srows))
+        mean = np.array([_f(s["mean_pct_ideal"]) for s in srows])
+        lo = np.array([_f(s["min_pct_ideal"]) for s in srows])
+        hi = np.array([_f(s["max_pct_ideal"]) for s in srows])
+        ax.bar(x, mean, 0.6, yerr=[mean - lo, hi - mean], capsize=4, color="tab:blue",
+               alpha=0.8, label="measured" if config["params"].get("backend") != "model"
+               else "flow model")
+        for xi, m in zip(x, mean):
+            if m == m:
+                ax.text(xi, m / 2, f"{m:.1f}", ha="center", fontsize=8, color="white")
+        labelled = False
+        for xi, s in zip(x, srows):
+            if s["scheme"] in PAPER_PCT:
+                ax.scatter(xi, PAPER_PCT[s["scheme"]], marker="D", color="red", zorder=5,
+                           label=None if labelled else "paper")
+                labelled = True
+        model = [(xi, _f(s.get("mean_model_pct_ideal"))) for xi, s in zip(x, srows)]
+        model = [(xi, m) for xi, m in model if m == m]
+        if model and config["params"].get("backend", "emulated") != "model":
+            ax.scatter(*zip(*model), marker="_", s=300, color="black", zorder=4,
+                       label="flow model (mean)")
+        ax.set_xticks(x, [_label(s["scheme"]) for s in srows])
+        ax.set_ylabel("average throughput (% of ideal)")
+        ax.set_ylim(0, max(105.0, float(np.nanmax(hi, initial=0)) + 5))
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title(f"recovery={rec}", fontsize=9)
+    return _save(fig, run_dir / "throughput.png")
+
+
+def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
+                      recs: list[str], notes: str) -> Path:
+    """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
+    caption = _caption(config, notes + f"\n{LATENCY_DEF}; every run's samples pooled, each "
+                       f"curve drawn at {LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
+    fig, axes = _figure(len(recs), caption)
+    for ax, rec in zip(axes, recs):
+        for scheme, mine in _by(latency, rec).items():
+            v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
+            if v.size == 0:
+                continue
+            q = np.linspace(0, 1, min(v.size, LAT_SAMPLES_DRAWN))
+            y = np.quantile(v, q)
+            p90, p99 = np.percentile(v, [90, 99])
+            (line,) = ax.plot(q, y, lw=1.3, label=f"{_label(scheme)} (p90 {p90:.0f}, "
+                              f"p99 {p99:.0f} us, n={v.size})")
+            ax.scatter([0.9], [p90], marker="o", color=line.get_color(), zorder=5)
+            ax.scatter([0.99], [p99], marker="s", color=line.get_color(), zorder=5)
+        for x in (0.9, 0.99):
+            ax.axvline(x, color="grey", lw=0.7, ls=":")
+        ax.set_yscale("log")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("rank of packet (fraction of samples)")
+        ax.set_ylabel("one-way fabric latency (us)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(loc="best", fontsize=7)
+        ax.set_title(f"recovery={rec}", fontsize=9)
+    return _save(fig, run_dir / "latency_rank.png")
+
+
+def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
+                    recs: list[str], notes: str) -> Path:
+    """Fig. 1(c): per-flow % of ideal ranked per run, mean over runs of the rank curves."""
+    caption = _caption(config, notes + "\nper-flow throughput sorted within each run, then the "
+                       "mean over runs at each rank (shaded: min-max over runs; runs cut to the "
+                       "smallest flow count); max/min: median over runs of the per-run spread")
+    fig, axes = _figure(len(recs), caption)
+    for ax, rec in zip(axes, recs):
+        for scheme, mine in _by(rows, rec).items():
+            valid = [r for r in mine if _f(r.get("pct_ideal")) == _f(r.get("pct_ideal"))]
+            if not valid:
+                continue
+            mean, lo, hi = rank_curves(valid, "pct_ideal")
+            runs = list(dict.fromkeys(r["run"] for r in valid))
+            sp = [spread(r["mbps"] for r in valid if r["run"] == run) for run in runs]
+            sp = [s for s in sp if s == s]
+            x = np.arange(1, len(mean) + 1)
+            text = f"max/min {np.median(sp):.1f}" if sp else "max/min n/a"
+            ax.plot(x, mean, marker="o", ms=3, label=f"{_label(scheme)} ({text})")
+            ax.fill_between(x, lo, hi, alpha=0.2)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("rank of flow")
+        ax.set_ylabel("throughput (% of ideal)")
+        ax.set_ylim(0, 105)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title(f"recovery={rec}", fontsize=9)
+    return _save(fig, run_dir / "flows_rank.png")
+
+
+def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """summary.csv, claims.csv, claims.md and the figures throughput.png, flows_rank.png and
+    (only when latency.csv has samples) latency_rank.png; one panel per recovery value.
+    Returns the figures drawn."""
+    from experiments.runfolder import plottable, status_of
+    run_dir = Path(run_dir)
+    status = status_of(run_dir)
+    if not plottable(status):
+        raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "
+                         "a failed run is never plotted as data")
+    rows = read_csv(run_dir / "flows.csv")
+    if not rows:
+        raise ValueError(f"{run_dir}: flows.csv has no flows")
+    lat_path = run_dir / "latency.csv"
+    latency = read_csv(lat_path) if lat_path.exists() else []
+    summary = summarize(rows, latency)
+    write_csv(run_dir / "summary.csv", summary)
+    found = claims(summary)
+    write_csv(run_dir / "claims.csv", found)
+    (run_dir / "claims.md").write_text(claims_markdown(found, config))
+    recs = _ordered((r.get("recovery", "") for r in rows), RECOVERIES)
+    notes = _notes(run_dir, config, rows)
+    out = [plot_throughput(run_dir, config, summary, recs, notes)]
+    if _finite(r.get("latency_us") for r in latency):
+        lat_recs = _ordered((r.get("recovery", "") for r in latency), RECOVERIES)
+        out.append(plot_latency_rank(run_dir, config, latency, lat_recs, notes))
+    out.append(plot_flows_rank(run_dir, config, rows, recs, notes))
+    return out

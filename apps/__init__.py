@@ -1,0 +1,1 @@
+"""Standalone applications that run on the emulated hosts (not part of the installed package)."""

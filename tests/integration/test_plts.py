@@ -1,0 +1,58 @@
+"""A short real plts run on the BPF dataplane (root only): folder, figures, latency samples,
+classic loss recovery set in the host namespaces."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _root_recovery() -> str:
+    return subprocess.run(["sysctl", "-n", "net.ipv4.tcp_recovery"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(tmp_path):
+    before = _root_recovery()
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "plts",
+                        "--topo", "fattree,k=4", "--schemes", "ecmp,rr", "--runs", "1",
+                        "--duration", "8", "--trim", "2", "--sample", "4",
+                        "--recovery", "classic", "--out", str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = next((tmp_path / "plts").iterdir())
+    assert json.loads((run / "status.json").read_text())["status"] == "ok"
+    for f in ("flows.csv", "latency.csv", "summary.csv", "claims.csv", "claims.md",
+              "throughput.png", "latency_rank.png", "flows_rank.png", "run00/pairs.json",
+              "run00/classic-ecmp/paths.json", "run00/classic-rr/spread.json"):
+        assert (run / f).exists(), f
+    flows = list(csv.DictReader(open(run / "flows.csv")))
+    assert len(flows) == 2 * 8 and {r["scheme"] for r in flows} == {"ecmp", "rr"}
+    assert all(float(r["mbps"]) > 0 for r in flows), "every flow moved data"
+    lat = list(csv.DictReader(open(run / "latency.csv")))
+    for scheme in ("ecmp", "rr"):
+        got = [float(r["latency_us"]) for r in lat if r["scheme"] == scheme]
+        assert len(got) > 20 and min(got) > 0, (scheme, len(got))
+    config = json.loads((run / "config.json").read_text())
+    facts = config["runtime"]["run00-classic-rr"]
+    assert facts["recovery_sysctls"] == {"net.ipv4.tcp_recovery": "0",
+                                         "net.ipv4.tcp_reordering": "3",
+                                         "net.ipv4.tcp_max_reordering": "3"}
+    assert facts["latency_sampling"]["sample_every"] == 4
+    assert facts["latency_sampling"]["measured"] > 0
+    # the hosts' namespaces had their own setting: the machine's stays as it was
+    assert _root_recovery() == before != "0"
+    # a sprayed flow leaves its first switch by both uplinks
+    spread = json.loads((run / "run00/classic-rr/spread.json").read_text())
+    edge_ports = [ports for sw_ports in spread.values()
+                  for sw, ports in list(sw_ports.items())[:1]]
+    assert any(len(p) >= 2 for p in edge_ports), spread

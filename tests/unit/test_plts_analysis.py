@@ -1,0 +1,228 @@
+"""analysis.plts without root: summary numbers, paper claims and figures from tiny CSVs."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from analysis import plts
+from analysis.plts import claims, plot_plts, spread, summarize
+from experiments.runfolder import read_csv, write_csv
+
+COLS = ("run,scheme,recovery,src,dst,ideal_mbps,mbps,pct_ideal,model_mbps,retrans,reord_seen,"
+        "dsack_dups,reordering,cpu_mean,cpu_saturated_share,emulator_loss_share").split(",")
+
+
+def flow(run, scheme, mbps, ideal=10.0, recovery="modern", **over):
+    """One flows.csv row as strings (empty cells for what is not given)."""
+    row = dict.fromkeys(COLS, "")
+    pct = "" if mbps == "" else str(100 * float(mbps) / ideal)
+    row.update(run=str(run), scheme=scheme, recovery=recovery, src="h1", dst="h2",
+               ideal_mbps=str(ideal), mbps=str(mbps), pct_ideal=pct)
+    row.update({k: str(v) for k, v in over.items()})
+    return row
+
+
+def lat(scheme, values, recovery="modern", run=0):
+    return [{"run": str(run), "scheme": scheme, "recovery": recovery, "src": "h1", "dst": "h2",
+             "latency_us": str(v)} for v in values]
+
+
+def tiny():
+    # given out of order: the summary still lists ecmp, rnd, cnt, rr, then the others
+    flows = [
+        flow(0, "foo", 3),
+        flow(0, "rr", 0), flow(0, "rr", 5), flow(0, "rr", ""),
+        flow(0, "ecmp", 1, retrans=3, model_mbps=5, cpu_mean=10, emulator_loss_share=0.001),
+        flow(0, "ecmp", 4, retrans=5, model_mbps=5, cpu_mean=20, emulator_loss_share=0.002),
+        flow(1, "ecmp", 2, model_mbps=5),
+        flow(1, "ecmp", 8, retrans=0, model_mbps=5),
+        flow(0, "cnt", 6),
+    ]
+    return flows, lat("ecmp", range(1, 101))
+
+
+def test_summarize_exact_numbers_on_tiny_input():
+    rows = summarize(*tiny())
+    assert [(r["scheme"], r["recovery"]) for r in rows] == [
+        ("ecmp", "modern"), ("cnt", "modern"), ("rr", "modern"), ("foo", "modern")]
+    e = rows[0]
+    assert (e["flows"], e["flows_missing"], e["runs"]) == (4, 0, 2)
+    assert e["mean_pct_ideal"] == 37.5 and e["median_pct_ideal"] == 30.0
+    assert e["p10_pct_ideal"] == 13.0 and e["p90_pct_ideal"] == 68.0
+    assert (e["min_pct_ideal"], e["max_pct_ideal"]) == (10.0, 80.0)
+    assert (e["mean_mbps"], e["min_mbps"], e["max_mbps"]) == (3.75, 1.0, 8.0)
+    assert e["max_over_min"] == 8.0            # pooled over both runs
+    assert e["max_over_min_run_median"] == 4.0  # 4/1 in run 0, 8/2 in run 1
+    assert e["jain"] == round(25 / 34, 4)      # (1+4)^2/(2*17) and (2+8)^2/(2*68)
+    assert e["mean_model_pct_ideal"] == 50.0
+    assert (e["retrans_sum"], e["retrans_median"]) == (8, 3.0)
+    assert e["reord_seen_sum"] == "" and e["dsack_dups_median"] == ""
+    assert e["cpu_mean"] == 15.0 and e["emulator_loss_share_max"] == 0.002
+    assert e["latency_samples"] == 100
+    assert (e["latency_p50_us"], e["latency_p90_us"], e["latency_p99_us"]) == (50.5, 90.1,
+                                                                                 99.01)
+    rr = rows[2]
+    assert (rr["flows"], rr["flows_missing"]) == (3, 1)
+    assert rr["max_over_min"] == math.inf and rr["max_over_min_run_median"] == math.inf
+    assert rr["jain"] == 0.5
+    assert rr["latency_samples"] == 0 and rr["latency_p90_us"] == ""
+    assert rows[1]["max_over_min"] == 1.0 and rows[1]["jain"] == 1.0
+
+
+def test_spread_edge_cases():
+    assert spread(["2", "", "10"]) == 5.0
+    assert spread([0, 3]) == math.inf      # a starved flow: more than any finite factor
+    assert math.isnan(spread([0, 0])) and math.isnan(spread([]))
+
+
+def summary_row(scheme, pct, p90="", p99="", spread_=1.2, recovery="modern"):
+    return {"scheme": scheme, "recovery": recovery, "flows": 27, "mean_pct_ideal": pct,
+            "latency_p90_us": p90, "latency_p99_us": p99, "max_over_min_run_median": spread_}
+
+
+def holds(rows, recovery="modern"):
+    return {r["claim"]: r["holds"] for r in rows if r["recovery"] == recovery}
+
+
+def test_claims_hold():
+    rows = [summary_row("ecmp", 55, 300, 1200, 12), summary_row("rnd", 78, 90, 150),
+            summary_row("cnt", 82, 90, 150), summary_row("rr", 93, 90, 150, 1.1)]
+    got = claims(rows)
+    assert holds(got) == {
+        "RR % of ideal": "yes", "CNT % of ideal": "yes", "RND lowest of the three sprays": "yes",
+        "every spray above ECMP": "yes", "spray/ECMP throughput": "yes",
+        "latency p90 spray/ECMP": "yes", "latency p99 spray/ECMP": "yes",
+        "ECMP per-flow max/min >= 10": "yes", "spray per-flow max/min < 10": "yes"}
+    by = {r["claim"]: r for r in got}
+    assert by["spray/ECMP throughput"]["measured"] == round((78 + 82 + 93) / 3 / 55, 3)
+    assert by["spray/ECMP throughput"]["paper"] == 1.5
+    assert by["latency p90 spray/ECMP"]["measured"] == 0.3
+    assert by["latency p99 spray/ECMP"]["measured"] == 0.125
+    assert by["RR % of ideal"]["measured"] == 93 and by["RR % of ideal"]["paper"] == 92
+    assert set(got[0]) == {"recovery", "claim", "paper", "measured", "criterion", "holds",
+                           "detail"}
+
+
+def test_claims_do_not_hold():
+    rows = [summary_row("ecmp", 70, 300, 1200, 5), summary_row("rnd", 85, 200, 600, 2),
+            summary_row("cnt", 74, 200, 600, 11), summary_row("rr", 80, 200, 600)]
+    assert holds(claims(rows)) == {
+        "RR % of ideal": "no", "CNT % of ideal": "no", "RND lowest of the three sprays": "no",
+        "every spray above ECMP": "yes", "spray/ECMP throughput": "no",
+        "latency p90 spray/ECMP": "no", "latency p99 spray/ECMP": "no",
+        "ECMP per-flow max/min >= 10": "no", "spray per-flow max/min < 10": "no"}
+    # CNT at exactly 5 points away still counts; a spray below ECMP breaks "every spray"
+    rows = [summary_row("ecmp", 80), summary_row("cnt", 86), summary_row("rnd", 79)]
+    got = holds(claims(rows))
+    assert got["CNT % of ideal"] == "yes" and got["every spray above ECMP"] == "no"
+
+
+def test_claims_not_applicable_without_inputs():
+    rows = [summary_row(s, p, recovery=rec) for rec in ("classic", "modern")
+            for s, p in (("ecmp", 60), ("rnd", 80), ("cnt", 81), ("rr", 92))]
+    got = claims(rows)
+    assert [r["recovery"] for r in got][::9] == ["modern", "classic"]
+    for rec in ("modern", "classic"):
+        h = holds(got, rec)
+        assert h["latency p90 spray/ECMP"] == h["latency p99 spray/ECMP"] == "n/a"
+        assert h["RR % of ideal"] == "yes"
+    na = [r for r in got if r["holds"] == "n/a"]
+    assert na and all(r["measured"] == "" for r in na)
+    # only ECMP measured: every claim about sprays is n/a, ECMP's own spread is judged
+    only_ecmp = holds(claims([summary_row("ecmp", 60)]))
+    assert only_ecmp.pop("ECMP per-flow max/min >= 10") == "no"
+    assert set(only_ecmp.values()) == {"n/a"}
+
+
+def test_claims_from_summary_csv_equal_claims_from_summarize(tmp_path):
+    summary = summarize(*tiny())
+    write_csv(tmp_path / "summary.csv", summary)
+    assert claims(read_csv(tmp_path / "summary.csv")) == claims(summary)
+
+
+def folder(tmp_path, backend, status="measured"):
+    run_dir = tmp_path / backend
+    run_dir.mkdir()
+    params = {"topo": "fattree,k=6", "schemes": "ecmp,rnd,cnt,rr", "bw": 10.0,
+              "duration": 10, "runs": 2, "seed": 1, "recovery": "both", "backend": backend,
+              "dataplane": "bpf"}
+    (run_dir / "config.json").write_text(json.dumps(
+        {"experiment": "plts", "run_id": f"test-{backend}", "params": params}))
+    (run_dir / "status.json").write_text(json.dumps({"status": status, "error": None}))
+    emulated = backend == "emulated"
+    rates = {"ecmp": (0.5, 4, 9), "rnd": (6, 7, 8), "cnt": (7, 8, 8.5), "rr": (8.5, 9, 9.2)}
+    flows, latency = [], []
+    for rec in ("modern", "classic"):
+        for scheme, mbps in rates.items():
+            for run in (0, 1):
+                for m in mbps:
+                    tcp = dict(retrans=2, reord_seen=1, dsack_dups=0, reordering=3,
+                               cpu_mean=30, cpu_saturated_share=0, emulator_loss_share=0) \
+                        if emulated else {}
+                    flows.append(flow(run, scheme, m, ideal=9.5, recovery=rec, model_mbps=m,
+                                      **tcp))
+                base = 1000 if scheme == "ecmp" else 100
+                latency += lat(scheme, [base + i for i in range(50)], rec, run)
+    write_csv(run_dir / "flows.csv", flows)
+    if emulated:
+        write_csv(run_dir / "latency.csv", latency)
+    return run_dir, json.loads((run_dir / "config.json").read_text())
+
+
+@pytest.fixture
+def captions(monkeypatch):
+    seen: list[str] = []
+    real = plts._caption
+
+    def record(config, extra=""):
+        seen.append(real(config, extra))
+        return seen[-1]
+
+    monkeypatch.setattr(plts, "_caption", record)
+    return seen
+
+
+def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
+    run_dir, config = folder(tmp_path, "emulated")
+    out = plot_plts(run_dir, config)
+    assert [p.name for p in out] == ["throughput.png", "latency_rank.png", "flows_rank.png"]
+    for name in ("throughput.png", "latency_rank.png", "flows_rank.png", "summary.csv",
+                 "claims.csv", "claims.md"):
+        assert (run_dir / name).stat().st_size > 0, name
+    summary = read_csv(run_dir / "summary.csv")
+    assert [(r["recovery"], r["scheme"]) for r in summary] == [
+        (rec, s) for rec in ("modern", "classic") for s in ("ecmp", "rnd", "cnt", "rr")]
+    assert summary[0]["latency_samples"] == "100" and summary[0]["max_over_min"] == "18.0"
+    found = read_csv(run_dir / "claims.csv")
+    assert len(found) == 18 and list(found[0]) == ["recovery", "claim", "paper", "measured",
+                                                   "criterion", "holds", "detail"]
+    assert {r["holds"] for r in found if "latency" in r["claim"]} == {"yes"}
+    md = (run_dir / "claims.md").read_text()
+    assert "| modern | RR % of ideal | 92.0 |" in md and "backend=emulated" in md
+    flat = [" ".join(c.split()) for c in captions]  # captions are wrapped at 100 columns
+    assert len(flat) == 3 and all(plts.NO_RED in c for c in flat)
+    assert plts.LATENCY_DEF in flat[1] and "backend=emulated: iperf3 goodput" in flat[0]
+    assert all("test-emulated" in c and "[emulated]" in c for c in captions)
+
+
+def test_plot_plts_model_omits_latency(tmp_path, captions):
+    run_dir, config = folder(tmp_path, "model")
+    out = plot_plts(run_dir, config)
+    assert [p.name for p in out] == ["throughput.png", "flows_rank.png"]
+    assert not (run_dir / "latency_rank.png").exists()
+    found = read_csv(run_dir / "claims.csv")
+    assert {r["holds"] for r in found if "latency" in r["claim"]} == {"n/a"}
+    summary = read_csv(run_dir / "summary.csv")
+    assert all(r["retrans_sum"] == "" and r["latency_samples"] == "0" for r in summary)
+    assert "flow-model numbers, not measurements" in (run_dir / "claims.md").read_text()
+    flat = [" ".join(c.split()) for c in captions]
+    assert len(flat) == 2 and all(plts.NO_RED in c for c in flat)
+    assert all("backend=model: flow-model numbers, not measurements" in c for c in flat)
+
+
+def test_plot_plts_refuses_a_failed_run(tmp_path):
+    run_dir, config = folder(tmp_path, "model", status="failed")
+    with pytest.raises(ValueError, match="never plotted"):
+        plot_plts(run_dir, config)
