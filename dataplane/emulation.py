@@ -15,8 +15,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -28,7 +26,7 @@ from topos.base import Topology
 
 from . import hostnet, shaping
 from .base import Dataplane, make
-from .proc import Interrupted, RunError, check, in_ns, pid_alive, stop_all
+from .proc import RunError, check, in_ns, pid_alive, signals_deferred, stop_all
 from .registry import BPFFS_DIR, STATE_DIR, Registry, clean_all, clean_state
 from .shaping import LinkSpec
 from .sysinfo import read_sysctl
@@ -267,9 +265,11 @@ class Emulation:
         # `nice` as a command, not a preexec_fn: this process runs threads (CPU sampler,
         # gap probe), and code between fork and exec in a threaded process can deadlock
         prefix = ["nice", "-n", str(nice)] if nice else []
-        procs = {n: subprocess.Popen([*prefix, *in_ns(self.host(n).pid, argv)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for n in names}
+        with signals_deferred():
+            procs = {n: subprocess.Popen([*prefix, *in_ns(self.host(n).pid, argv)],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)
+                     for n in names}
         deadline = time.monotonic() + timeout
         out, failed = {}, ""
         try:
@@ -291,27 +291,31 @@ class Emulation:
     def popen(self, host: Any | None, argv: list[str], **kw: Any) -> subprocess.Popen:
         """Start a tracked process (in a host namespace, or the root one if host is None)."""
         full = in_ns(host.pid, argv) if host is not None else argv
-        proc = subprocess.Popen(full, start_new_session=True, **kw)
-        self.procs.append(proc)
         assert self.registry is not None
-        self.registry.add("pids", [proc.pid])
+        # a Ctrl-C inside Popen would leave a live child that nobody recorded
+        with signals_deferred():
+            proc = subprocess.Popen(full, start_new_session=True, **kw)
+            self.procs.append(proc)
+            self.registry.add("pids", [proc.pid])
         return proc
 
     # ---- teardown ----
     def _down(self) -> None:
-        # A Ctrl-C during cleanup must not leave it half-done, nor be lost: remember it and
-        # raise it once everything is removed.
-        pending: list[int] = []
+        # A Ctrl-C during cleanup must not leave it half-done, nor be lost: it is raised
+        # once everything is removed.
+        with signals_deferred("dcrepro: cleanup is finishing; it stops by itself in a few "
+                              "seconds"):
+            self._teardown()
 
-        def defer(signum: int, _frame: Any) -> None:
-            pending.append(signum)
-            print("dcrepro: cleanup is finishing; it stops by itself in a few seconds",
-                  file=sys.stderr, flush=True)
-        old = {s: signal.signal(s, defer) for s in (signal.SIGINT, signal.SIGTERM)} \
-            if threading.current_thread() is threading.main_thread() else {}
+    def _teardown(self) -> None:
         t0 = time.monotonic()
         try:
             stop_all(self.procs)
+            if self.net is not None:
+                stray = self._stop_strays()
+                if stray:
+                    LOG.warning("teardown: stopped %d unrecorded process(es) in host "
+                                "namespaces: %s", len(stray), "; ".join(stray[:5]))
             if self.net is not None:
                 try:
                     self._stop_links()
@@ -347,11 +351,40 @@ class Emulation:
             if self._lock_fh is not None:
                 self._lock_fh.close()
                 self._lock_fh = None
-            for s, h in old.items():
-                signal.signal(s, h)
             self.facts.teardown_s = round(time.monotonic() - t0, 3)
-        if pending:
-            raise Interrupted(pending[0])
+
+    def _stop_strays(self) -> list[str]:
+        """SIGKILL every process in a host's network namespace other than its Mininet shell.
+
+        The namespaces are this run's own, so whatever runs in them is ours: a process whose
+        start was cut short before it was recorded, or a grandchild that left its group.
+        Returns "pid command" of each one stopped.
+        """
+        shells = {h.shell.pid for h in self.net.hosts if h.shell is not None}
+        hosts = [[str(h.pid)] for h in self.net.hosts]
+        spaces = set()
+        for h in self.net.hosts:
+            try:
+                spaces.add(os.readlink(f"/proc/{h.pid}/ns/net"))
+            except OSError:
+                pass
+        stray = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in shells or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    argv = fh.read().decode(errors="replace").split("\0")
+                # (an mnexec that has not entered the namespace yet counts too)
+                if os.readlink(f"/proc/{entry}/ns/net") not in spaces and not (
+                        argv[:2] == ["mnexec", "-a"] and argv[2:3] in hosts):
+                    continue
+                cmd = " ".join(argv).strip()
+                os.kill(int(entry), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue          # it ended meanwhile
+            stray.append(f"{entry} {cmd[:80]}")
+        return stray
 
     def _stop_links(self) -> None:
         """Every link at once: the run's link group (deleting one veth end removes its peer).

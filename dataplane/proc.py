@@ -5,7 +5,11 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -112,6 +116,35 @@ class Interrupted(KeyboardInterrupt):
 def exit_code(exc: BaseException) -> int:
     """130 for SIGINT (or a plain KeyboardInterrupt), 128 + N for signal N."""
     return 128 + getattr(exc, "signum", signal.SIGINT)
+
+
+@contextmanager
+def signals_deferred(notice: str | None = None) -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then raise the first as Interrupted.
+
+    For blocks that must not be cut in half: starting a process and recording it (a Ctrl-C
+    inside ``subprocess.Popen`` leaves a live child that nobody knows of), and teardown.
+    Only the main thread receives signals; elsewhere this does nothing.  ``notice`` is
+    printed when a signal arrives, to say why the program did not stop at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def defer(signum: int, _frame: Any) -> None:
+        pending.append(signum)
+        if notice:
+            print(notice, file=sys.stderr, flush=True)
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, defer) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if pending:
+        raise Interrupted(pending[0])
 
 
 def install_signal_handlers() -> None:

@@ -134,6 +134,17 @@ def test_sigint_leaves_nothing_behind(dataplane, tmp_path):
     assert json.loads((run / "status.json").read_text())["status"] == "interrupted"
 
 
+def test_teardown_stops_unrecorded_processes_in_host_namespaces(tmp_path):
+    """A process started in a host but never recorded (a Ctrl-C inside Popen) still ends."""
+    topo = topos.build("fattree,k=4")
+    with Emulation(topo, routing.make_plan(topo, "st"), LinkSpec(10, 50), tmp_path,
+                   "t-stray", dataplane="bpf") as emu:
+        stray = subprocess.Popen(in_ns(emu.host("0_0_2").pid, ["sleep", "300"]),
+                                 start_new_session=True)
+        assert stray.poll() is None
+    assert stray.wait(timeout=10) == -signal.SIGKILL
+
+
 def _send_udp(emu, src, dst, ports):
     """A few real UDP packets per source port (the BPF switch traces what it forwarded)."""
     # paced: a burst would overflow the host's own tail-drop queue before the switch
