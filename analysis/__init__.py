@@ -12,6 +12,7 @@ PLOTTERS = {
     "outcast-fattree": "analysis.outcast:plot_outcast_fattree",
     "fairness": "analysis.fairness:plot_fairness",
     "plts": "analysis.plts:plot_plts",
+    "orca": "analysis.orca:plot_orca",
 }
 
 

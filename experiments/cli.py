@@ -20,6 +20,7 @@ EXPERIMENTS = {
     "outcast-fattree": "experiments.outcast_fattree",
     "fairness": "experiments.fairness",
     "plts": "experiments.plts",
+    "orca": "experiments.orca",
 }
 
 

@@ -15,6 +15,7 @@ sweeps=(
   "scripts/outcast-sweep.sh"
   "scripts/fattree-outcast-sweep.sh"
   "scripts/plts-sweep.sh"
+  "scripts/orca-sweep.sh"
 )
 failed=()
 stamp=$(mktemp)

@@ -1,0 +1,311 @@
+"""Summaries, paper claims and figures of the ``orca`` experiment (in-network multicast vs
+application-layer unicast, 001_da816e6d87c9a0a9.txt).
+
+Reads the run folder only: transfers.csv (one row per 33-round transfer), rounds.csv (one
+row per round) and, for emulated runs, receivers.csv (one row per receiver and round).
+Writes summary.csv, claims.csv, claims.md and exec_time.png (Fig. 5), send_cdf.png (Fig. 6),
+wait_cdf.png (Fig. 7, emulated only), procs.png (Fig. 8).  Model runs draw the model's
+bounds, labelled as such.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experiments.runfolder import plottable, read_csv, status_of, write_csv  # noqa: E402
+
+from .figures import _caption, suspect_note  # noqa: E402
+
+PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1.4 GB)
+PAPER_PROCS_GAIN = 0.85   # Fig. 8: "improves the total application running time by 85%"
+SPEEDUP_TOLERANCE = 0.15  # the speedup claim holds within 15 % of the paper's
+COPIES_LIMIT = 1.05       # multicast: each file byte at most once on the sender's link
+MODES = ("multicast", "unicast")
+COLORS = {"multicast": "tab:blue", "unicast": "tab:orange"}
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _time_col(rows: list[dict[str, str]]) -> str:
+    """Measured total time when the run measured it, else the model's bound."""
+    return "total_s" if rows and rows[0].get("total_s", "") != "" else "bound_s"
+
+
+def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Per (workload, mode, procs): time over runs (mean, min, max), the model's bound,
+    copies and repairs; unicast rows get the speedup of multicast at the same workload."""
+    col = _time_col(transfers)
+    keys = list(dict.fromkeys((int(t["workload"]), t["mode"], int(t["procs"]))
+                              for t in transfers))
+    out = []
+    for w, mode, procs in sorted(keys, key=lambda k: (k[0], MODES.index(k[1])
+                                                      if k[1] in MODES else 9, k[2])):
+        mine = [t for t in transfers if (int(t["workload"]), t["mode"], int(t["procs"]))
+                == (w, mode, procs)]
+        times = [_f(t[col]) for t in mine]
+        row: dict[str, Any] = {
+            "workload": w, "mode": mode, "procs": procs, "runs": len(mine),
+            "total_mb": round(_f(mine[0]["total_bytes"]) / 1e6, 4),
+            "time_s": round(mean(times), 4), "time_min_s": round(min(times), 4),
+            "time_max_s": round(max(times), 4),
+            "bound_s": round(mean(_f(t["bound_s"]) for t in mine), 4), "measured": col == "total_s"}
+        if col == "total_s":
+            row["bound_over_time"] = round(row["bound_s"] / row["time_s"], 4)
+            row["copies"] = round(mean(_f(t["copies"]) for t in mine), 4)
+            row["copies_max"] = round(max(_f(t["copies"]) for t in mine), 4)
+            row["repairs_mean"] = round(mean(_f(t["repairs_sent"]) for t in mine), 1)
+            row["cpu_mean"] = _mean_present(t.get("cpu_mean") for t in mine)
+        out.append(row)
+    multicast = {r["workload"]: r["time_s"] for r in out if r["mode"] == "multicast"}
+    for r in out:
+        if r["mode"] == "unicast" and r["workload"] in multicast:
+            r["speedup_of_multicast"] = round(r["time_s"] / multicast[r["workload"]], 4)
+    return out
+
+
+def _mean_present(values: Any) -> Any:
+    v = [_f(x) for x in values]
+    v = [x for x in v if x == x]
+    return round(mean(v), 1) if v else ""
+
+
+def _claim(claim: str, paper: Any, measured: Any, criterion: str, holds: bool | None,
+           detail: str = "") -> dict[str, Any]:
+    return {"claim": claim, "paper": paper, "measured": measured, "criterion": criterion,
+            "holds": "n/a" if holds is None else ("yes" if holds else "no"), "detail": detail}
+
+
+def claims(summary: list[dict[str, Any]], receivers: list[dict[str, str]],
+           rounds: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The paper's claims against this run (model runs: the bound's answer, marked)."""
+    out = []
+    uni1 = [r for r in summary if r["mode"] == "unicast" and r["procs"] == 1
+            and "speedup_of_multicast" in r]
+    measured = bool(summary) and summary[0]["measured"]
+    if uni1:
+        top = max(uni1, key=lambda r: r["workload"])
+        s = top["speedup_of_multicast"]
+        out.append(_claim(
+            "Fig. 5: multicast speedup over single-process unicast at the largest workload",
+            f"{PAPER_SPEEDUP}x (1.4 GB)", f"{s:.2f}x ({top['total_mb']} MB)",
+            f"within {SPEEDUP_TOLERANCE:.0%} of {PAPER_SPEEDUP}x",
+            abs(s - PAPER_SPEEDUP) <= SPEEDUP_TOLERANCE * PAPER_SPEEDUP,
+            "link-bound here: the copies each mode puts on the sender's link set the ratio"
+            if measured else "model bound, not a measurement"))
+    multi = [r for r in summary if r["mode"] == "unicast" and r["procs"] > 1
+             and "speedup_of_multicast" in r]
+    if multi:
+        most = max(multi, key=lambda r: r["procs"])
+        s = most["speedup_of_multicast"]
+        out.append(_claim(
+            f"Fig. 8: multicast vs unicast with {most['procs']} sending processes",
+            f"{PAPER_PROCS_GAIN:.0%} better (read as unicast time = "
+            f"{1 + PAPER_PROCS_GAIN:.2f}x multicast's)",
+            f"unicast time = {s:.2f}x multicast's", "unicast/multicast >= 1.85",
+            s >= 1 + PAPER_PROCS_GAIN,
+            "more processes cannot beat the link the copies share; the paper's sender was "
+            "CPU-bound" if measured else "model bound, not a measurement"))
+    if measured:
+        mc = [r for r in summary if r["mode"] == "multicast"]
+        worst = max(r["copies_max"] for r in mc) if mc else float("nan")
+        out.append(_claim("goal: multicast carries each file byte at most once on the "
+                          "sender's link (plus repairs)", "-", f"max {worst:.3f} copies",
+                          f"<= {COPIES_LIMIT}", worst <= COPIES_LIMIT,
+                          "copies = link bytes / bytes of one copy of every file with headers"))
+        un = [r for r in summary if r["mode"] == "unicast"]
+        n = len({r["receiver"] for r in receivers})
+        if un and n:
+            lo = min(r["copies"] for r in un)
+            out.append(_claim("goal: unicast carries each byte once per receiver behind the "
+                              "sender's link", "-", f"min {lo:.3f} copies for {n} receivers",
+                              f">= {n}", lo >= n - 0.01))
+        sizes = {(r["run"], r["workload"], r["mode"], r["procs"], r["round"]): r["size_bytes"]
+                 for r in rounds}
+        bad = [r for r in receivers if r["complete"] != "True" or sizes.get(
+            (r["run"], r["workload"], r["mode"], r["procs"], r["round"])) != r["bytes_received"]]
+        out.append(_claim("goal: no round completes with missing data", "-",
+                          f"{len(receivers) - len(bad)}/{len(receivers)} receiver-rounds "
+                          "complete with every byte", "all", not bad and bool(receivers)))
+        lost = sum(int(r["lost_before_repair"]) for r in receivers)
+        rep = sum(int(r["repaired"]) for r in receivers)
+        out[-1]["detail"] = f"datagrams lost before repair {lost}, repaired {rep}"
+    return out
+
+
+def claims_markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
+    """claims.md: a markdown table of claims() rows."""
+    p = config["params"]
+    how = "model bounds, not measurements" if p.get("backend") == "model" else "measured"
+    lines = [f"# orca {config.get('run_id', '')}: paper claims vs this run", "",
+             f"backend={p.get('backend')}: {how}; bw={p.get('bw')} Mb/s, pace={p.get('pace')} "
+             f"(0 = unpaced), workloads x{p.get('workloads')}", "",
+             "| claim | paper | measured | criterion | holds | detail |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r[k]).replace("|", "\\|") for k in (
+            "claim", "paper", "measured", "criterion", "holds", "detail")) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# -- figures ------------------------------------------------------------------------------
+
+def _notes(run_dir: Path, config: dict[str, Any]) -> str:
+    p = config["params"]
+    model = p.get("backend") == "model"
+    text = (f"workloads x{p.get('workloads')} of a {p.get('base_mb') or 'scaled'} MB base, "
+            f"pace={p.get('pace')} (0 = unpaced), 33 rounds, group 239.1.1.1\n")
+    text += ("backend=model: the busiest link's time for the mode's copies, not measurements"
+             if model else "measured by the sender app: a round ends at the last receiver's "
+                           "ACK; the model's bound is the busiest link's time")
+    note = suspect_note(run_dir)
+    flagged = [s for s in config.get("suspect", []) if str(s) not in note]
+    if flagged:
+        note += "\nSUSPECT: " + "; ".join(str(s) for s in flagged[:3])
+    return text + note
+
+
+def _figure(ncols: int, caption: str, width: float = 6.5) -> tuple[Any, np.ndarray]:
+    top_in = 0.14 * (caption.count("\n") + 1) + 0.2
+    fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.3 + top_in),
+                             squeeze=False)
+    fig.suptitle(caption, fontsize=7)
+    return fig, axes[0]
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
+                   notes: str) -> Path:
+    """Fig. 5: total time per workload, multicast vs single-process unicast, runs' range as
+    whiskers, the model's bound as a black tick, the speedup above each pair."""
+    fig, (ax,) = _figure(1, _caption(config, "Fig. 5: execution time vs workload" + notes))
+    loads = sorted({r["workload"] for r in summary})
+    x = np.arange(len(loads))
+    for i, mode in enumerate(MODES):
+        rows = {r["workload"]: r for r in summary if r["mode"] == mode and r["procs"] == 1}
+        xs = [x[j] + (i - 0.5) * 0.38 for j, w in enumerate(loads) if w in rows]
+        ys = [rows[w]["time_s"] for w in loads if w in rows]
+        err = [[rows[w]["time_s"] - rows[w]["time_min_s"] for w in loads if w in rows],
+               [rows[w]["time_max_s"] - rows[w]["time_s"] for w in loads if w in rows]]
+        ax.bar(xs, ys, 0.36, yerr=err, capsize=3, color=COLORS[mode],
+               label=f"{mode}{' (1 process)' if mode == 'unicast' else ''}")
+        ax.scatter(xs, [rows[w]["bound_s"] for w in loads if w in rows], marker="_", s=300,
+                   color="black", zorder=3, label="model bound" if i == 0 else None)
+    for j, w in enumerate(loads):
+        u = [r for r in summary if r["workload"] == w and r["mode"] == "unicast"
+             and r["procs"] == 1 and "speedup_of_multicast" in r]
+        if u:
+            ax.annotate(f"{u[0]['speedup_of_multicast']:.2f}x", (x[j], u[0]["time_s"]),
+                        ha="center", va="bottom", fontsize=8, xytext=(0, 6),
+                        textcoords="offset points")
+    mb = {r["workload"]: r["total_mb"] for r in summary}
+    ax.set_xticks(x, [f"x{w}\n{mb[w]:.3g} MB" for w in loads])
+    ax.set_xlabel("workload (33 rounds in total)")
+    ax.set_ylabel("execution time (s)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return _save(fig, run_dir / "exec_time.png")
+
+
+def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
+    v = np.sort(np.asarray(values, dtype=float))
+    if v.size:
+        ax.step(v, np.arange(1, v.size + 1) / v.size, style, where="post", label=label)
+
+
+def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]], col: str,
+              title: str, xlabel: str, name: str, notes: str) -> Path:
+    """One panel per mode (single-process unicast), one CDF per workload (all runs)."""
+    fig, axes = _figure(2, _caption(config, title + notes), width=4.5)
+    loads = sorted({int(r["workload"]) for r in rows})
+    for ax, mode in zip(axes, MODES):
+        for w in loads:
+            vals = [_f(r[col]) for r in rows if r["mode"] == mode and r["procs"] == "1"
+                    and int(r["workload"]) == w]
+            _cdf(ax, [v for v in vals if v == v], f"x{w}")
+        ax.set_title(mode + (" (1 process)" if mode == "unicast" else ""), fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+        ax.legend(title="workload", fontsize=7, loc="lower right")
+    return _save(fig, run_dir / name)
+
+
+def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
+               notes: str) -> Path | None:
+    """Fig. 8: unicast time vs sending processes at the largest workload, multicast beside."""
+    top = max(r["workload"] for r in summary)
+    uni = sorted((r for r in summary if r["workload"] == top and r["mode"] == "unicast"),
+                 key=lambda r: r["procs"])
+    mc = [r for r in summary if r["workload"] == top and r["mode"] == "multicast"]
+    if not uni or not mc:
+        return None
+    fig, (ax,) = _figure(1, _caption(config, f"Fig. 8: unicast sending processes, workload "
+                                             f"x{top}" + notes))
+    labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
+    ys = [r["time_s"] for r in uni] + [mc[0]["time_s"]]
+    lo = [r["time_s"] - r["time_min_s"] for r in (*uni, mc[0])]
+    hi = [r["time_max_s"] - r["time_s"] for r in (*uni, mc[0])]
+    colors = [COLORS["unicast"]] * len(uni) + [COLORS["multicast"]]
+    ax.bar(range(len(ys)), ys, 0.6, yerr=[lo, hi], capsize=3, color=colors)
+    ax.scatter(range(len(ys)), [r["bound_s"] for r in (*uni, mc[0])], marker="_", s=400,
+               color="black", zorder=3, label="model bound")
+    ax.set_xticks(range(len(ys)), labels, fontsize=8)
+    ax.set_ylabel("execution time (s)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, run_dir / "procs.png")
+
+
+def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    """summary.csv, claims.csv, claims.md and every figure; returns the figures drawn."""
+    run_dir = Path(run_dir)
+    status = status_of(run_dir)
+    if not plottable(status):
+        raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "
+                         "a failed run is never plotted as data")
+    transfers = read_csv(run_dir / "transfers.csv")
+    if not transfers:
+        raise ValueError(f"{run_dir}: transfers.csv has no transfers")
+    rounds = read_csv(run_dir / "rounds.csv")
+    recv_path = run_dir / "receivers.csv"
+    receivers = read_csv(recv_path) if recv_path.exists() else []
+    summary = summarize(transfers)
+    write_csv(run_dir / "summary.csv", summary)
+    found = claims(summary, receivers, rounds)
+    write_csv(run_dir / "claims.csv", found)
+    (run_dir / "claims.md").write_text(claims_markdown(found, config))
+    notes = "\n" + _notes(run_dir, config)
+    out = [plot_exec_time(run_dir, config, summary, notes)]
+    send_col = "round_s" if rounds and rounds[0].get("round_s", "") != "" else "bound_s"
+    out.append(plot_cdfs(run_dir, config, rounds, send_col,
+                         "Fig. 6: per-round send time (first datagram to last ACK)",
+                         "send time (s)", "send_cdf.png", notes))
+    if receivers:
+        first = sorted({r["receiver"] for r in receivers})[0]
+        mine = [r for r in receivers if r["receiver"] == first]
+        out.append(plot_cdfs(run_dir, config, mine, "wait_s",
+                             f"Fig. 7: wait time of receiver {first} (its ACK of file i to "
+                             "file i+1's arrival)", "wait time (s)", "wait_cdf.png", notes))
+    procs = plot_procs(run_dir, config, summary, notes)
+    if procs is not None:
+        out.append(procs)
+    return out

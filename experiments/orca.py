@@ -1,0 +1,416 @@
+"""In-network multicast vs application-layer UDP unicast for an iterative file transfer
+(Orca, 001_da816e6d87c9a0a9.txt, Figs. 5-8).
+
+One sender hands 33 files, one a round, to every receiver with the real application
+(``apps/filexfer``); a round ends when every receiver has acknowledged every byte.  Modes:
+
+* ``multicast``: each datagram is sent once to a group; the network replicates it along a
+  tree (routing/multicast.py: replicate on the BPF dataplane, OpenFlow group ALL on OVS);
+* ``unicast``: one socket per receiver; with ``--procs P`` the receivers are shared among P
+  sending processes that run in parallel (the paper's Fig. 8).
+
+The workload: 33 rounds whose sizes keep the paper's proportions (the base workload's total,
+its largest file = 141/1408 of the total, doubled up to 16 x) and are otherwise a fixed
+synthetic LDA-like draw (``schedule``): the paper gives no other detail.  The base scales
+with the link rate so that the link-seconds of the paper's 88 MB at 10 Gb/s are kept.
+
+The sender paces itself to ``--pace`` of the link's IP rate: the paper's Python sender was
+CPU-bound at 10 Gb/s and never overflowed its NIC, whereas here any Python sender outruns
+an emulated link, and unpaced UDP would be dropped at its own interface queue.  So the
+emulated transfers are link-bound, and the model (``bound_s``) is the time the busiest link
+needs to carry the copies the mode puts on it: one per file in multicast, one per receiver
+behind the sender's link in unicast.
+
+Per transfer: the sender's and every receiver's JSON report, the bytes on the sender's link
+(copies = those bytes / the bytes one copy of every file takes on the wire), CPU and the
+dequeue gaps of every shaped switch port.  A round that ends with bytes missing, a failed
+receiver or a bound wait that expires fails the run.
+
+``--backend model`` writes the model's times only (no root, no network).
+"""
+from __future__ import annotations
+
+import json
+import random
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import routing
+import topos
+from apps.filexfer import protocol
+from dataplane.emulation import Emulation
+from dataplane.proc import RunError, how_ended
+from dataplane.shaping import LinkSpec
+from model.network import path_links
+from routing.multicast import add_group, tree_edges
+from routing.walk import first_choice, walk
+
+from .common import add_backend, add_shared, run_rng
+from .runfolder import RunFolder, write_csv
+from .traffic import CpuSampler, port_counters
+
+NAME = "orca"
+HELP = ("in-network multicast vs application-layer UDP unicast for an iterative 33-round "
+        "file transfer: execution time, send and wait times, sender processes")
+DEFAULTS: dict[str, Any] = {
+    "topo": "orca,receivers=4,racks=2", "bw": 50.0, "queue": 100, "runs": 3, "seed": 1,
+    "dataplane": "auto", "backend": "emulated", "workloads": "1,2,4,8,16",
+    "base_mb": 0.0, "procs": "1,2,4", "pace": 0.95, "members": 4}
+QUICK: dict[str, Any] = {"runs": 1, "workloads": "1,4,16", "procs": "1,4"}
+
+ROUNDS = 33
+#: the paper's base workload (88 MB), its largest (1.4 GB) and that one's largest file
+PAPER_BASE_MB, PAPER_LARGEST_MB, PAPER_LARGEST_FILE_MB = 88.0, 1408.0, 141.0
+PAPER_BW_MBPS = 10_000.0
+GROUP = "239.1.1.1"
+BASE_PORT = 6000
+#: file bytes a datagram: 1436 + 36 (app headers) + 28 (IP, UDP) = a full 1500-byte packet
+PAYLOAD = 1500 - protocol.DATA_HEADER_LEN - protocol.IP_UDP_OVERHEAD
+ETH_HEADER = 14
+SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's data set
+
+
+def add_arguments(p: Any) -> None:
+    """Shared flags plus the workloads, the sender processes, pacing and group size."""
+    add_shared(p, DEFAULTS, QUICK)
+    add_backend(p)
+    p.add_argument("--workloads", default=None,
+                   help="comma list of multiples of the base workload, each its own 33-round "
+                        f"transfer (default: {DEFAULTS['workloads']}; quick: "
+                        f"{QUICK['workloads']})")
+    p.add_argument("--base-mb", dest="base_mb", type=float, default=None,
+                   help="total MB (10^6 bytes) of the base workload; 0 = the paper's 88 MB "
+                        "at 10 Gb/s scaled to --bw (default: 0)")
+    p.add_argument("--procs", default=None,
+                   help="unicast sending processes compared at the largest workload "
+                        f"(Fig. 8), comma list (default: {DEFAULTS['procs']}; quick: "
+                        f"{QUICK['procs']})")
+    p.add_argument("--pace", type=float, default=None,
+                   help="the sender's total rate as a share of the link's IP rate, 0 < x <= 1; "
+                        "0 = unpaced, as fast as the socket takes datagrams (the paper's "
+                        f"sender; losses at its own queue are repaired) (default: "
+                        f"{DEFAULTS['pace']})")
+    p.add_argument("--members", type=int, default=None,
+                   help="receivers drawn at random on topologies other than orca (default: "
+                        f"{DEFAULTS['members']})")
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--{flag} {text!r}: give a comma list of positive integers") from None
+    if not values or any(v < 1 for v in values) or len(set(values)) != len(values):
+        raise ValueError(f"--{flag} {text!r}: give a comma list of distinct positive integers")
+    return values
+
+
+def workloads(params: dict[str, Any]) -> list[int]:
+    """Multiples of the base workload, ascending."""
+    return sorted(_ints(params["workloads"], "workloads"))
+
+
+def procs_list(params: dict[str, Any]) -> list[int]:
+    """Unicast process counts for Fig. 8, ascending (1 is always the single-process run)."""
+    return sorted(set(_ints(params["procs"], "procs")) | {1})
+
+
+def base_bytes(params: dict[str, Any]) -> int:
+    """Total bytes of the base workload (the paper's, scaled to the link rate, by default)."""
+    mb = params["base_mb"] or PAPER_BASE_MB * params["bw"] / PAPER_BW_MBPS
+    return int(mb * 1e6)
+
+
+def schedule(total: int, rounds: int = ROUNDS,
+             largest_share: float = PAPER_LARGEST_FILE_MB / PAPER_LARGEST_MB) -> list[int]:
+    """``rounds`` file sizes summing to ``total``; the largest is ``largest_share`` of it.
+
+    The other sizes are a fixed log-normal draw (sigma 0.5) scaled to the rest and kept below
+    the largest; the largest sits at a fixed random round.  A workload of multiple w is
+    w times every size (``run``), as the paper doubles its workload.
+    """
+    if total < rounds:
+        raise ValueError(f"a workload of {total} bytes cannot fill {rounds} rounds")
+    rng = random.Random(SCHEDULE_SEED)
+    weights = [rng.lognormvariate(0.0, 0.5) for _ in range(rounds - 1)]
+    largest = max(1, round(total * largest_share))
+    rest = total - largest
+    scale = rest / sum(weights)
+    sizes = [max(1, int(w * scale)) for w in weights]
+    sizes[sizes.index(max(sizes))] += rest - sum(sizes)   # exact total, in the biggest other
+    if max(sizes) > largest:
+        raise ValueError(f"schedule: a file above the largest ({max(sizes)} > {largest})")
+    sizes.insert(rng.randrange(rounds), largest)
+    return sizes
+
+
+def validate(params: dict[str, Any]) -> None:
+    """One-line ValueError for anything this experiment cannot run."""
+    workloads(params)
+    procs_list(params)
+    if not 0 <= params["pace"] <= 1:
+        raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params['pace']}")
+    if params["base_mb"] < 0:
+        raise ValueError(f"--base-mb must be >= 0, got {params['base_mb']}")
+    schedule(base_bytes(params))
+    topo = topos.build(params["topo"])
+    if not hasattr(topo, "receivers") and not 1 <= params["members"] < len(topo.hosts()):
+        raise ValueError(f"--members {params['members']} must be 1..{len(topo.hosts()) - 1} "
+                         f"on {params['topo']}")
+    src, members = group_of(topo, params, 0)
+    if max(procs_list(params)) > len(members):
+        raise ValueError(f"--procs {params['procs']}: at most one process per receiver "
+                         f"({len(members)})")
+
+
+def group_of(topo: topos.Topology, params: dict[str, Any], run: int) -> tuple[str, list[str]]:
+    """Sender and receivers: the orca testbed's own, else a seeded draw from other racks."""
+    if hasattr(topo, "receivers"):
+        return topo.sender, list(topo.receivers)   # type: ignore[attr-defined]
+    rng = run_rng(params["seed"], run)
+    hosts = topo.hosts()
+    src = rng.choice(hosts)
+    others = [h for h in hosts if topo.access_switch(h) != topo.access_switch(src)] or \
+        [h for h in hosts if h != src]
+    return src, sorted(rng.sample(others, min(params["members"], len(others))))
+
+
+def one_copy_bytes(sizes: list[int], chunk: int = PAYLOAD) -> list[int]:
+    """Bytes one copy of each file takes on a link (Ethernet, IP, UDP, app headers)."""
+    per = ETH_HEADER + protocol.IP_UDP_OVERHEAD + protocol.DATA_HEADER_LEN
+    return [s + protocol.datagrams_for(s, chunk) * per for s in sizes]
+
+
+def busiest_copies(topo: topos.Topology, plan: routing.Plan, src: str,
+                   members: list[str]) -> dict[str, int]:
+    """Copies of every file on the busiest link, per mode: a tree carries each once; unicast
+    paths add up (on the orca testbed: every receiver's copy crosses the sender's link)."""
+    tree_edges(topo, src, members)   # raises if a member cannot be reached
+    load: dict[Any, int] = {}
+    for m in members:
+        sws = walk(topo, plan, src, m, first_choice)
+        for link in path_links(src, sws, m):
+            load[link] = load.get(link, 0) + 1
+    return {"multicast": 1, "unicast": max(load.values())}
+
+
+def bound_s(sizes: list[int], copies: int, bw: float) -> list[float]:
+    """Per round: seconds the busiest link needs for ``copies`` copies of the file."""
+    return [copies * b * 8 / (bw * 1e6) for b in one_copy_bytes(sizes)]
+
+
+# -- one transfer through the emulated network ---------------------------------------------
+
+def _first_line(p: subprocess.Popen, deadline: float) -> str:
+    """The process's first stdout line, waiting at most until ``deadline``."""
+    poller = select.poll()      # not select(): this process's fds can be above 1024
+    poller.register(p.stdout, select.POLLIN)
+    ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
+    return p.stdout.readline() if ready else ""
+
+
+def _app(emu: Emulation, host: str, args: list[str], log: Path) -> subprocess.Popen:
+    fh = open(log, "w")  # noqa: SIM115 - the child holds it; closed when we return
+    try:
+        return emu.popen(emu.host(host), [sys.executable, "-m", "apps.filexfer", *args],
+                         cwd=str(Path(__file__).resolve().parents[1]),
+                         stdout=subprocess.PIPE, stderr=fh, text=True)
+    finally:
+        fh.close()
+
+
+def _tail(path: Path) -> str:
+    text = path.read_text(errors="replace").strip() if path.exists() else ""
+    return text.splitlines()[-1][:300] if text else "no message"
+
+
+def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int,
+             sizes: list[int], port: int, rate_mbps: float, expected_s: float,
+             out: Path) -> dict[str, Any]:
+    """Run the app once (33 rounds) and check that every round delivered every byte."""
+    out.mkdir(parents=True, exist_ok=True)
+    topo = emu.topo
+    recv_timeout = 30 + 2 * max(1.0, expected_s / len(sizes))  # silence a receiver accepts
+    recvs = {}
+    for i, r in enumerate(members, start=1):
+        ip = topo.node(r).ip
+        args = ["recv", "--listen", f"0.0.0.0:{port}" if mode == "multicast" else f"{ip}:{port}",
+                "--id", str(i), "--report", str(out / f"recv-{r}.json"),
+                "--timeout", f"{recv_timeout:.0f}"]
+        if mode == "multicast":
+            args += ["--group", GROUP, "--iface", ip]
+        recvs[r] = _app(emu, r, args, out / f"recv-{r}.log")
+    deadline = time.monotonic() + 30
+    for r, p in recvs.items():               # readiness: each prints 'listening ...'
+        line = _first_line(p, deadline)
+        if not line.startswith("listening"):
+            raise RunError(f"receiver {r} not ready in 30 s: {_tail(out / f'recv-{r}.log')}")
+    dest = ",".join(f"{topo.node(r).ip}:{port}" for r in members)
+    args = ["send", "--receivers", dest, "--mode", mode, "--procs", str(procs),
+            "--sizes", ",".join(map(str, sizes)), "--payload", str(PAYLOAD),
+            "--rate-mbps", f"{rate_mbps:.4f}", "--timeout", "20",
+            "--report", str(out / "sender.json"), "--mcast-if", topo.node(src).ip]
+    if mode == "multicast":
+        args += ["--group", f"{GROUP}:{port}", "--ttl", "8"]
+    before = port_counters(emu)
+    access = topo.access_switch(src)
+    cpu = CpuSampler(out / "cpu.csv")
+    cpu.start()
+    limit = 60 + 3 * expected_s + 2 * len(sizes)
+    with emu.dequeue_gaps() as gaps:
+        sender = _app(emu, src, args, out / "sender.log")
+        end = time.monotonic() + limit
+        while sender.poll() is None:
+            if time.monotonic() > end:
+                raise RunError(f"{mode} x{procs}: the sender did not finish in {limit:.0f} s")
+            emu.check_alive()
+            for r, p in recvs.items():
+                if p.poll() not in (None, 0):
+                    raise RunError(f"receiver {r} ended with {how_ended(p)}: "
+                                   f"{_tail(out / f'recv-{r}.log')}")
+            try:
+                sender.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+    samples = cpu.stop()
+    if sender.returncode != 0:
+        raise RunError(f"{mode} x{procs}: sender ended with {how_ended(sender)}: "
+                       f"{_tail(out / 'sender.log')}")
+    for r, p in recvs.items():
+        try:
+            p.wait(timeout=recv_timeout + 10)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"receiver {r} did not end after the sender's BYE") from None
+    after = port_counters(emu)
+    key = (access, topo.port(access, src))
+    sender_rep = json.loads((out / "sender.json").read_text())
+    receivers = {r: json.loads((out / f"recv-{r}.json").read_text()) for r in members}
+    for r, rep in receivers.items():
+        got = [x["bytes_received"] for x in rep["rounds"]]
+        if not rep["ok"] or got != sizes or not all(x["complete"] for x in rep["rounds"]):
+            raise RunError(f"{mode} x{procs}: receiver {r} did not get every byte "
+                           f"({rep.get('error') or 'rounds incomplete'})")
+    window = [u for _, u in samples]
+    return {"sender": sender_rep, "receivers": receivers, "dequeue_gaps": gaps,
+            "sender_link_bytes": after[key].rx_bytes - before[key].rx_bytes,
+            "cpu_mean": round(sum(window) / len(window), 1) if window else None,
+            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
+            if window else None}
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+def _cases(params: dict[str, Any], run: int) -> list[tuple[int, str, int]]:
+    """(workload, mode, procs) of one repetition: both modes at every workload, then the
+    extra process counts at the largest; odd repetitions swap the modes' order."""
+    loads = workloads(params)
+    modes = ["multicast", "unicast"] if run % 2 == 0 else ["unicast", "multicast"]
+    cases = [(w, m, 1) for w in loads for m in modes]
+    return cases + [(loads[-1], "unicast", p) for p in procs_list(params) if p > 1]
+
+
+def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: list[float],
+          res: dict[str, Any] | None) -> tuple[dict, list[dict], list[dict]]:
+    """transfers.csv, rounds.csv and receivers.csv rows of one transfer (model-only: None)."""
+    base = {"run": run, "workload": w, "mode": mode, "procs": procs}
+    one = sum(one_copy_bytes(sizes))
+    if res is None:
+        t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4)}
+        return t, [{**base, "round": i + 1, "size_bytes": s, "bound_s": round(b, 5)}
+                   for i, (s, b) in enumerate(zip(sizes, bounds))], []
+    snd = res["sender"]
+    rounds = [{**base, "round": x["round"], "size_bytes": x["size_bytes"],
+               "bound_s": round(b, 5), "send_s": round(x["send_s"], 5),
+               "round_s": round(x["round_s"], 5), "bytes_sent": x["bytes_sent"],
+               "repairs_sent": x["repairs_sent"], "nacks_received": x["nacks_received"],
+               "send_errors": x["send_errors"]}
+              for x, b in zip(snd["rounds"], bounds)]
+    recv_rows = []
+    for r, rep in res["receivers"].items():
+        recv_rows += [{**base, "receiver": r, "round": x["round"],
+                       "bytes_received": x["bytes_received"], "complete": x["complete"],
+                       "lost_before_repair": x["lost_before_repair"],
+                       "repaired": x["repaired"], "duplicates": x["duplicates"],
+                       "wait_s": "" if x["wait_s"] is None else round(x["wait_s"], 5)}
+                      for x in rep["rounds"]]
+    gaps = (res["dequeue_gaps"].get("full_size") or {}).get("within_10pct")
+    t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4),
+         "total_s": round(snd["total_s"], 4),
+         "bound_ratio": round(sum(bounds) / snd["total_s"], 4),
+         "sender_link_bytes": res["sender_link_bytes"],
+         "copies": round(res["sender_link_bytes"] / one, 4),
+         "repairs_sent": sum(x["repairs_sent"] for x in snd["rounds"]),
+         "lost_before_repair": sum(x["lost_before_repair"] for x in recv_rows),
+         "send_errors": sum(x["send_errors"] for x in snd["rounds"]),
+         "cpu_mean": res["cpu_mean"], "cpu_saturated_share": res["cpu_saturated_share"],
+         "gaps_within_10pct": "" if gaps is None else gaps}
+    return t, rounds, recv_rows
+
+
+def run(params: dict[str, Any], folder: RunFolder) -> None:
+    """Every repetition on one network: every workload in both modes, then Fig. 8's procs."""
+    emulated = params["backend"] == "emulated"
+    bw = params["bw"]
+    base = base_bytes(params)
+    files = schedule(base)
+    sizes_of = {w: [s * w for s in files] for w in workloads(params)}
+    folder.record("workload_bytes", {str(w): sum(s) for w, s in sizes_of.items()})
+    transfers: list[dict] = []
+    rounds: list[dict] = []
+    recv_rows: list[dict] = []
+    for r in range(params["runs"]):
+        topo = topos.build(params["topo"])
+        src, members = group_of(topo, params, r)
+        plan = routing.make_plan(topo, "st")
+        add_group(topo, plan, GROUP, src, members)
+        copies = busiest_copies(topo, plan, src, members)
+        run_dir = folder.path / f"run{r:02d}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "group.json").write_text(json.dumps(
+            {"group": GROUP, "sender": src, "receivers": members, "copies": copies,
+             "tree": tree_edges(topo, src, members)}, indent=1))
+        cases = _cases(params, r)
+        if not emulated:
+            for w, mode, procs in cases:
+                t, rr, _ = _rows(r, w, mode, procs, sizes_of[w],
+                                 bound_s(sizes_of[w], copies[mode], bw), None)
+                transfers.append(t)
+                rounds += rr
+            continue
+        # the pacer counts IP bytes, the link's HTB Ethernet frames too
+        rate = params["pace"] * bw * 1500 / (1500 + ETH_HEADER)
+        with Emulation(topo, plan, LinkSpec(bw, params["queue"]), run_dir,
+                       f"{folder.id}-{r}", dataplane=params["dataplane"]) as emu:
+            failed = emu.ping_all()
+            if failed:
+                raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
+            folder.record(f"run{r:02d}", emu.facts_dict())
+            for i, (w, mode, procs) in enumerate(cases):
+                bounds = bound_s(sizes_of[w], copies[mode], bw)
+                folder.log.info("run %d: workload x%d, %s, %d process(es)", r, w, mode, procs)
+                res = transfer(emu, src, members, mode, procs, sizes_of[w], BASE_PORT + i,
+                               rate, sum(bounds) / (params["pace"] or 1.0),
+                               run_dir / f"x{w}-{mode}-p{procs}")
+                t, rr, rv = _rows(r, w, mode, procs, sizes_of[w], bounds, res)
+                transfers.append(t)
+                rounds += rr
+                recv_rows += rv
+                print(f"run {r} x{w} {mode} procs={procs}: {t['total_s']:.2f} s "
+                      f"(bound {t['bound_s']:.2f} s), copies on the sender's link "
+                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %",
+                      flush=True)
+                if (t["cpu_saturated_share"] or 0) > 0.25:
+                    folder.flag(f"run {r} x{w} {mode} x{procs}: CPU above 90 % in "
+                                f"{t['cpu_saturated_share']:.0%} of samples")
+                if t["gaps_within_10pct"] != "" and t["gaps_within_10pct"] < 0.95:
+                    folder.flag(f"run {r} x{w} {mode} x{procs}: only "
+                                f"{t['gaps_within_10pct']:.1%} of busy-link dequeue gaps "
+                                "within 10 %")
+    write_csv(folder.path / "transfers.csv", transfers)
+    write_csv(folder.path / "rounds.csv", rounds)
+    if emulated:
+        write_csv(folder.path / "receivers.csv", recv_rows)

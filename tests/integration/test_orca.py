@@ -1,0 +1,47 @@
+"""A short real orca run on each dataplane (root only): every round delivered, the sender's
+link carries one copy in multicast and one per receiver in unicast, figures drawn."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("dataplane", ["bpf", "ovs"])
+def test_short_orca_run(dataplane, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "orca",
+                        "--runs", "1", "--workloads", "1,2", "--procs", "1,2",
+                        "--base-mb", "0.3", "--dataplane", dataplane, "--out", str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = next((tmp_path / "orca").iterdir())
+    assert json.loads((run / "status.json").read_text())["status"] == "ok"
+    for f in ("transfers.csv", "rounds.csv", "receivers.csv", "summary.csv", "claims.md",
+              "exec_time.png", "send_cdf.png", "wait_cdf.png", "procs.png",
+              "run00/group.json", "run00/x2-unicast-p2/sender.json"):
+        assert (run / f).exists(), f
+    transfers = list(csv.DictReader(open(run / "transfers.csv")))
+    assert [(t["workload"], t["mode"], t["procs"]) for t in transfers] == [
+        ("1", "multicast", "1"), ("1", "unicast", "1"), ("2", "multicast", "1"),
+        ("2", "unicast", "1"), ("2", "unicast", "2")]
+    for t in transfers:
+        copies = float(t["copies"])
+        assert (copies <= 1.05) if t["mode"] == "multicast" else (4.0 <= copies <= 4.2), t
+        # link-bound at 95 % pace: never faster than the link allows
+        assert float(t["total_s"]) >= 0.99 * float(t["bound_s"]), t
+    receivers = list(csv.DictReader(open(run / "receivers.csv")))
+    assert len(receivers) == 5 * 4 * 33
+    assert all(r["complete"] == "True" for r in receivers)
+    mc = {t["workload"]: float(t["total_s"]) for t in transfers if t["mode"] == "multicast"}
+    uni = {t["workload"]: float(t["total_s"]) for t in transfers
+           if t["mode"] == "unicast" and t["procs"] == "1"}
+    assert uni["2"] > 2 * mc["2"], (uni, mc)
