@@ -1,4 +1,4 @@
-"""The ``dcrepro`` command: run | plot | clean | env."""
+"""The ``dcrepro`` command: run | rerun | plot | clean | calibrate | env."""
 from __future__ import annotations
 
 import argparse
@@ -40,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
         mod = _module(name)
         p = exps.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+    rerun = sub.add_parser("rerun", help="run a run folder's experiment again with its exact "
+                           "parameters (same seed) into a new folder; differences in code "
+                           "version or machine are printed and recorded")
+    rerun.add_argument("run_dir", help="results/<experiment>/<run id>")
+    rerun.add_argument("--out", default=None,
+                       help="results root folder (default: the one RUN_DIR is in)")
     plot = sub.add_parser("plot", help="(re)draw the figures of a run folder (no root needed)")
     plot.add_argument("run_dir", help="results/<experiment>/<run id>")
     clean = sub.add_parser("clean", help="remove what crashed dcrepro runs left behind "
@@ -61,10 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate everything, then run inside a run folder; always leave a status behind."""
-    from dataplane.proc import RunError, exit_code
-
-    from .runfolder import RunFolder, mark_killed_runs
-
     mod = _module(args.experiment)
     from .common import resolve
     try:
@@ -75,6 +77,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
+    return _execute(mod, params, Path(args.out))
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """The experiment of a run folder again, with the parameters its config.json holds."""
+    from .common import validate
+    from .rerun import differences, params_of
+    src = Path(args.run_dir)
+    try:
+        config = params_of(src, EXPERIMENTS)
+        mod = _module(config["experiment"])
+        params = config["params"]
+        validate(params)
+        if hasattr(mod, "validate"):
+            mod.validate(params)
+        out = Path(args.out) if args.out else src.resolve().parent.parent
+        _check_writable(out)
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    diff = differences(config)
+    for line in diff:
+        print(f"dcrepro: rerun differs: {line}", file=sys.stderr)
+    return _execute(mod, params, out, rerun_of={"run_dir": str(src.resolve()),
+                                                "run_id": config.get("run_id"),
+                                                "differences": diff})
+
+
+def _execute(mod: ModuleType, params: dict, out: Path, **extra: object) -> int:
+    """Run a validated experiment in a new run folder under ``out``; exit code."""
+    from dataplane.proc import RunError, exit_code
+
+    from .runfolder import RunFolder, mark_killed_runs
     if params.get("backend", "emulated") == "emulated" and os.geteuid() != 0:
         print("dcrepro: error: emulated runs need root (sudo .venv/bin/dcrepro ...)",
               file=sys.stderr)
@@ -82,7 +117,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if os.geteuid() == 0:
         for line in mark_killed_runs():
             print(f"dcrepro: {line}", file=sys.stderr)
-    folder = RunFolder(Path(args.out), mod.NAME, params)
+    folder = RunFolder(out, mod.NAME, params)
+    if extra:
+        folder.config.update(extra)
+        folder.write_config()
     print(f"run folder: {folder.path}", flush=True)
     measured = False
     try:
@@ -205,6 +243,8 @@ def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "rerun":
+        return cmd_rerun(args)
     if args.command == "plot":
         return _plot(Path(args.run_dir))
     if args.command == "clean":
