@@ -13,6 +13,7 @@ PLOTTERS = {
     "fairness": "analysis.fairness:plot_fairness",
     "plts": "analysis.plts:plot_plts",
     "orca": "analysis.orca:plot_orca",
+    "grin": "analysis.grin:plot_grin",
 }
 
 

@@ -158,6 +158,11 @@ class Emulation:
             hostnet.offloads_off(h.pid, [i.name for i in h.intfList() if i.name != "lo"])
         shaping.shape(self.topo, self.link, self.host_pids)
         hostnet.static_arp(self.topo, self.host_pids, self.host_intf)
+        if hasattr(self.topo, "secondary"):   # servers forwarding for neighbours (GRIN)
+            macs = {(h.name, intf.link.intf2.node.name if intf.link.intf1 is intf else
+                     intf.link.intf1.node.name): intf.MAC()
+                    for h in self.net.hosts for intf in h.intfList() if intf.link}
+            hostnet.host_forwarding(self.topo, self.host_pids, self.host_intf, macs)
         self.facts.ipv6_disabled = hostnet.disable_ipv6(self.host_pids, self.switch_intfs())
         t1 = time.monotonic()
         self.dataplane.install(self)

@@ -79,3 +79,78 @@ def mptcp_endpoints(topo: Topology, host_pids: dict[str, int], host_intf: dict[s
             lines += [f"addr replace {ip}/8 dev {intf}",
                       f"mptcp endpoint add {ip} dev {intf} subflow"]
         check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
+
+
+def host_forwarding(topo: Topology, host_pids: dict[str, int], host_intf: dict[str, str],
+                    macs: dict[tuple[str, str], str]) -> None:
+    """Servers that forward for their neighbours over horizontal (host-to-host) links.
+
+    ``topo`` (topos/grin.py) gives ``horizontal_addresses()``: (t, s) -> the addresses of
+    t's interface facing s, inside s's prefix, and ``owner(ip)``.  ``macs[(host, peer)]`` is
+    the MAC of host's interface facing peer.  For every horizontal link t-s:
+
+    * t holds the addresses on that interface, and traffic sourced from them leaves through
+      it (policy rules and a table whose default route is s, on-link);
+    * s routes the addresses to t over the link (s forwards: ip_forward on, rp_filter off);
+    * every host's neighbour table maps the addresses to their prefix owner s (the fabric
+      delivers by MAC, so this is the paper's "switches route by prefix").
+    """
+    links = topo.horizontal_addresses()
+    entries = [(ip, topo.node(topo.owner(ip)).mac) for ips in links.values() for ip in ips]
+    per_host: dict[str, list[str]] = {h: [] for h in host_pids}
+    for h in host_pids:
+        own = topo.node(h).mac
+        per_host[h] += [f"neigh replace {ip} lladdr {mac} dev {host_intf[h]} nud permanent"
+                        for ip, mac in entries if mac != own]
+    for (t, s), ips in sorted(links.items()):
+        t_if, s_if = f"{t}-eth{topo.port(t, s)}", f"{s}-eth{topo.port(s, t)}"
+        gw, table = topo.node(s).ip, 100 + topo.port(t, s)
+        per_host[t] += [f"route replace default via {gw} dev {t_if} onlink table {table}",
+                        f"neigh replace {gw} lladdr {macs[(s, t)]} dev {t_if} nud permanent"]
+        for i, ip in enumerate(ips):
+            per_host[t] += [f"addr replace {ip}/32 dev {t_if}",
+                            # iif lo: only what t sends itself; a packet t forwards
+                            # keeps the main table even when its source is t's address
+                            f"rule add from {ip} iif lo table {table} priority "
+                            f"{1000 + 100 * i + topo.port(t, s)}"]
+            per_host[s] += [f"route replace {ip}/32 dev {s_if}",
+                            f"neigh replace {ip} lladdr {macs[(t, s)]} dev {s_if} nud permanent"]
+    # accept_local: a packet from one of t's horizontal addresses to an address behind t
+    # comes back through t (t -> s -> fabric -> t -> neighbour), with t's own source
+    sysctls = ("net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 "
+               "net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 "
+               "net.ipv4.conf.all.accept_local=1")
+    for h, pid in host_pids.items():
+        ifs = " ".join(f"net.ipv4.conf.{h}-eth{p}.rp_filter=0" for p in topo.ports(h))
+        check(in_ns(pid, ["sh", "-c", f"sysctl -qw {sysctls} {ifs}"]))
+        check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(per_host[h]) + "\n")
+
+
+#: seconds before an unechoed ADD_ADDR is announced again (see grin_mptcp_endpoints)
+ADD_ADDR_TIMEOUT = 1
+
+
+def grin_mptcp_endpoints(topo: Topology, host_pids: dict[str, int]) -> dict[str, int]:
+    """MPTCP over horizontal links: secondary addresses are announced ('signal'), outgoing
+    ones open subflows ('subflow'); see topos/grin.py for why they are two.
+
+    The client's in-kernel path manager opens one subflow from each of its outgoing
+    addresses to the server's primary address and, for each secondary address the server
+    announces (ADD_ADDR), one from its primary address: 1 + d(client) + d(server)
+    subflows, one per horizontal link plus the direct one, as the paper's MPTCP.  Returns
+    the subflow limit set (upstream allows at most 8 besides the first).
+    """
+    limit = min(8, 2 * max(len(topo.neighbours(h)) for h in host_pids))
+    for h, pid in host_pids.items():
+        # A client's path manager takes one ADD_ADDR at a time: one arriving while it still
+        # handles the previous is dropped unechoed (MIB AddAddrDrop), and the server
+        # announces it again only after add_addr_timeout (120 s by default).
+        check(in_ns(pid, ["sysctl", "-qw", f"net.mptcp.add_addr_timeout={ADD_ADDR_TIMEOUT}"]))
+        lines = ["mptcp endpoint flush",
+                 f"mptcp limits set subflow {limit} add_addr_accepted {limit}"]
+        for s in topo.neighbours(h):
+            dev = f"{h}-eth{topo.port(h, s)}"
+            lines += [f"mptcp endpoint add {topo.secondary[(h, s)]} dev {dev} signal",
+                      f"mptcp endpoint add {topo.outgoing[(h, s)]} dev {dev} subflow"]
+        check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
+    return {"subflow_limit": limit, "add_addr_timeout_s": ADD_ADDR_TIMEOUT}

@@ -21,6 +21,7 @@ EXPERIMENTS = {
     "fairness": "experiments.fairness",
     "plts": "experiments.plts",
     "orca": "experiments.orca",
+    "grin": "experiments.grin",
 }
 
 

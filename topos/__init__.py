@@ -24,6 +24,16 @@ _REGISTRY: dict[str, tuple[str, str, Mapping[str, Param]]] = {
     "outcast": ("topos.outcast", "OutcastLinear", {
         "n": Param(int, 6, "senders behind the aggregate switch S2", positive_int, "> 0"),
     }),
+    "grin": ("topos.grin", "GrinTopology", {
+        "racks": Param(int, 2, "racks (pairing groups) on the one switch", positive_int,
+                       "> 0"),
+        "servers": Param(int, 4, "servers per rack", positive_int, "> 0"),
+        "degree": Param(int, 1, "horizontal links per server (0 = the original network)",
+                        lambda d: d >= 0, ">= 0"),
+        "placement": Param(str, "rack", "rack: neighbours in the same rack; cross: in the "
+                           "adjacent racks", lambda p: p in ("rack", "cross"), "rack or cross"),
+        "seed": Param(int, 0, "seed of the overlay"),
+    }),
     "orca": ("topos.orca", "OrcaTestbed", {
         "receivers": Param(int, 4, "receivers of the multicast sender", positive_int, "> 0"),
         "racks": Param(int, 2, "ToR switches the receivers are spread over", positive_int,

@@ -1,0 +1,244 @@
+"""GRIN: servers lend their idle uplinks to neighbours over horizontal links (003_…,
+Figs. 6/7 style: per-server throughput vs % of active servers, original vs GRIN1/2/3).
+
+Each repetition and share of active servers draws one set of active servers and one traffic
+matrix (``model.grin.traffic``), the same for every degree, then runs it on a fresh network
+per degree (``grin,degree=d``; degree 0 is the original network): one MPTCP connection per
+(source, destination) pair, iperf3 for ``duration`` seconds.  Each server forwards for its
+neighbours (dataplane/hostnet.host_forwarding); each of its horizontal addresses is an MPTCP
+endpoint, so a connection opens 1 + d(source) + d(destination) subflows, the paper's "one
+subflow per horizontal link plus the direct one" (h1 paths).
+
+Upstream Linux MPTCP has no coupled congestion control and no scheduler bias toward the
+direct subflow (the paper's): every subflow runs its own congestion control (``--cc``)
+and the default scheduler.  So besides the paper's optimum (``model.grin``: maximum total
+flow over h1 paths, HiGHS), each point carries the max-min fair rates of independent
+subflows on the subflows the emulation opened: what this MPTCP can reach at best.
+
+Throughput is per active server: the mean over connections (permutation: one each), and
+is normalized to the best original result of the run (the original network's highest mean
+over the active shares), as the paper normalizes.  Emulated traffic is ``permutation``
+only (iperf3 serves one connection per port and host); ``--backend model`` takes every
+pattern.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import routing
+import topos
+from analysis.fidelity import headline, report
+from dataplane.emulation import Emulation
+from dataplane.hostnet import grin_mptcp_endpoints
+from dataplane.proc import RunError
+from dataplane.shaping import LinkSpec
+from model.flowmodel import goodput_capacity, maxmin_rates
+from model.grin import PATTERNS, active_servers, grin_topology, max_flow_hn, traffic
+from model.network import capacities
+from topos.grin import GrinTopology
+
+from .common import add_backend, add_shared, run_rng
+from .runfolder import RunFolder, write_csv
+from .traffic import Flow, run_iperf
+
+NAME = "grin"
+HELP = ("GRIN: horizontal server-to-server links and h1 routing with MPTCP; per-server "
+        "throughput vs % of active servers, original vs GRIN degrees")
+DEFAULTS: dict[str, Any] = {
+    "racks": 2, "servers": 6, "degrees": "0,1,2,3", "placement": "rack",
+    "active": "10,30,50,70", "pattern": "permutation", "bw": 10.0, "queue": 100,
+    "duration": 30.0, "trim": 5.0, "runs": 2, "seed": 1, "cc": "cubic", "dataplane": "auto",
+    "backend": "emulated"}
+QUICK: dict[str, Any] = {"degrees": "0,1,2", "active": "10,50", "duration": 15.0,
+                         "trim": 3.0, "runs": 1}
+
+
+def add_arguments(p: Any) -> None:
+    """Shared flags plus the base network, the degrees, the active shares and the pattern."""
+    add_shared(p, DEFAULTS, QUICK)
+    add_backend(p)
+    for name, text in (("racks", "racks on the one switch"),
+                       ("servers", "servers per rack")):
+        p.add_argument(f"--{name}", type=int, default=None,
+                       help=f"{text} (default: {DEFAULTS[name]})")
+    p.add_argument("--degrees", default=None,
+                   help="GRIN degrees to compare, 0 = the original network (default: "
+                        f"{DEFAULTS['degrees']}; quick: {QUICK['degrees']})")
+    p.add_argument("--placement", default=None, choices=["rack", "cross"],
+                   help="neighbours in the same rack (the paper's cabling) or in the "
+                        "adjacent racks (default: rack)")
+    p.add_argument("--active", default=None,
+                   help="percentages of active servers, comma list (default: "
+                        f"{DEFAULTS['active']}; quick: {QUICK['active']})")
+    p.add_argument("--pattern", default=None, choices=list(PATTERNS),
+                   help="traffic matrix among the active servers; emulated runs take "
+                        "permutation only (default: permutation)")
+
+
+def _list(text: str, flag: str, cast: type, ok: Any) -> list:
+    try:
+        values = [cast(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--{flag} {text!r}: give a comma list of numbers") from None
+    if not values or len(set(values)) != len(values) or not all(ok(v) for v in values):
+        raise ValueError(f"--{flag} {text!r}: give a comma list of distinct valid values")
+    return values
+
+
+def degrees(params: dict[str, Any]) -> list[int]:
+    """Degrees to run, ascending (0 = original)."""
+    return sorted(_list(params["degrees"], "degrees", int, lambda d: d >= 0))
+
+
+def actives(params: dict[str, Any]) -> list[float]:
+    """Active shares (%), ascending."""
+    return sorted(_list(params["active"], "active", float, lambda a: 0 < a <= 100))
+
+
+def spec(params: dict[str, Any], degree: int) -> str:
+    """Topology spec of one degree (the overlay's seed is the run's seed)."""
+    return (f"grin,racks={params['racks']},servers={params['servers']},degree={degree},"
+            f"placement={params['placement']},seed={params['seed']}")
+
+
+def validate(params: dict[str, Any]) -> None:
+    """One-line ValueError for anything this experiment cannot run."""
+    for d in degrees(params):
+        topos.build(spec(params, d))      # impossible degrees fail here, in one line
+    actives(params)
+    if 0 not in degrees(params):
+        raise ValueError("--degrees must include 0: throughput is normalized to the "
+                         "original network's best result")
+    if params["pattern"] not in PATTERNS:
+        raise ValueError(f"--pattern must be one of {', '.join(PATTERNS)}")
+    if params["backend"] == "emulated" and params["pattern"] != "permutation":
+        raise ValueError(f"emulated grin runs take --pattern permutation only (iperf3 serves "
+                         f"one connection per port), not {params['pattern']!r}; "
+                         "use --backend model for it")
+    top = 1 + 2 * max(degrees(params))
+    if params["backend"] == "emulated" and top > 9:
+        raise ValueError(f"--degrees up to {max(degrees(params))} needs {top} subflows per "
+                         "connection; upstream MPTCP opens at most 9 (degree <= 4)")
+
+
+def designed_subflows(topo: GrinTopology, src: str, dst: str) -> list[tuple[str, str]]:
+    """(source, destination) addresses of the subflows the path manager opens: the direct
+    one, one from each outgoing address of the source to the destination's primary, one
+    from the source's primary to each secondary address of the destination."""
+    s_ip, d_ip = topo.node(src).ip, topo.node(dst).ip
+    return ([(s_ip, d_ip)] + [(a, d_ip) for a in topo.outgoing_addresses(src)]
+            + [(s_ip, a) for a in topo.addresses(dst)[1:]])
+
+
+def maxmin_mbps(topo: GrinTopology, bw: float,
+                subflows: dict[str, list[tuple[str, str]]]) -> dict[str, float]:
+    """Per connection: the sum of max-min fair rates of independent subflows (Mb/s)."""
+    caps = capacities(topo, bw)
+    keys, paths = [], []
+    for conn, subs in subflows.items():
+        for s, d in subs:
+            nodes = topo.subflow_path(s, d)
+            keys.append(conn)
+            paths.append(list(zip(nodes[:-1], nodes[1:])))
+    rates = maxmin_rates(caps, paths) if paths else []
+    out = {c: 0.0 for c in subflows}
+    for c, r in zip(keys, rates):
+        out[c] += float(r)
+    return out
+
+
+def h1_optimum_mbps(params: dict[str, Any], degree: int, conns: list[tuple[int, int]]) -> float:
+    """The paper's bound: maximum total flow over h1 paths, per connection, in Mb/s."""
+    model_topo = grin_topology(params["racks"], params["servers"], degree,
+                               placement=params["placement"], seed=params["seed"])
+    return max_flow_hn(model_topo, conns, 1) / len(conns) * goodput_capacity(params["bw"])
+
+
+def _subflow_key(s: dict[str, Any]) -> tuple[str, str]:
+    return (s["src_ip"], s["dst_ip"])
+
+
+def run(params: dict[str, Any], folder: RunFolder) -> None:
+    """Every repetition x active share: one traffic matrix, every degree."""
+    emulated = params["backend"] == "emulated"
+    bw = params["bw"]
+    rows: list[dict[str, Any]] = []
+    for r in range(params["runs"]):
+        for pct in actives(params):
+            rng = run_rng(params["seed"], r * 1000 + int(round(pct * 10)))
+            base = topos.build(spec(params, 0))
+            hosts = base.hosts()
+            act = active_servers(len(hosts), pct, rng)
+            conns = traffic(params["pattern"], act, rng)
+            pairs = [(hosts[a], hosts[b]) for a, b in conns]
+            for d in degrees(params):
+                topo = topos.build(spec(params, d))
+                assert isinstance(topo, GrinTopology)
+                designed = {f"{s}->{t}": designed_subflows(topo, s, t) for s, t in pairs}
+                base_row = {"run": r, "active_pct": pct, "active": len(act), "degree": d,
+                            "pattern": params["pattern"],
+                            "h1_optimum_mbps": round(h1_optimum_mbps(params, d, conns), 4),
+                            "uncoupled_model_mbps": ""}
+                uncoupled = maxmin_mbps(topo, bw, designed)
+                if not emulated:
+                    rows += [{**base_row, "src": s, "dst": t, "mbps": "",
+                              "uncoupled_model_mbps": round(uncoupled[f"{s}->{t}"], 4),
+                              "subflows_designed": len(designed[f"{s}->{t}"])}
+                             for s, t in pairs]
+                    continue
+                rows += emulate(params, topo, pairs, designed, base_row, r, pct, d, folder)
+    write_csv(folder.path / "flows.csv", rows)
+
+
+def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, str]],
+            designed: dict[str, list[tuple[str, str]]], base_row: dict[str, Any], r: int,
+            pct: float, d: int, folder: RunFolder) -> list[dict[str, Any]]:
+    """One degree on a fresh network: MPTCP over every horizontal link; flow rows."""
+    bw = params["bw"]
+    run_dir = folder.path / f"run{r:02d}" / f"active{pct:g}-grin{d}"
+    plan = routing.make_plan(topo, "st")
+    with Emulation(topo, plan, LinkSpec(bw, params["queue"]), run_dir,
+                   f"{folder.id}-{r}-{int(pct)}-{d}", cc=params["cc"],
+                   dataplane=params["dataplane"]) as emu:
+        failed = emu.ping_all()
+        if failed:
+            raise RunError(f"grin{d}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
+        facts = {**emu.facts_dict(), **grin_mptcp_endpoints(topo, emu.host_pids)}
+        flows = [Flow(s, t) for s, t in pairs]
+        meas = run_iperf(emu, flows, "mptcp", params["duration"], params["trim"], run_dir)
+        facts["qdisc_after"] = emu.verify_qdiscs()
+    facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
+    folder.record(f"run{r:02d}-active{pct:g}-grin{d}", facts)
+    seen = {f"{f.src}->{f.dst}": [_subflow_key(s) for s in f.subflows] for f in flows}
+    (run_dir / "subflows.json").write_text(json.dumps(
+        {c: {"designed": designed[c], "seen": seen[c]} for c in seen}, indent=1))
+    model = maxmin_mbps(topo, bw, seen)
+    fid = report({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows}, model, bw,
+                 meas["cpu_saturated_share"], None, meas["emulator_loss_share"],
+                 meas["dequeue_gaps"], meas["measurement_note"])
+    missing = sum(len(set(designed[c]) - set(seen[c])) for c in seen)
+    wanted = sum(len(v) for v in designed.values())
+    if missing > 0.25 * wanted:
+        fid["suspect"] = True
+        fid["reasons"].append(f"{missing} of {wanted} designed subflows never appeared")
+    fid.update(run=r, active_pct=pct, degree=d, subflows_missing=missing,
+               subflows_designed=wanted, cpu_mean=meas["cpu_mean"])
+    (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
+    print(f"fidelity run {r} active {pct:g} % grin{d}: {headline(fid)}; subflows "
+          f"{wanted - missing}/{wanted}", flush=True)
+    if fid["suspect"]:
+        folder.flag(f"run {r} active {pct:g} % grin{d}: {'; '.join(fid['reasons'])}")
+    rows = []
+    for f in flows:
+        c = f"{f.src}->{f.dst}"
+        horizontal = sum(len(topo.subflow_path(*s)) != 3 for s in seen[c])
+        rows.append({**base_row, "src": f.src, "dst": f.dst, "mbps": round(f.iperf_mbps, 4),
+                     "uncoupled_model_mbps": round(model[c], 4),
+                     "subflows_designed": len(designed[c]), "subflows": len(seen[c]),
+                     "horizontal_subflows": horizontal, "cpu_mean": meas["cpu_mean"],
+                     "cpu_saturated_share": meas["cpu_saturated_share"],
+                     "emulator_loss_share": meas["emulator_loss_share"],
+                     "gaps_within_10pct": fid.get("gaps_within_10pct", "")})
+    return rows
