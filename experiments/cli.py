@@ -1,4 +1,4 @@
-"""The ``dcrepro`` command: run | rerun | plot | clean | calibrate | env."""
+"""The ``dcrepro`` command: run | sweep | rerun | plot | clean | calibrate | env."""
 from __future__ import annotations
 
 import argparse
@@ -41,6 +41,19 @@ def build_parser() -> argparse.ArgumentParser:
         mod = _module(name)
         p = exps.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+    sweep = sub.add_parser("sweep", help="run an experiment over a grid of parameter values "
+                           "(root for emulated runs); the same command again resumes")
+    sexps = sweep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+    for name in EXPERIMENTS:
+        mod = _module(name)
+        p = sexps.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.add_argument("--grid", action="append", default=[], metavar="KEY=V1/V2",
+                       help="a parameter and its values, e.g. --grid bw=10/20 --grid seed=1/2 "
+                            "(repeatable; every combination runs)")
+        p.add_argument("--name", default=None,
+                       help="sweep folder name under OUT/sweeps (default: the experiment and "
+                            "the grid); give the same name to resume")
     rerun = sub.add_parser("rerun", help="run a run folder's experiment again with its exact "
                            "parameters (same seed) into a new folder; differences in code "
                            "version or machine are printed and recorded")
@@ -79,6 +92,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
     return _execute(mod, params, Path(args.out))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Validate every grid point first, then run the incomplete ones in order."""
+    from .common import resolve, validate
+    from .sweep import load_or_create, parse_grid, points, run_sweep
+    mod = _module(args.experiment)
+    try:
+        base = resolve(args, mod.DEFAULTS, mod.QUICK)
+        grid = parse_grid(args.grid, mod.DEFAULTS)
+        pts = points(base, grid)
+        for p in pts:
+            validate(p["params"])
+            if hasattr(mod, "validate"):
+                mod.validate(p["params"])
+        out = Path(args.out)
+        _check_writable(out)
+        name = args.name or "-".join([args.experiment] + [
+            f"{k}={'_'.join(map(str, v))}" for k, v in grid.items()])
+        if not name.replace("-", "").replace("_", "").replace("=", "").replace(".", "") \
+                .replace(",", "").isalnum():
+            raise ValueError(f"--name {name!r}: use letters, digits and - _ = . ,")
+        sweep_dir = out / "sweeps" / name
+        load_or_create(sweep_dir, args.experiment, pts)
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"sweep folder: {sweep_dir}", flush=True)
+    return run_sweep(sweep_dir, args.experiment, pts,
+                     lambda params, where: _execute(mod, params, where))
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -246,6 +289,8 @@ def _main(argv: list[str] | None) -> int:
         return cmd_run(args)
     if args.command == "rerun":
         return cmd_rerun(args)
+    if args.command == "sweep":
+        return cmd_sweep(args)
     if args.command == "plot":
         return _plot(Path(args.run_dir))
     if args.command == "clean":

@@ -35,7 +35,7 @@ from dataplane.hostnet import grin_mptcp_endpoints
 from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity, maxmin_rates
-from model.grin import PATTERNS, active_servers, grin_topology, max_flow_hn, traffic
+from model.grin import GROUP_SIZE, PATTERNS, active_servers, grin_topology, max_flow_hn, traffic
 from model.network import capacities
 from topos.grin import GrinTopology
 
@@ -117,6 +117,12 @@ def validate(params: dict[str, Any]) -> None:
         raise ValueError(f"emulated grin runs take --pattern permutation only (iperf3 serves "
                          f"one connection per port), not {params['pattern']!r}; "
                          "use --backend model for it")
+    n = params["racks"] * params["servers"]
+    for pct in actives(params):
+        act = max(2, round(n * pct / 100))
+        if params["pattern"] == "group" and act < GROUP_SIZE:
+            raise ValueError(f"--active {pct:g} gives {act} active servers of {n}; group "
+                             f"traffic needs at least {GROUP_SIZE}")
     top = 1 + 2 * max(degrees(params))
     if params["backend"] == "emulated" and top > 9:
         raise ValueError(f"--degrees up to {max(degrees(params))} needs {top} subflows per "

@@ -16,6 +16,7 @@ sweeps=(
   "scripts/fattree-outcast-sweep.sh"
   "scripts/plts-sweep.sh"
   "scripts/orca-sweep.sh"
+  "scripts/grin-sweep.sh"
 )
 failed=()
 stamp=$(mktemp)
