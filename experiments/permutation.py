@@ -59,8 +59,9 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
             emu.configure_mptcp(params["subflows"])
         flows = [Flow(s, d) for s, d in pairs.items()]
         out = run_dir / transport
+        # each flow its own port; each transport its own range on the shared network
         meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
-                         port=BASE_PORT + i)
+                         port=BASE_PORT + i * len(flows))
         shortfall = check_subflows(flows, params["subflows"]) if transport == "mptcp" else {}
         (out / "flows.json").write_text(json.dumps(
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))

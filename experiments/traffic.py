@@ -343,18 +343,22 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
               trim: float, out: Path, port: int = BASE_PORT) -> dict[str, Any]:
     """Run every flow at once for ``duration`` s; fill in rates over the trimmed window.
 
+    Flow i gets its own port, ``port + i``, so a host may receive or send several flows
+    (many-to-one, all-to-all); bwm-ng's cross-check is per receiving interface, so it is
+    left empty (NaN) for a flow whose receiver takes more than one.
+
     Returns the measurement facts (CPU samples summary, window).  Raises RunError if a
     client fails, hangs, or (MPTCP) does not establish every requested subflow.
     """
     out.mkdir(parents=True, exist_ok=True)
     wrap = ["mptcpize", "run"] if transport == "mptcp" else []
-    for f in flows:
-        f.port = port
+    for i, f in enumerate(flows):
+        f.port = port + i
     servers = []
     for f in flows:
-        fh = open(out / f"iperf-server-{f.dst}.json", "w")  # noqa: SIM115 - closed below
+        fh = open(out / f"iperf-server-{f.dst}-{f.port}.json", "w")  # noqa: SIM115 - closed below
         servers.append((f, fh, emu.popen(emu.host(f.dst),
-                                         [*wrap, "iperf3", "-s", "-1", "-J", "-p", str(port)],
+                                         [*wrap, "iperf3", "-s", "-1", "-J", "-p", str(f.port)],
                                          stdout=fh, stderr=subprocess.STDOUT)))
     _wait_listening(emu, flows, timeout=20)
     intfs = sorted({receiver_intf(emu, f.dst) for f in flows})
@@ -366,7 +370,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     cpu.start()
     before = port_counters(emu)
     with emu.dequeue_gaps() as gaps:
-        _clients_and_wait(emu, flows, transport, duration, trim, out, port, wrap, servers, bwm)
+        _clients_and_wait(emu, flows, transport, duration, trim, out, wrap, servers, bwm)
     samples = cpu.stop()
     ports = counter_delta(before, port_counters(emu))
     write_rows(out / "ports.csv", ports)
@@ -378,16 +382,18 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     # but fell behind (54 hosts under MPTCP load) makes the run suspect, not failed.
     incomplete = coverage_problems(bwm_path, {receiver_intf(emu, f.dst): (
         f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, 0.5)
+    shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
     for f in flows:
-        client = read_report(out / f"iperf-client-{f.src}.json",
-                             f"client {f.src} -> {f.dst}:{port}")
+        client = read_report(out / f"iperf-client-{f.src}-{f.port}.json",
+                             f"client {f.src} -> {f.dst}:{f.port}")
         if transport == "tcp":
-            f.subflows = [_data_connection(client, f.subflows, port)]
+            f.subflows = [_data_connection(client, f.subflows, f.port)]
         f.retransmits = window_retransmits(client, trim, duration - trim)
-        report = read_report(out / f"iperf-server-{f.dst}.json",
-                             f"server on {f.dst}:{port} (from {f.src})")
+        report = read_report(out / f"iperf-server-{f.dst}-{f.port}.json",
+                             f"server on {f.dst}:{f.port} (from {f.src})")
         f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
-        f.bwm_mbps = float("nan") if receiver_intf(emu, f.dst) in incomplete else \
+        f.bwm_mbps = float("nan") if receiver_intf(emu, f.dst) in incomplete or \
+            f.dst in shared else \
             bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst), f.start + trim,
                             f.start + duration - trim)
     window = [u for t, u in samples if t0 <= t <= t1]
@@ -413,7 +419,7 @@ def _data_connection(client: dict[str, Any], seen: list[dict[str, Any]],
 
 
 def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duration: float,
-                      trim: float, out: Path, port: int, first: float,
+                      trim: float, out: Path, first: float,
                       clients: list[tuple[Flow, Any, subprocess.Popen]],
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
                       bwm: subprocess.Popen) -> None:
@@ -442,7 +448,7 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
             if any(p.poll() is not None for _, _, p in clients):
                 break
             # the same watch as wait_iperf's, from the first second of traffic
-            watch_once([(f"{f.src}->{f.dst} (port {port})", p) for f, _, p in servers],
+            watch_once([(f"{f.src}->{f.dst} (port {f.port})", p) for f, _, p in servers],
                        [("bwm-ng", bwm)], emu.check_alive)
             time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
         began = time.monotonic()
@@ -453,7 +459,8 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
         for f in flows:
             text = texts[f.src]
             (out / f"ss-{f.src}{'-late' if n else ''}.txt").write_text(text)
-            got = data_subflows(text, port) if transport == "mptcp" else tcp_tuple(text, port)
+            got = data_subflows(text, f.port) if transport == "mptcp" else \
+                tcp_tuple(text, f.port)
             if len(got) >= max(1, len(f.subflows)):
                 f.subflows = got
     (out / "snapshot.json").write_text(json.dumps(record))
@@ -466,26 +473,27 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
 
 
 def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
-                      trim: float, out: Path, port: int, wrap: list[str],
+                      trim: float, out: Path, wrap: list[str],
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
                       bwm: subprocess.Popen) -> None:
     """Start every client, snapshot the sockets late in the window, wait under watch."""
     clients = []
     first = time.monotonic()
     for f in flows:
-        fh = open(out / f"iperf-client-{f.src}.json", "w")  # noqa: SIM115
+        fh = open(out / f"iperf-client-{f.src}-{f.port}.json", "w")  # noqa: SIM115
         f.start = time.time()
         clients.append((f, fh, emu.popen(
-            emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(port),
+            emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(f.port),
                               "-t", str(duration), "-J", "--connect-timeout", "5000"],
             stdout=fh, stderr=subprocess.STDOUT)))
     try:
-        _snapshot_sockets(emu, flows, transport, duration, trim, out, port, first, clients,
+        _snapshot_sockets(emu, flows, transport, duration, trim, out, first, clients,
                           servers, bwm)
-        names = [f"{f.src}->{f.dst} (port {port})" for f in flows]
+        names = [f"{f.src}->{f.dst} (port {f.port})" for f in flows]
         wait_iperf([(n, c, s) for n, (_, _, c), (_, _, s) in zip(names, clients, servers)],
                    duration + 30, out, watch=[("bwm-ng", bwm)], alive=emu.check_alive,
-                   reports={n: out / f"iperf-client-{f.src}.json" for n, f in zip(names, flows)})
+                   reports={n: out / f"iperf-client-{f.src}-{f.port}.json"
+                            for n, f in zip(names, flows)})
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()

@@ -18,6 +18,7 @@ from dataplane.proc import RunError, in_ns
 from dataplane.registry import machine_leftovers
 from dataplane.shaping import LinkSpec
 from experiments.traffic import Flow, run_iperf
+from model.flowmodel import goodput_capacity
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -55,6 +56,23 @@ def test_single_tcp_flow_reaches_link_rate(dataplane, tmp_path):
     assert flows[0].iperf_mbps >= 0.85 * 20, flows[0]
     assert flows[0].bwm_mbps >= 0.85 * 20, flows[0]
     assert len(flows[0].subflows) == 1
+
+
+def test_many_to_one_flows_each_get_their_own_port(tmp_path):
+    """Three senders into one host and one sender to two hosts: every flow is measured."""
+    topo = topos.build("fattree,k=4")
+    with Emulation(topo, routing.make_plan(topo, "ecmp"), LinkSpec(10, 100), tmp_path,
+                   "t-many", dataplane="bpf") as emu:
+        flows = [Flow("0_0_2", "3_1_3"), Flow("1_0_2", "3_1_3"), Flow("2_0_2", "3_1_3"),
+                 Flow("0_0_2", "1_1_3")]
+        run_iperf(emu, flows, "tcp", duration=8, trim=2, out=tmp_path / "tcp")
+    assert sorted(f.port for f in flows) == [5201, 5202, 5203, 5204]
+    into = [f.iperf_mbps for f in flows[:3]]
+    assert 0.8 * goodput_capacity(10) < sum(into) <= 1.02 * goodput_capacity(10), into
+    assert all(x > 0.1 * goodput_capacity(10) for x in into), into
+    assert all(f.bwm_mbps != f.bwm_mbps for f in flows[:3])   # shared receiver: NaN
+    assert flows[3].bwm_mbps > 0 and flows[3].iperf_mbps > 0
+    assert all(f.subflows[0]["dst_port"] == f.port for f in flows)
 
 
 def test_wrong_congestion_control_is_refused(tmp_path):

@@ -82,7 +82,6 @@ def test_hand_solved_pair_of_neighbours():
 @pytest.mark.parametrize("kw,msg", [
     ({"degrees": "1,2"}, "must include 0"),
     ({"degrees": "0,5"}, "at most 9"),
-    ({"pattern": "random"}, "permutation only"),
     ({"active": "0,50"}, "--active"),
     ({"servers": 5}, "cannot be matched"),
     ({"backend": "model", "pattern": "group", "active": "10"}, "at least 4"),
