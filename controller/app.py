@@ -17,7 +17,7 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev
 from os_ken.ofproto import ofproto_v1_3
 
 from controller.ofmsg import install_messages
-from controller.ofplan import openflow_rules
+from controller.ofplan import openflow_groups, openflow_rules
 from routing.plan import Plan
 
 
@@ -67,7 +67,7 @@ class PlanInstaller(app_manager.OSKenApp):
         if sp is None:
             fail(f"switch with unknown dpid {dp.id:#x} connected")
         rules = openflow_rules(sp)
-        for msg in install_messages(dp, rules):
+        for msg in install_messages(dp, rules, openflow_groups(sp)):
             dp.send_msg(msg)
         barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
         dp.set_xid(barrier)

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from os_ken.ofproto import nicira_ext
 
-from controller.ofplan import Rule
+from controller.ofplan import Group, Rule
 
 # OVS's nx_hash_fields value for "symmetric_l3l4+udp": IP addresses, protocol and TCP/UDP
 # ports (os-ken names only the older values, so the number is spelled out here).
@@ -34,6 +34,8 @@ def to_actions(parser: Any, actions: Iterable[tuple]) -> list[Any]:
                 ofs_nbits=nicira_ext.ofs_nbits(0, 31), dst=f"reg{reg}"))
         elif op == "resubmit":
             out.append(parser.NXActionResubmitTable(table_id=act[1]))
+        elif op == "group":
+            out.append(parser.OFPActionGroup(act[1]))
         else:
             raise ValueError(f"unknown plan action {act!r}")
     return out
@@ -45,12 +47,19 @@ def to_match(parser: Any, match: Iterable[tuple[str, Any]]) -> Any:
                               for k, v in match})
 
 
-def install_messages(datapath: Any, rules: Iterable[Rule]) -> list[Any]:
-    """Messages that make the switch hold exactly ``rules``: wipe every table, then add."""
+def install_messages(datapath: Any, rules: Iterable[Rule],
+                     groups: Iterable[Group] = ()) -> list[Any]:
+    """Messages that make the switch hold exactly ``rules`` and ``groups``: wipe every table
+    and group, add the groups (type ALL), then the flows that refer to them."""
     ofp, parser = datapath.ofproto, datapath.ofproto_parser
     msgs = [parser.OFPFlowMod(datapath, table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE,
                               out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
-                              match=parser.OFPMatch())]
+                              match=parser.OFPMatch()),
+            parser.OFPGroupMod(datapath, command=ofp.OFPGC_DELETE, group_id=ofp.OFPG_ALL)]
+    for g in groups:
+        buckets = [parser.OFPBucket(actions=to_actions(parser, b)) for b in g.buckets]
+        msgs.append(parser.OFPGroupMod(datapath, command=ofp.OFPGC_ADD, type_=ofp.OFPGT_ALL,
+                                       group_id=g.group_id, buckets=buckets))
     for rule in rules:
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
                                              to_actions(parser, rule.actions))]

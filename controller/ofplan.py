@@ -11,6 +11,7 @@ actions:     ["output", port]             forward
              ["set_reg", reg, value]      remember which next-hop set a hash selects from
              ["multipath", basis, n, reg] reg := hash(5-tuple, basis) mod n (Nicira multipath)
              ["resubmit", table]          continue in another table
+             ["group", id]                hand the packet to a group of type ALL
 
 The plan's lookup order becomes priorities: ARP 300, (in_port, label) 250, (label) 200,
 (any label) 100.  Hash selection uses Nicira ``multipath`` with the switch's seed as basis
@@ -18,6 +19,9 @@ and a second table mapping (next-hop set, hash value) to the choice: OpenFlow se
 would share one hash basis on every switch of the userspace datapath (consecutive hops would
 decide alike, polarizing ECMP) and a per-group basis needs OpenFlow 1.5.  Open vSwitch
 cannot choose per packet, so only ``hash`` selection is carried (dataplane capabilities).
+Replication (multicast trees) becomes an OpenFlow group of type ALL (``openflow_groups``):
+one bucket per copy, each with its own push of a label, so a label pushed for one copy can
+never leak into the next; identical copy sets on a switch share one group.
 ``simulate`` executes these rules like a switch does, so tests check the translation against
 the plan interpreter (routing/walk.py), the way Faucet checks its messages.
 """
@@ -33,7 +37,7 @@ OFPVID_PRESENT = 0x1000
 ETH_TYPE_ARP = 0x0806
 PRIO_ARP, PRIO_IN_PORT, PRIO_EXACT, PRIO_ANY_LABEL = 300, 250, 200, 100
 ACTIONS = {"output": 1, "push_vlan": 1, "pop_vlan": 0, "set_reg": 2, "multipath": 3,
-           "resubmit": 1}
+           "resubmit": 1, "group": 1}
 MATCH_KEYS = {"eth_dst", "vlan_vid", "reg0", "reg1", "eth_type", "arp_tpa", "in_port"}
 
 
@@ -63,6 +67,31 @@ class Rule:
         return Rule(table, priority, tuple(sorted(items)), tuple(tuple(a) for a in actions))
 
 
+@dataclass(frozen=True)
+class Group:
+    """An OpenFlow group of type ALL: every bucket gets its own copy of the packet."""
+
+    group_id: int
+    buckets: tuple[tuple[tuple[Any, ...], ...], ...]
+
+
+def _replicate_ids(sp: SwitchPlan) -> dict[tuple, int]:
+    """Group id of every distinct replicate choice set, in table order (1, 2, ...)."""
+    ids: dict[tuple, int] = {}
+    for m in sorted(sp.table):
+        act = sp.table[m]
+        if act.op == "replicate" and act.choices not in ids:
+            ids[act.choices] = len(ids) + 1
+    return ids
+
+
+def openflow_groups(sp: SwitchPlan) -> list[Group]:
+    """The groups of type ALL that ``openflow_rules(sp)`` refers to."""
+    return [Group(gid, tuple(tuple(tuple(a) for a in _choice_actions(c.port, c.push))
+                             for c in choices))
+            for choices, gid in _replicate_ids(sp).items()]
+
+
 def _vlan(label: int) -> Any:
     if label == LABEL_ANY:
         return (OFPVID_PRESENT, OFPVID_PRESENT)
@@ -77,16 +106,14 @@ def openflow_rules(sp: SwitchPlan) -> list[Rule]:
     """The flow entries that make an Open vSwitch bridge behave as ``sp`` says."""
     rules: list[Rule] = []
     groups: dict[tuple, int] = {}
+    replicas = _replicate_ids(sp)
 
     def actions_for(act: Action) -> list[list[Any]]:
         head = [["pop_vlan"]] if act.pop else []
         if act.op == "forward":
             return head + _choice_actions(act.choices[0].port, act.choices[0].push)
         if act.op == "replicate":
-            out: list[list[Any]] = []
-            for c in act.choices:
-                out += _choice_actions(c.port, c.push) + ([["pop_vlan"]] if c.push else [])
-            return head + out
+            return head + [["group", replicas[act.choices]]]
         if act.mode != "hash":
             raise UnsupportedAction(f"Open vSwitch cannot select per packet ('{act.mode}'); "
                                     "use --dataplane bpf")
@@ -143,11 +170,15 @@ def _matches(rule: Rule, pkt: Packet) -> bool:
     return True
 
 
-def simulate(rules: list[Rule], pkt: Packet, choose: Callable[[int], int]) -> list[tuple[int, int]]:
+def simulate(rules: list[Rule], pkt: Packet, choose: Callable[[int], int],
+             groups: list[Group] = ()) -> list[tuple[int, int]]:  # type: ignore[assignment]
     """(out port, VLAN id on the way out) of every copy the rules send; [] = dropped.
 
-    ``choose(n)`` stands in for the multipath hash.
+    ``choose(n)`` stands in for the multipath hash; ``groups`` are the switch's groups
+    (a group action runs every bucket on its own copy of the packet).
     """
+    by_id = {g.group_id: g for g in groups}
+
     def lookup(table: int) -> Rule | None:
         hits = [r for r in rules if r.table == table and _matches(r, pkt)]
         return max(hits, key=lambda r: r.priority) if hits else None
@@ -170,6 +201,12 @@ def simulate(rules: list[Rule], pkt: Packet, choose: Callable[[int], int]) -> li
             elif act[0] == "resubmit":
                 rule = lookup(act[1])
                 out += run(rule.actions, depth + 1) if rule else []
+            elif act[0] == "group":
+                saved = pkt.vlan
+                for bucket in by_id[act[1]].buckets:   # KeyError: a group never defined
+                    pkt.vlan = saved
+                    out += run(bucket, depth + 1)
+                pkt.vlan = saved
         return out
 
     rule = lookup(TABLE_MAIN)

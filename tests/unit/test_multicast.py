@@ -4,7 +4,7 @@ import pytest
 
 import routing
 import topos
-from controller.ofplan import Packet, openflow_rules
+from controller.ofplan import Packet, openflow_groups, openflow_rules
 from controller.ofplan import simulate as of_simulate
 from dataplane import bpfplan
 from dataplane.base import make
@@ -84,7 +84,8 @@ def test_translations_replicate_like_the_interpreter():
         sp = plan.switches[here]
         key = bpfplan.fib_key(sp, "eth", mac, 0, in_port)
         got_bpf = bpfplan.simulate(fib, sp.sid, in_port, 0, key.kind, key.addr, lambda n: 0)
-        got_of = of_simulate(rules[here], Packet(eth_dst=mac, in_port=in_port), lambda n: 0)
+        got_of = of_simulate(rules[here], Packet(eth_dst=mac, in_port=in_port), lambda n: 0,
+                             openflow_groups(sp))
         assert sorted(want) == sorted(got_bpf) == sorted(got_of), (here, want, got_bpf, got_of)
         for port, label in want:
             assert label == 0
@@ -124,3 +125,33 @@ def test_orca_testbed_shape_and_tree():
 def test_orca_testbed_refuses_impossible_shapes(spec, msg):
     with pytest.raises(ValueError, match=msg):
         topos.build(spec)
+
+
+def test_openflow_messages_define_groups_before_the_flows_that_use_them():
+    """The os-ken messages (built and serialized offline): delete all, groups of type ALL,
+    then flows whose only action is the group."""
+    from os_ken.ofproto import ofproto_v1_3 as ofp
+    from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+    from controller.ofmsg import install_messages
+
+    class Datapath:               # what os-ken's message classes read from a datapath
+        ofproto, ofproto_parser, id = ofp, parser, 1
+
+    plan = routing.make_plan(FT4, "ecmp")
+    add_group(FT4, plan, GROUP, "0_0_2", ["0_0_3", "1_1_2", "3_1_3"])
+    sp = plan.switches[FT4.access_switch("0_0_2")]
+    groups = openflow_groups(sp)
+    assert len(groups) == 1 and len(groups[0].buckets) == 2   # 0_0_3 and the uplink
+    msgs = install_messages(Datapath(), openflow_rules(sp), groups)
+    kinds = [type(m).__name__ for m in msgs]
+    assert kinds[:3] == ["OFPFlowMod", "OFPGroupMod", "OFPGroupMod"]
+    assert msgs[1].command == ofp.OFPGC_DELETE and msgs[1].group_id == ofp.OFPG_ALL
+    assert msgs[2].command == ofp.OFPGC_ADD and msgs[2].type == ofp.OFPGT_ALL
+    assert sorted(b.actions[0].port for b in msgs[2].buckets) == sorted(
+        a[1] for b in groups[0].buckets for a in b if a[0] == "output")
+    for m in msgs:
+        m.serialize()             # every message encodes
+    uses = [m for m in msgs[3:] if any(type(a).__name__ == "OFPActionGroup"
+                                       for i in m.instructions for a in i.actions)]
+    assert len(uses) == 1

@@ -12,7 +12,7 @@ import pytest
 
 import routing
 import topos
-from controller.ofplan import UnsupportedAction, openflow_rules
+from controller.ofplan import UnsupportedAction, openflow_groups, openflow_rules
 from controller.ofplan import Packet as OFPacket
 from controller.ofplan import simulate as of_simulate
 from dataplane import bpfplan
@@ -97,7 +97,12 @@ def test_replicate_agrees_and_pushes_per_copy():
     want = [(1, 0), (2, 5), (3, 0)]
     _, got = step(plan, "s1", "eth", "01:00:5e:01:02:03", 0, 9, lambda _s, n: 0)
     of = of_simulate(openflow_rules(sp), OFPacket(eth_dst="01:00:5e:01:02:03", in_port=9),
-                     lambda n: 0)
+                     lambda n: 0, openflow_groups(sp))
+    # one group of type ALL, one bucket a copy, the label pushed in its own bucket only
+    (group,) = openflow_groups(sp)
+    assert group.buckets == ((("output", 1),), (("push_vlan", 5), ("output", 2)),
+                             (("output", 3),))
+    assert [a for r in openflow_rules(sp) for a in r.actions] == [("group", 1)]
     key = bpfplan.fib_key(sp, "eth", "01:00:5e:01:02:03", 0, 9)
     bpf = bpfplan.simulate(bpfplan.fib_entries(plan), 1, 9, 0, key.kind, key.addr, lambda n: 0)
     assert got == of == bpf == want
