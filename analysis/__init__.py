@@ -1,20 +1,8 @@
 """Reads run folders only (never the network): summaries and figures; rerunnable alone."""
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
-
-# experiment -> "module:function" drawing its figures (imported only when needed)
-PLOTTERS = {
-    "permutation": "analysis.figures:plot_permutation",
-    "outcast": "analysis.outcast:plot_outcast",
-    "outcast-fattree": "analysis.outcast:plot_outcast_fattree",
-    "fairness": "analysis.fairness:plot_fairness",
-    "plts": "analysis.plts:plot_plts",
-    "orca": "analysis.orca:plot_orca",
-    "grin": "analysis.grin:plot_grin",
-}
 
 
 def plot(run_dir: str | Path) -> list[Path]:
@@ -26,9 +14,8 @@ def plot(run_dir: str | Path) -> list[Path]:
     if not plottable(status):
         raise ValueError(f"{path}: run is '{status['status']}' ({status.get('error')}); "
                          "a failed run is never plotted as data")
+    from experiments.registry import EXPERIMENTS, plotter
     config = json.loads((path / "config.json").read_text())
-    target = PLOTTERS.get(config["experiment"])
-    if target is None:
+    if config["experiment"] not in EXPERIMENTS:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")
-    module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)(path, config)
+    return plotter(config["experiment"])(path, config)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
@@ -13,20 +12,8 @@ from types import ModuleType
 
 from topos.spec import SpecError
 
-# experiment name -> module; each defines NAME, HELP, DEFAULTS, QUICK, add_arguments, run
-EXPERIMENTS = {
-    "permutation": "experiments.permutation",
-    "outcast": "experiments.outcast",
-    "outcast-fattree": "experiments.outcast_fattree",
-    "fairness": "experiments.fairness",
-    "plts": "experiments.plts",
-    "orca": "experiments.orca",
-    "grin": "experiments.grin",
-}
-
-
-def _module(name: str) -> ModuleType:
-    return importlib.import_module(EXPERIMENTS[name])
+from .registry import EXPERIMENTS
+from .registry import module as _module
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ from dataplane.sysinfo import environment, git_state
 from .runfolder import REPO
 
 
-def params_of(run_dir: Path, experiments: dict[str, str]) -> dict[str, Any]:
+def params_of(run_dir: Path, experiments: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """config.json of ``run_dir`` with its params checked: ValueError (one line) if the
     folder is not a run, names an unknown experiment or holds parameters this version of
     the experiment does not know (a parameter it lacks gets today's default, recorded)."""
@@ -26,7 +26,7 @@ def params_of(run_dir: Path, experiments: dict[str, str]) -> dict[str, Any]:
     name = config.get("experiment")
     if name not in experiments:
         raise ValueError(f"{path}: unknown experiment {name!r}")
-    defaults = importlib.import_module(experiments[name]).DEFAULTS
+    defaults = importlib.import_module(experiments[name][0]).DEFAULTS
     params = dict(config.get("params") or {})
     unknown = sorted(set(params) - set(defaults) - {"quick"})
     if unknown:
