@@ -258,7 +258,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
         args += ["--group", f"{GROUP}:{port}", "--ttl", "8"]
     before = port_counters(emu)
     access = topo.access_switch(src)
-    cpu = CpuSampler(out / "cpu.csv")
+    cpu = CpuSampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
     cpu.start()
     limit = 60 + 3 * expected_s + 2 * len(sizes)
     with emu.dequeue_gaps() as gaps:
