@@ -1,4 +1,4 @@
-"""The ``dcrepro`` command: run | sweep | rerun | plot | clean | calibrate | env."""
+"""The ``dcrepro`` command: run | sweep | run-one | rerun | plot | clean | calibrate | env."""
 from __future__ import annotations
 
 import argparse
@@ -41,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--name", default=None,
                        help="sweep folder name under OUT/sweeps (default: the experiment and "
                             "the grid); give the same name to resume")
+        p.add_argument("--plan-only", action="store_true",
+                       help="write the manifest (one line per run) and stop; any launcher "
+                            "then runs its lines with `dcrepro run-one`")
+    one = sub.add_parser("run-one", help="run one line of a sweep manifest unless it is "
+                         "complete (what any launcher calls)")
+    one.add_argument("manifest", help="OUT/sweeps/<name>/manifest.jsonl")
+    one.add_argument("run_id", help="the run id of a manifest line")
     rerun = sub.add_parser("rerun", help="run a run folder's experiment again with its exact "
                            "parameters (same seed) into a new folder; differences in code "
                            "version or machine are printed and recorded")
@@ -81,10 +88,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _execute(mod, params, Path(args.out))
 
 
+def _code_version() -> str:
+    from dataplane.sysinfo import git_state
+
+    from .runfolder import REPO
+    git = git_state(str(REPO))
+    return f"{(git['commit'] or 'unknown')[:12]}{'-dirty' if git['dirty'] else ''}"
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """Validate every grid point first, then run the incomplete ones in order."""
+    """Validate every grid point first, write the manifest, run what is not complete."""
     from .common import resolve, validate
-    from .sweep import load_or_create, parse_grid, points, run_sweep
+    from .sweep import parse_grid, points, run_sweep, state, write_manifest
     mod = _module(args.experiment)
     try:
         base = resolve(args, mod.DEFAULTS, mod.QUICK)
@@ -98,17 +113,47 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _check_writable(out)
         name = args.name or "-".join([args.experiment] + [
             f"{k}={'_'.join(map(str, v))}" for k, v in grid.items()])
-        if not name.replace("-", "").replace("_", "").replace("=", "").replace(".", "") \
-                .replace(",", "").isalnum():
+        if not all(c.isalnum() or c in "-_=.," for c in name):
             raise ValueError(f"--name {name!r}: use letters, digits and - _ = . ,")
         sweep_dir = out / "sweeps" / name
-        load_or_create(sweep_dir, args.experiment, pts)
+        lines = write_manifest(sweep_dir, args.experiment, pts, _code_version())
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
     print(f"sweep folder: {sweep_dir}", flush=True)
-    return run_sweep(sweep_dir, args.experiment, pts,
+    if args.plan_only:
+        done = sum(state(sweep_dir, x["run_id"]) == "complete" for x in lines)
+        print(f"manifest: {sweep_dir / 'manifest.jsonl'}: {len(lines)} runs, {done} complete")
+        return 0
+    return run_sweep(sweep_dir, args.experiment, lines,
                      lambda params, where: _execute(mod, params, where))
+
+
+def cmd_run_one(args: argparse.Namespace) -> int:
+    """One manifest line: 0 at once when complete, else run it and move it into place."""
+    from .common import validate
+    from .sweep import BUSY, read_manifest, run_one
+    path = Path(args.manifest)
+    try:
+        header, lines = read_manifest(path)
+        if header["code"] != _code_version():
+            raise ValueError(f"{path} was planned with code {header['code']}, this is "
+                             f"{_code_version()}")
+        line = next((x for x in lines if x["run_id"] == args.run_id), None)
+        if line is None:
+            raise ValueError(f"{path}: no run {args.run_id!r}")
+        mod = _module(header["experiment"])
+        validate(line["params"])
+        if hasattr(mod, "validate"):
+            mod.validate(line["params"])
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    rc, what = run_one(path.parent, line, header["experiment"],
+                       lambda params, where: _execute(mod, params, where))
+    print(f"run-one {args.run_id} ({line['label']}): {what}",
+          file=sys.stderr if rc not in (0, BUSY) else sys.stdout)
+    return rc
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -278,6 +323,8 @@ def _main(argv: list[str] | None) -> int:
         return cmd_rerun(args)
     if args.command == "sweep":
         return cmd_sweep(args)
+    if args.command == "run-one":
+        return cmd_run_one(args)
     if args.command == "plot":
         return _plot(Path(args.run_dir))
     if args.command == "clean":

@@ -1,23 +1,41 @@
-"""``dcrepro sweep``: one experiment over a grid of parameter values, resumable.
+"""``dcrepro sweep`` and ``dcrepro run-one``: one experiment over a grid of parameter values,
+as a manifest of runs that any launcher can hand out, resumable.
 
-A sweep lives in ``<out>/sweeps/<name>/``: ``sweep.json`` (the experiment, the base
-parameters and one entry per grid point with its full parameters), ``progress.log`` (plain
-lines), one folder per point (``points/NNN-key=value,...``) holding that point's run
-folders, and at the end ``summary.csv``: every complete point's summary rows with the grid
-values in front.  A point is complete when one of its run folders says ``ok``; running the
-same sweep again (same ``--name``, same grid) skips complete points and redoes the others,
-so a Ctrl-C, a crash or a failed point costs only the points not yet complete.
+A sweep lives in ``<out>/sweeps/<name>/``:
+
+* ``manifest.jsonl``: a header (experiment, code version) and one line per run: a stable
+  run id (a hash of the experiment, its full parameters and the code version), the grid
+  values, the parameters, the exact command that runs it, and what machine it needs;
+* ``runs/<run id>/``: a complete run folder (status ``ok``), moved there in one rename once
+  it ended; ``runs/<run id>.invalid/``: one that ended ``ok`` but whose numbers are
+  ``suspect`` (kept, not complete: the next launch redoes it);
+* ``work/``: runs in progress or failed (their folders stay as a record);
+* ``progress.log`` and, at the end, ``summary.csv`` (every complete run's summary rows with
+  the grid values in front).
+
+``run_one`` is the only thing that runs a manifest line: it returns at once when the run is
+complete, takes a lock so that two launches of one run never both write it, runs in
+``work/`` and moves the folder into place last.  ``run_sweep`` (the ``local`` launcher)
+calls it for every run that is not complete, so a Ctrl-C, a crash or a failed run costs only
+the runs not yet complete.
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import itertools
 import json
+import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from .runfolder import read_csv, status_of, write_csv
+
+#: run-one's exit code when another launch holds the run (EX_TEMPFAIL)
+BUSY = 75
 
 
 def parse_grid(items: list[str], defaults: dict[str, Any]) -> dict[str, list[Any]]:
@@ -56,35 +74,101 @@ def points(base: dict[str, Any], grid: dict[str, list[Any]]) -> list[dict[str, A
     return out
 
 
-def load_or_create(sweep_dir: Path, experiment: str, pts: list[dict[str, Any]]) -> None:
-    """Write sweep.json, or check that an existing one describes the same sweep."""
-    plan = {"experiment": experiment, "points": [
-        {"index": p["index"], "label": p["label"], "params": p["params"]} for p in pts]}
-    path = sweep_dir / "sweep.json"
+def run_id(experiment: str, params: dict[str, Any], code: str) -> str:
+    """Stable identity of one run: experiment, every parameter, the code version."""
+    text = json.dumps([experiment, params, code], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def command(experiment: str, params: dict[str, Any]) -> list[str]:
+    """The `dcrepro run` command line that runs these parameters (for people and logs)."""
+    argv = ["dcrepro", "run", experiment]
+    for k, v in params.items():
+        if k == "quick":
+            continue
+        argv += [f"--{k.replace('_', '-')}", str(v)]
+    return argv
+
+
+def write_manifest(sweep_dir: Path, experiment: str, pts: list[dict[str, Any]],
+                   code: str) -> list[dict[str, Any]]:
+    """Write manifest.jsonl, or check that the existing one is this sweep at this code
+    version (ValueError, one line, otherwise).  Returns the run lines."""
+    header = {"experiment": experiment, "code": code}
+    lines = [{"run_id": run_id(experiment, p["params"], code), "index": p["index"],
+              "label": p["label"], "values": p["values"], "params": p["params"],
+              "command": shlex.join(command(experiment, p["params"])),
+              "needs": "any" if p["params"].get("backend") == "model" else
+              f"root, dataplane {p['params'].get('dataplane', 'any')}"} for p in pts]
+    path = sweep_dir / "manifest.jsonl"
     if path.exists():
-        old = json.loads(path.read_text())
-        if old != json.loads(json.dumps(plan)):
+        old_header, old = read_manifest(path)
+        if old_header["experiment"] != experiment or \
+                [r["params"] for r in old] != json.loads(json.dumps([r["params"] for r in lines])):
             raise ValueError(f"{sweep_dir} holds a different sweep (experiment, grid or "
                              "parameters differ); choose another --name")
-        return
+        if old_header["code"] != code:
+            raise ValueError(f"{path} was planned with code {old_header['code']}, this is "
+                             f"{code}; finish it with that version or choose another --name")
+        return old
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan, indent=1))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(x, default=str) + "\n" for x in [header, *lines]))
+    tmp.replace(path)
+    return lines
 
 
-def point_dir(sweep_dir: Path, p: dict[str, Any]) -> Path:
-    """The folder of one grid point (its run folders go below it)."""
-    safe = "".join(c if c.isalnum() or c in "=,.-_" else "_" for c in p["label"])
-    return sweep_dir / "points" / f"{p['index']:03d}-{safe}"[:120]
+def read_manifest(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Header and run lines of a manifest (ValueError, one line, if it is not one)."""
+    try:
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        header, lines = rows[0], rows[1:]
+        assert "code" in header and all("run_id" in r for r in lines)
+    except (OSError, ValueError, IndexError, AssertionError):
+        raise ValueError(f"{path}: not a dcrepro sweep manifest") from None
+    return header, lines
 
 
-def complete_run(pdir: Path, experiment: str) -> Path | None:
-    """The newest run folder of a point whose status is ok, if any."""
-    root = pdir / experiment
-    if not root.exists():
-        return None
-    done = [d for d in sorted(root.iterdir()) if (d / "status.json").exists()
-            and status_of(d)["status"] == "ok"]
-    return done[-1] if done else None
+def state(sweep_dir: Path, rid: str) -> str:
+    """complete | invalid | missing."""
+    if (sweep_dir / "runs" / rid).is_dir():
+        return "complete"
+    return "invalid" if (sweep_dir / "runs" / f"{rid}.invalid").is_dir() else "missing"
+
+
+def run_one(sweep_dir: Path, line: dict[str, Any], experiment: str,
+            execute: Callable[[dict[str, Any], Path], int]) -> tuple[int, str]:
+    """Run one manifest line unless it is complete: (exit code, what happened)."""
+    rid = line["run_id"]
+    if state(sweep_dir, rid) == "complete":
+        return 0, "already complete"
+    runs, work = sweep_dir / "runs", sweep_dir / "work"
+    runs.mkdir(parents=True, exist_ok=True)
+    lock = open(runs / f".{rid}.lock", "w")  # noqa: SIM115 - held for the whole run
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return BUSY, "another launch is running it"
+        if state(sweep_dir, rid) == "complete":      # finished while we waited for the lock
+            return 0, "already complete"
+        work.mkdir(parents=True, exist_ok=True)
+        where = Path(tempfile.mkdtemp(prefix=f"{rid}-", dir=work))
+        rc = execute(line["params"], where)
+        if rc != 0:
+            return rc, f"exit {rc}, its folder stays in {where}"
+        (folder,) = list((where / experiment).iterdir())
+        suspect = status_of(folder).get("suspect") or []
+        target = runs / (f"{rid}.invalid" if suspect else rid)
+        if target.exists():                            # an older invalid attempt
+            target.rename(Path(tempfile.mkdtemp(prefix=f"{target.name}-replaced-",
+                                                dir=work)) / "run")
+        folder.rename(target)                          # one rename: complete, or not
+        for empty in (where / experiment, where):
+            empty.rmdir()
+        return 0, (f"invalid (suspect: {suspect[0]})" if suspect else "complete")
+    finally:
+        lock.close()
 
 
 def _eta(seconds: float) -> str:
@@ -93,59 +177,52 @@ def _eta(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def run_sweep(sweep_dir: Path, experiment: str, pts: list[dict[str, Any]],
+def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
               execute: Callable[[dict[str, Any], Path], int]) -> int:
-    """Run every incomplete point in order with ``execute(params, out) -> exit code``;
-    stop at the first interrupted one (exit 130/143), go on after a failed one.  Returns
-    0 when every point is complete, else the first non-zero code."""
+    """The local launcher: run_one for every run that is not complete, in order; stop at an
+    interrupted one (exit 130/143), go on after a failed one.  0 when all are complete."""
     log = open(sweep_dir / "progress.log", "a", encoding="utf-8")  # noqa: SIM115
 
     def say(line: str) -> None:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        log.write(f"{stamp} {line}\n")
+        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
         log.flush()
         print(f"sweep: {line}", file=sys.stderr, flush=True)
 
-    todo = [p for p in pts if complete_run(point_dir(sweep_dir, p), experiment) is None]
-    say(f"{len(pts)} points, {len(pts) - len(todo)} already complete, {len(todo)} to run")
+    todo = [x for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
+    say(f"{len(lines)} runs, {len(lines) - len(todo)} already complete, {len(todo)} to run")
     code, spent = 0, []
     try:
-        for n, p in enumerate(todo, start=1):
+        for n, x in enumerate(todo, start=1):
             eta = (f", ETA {_eta(sum(spent) / len(spent) * (len(todo) - n + 1))}"
                    if spent else "")
-            say(f"[{n}/{len(todo)}] {p['label']}{eta}")
+            say(f"[{n}/{len(todo)}] {x['label']} ({x['run_id']}){eta}")
             t0 = time.monotonic()
-            rc = execute(p["params"], point_dir(sweep_dir, p))
+            rc, what = run_one(sweep_dir, x, experiment, execute)
             spent.append(time.monotonic() - t0)
-            say(f"[{n}/{len(todo)}] {p['label']}: "
-                f"{'ok' if rc == 0 else f'exit {rc}'} in {spent[-1]:.0f} s")
+            say(f"[{n}/{len(todo)}] {x['label']}: {what} in {spent[-1]:.0f} s")
             if rc != 0:
                 code = code or rc
                 if rc >= 128:
                     say("interrupted; run the same command again to resume")
                     return rc
-        missing = [p["label"] for p in pts
-                   if complete_run(point_dir(sweep_dir, p), experiment) is None]
-        write_summary(sweep_dir, experiment, pts)
+        missing = [x["label"] for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
+        write_summary(sweep_dir, lines)
         say(f"summary: {sweep_dir / 'summary.csv'}" + (
-            f"; incomplete: {', '.join(missing)}" if missing else ""))
-        return code if missing else 0
+            f"; not complete: {', '.join(missing)}" if missing else ""))
+        return (code or 1) if missing else 0
     finally:
         log.close()
 
 
-def write_summary(sweep_dir: Path, experiment: str, pts: list[dict[str, Any]]) -> None:
-    """summary.csv: each complete point's summary.csv rows, grid values and run folder
-    in front (a point without a summary.csv contributes one row of its own)."""
+def write_summary(sweep_dir: Path, lines: list[dict[str, Any]]) -> None:
+    """summary.csv: each complete run's summary.csv rows, grid values and run id in front
+    (a run without a summary.csv contributes one row of its own)."""
     rows: list[dict[str, Any]] = []
-    for p in pts:
-        run = complete_run(point_dir(sweep_dir, p), experiment)
-        if run is None:
+    for x in lines:
+        if state(sweep_dir, x["run_id"]) != "complete":
             continue
-        head = {**p["values"], "run_dir": str(run)}
+        run = sweep_dir / "runs" / x["run_id"]
+        head = {**x["values"], "run_id": x["run_id"]}
         summary = run / "summary.csv"
         rows += [{**head, **r} for r in read_csv(summary)] if summary.exists() else [head]
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    write_csv(sweep_dir / "summary.csv", [{k: r.get(k, "") for k in keys} for r in rows])
+    write_csv(sweep_dir / "summary.csv", rows)

@@ -1,21 +1,20 @@
-"""dcrepro sweep without a network: the grid, resume after an interruption or a failure,
-a changed sweep refused, and the summary table (model backend and a fake runner)."""
+"""dcrepro sweep and run-one without a network: the grid, the manifest and run ids, resume
+after an interruption or a failure, one launch at a time per run, suspect runs kept as
+invalid, a changed sweep or code version refused, and the summary table."""
 from __future__ import annotations
 
+import fcntl
 import json
 from pathlib import Path
 
 import pytest
 
 from experiments import cli, orca
-from experiments.sweep import parse_grid, point_dir, points, run_sweep
+from experiments.sweep import (BUSY, parse_grid, points, read_manifest, run_id, run_one,
+                               run_sweep, state, write_manifest)
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20/50",
         "--grid", "pace=0.5/0.95"]
-
-
-def _runs(sweep: Path) -> list[Path]:
-    return sorted(sweep.glob("points/*/orca/*"))
 
 
 def test_grid_values_are_typed_and_checked():
@@ -31,33 +30,62 @@ def test_grid_values_are_typed_and_checked():
     assert pts[3]["params"] == {"a": 0, "bw": 2.0, "runs": 2}
 
 
+def test_run_ids_are_stable_and_name_experiment_parameters_and_code():
+    a = run_id("orca", {"bw": 1.0, "seed": 1}, "abc")
+    assert a == run_id("orca", {"seed": 1, "bw": 1.0}, "abc")
+    assert len({a, run_id("orca", {"bw": 2.0, "seed": 1}, "abc"),
+                run_id("grin", {"bw": 1.0, "seed": 1}, "abc"),
+                run_id("orca", {"bw": 1.0, "seed": 1}, "abd")}) == 4
+
+
 def test_sweep_runs_every_point_then_resumes_only_what_is_missing(tmp_path, capsys):
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
     sweep = tmp_path / "sweeps" / "s"
-    first = _runs(sweep)
-    assert len(first) == 4
+    header, lines = read_manifest(sweep / "manifest.jsonl")
+    assert header["experiment"] == "orca" and len(lines) == 4
+    assert all(state(sweep, x["run_id"]) == "complete" for x in lines)
+    assert lines[0]["command"].startswith("dcrepro run orca --topo")
     summary = (sweep / "summary.csv").read_text().splitlines()
-    assert summary[0].startswith("bw,pace,run_dir,workload")
+    assert summary[0].startswith("bw,pace,run_id,workload")
     assert len(summary) == 1 + 4 * len(orca._cases(orca.DEFAULTS | orca.QUICK, 0))
     # again: nothing to do
-    assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
-    assert _runs(sweep) == first
-    # one point's run failed: only that point runs again
-    status = first[2] / "status.json"
-    status.write_text(json.dumps({**json.loads(status.read_text()), "status": "failed"}))
     capsys.readouterr()
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
-    assert "3 already complete, 1 to run" in capsys.readouterr().err
-    assert len(_runs(sweep)) == 5
-
-
-def test_a_different_sweep_under_the_same_name_is_refused(tmp_path, capsys):
+    assert "4 already complete, 0 to run" in capsys.readouterr().err
+    # a run that is gone (deleted, or never finished) is the only one redone
+    (sweep / "runs" / lines[2]["run_id"]).rename(tmp_path / "gone")
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
+    assert "3 already complete, 1 to run" in capsys.readouterr().err
+    assert state(sweep, lines[2]["run_id"]) == "complete"
+
+
+def test_plan_only_then_run_one_per_line(tmp_path, capsys):
+    assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "p", "--plan-only"]) == 0
+    manifest = tmp_path / "sweeps" / "p" / "manifest.jsonl"
+    _, lines = read_manifest(manifest)
+    assert not (tmp_path / "sweeps" / "p" / "runs").exists()
+    rid = lines[1]["run_id"]
+    assert cli.main(["run-one", str(manifest), rid]) == 0
+    assert cli.main(["run-one", str(manifest), rid]) == 0
+    assert "already complete" in capsys.readouterr().out
+    assert [state(manifest.parent, x["run_id"]) for x in lines] == [
+        "missing", "complete", "missing", "missing"]
+    assert cli.main(["run-one", str(manifest), "nosuchrun"]) == 2
+
+
+def test_a_different_sweep_or_code_version_is_refused(tmp_path, capsys):
+    assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s", "--plan-only"]) == 0
     capsys.readouterr()
     assert cli.main(["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20",
                      "--out", str(tmp_path), "--name", "s"]) == 2
     err = capsys.readouterr().err
     assert "holds a different sweep" in err and err.count("\n") == 1
+    manifest = tmp_path / "sweeps" / "s" / "manifest.jsonl"
+    header, lines = read_manifest(manifest)
+    manifest.write_text("".join(json.dumps(x) + "\n" for x in
+                                [{**header, "code": "0123456789ab"}, *lines]))
+    assert cli.main(["run-one", str(manifest), lines[0]["run_id"]]) == 2
+    assert "planned with code 0123456789ab" in capsys.readouterr().err
 
 
 def test_every_point_is_validated_before_anything_runs(tmp_path, capsys):
@@ -67,24 +95,51 @@ def test_every_point_is_validated_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "sweeps").exists()
 
 
-def test_an_interrupted_point_stops_the_sweep_and_the_rerun_continues(tmp_path):
-    pts = points({"x": 0}, {"x": [1, 2, 3]})
+def _fake(tmp_path: Path, values: list[int]) -> tuple[Path, list[dict]]:
+    sweep = tmp_path / "sw"
+    lines = write_manifest(sweep, "exp", points({"x": 0}, {"x": values}), "code")
+    return sweep, lines
+
+
+def _ok_run(where: Path, suspect: list[str] | None = None) -> None:
+    run = where / "exp" / "r"
+    run.mkdir(parents=True)
+    (run / "status.json").write_text(json.dumps({"status": "ok", "suspect": suspect or []}))
+
+
+def test_an_interrupted_run_stops_the_sweep_and_the_next_launch_continues(tmp_path):
+    sweep, lines = _fake(tmp_path, [1, 2, 3])
     calls: list[int] = []
 
     def execute(params, where: Path) -> int:
         calls.append(params["x"])
         if params["x"] == 2 and calls.count(2) == 1:
-            return 130                       # Ctrl-C during the second point
-        run = where / "exp" / f"r{len(calls)}"
-        run.mkdir(parents=True)
-        (run / "status.json").write_text(json.dumps({"status": "ok"}))
+            (where / "exp" / "r").mkdir(parents=True)   # Ctrl-C during the second run
+            return 130
+        _ok_run(where)
         return 0
 
-    sweep = tmp_path / "sw"
-    sweep.mkdir()
-    assert run_sweep(sweep, "exp", pts, execute) == 130
+    assert run_sweep(sweep, "exp", lines, execute) == 130
     assert calls == [1, 2]
-    assert run_sweep(sweep, "exp", pts, execute) == 0
+    assert run_sweep(sweep, "exp", lines, execute) == 0
     assert calls == [1, 2, 2, 3]
-    assert all((point_dir(sweep, p) / "exp").exists() for p in pts)
     assert "interrupted; run the same command again" in (sweep / "progress.log").read_text()
+    assert len(list((sweep / "work").iterdir())) == 1     # the interrupted attempt's record
+
+
+def test_a_run_held_by_another_launch_is_not_run_twice(tmp_path):
+    sweep, lines = _fake(tmp_path, [1])
+    (sweep / "runs").mkdir()
+    with open(sweep / "runs" / f".{lines[0]['run_id']}.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        rc, what = run_one(sweep, lines[0], "exp", lambda p, w: pytest.fail("ran twice"))
+    assert rc == BUSY and "another launch" in what
+
+
+def test_a_suspect_run_is_kept_as_invalid_and_redone_by_the_next_launch(tmp_path):
+    sweep, lines = _fake(tmp_path, [1])
+    rc, what = run_one(sweep, lines[0], "exp", lambda p, w: _ok_run(w, ["CPU"]) or 0)
+    assert rc == 0 and what.startswith("invalid")
+    assert state(sweep, lines[0]["run_id"]) == "invalid"
+    rc, what = run_one(sweep, lines[0], "exp", lambda p, w: _ok_run(w) or 0)
+    assert what == "complete" and state(sweep, lines[0]["run_id"]) == "complete"
