@@ -464,6 +464,12 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
             if len(got) >= max(1, len(f.subflows)):
                 f.subflows = got
     (out / "snapshot.json").write_text(json.dumps(record))
+    # a client that already ended says why (iperf3 writes its error into the JSON) rather
+    # than leaving the run to fail on the connection the snapshot could not see
+    for f, _, p in clients:
+        if p.poll() is not None and not f.subflows:
+            read_report(out / f"iperf-client-{f.src}-{f.port}.json",
+                        f"client {f.src} -> {f.dst}:{f.port} (ended {how_ended(p)})")
     missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
     if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
         when = ", ".join(f"{r['began_s']} s" for r in record)
