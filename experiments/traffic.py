@@ -140,8 +140,7 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
         for name, client, server in list(pending):
             if client.poll() is not None:
                 if client.returncode != 0:
-                    raise RunError(f"iperf3 client {name} (pid {client.pid}) ended with "
-                                   f"{how_ended(client)}; see the iperf-client files in {out}")
+                    raise client_failed(name, client, out, (reports or {}).get(name))
                 pending.remove((name, client, server))
                 if reports and name in reports:
                     try:
@@ -165,6 +164,20 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
         except subprocess.TimeoutExpired:
             raise RunError(f"iperf3 server of {name} did not exit") from None
     return unconnected
+
+
+def client_failed(name: str, client: subprocess.Popen, out: Path,
+                  report: Path | None) -> RunError:
+    """The error of an iperf3 client that exited non-zero: its pid and how it ended, plus
+    iperf3's own words when its JSON report has them (a killed client has none)."""
+    why = ""
+    if report is not None:
+        try:
+            why = ": " + str(json.loads(report.read_text())["error"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return RunError(f"iperf3 client {name} (pid {client.pid}) ended with {how_ended(client)}"
+                    f"{why}; see the iperf-client files in {out}")
 
 
 def read_report(path: Path, who: str) -> dict[str, Any]:
@@ -468,8 +481,11 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
     # than leaving the run to fail on the connection the snapshot could not see
     for f, _, p in clients:
         if p.poll() is not None and not f.subflows:
-            read_report(out / f"iperf-client-{f.src}-{f.port}.json",
-                        f"client {f.src} -> {f.dst}:{f.port} (ended {how_ended(p)})")
+            report = out / f"iperf-client-{f.src}-{f.port}.json"
+            name = f"{f.src} -> {f.dst}:{f.port}"
+            if p.returncode != 0:
+                raise client_failed(name, p, out, report)
+            read_report(report, f"client {name}")
     missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
     if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
         when = ", ".join(f"{r['began_s']} s" for r in record)
