@@ -140,7 +140,7 @@ def grin_mptcp_endpoints(topo: Topology, host_pids: dict[str, int]) -> dict[str,
     subflows, one per horizontal link plus the direct one, as the paper's MPTCP.  Returns
     the subflow limit set (upstream allows at most 8 besides the first).
     """
-    limit = min(8, 2 * max(len(topo.neighbours(h)) for h in host_pids))
+    limit = min(8, 2 * max(len(topo.faces(h)) for h in host_pids))
     for h, pid in host_pids.items():
         # A client's path manager takes one ADD_ADDR at a time: one arriving while it still
         # handles the previous is dropped unechoed (MIB AddAddrDrop), and the server
@@ -148,7 +148,7 @@ def grin_mptcp_endpoints(topo: Topology, host_pids: dict[str, int]) -> dict[str,
         check(in_ns(pid, ["sysctl", "-qw", f"net.mptcp.add_addr_timeout={ADD_ADDR_TIMEOUT}"]))
         lines = ["mptcp endpoint flush",
                  f"mptcp limits set subflow {limit} add_addr_accepted {limit}"]
-        for s in topo.neighbours(h):
+        for s in topo.faces(h):
             dev = f"{h}-eth{topo.port(h, s)}"
             lines += [f"mptcp endpoint add {topo.secondary[(h, s)]} dev {dev} signal",
                       f"mptcp endpoint add {topo.outgoing[(h, s)]} dev {dev} subflow"]

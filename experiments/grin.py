@@ -19,6 +19,12 @@ Throughput is per active server: the mean over connections (permutation: one eac
 is normalized to the best original result of the run (the original network's highest mean
 over the active shares), as the paper normalizes.  Every pattern runs emulated and in the
 model (each connection its own iperf3 port).
+
+Networks: ``--degrees`` on the base (``--base racks``: the paper's racks on one switch;
+``fattree``: a k-ary fat tree, routed by ECMP, racks being edge switches) and, on the racks
+base, ``--multihomed`` (the paper's baseline: extra NICs and ToRs per server, the rack's
+uplinks divided evenly; topos/grin.py).  Their names in files: ``grin0`` (the original),
+``grin<d>``, ``mh<extra>``.
 """
 from __future__ import annotations
 
@@ -34,9 +40,8 @@ from dataplane.hostnet import grin_mptcp_endpoints
 from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity, maxmin_rates
-from model.grin import GROUP_SIZE, PATTERNS, active_servers, grin_topology, max_flow_hn, traffic
-from model.network import capacities
-from topos.grin import GrinTopology
+from model.grin import GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, traffic
+from topos.grin import GrinTopology, Multihomed
 
 from .common import add_backend, add_shared, run_rng
 from .runfolder import RunFolder, write_csv
@@ -46,7 +51,8 @@ NAME = "grin"
 HELP = ("GRIN: horizontal server-to-server links and h1 routing with MPTCP; per-server "
         "throughput vs % of active servers, original vs GRIN degrees")
 DEFAULTS: dict[str, Any] = {
-    "racks": 2, "servers": 6, "degrees": "0,1,2,3", "placement": "rack",
+    "racks": 2, "servers": 6, "degrees": "0,1,2,3", "multihomed": "1", "base": "racks",
+    "k": 4, "placement": "rack",
     "active": "10,30,50,70", "pattern": "permutation", "bw": 10.0, "queue": 100,
     "duration": 30.0, "trim": 5.0, "runs": 2, "seed": 1, "cc": "cubic", "dataplane": "auto",
     "backend": "emulated"}
@@ -65,6 +71,15 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--degrees", default=None,
                    help="GRIN degrees to compare, 0 = the original network (default: "
                         f"{DEFAULTS['degrees']}; quick: {QUICK['degrees']})")
+    p.add_argument("--multihomed", default=None,
+                   help="extra NICs of the multihomed baseline, comma list, 0 = none "
+                        f"(racks base only; default: {DEFAULTS['multihomed']})")
+    p.add_argument("--base", default=None, choices=["racks", "fattree"],
+                   help="racks on one non-blocking switch (the paper's section 5.1) or a "
+                        "k-ary fat tree with ECMP (default: racks)")
+    p.add_argument("--k", type=int, default=None,
+                   help="fat-tree k with --base fattree (default: 4; racks are its edge "
+                        "switches of k/2 servers)")
     p.add_argument("--placement", default=None, choices=["rack", "cross"],
                    help="neighbours in the same rack (the paper's cabling) or in the "
                         "adjacent racks (default: rack)")
@@ -95,32 +110,55 @@ def actives(params: dict[str, Any]) -> list[float]:
     return sorted(_list(params["active"], "active", float, lambda a: 0 < a <= 100))
 
 
+def extras(params: dict[str, Any]) -> list[int]:
+    """Extra NICs of the multihomed networks to run, ascending (none for "0")."""
+    return [m for m in sorted(_list(params["multihomed"], "multihomed", int,
+                                    lambda m: m >= 0)) if m]
+
+
 def spec(params: dict[str, Any], degree: int) -> str:
     """Topology spec of one degree (the overlay's seed is the run's seed)."""
+    if params["base"] == "fattree":
+        return (f"grin-fattree,k={params['k']},degree={degree},"
+                f"placement={params['placement']},seed={params['seed']}")
     return (f"grin,racks={params['racks']},servers={params['servers']},degree={degree},"
             f"placement={params['placement']},seed={params['seed']}")
 
 
+def networks(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, topology spec) of every network to compare: grin<d> per degree (grin0 is the
+    original), then mh<extra> per multihomed baseline."""
+    return [(f"grin{d}", spec(params, d)) for d in degrees(params)] + [
+        (f"mh{m}", f"multihomed,racks={params['racks']},servers={params['servers']},"
+                   f"extra={m}") for m in extras(params)]
+
+
 def validate(params: dict[str, Any]) -> None:
     """One-line ValueError for anything this experiment cannot run."""
-    for d in degrees(params):
-        topos.build(spec(params, d))      # impossible degrees fail here, in one line
+    if params["base"] not in ("racks", "fattree"):
+        raise ValueError("--base must be racks or fattree")
+    if params["base"] == "fattree" and extras(params):
+        raise ValueError("--multihomed needs --base racks (a multihomed fat tree is not "
+                         "built); pass --multihomed 0")
+    for _, s in networks(params):
+        topos.build(s)                    # impossible degrees fail here, in one line
     actives(params)
     if 0 not in degrees(params):
         raise ValueError("--degrees must include 0: throughput is normalized to the "
                          "original network's best result")
     if params["pattern"] not in PATTERNS:
         raise ValueError(f"--pattern must be one of {', '.join(PATTERNS)}")
-    n = params["racks"] * params["servers"]
+    n = len(topos.build(spec(params, 0)).hosts())
     for pct in actives(params):
         act = max(2, round(n * pct / 100))
         if params["pattern"] == "group" and act < GROUP_SIZE:
             raise ValueError(f"--active {pct:g} gives {act} active servers of {n}; group "
                              f"traffic needs at least {GROUP_SIZE}")
-    top = 1 + 2 * max(degrees(params))
+    top = 1 + 2 * max(degrees(params) + extras(params))
     if params["backend"] == "emulated" and top > 9:
-        raise ValueError(f"--degrees up to {max(degrees(params))} needs {top} subflows per "
-                         "connection; upstream MPTCP opens at most 9 (degree <= 4)")
+        raise ValueError(f"--degrees/--multihomed up to {max(degrees(params) + extras(params))}"
+                         f" needs {top} subflows per connection; upstream MPTCP opens at "
+                         "most 9 (degree <= 4)")
 
 
 def designed_subflows(topo: GrinTopology, src: str, dst: str) -> list[tuple[str, str]]:
@@ -135,7 +173,7 @@ def designed_subflows(topo: GrinTopology, src: str, dst: str) -> list[tuple[str,
 def maxmin_mbps(topo: GrinTopology, bw: float,
                 subflows: dict[str, list[tuple[str, str]]]) -> dict[str, float]:
     """Per connection: the sum of max-min fair rates of independent subflows (Mb/s)."""
-    caps = capacities(topo, bw)
+    caps = topo.flow_capacities(bw)
     keys, paths = [], []
     for conn, subs in subflows.items():
         for s, d in subs:
@@ -149,11 +187,17 @@ def maxmin_mbps(topo: GrinTopology, bw: float,
     return out
 
 
-def h1_optimum_mbps(params: dict[str, Any], degree: int, conns: list[tuple[int, int]]) -> float:
-    """The paper's bound: maximum total flow over h1 paths, per connection, in Mb/s."""
-    model_topo = grin_topology(params["racks"], params["servers"], degree,
-                               placement=params["placement"], seed=params["seed"])
-    return max_flow_hn(model_topo, conns, 1) / len(conns) * goodput_capacity(params["bw"])
+def h1_optimum_mbps(topo: GrinTopology, bw: float, pairs: list[tuple[str, str]]) -> float:
+    """The paper's bound: maximum total flow over h1 paths, per connection, in Mb/s (for
+    the multihomed baseline every path is h1: its port hosts are one hop from a server)."""
+    conns = [(topo.model_index(s), topo.model_index(t)) for s, t in pairs]
+    return max_flow_hn(topo.model_network(), conns, 1) / len(conns) * goodput_capacity(bw)
+
+
+def uses_horizontal(topo: GrinTopology, src_ip: str, dst_ip: str) -> bool:
+    """Whether a subflow crosses a horizontal link (another host on its path)."""
+    inner = topo.subflow_path(src_ip, dst_ip)[1:-1]
+    return any(n in topo.hosts() for n in inner) or len(inner) == 0
 
 
 def _subflow_key(s: dict[str, Any]) -> tuple[str, str]:
@@ -169,17 +213,19 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         for pct in actives(params):
             rng = run_rng(params["seed"], r * 1000 + int(round(pct * 10)))
             base = topos.build(spec(params, 0))
-            hosts = base.hosts()
+            assert isinstance(base, GrinTopology)
+            hosts = base.servers
             act = active_servers(len(hosts), pct, rng)
             conns = traffic(params["pattern"], act, rng)
             pairs = [(hosts[a], hosts[b]) for a, b in conns]
-            for d in degrees(params):
-                topo = topos.build(spec(params, d))
+            for net, net_spec in networks(params):
+                topo = topos.build(net_spec)
                 assert isinstance(topo, GrinTopology)
                 designed = {f"{s}->{t}": designed_subflows(topo, s, t) for s, t in pairs}
-                base_row = {"run": r, "active_pct": pct, "active": len(act), "degree": d,
+                base_row = {"run": r, "active_pct": pct, "active": len(act), "network": net,
+                            "degree": "" if isinstance(topo, Multihomed) else topo.degree,
                             "pattern": params["pattern"],
-                            "h1_optimum_mbps": round(h1_optimum_mbps(params, d, conns), 4),
+                            "h1_optimum_mbps": round(h1_optimum_mbps(topo, bw, pairs), 4),
                             "uncoupled_model_mbps": ""}
                 uncoupled = maxmin_mbps(topo, bw, designed)
                 if not emulated:
@@ -188,29 +234,30 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                               "subflows_designed": len(designed[f"{s}->{t}"])}
                              for s, t in pairs]
                     continue
-                rows += emulate(params, topo, pairs, designed, base_row, r, pct, d, folder)
+                rows += emulate(params, topo, pairs, designed, base_row, r, pct, net, folder)
     write_csv(folder.path / "flows.csv", rows)
 
 
 def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, str]],
             designed: dict[str, list[tuple[str, str]]], base_row: dict[str, Any], r: int,
-            pct: float, d: int, folder: RunFolder) -> list[dict[str, Any]]:
-    """One degree on a fresh network: MPTCP over every horizontal link; flow rows."""
+            pct: float, d: str, folder: RunFolder) -> list[dict[str, Any]]:
+    """One network on a fresh emulation: MPTCP over every horizontal link; flow rows."""
     bw = params["bw"]
-    run_dir = folder.path / f"run{r:02d}" / f"active{pct:g}-grin{d}"
-    plan = routing.make_plan(topo, "st")
+    run_dir = folder.path / f"run{r:02d}" / f"active{pct:g}-{d}"
+    # one switch or a tree: one path, spanning tree; the fat tree's many: ECMP
+    plan = routing.make_plan(topo, "ecmp" if params["base"] == "fattree" else "st")
     with Emulation(topo, plan, LinkSpec(bw, params["queue"]), run_dir,
                    f"{folder.id}-{r}-{int(pct)}-{d}", cc=params["cc"],
                    dataplane=params["dataplane"]) as emu:
         failed = emu.ping_all()
         if failed:
-            raise RunError(f"grin{d}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
+            raise RunError(f"{d}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         facts = {**emu.facts_dict(), **grin_mptcp_endpoints(topo, emu.host_pids)}
         flows = [Flow(s, t) for s, t in pairs]
         meas = run_iperf(emu, flows, "mptcp", params["duration"], params["trim"], run_dir)
         facts["qdisc_after"] = emu.verify_qdiscs()
     facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
-    folder.record(f"run{r:02d}-active{pct:g}-grin{d}", facts)
+    folder.record(f"run{r:02d}-active{pct:g}-{d}", facts)
     seen = {f"{f.src}->{f.dst}": [_subflow_key(s) for s in f.subflows] for f in flows}
     (run_dir / "subflows.json").write_text(json.dumps(
         {c: {"designed": designed[c], "seen": seen[c]} for c in seen}, indent=1))
@@ -223,17 +270,17 @@ def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, s
     if missing > 0.25 * wanted:
         fid["suspect"] = True
         fid["reasons"].append(f"{missing} of {wanted} designed subflows never appeared")
-    fid.update(run=r, active_pct=pct, degree=d, subflows_missing=missing,
+    fid.update(run=r, active_pct=pct, network=d, subflows_missing=missing,
                subflows_designed=wanted, cpu_mean=meas["cpu_mean"])
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
-    print(f"fidelity run {r} active {pct:g} % grin{d}: {headline(fid)}; subflows "
+    print(f"fidelity run {r} active {pct:g} % {d}: {headline(fid)}; subflows "
           f"{wanted - missing}/{wanted}", flush=True)
     if fid["suspect"]:
-        folder.flag(f"run {r} active {pct:g} % grin{d}: {'; '.join(fid['reasons'])}")
+        folder.flag(f"run {r} active {pct:g} % {d}: {'; '.join(fid['reasons'])}")
     rows = []
     for f in flows:
         c = f"{f.src}->{f.dst}"
-        horizontal = sum(len(topo.subflow_path(*s)) != 3 for s in seen[c])
+        horizontal = sum(uses_horizontal(topo, *s) for s in seen[c])
         rows.append({**base_row, "src": f.src, "dst": f.dst, "mbps": round(f.iperf_mbps, 4),
                      "uncoupled_model_mbps": round(model[c], 4),
                      "subflows_designed": len(designed[c]), "subflows": len(seen[c]),

@@ -25,7 +25,7 @@ def capacities(topo: Topology, bw: float) -> dict[Link, float]:
     """Payload goodput of every directed link (both directions of every topology link)."""
     caps = {}
     for link in topo.links():
-        rate = goodput_capacity(link.bw if link.bw is not None else bw)
+        rate = goodput_capacity(link.rate(bw))
         caps[(link.a, link.b)] = caps[(link.b, link.a)] = rate
     return caps
 

@@ -34,6 +34,23 @@ _REGISTRY: dict[str, tuple[str, str, Mapping[str, Param]]] = {
                            "adjacent racks", lambda p: p in ("rack", "cross"), "rack or cross"),
         "seed": Param(int, 0, "seed of the overlay"),
     }),
+    "grin-fattree": ("topos.grin", "GrinFatTree", {
+        "k": Param(int, 4, "fat-tree ports per switch (racks = edge switches of k/2 servers)",
+                   lambda k: k >= 2 and k % 2 == 0 and k ** 3 // 4 <= 250,
+                   "an even number from 2 to 10"),
+        "degree": Param(int, 1, "horizontal links per server (0 = the plain fat tree)",
+                        lambda d: d >= 0, ">= 0"),
+        "placement": Param(str, "rack", "rack: neighbours under the same edge switch; cross: "
+                           "under the adjacent ones", lambda p: p in ("rack", "cross"),
+                           "rack or cross"),
+        "seed": Param(int, 0, "seed of the overlay"),
+    }),
+    "multihomed": ("topos.grin", "Multihomed", {
+        "racks": Param(int, 2, "racks under the core switch", positive_int, "> 0"),
+        "servers": Param(int, 4, "servers per rack", positive_int, "> 0"),
+        "extra": Param(int, 1, "extra NICs (and ToRs) per server; the rack's uplinks are "
+                       "divided evenly over its ToRs", positive_int, "> 0"),
+    }),
     "orca": ("topos.orca", "OrcaTestbed", {
         "receivers": Param(int, 4, "receivers of the multicast sender", positive_int, "> 0"),
         "racks": Param(int, 2, "ToR switches the receivers are spread over", positive_int,

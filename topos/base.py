@@ -38,13 +38,21 @@ class Node:
 
 @dataclass(frozen=True)
 class Link:
-    """An undirected link; ``bw`` (Mb/s) overrides the run's link rate when set."""
+    """An undirected link; ``bw`` (Mb/s) overrides the run's link rate when set, ``scale``
+    multiplies it (a ToR uplink worth three server links: ``scale=3``)."""
 
     a: str
     port_a: int
     b: str
     port_b: int
     bw: float | None = None
+    scale: float | None = None
+
+    def rate(self, default: float) -> float:
+        """This link's rate in Mb/s when the run's link rate is ``default``."""
+        if self.bw is not None:
+            return self.bw
+        return default * self.scale if self.scale is not None else default
 
     def other(self, name: str) -> str:
         """The far end of the link as seen from ``name``."""
@@ -91,14 +99,17 @@ class Topology:
         self._ports[name] = {}
         return name
 
-    def add_link(self, a: str, b: str, bw: float | None = None) -> Link:
+    def add_link(self, a: str, b: str, bw: float | None = None,
+                 scale: float | None = None) -> Link:
         """Link two existing nodes on their next free ports (no parallel links)."""
         for n in (a, b):
             if n not in self._nodes:
                 raise TopologyError(f"link {a}-{b}: unknown node {n}")
         if a == b or (a, b) in self._port_of:
             raise TopologyError(f"link {a}-{b}: self-loop or parallel link")
-        link = Link(a, self._next_port(a), b, self._next_port(b), bw)
+        if scale is not None and not scale > 0:
+            raise TopologyError(f"link {a}-{b}: scale {scale} must be > 0")
+        link = Link(a, self._next_port(a), b, self._next_port(b), bw, scale)
         self._attach(link)
         return link
 
@@ -186,10 +197,10 @@ class Topology:
                 if not self.is_switch(p) and self.access_switch(p) == switch]
 
     def link_bw(self, a: str, b: str, default: float) -> float:
-        """Rate of link a-b: its own ``bw`` if set, else ``default``."""
+        """Rate of link a-b (Mb/s) when the run's link rate is ``default``."""
         for link in self._links:
             if {link.a, link.b} == {a, b}:
-                return link.bw if link.bw is not None else default
+                return link.rate(default)
         raise TopologyError(f"no link {a}-{b}")
 
     def switch_graph(self) -> nx.Graph:

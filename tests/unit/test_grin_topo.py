@@ -75,8 +75,75 @@ def test_hand_solved_pair_of_neighbours():
     subs = {"u->t": grin.designed_subflows(t, "r0s0", "r0s1")}
     cap = goodput_capacity(10.0)
     assert grin.maxmin_mbps(t, 10.0, subs)["u->t"] == pytest.approx(2 * cap)
-    assert grin.h1_optimum_mbps(params, 1, [(0, 1)]) == pytest.approx(2 * cap)
-    assert grin.h1_optimum_mbps(params, 0, [(0, 1)]) == pytest.approx(cap)
+    pair = [("r0s0", "r0s1")]
+    assert grin.h1_optimum_mbps(t, 10.0, pair) == pytest.approx(2 * cap)
+    assert grin.h1_optimum_mbps(topos.build(grin.spec(params, 0)), 10.0, pair) == \
+        pytest.approx(cap)
+
+
+def test_multihomed_baseline_divides_the_rack_uplinks_over_its_tors():
+    t = topos.build("multihomed,racks=2,servers=6,extra=2")
+    assert len(t.servers) == 12 and len(t.hosts()) == 36       # 24 port hosts
+    assert sorted(t.switches()) == ["sw"] + [f"t{r}_{j}" for r in range(2) for j in range(3)]
+    for r in range(2):
+        for j in range(3):
+            assert t.link_bw(f"t{r}_{j}", "sw", 10.0) == pytest.approx(20.0)  # 6 / 3 links
+    u = "r0s4"
+    assert t.access_switch(u) == "t0_0" and t.port(u, "t0_0") == 0
+    assert [t.access_switch(p) for p in t.neighbours(u)] == ["t0_1", "t0_2"]
+    assert t.faces(t.neighbours(u)[0]) == []          # port hosts are never endpoints
+    subs = grin.designed_subflows(t, u, "r1s1")
+    assert len(subs) == 5
+    # the extra NIC j leaves through ToR j of its rack
+    assert t.subflow_path(t.outgoing_addresses(u)[1], t.node("r1s1").ip) == \
+        [u, "r0s4p2", "t0_2", "sw", "t1_0", "r1s1"]
+    assert all(grin.uses_horizontal(t, *s) for s in subs[1:])
+    assert not grin.uses_horizontal(t, *subs[0])
+
+
+def test_multihomed_bounds_hand_solved():
+    """Dual-homed, 2 racks x 2 servers, rack uplink worth 2 links split over 2 ToRs (1 each):
+    one connection between racks gets both NICs (2 links' worth); two connections out of
+    the same rack share its 2 links of uplink (1 each), as on the original network."""
+    params = {**grin.DEFAULTS, "racks": 2, "servers": 2, "multihomed": "1"}
+    (_, t), = [n for n in grin.networks(params) if n[0] == "mh1"]
+    t = topos.build(t)
+    cap = goodput_capacity(10.0)
+    one = [("r0s0", "r1s0")]
+    two = [("r0s0", "r1s0"), ("r0s1", "r1s1")]
+    assert grin.h1_optimum_mbps(t, 10.0, one) == pytest.approx(2 * cap)
+    assert grin.h1_optimum_mbps(t, 10.0, two) == pytest.approx(cap)
+    subs = {f"{s}->{d}": grin.designed_subflows(t, s, d) for s, d in one}
+    # the designed subflows (direct, NIC1 -> NIC0, NIC0 -> NIC1) share each NIC0: 1.5
+    assert grin.maxmin_mbps(t, 10.0, subs)["r0s0->r1s0"] == pytest.approx(1.5 * cap)
+
+
+def test_grin_on_a_fat_tree_keeps_its_fabric_and_the_papers_addresses():
+    t = topos.build("grin-fattree,k=4,degree=1")
+    plain = topos.build("fattree,k=4")
+    assert t.switches() == plain.switches() and t.hosts() == plain.hosts()
+    for h in plain.hosts():        # same cabling, ports and uplinks as the plain fat tree
+        assert t.access_switch(h) == plain.access_switch(h)
+        assert t.port(h, t.access_switch(h)) == 0
+    assert t.node("0_0_2").ip == "10.0.1.1" and t.node("3_1_3").ip == "10.0.16.1"
+    # in-rack pairing: the two servers of an edge switch are neighbours
+    assert all(t.access_switch(a) == t.access_switch(b) for a, b in t.horizontal)
+    u, v = "0_0_2", "0_0_3"
+    assert t.subflow_path(t.outgoing[(u, v)], t.node("3_1_2").ip) == \
+        [u, v, "fabric", "3_1_2"]
+    m = t.model_network()
+    assert (m.racks, m.servers_per_rack) == (8, 2) and m.non_blocking
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"base": "fattree"}, "needs --base racks"),
+    ({"base": "fattree", "multihomed": "0", "degrees": "0,2"}, "needs more than 2 servers"),
+    ({"multihomed": "5"}, "at most 9"),
+])
+def test_bad_network_choices_are_one_line_errors(kw, msg):
+    with pytest.raises(ValueError, match=msg) as exc:
+        grin.validate({**grin.DEFAULTS, **kw})
+    assert "\n" not in str(exc.value)
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -96,11 +163,13 @@ def test_model_backend_through_the_cli(tmp_path: Path):
     assert cli.main(["run", "grin", "--backend", "model", "--pattern", "group",
                      "--active", "40,70", "--runs", "1", "--out", str(tmp_path)]) == 0
     run = next((tmp_path / "grin").iterdir())
-    summary = {(r["degree"], r["active_pct"]): r
+    summary = {(r["network"], r["active_pct"]): r
                for r in agrin.summarize(agrin.read_csv(run / "flows.csv"))}
     # the original network gives every connection one uplink's worth at any activity
-    assert summary[(0, 40.0)]["h1_optimum_mbps_norm"] == pytest.approx(1.0)
-    assert summary[(1, 40.0)]["h1_optimum_mbps_norm"] > 1.0
+    assert summary[("grin0", 40.0)]["h1_optimum_mbps_norm"] == pytest.approx(1.0)
+    assert summary[("grin1", 40.0)]["h1_optimum_mbps_norm"] > 1.0
+    # dual-homing: twice the original while the rack's uplinks allow it
+    assert summary[("mh1", 40.0)]["h1_optimum_mbps_norm"] > 1.0
     assert (run / "throughput.png").exists()
     assert "GRIN1 vs original" in (run / "claims.md").read_text()
     assert json.loads((run / "status.json").read_text())["status"] == "ok"
@@ -111,6 +180,10 @@ def test_claims_judge_the_lowest_activity():
     for d, mbps in ((0, 9.0), (1, 17.0), (2, 20.0)):
         rows.append({"degree": str(d), "active_pct": "10", "active": "2", "mbps": str(mbps),
                      "uncoupled_model_mbps": str(mbps), "h1_optimum_mbps": str(mbps)})
+    rows.append({"network": "mh1", "degree": "", "active_pct": "10", "active": "2",
+                 "mbps": "18.0", "uncoupled_model_mbps": "18", "h1_optimum_mbps": "18"})
     got = {c["claim"]: c["holds"] for c in agrin.claims(agrin.summarize(rows))}
     assert got["GRIN1 vs original at 10 % active (emulated)"] == "yes"    # 1.89x >= 1.8
     assert got["GRIN2 vs original at 10 % active (emulated)"] == "no"     # 2.22x < 2.6
+    assert got["GRIN2 vs multihomed (+1 NIC) at 10 % active (emulated)"] == "yes"  # 20 > 18
+    assert got["GRIN1 vs multihomed (+1 NIC) at 10 % active (emulated)"] == "yes"  # 17 < 18
