@@ -162,12 +162,8 @@ def validate(params: dict[str, Any]) -> None:
 
 
 def designed_subflows(topo: GrinTopology, src: str, dst: str) -> list[tuple[str, str]]:
-    """(source, destination) addresses of the subflows the path manager opens: the direct
-    one, one from each outgoing address of the source to the destination's primary, one
-    from the source's primary to each secondary address of the destination."""
-    s_ip, d_ip = topo.node(src).ip, topo.node(dst).ip
-    return ([(s_ip, d_ip)] + [(a, d_ip) for a in topo.outgoing_addresses(src)]
-            + [(s_ip, a) for a in topo.addresses(dst)[1:]])
+    """The subflows a connection is set up to open (``GrinTopology.designed_subflows``)."""
+    return topo.designed_subflows(src, dst)
 
 
 def maxmin_mbps(topo: GrinTopology, bw: float,

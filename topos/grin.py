@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 MAX_SERVERS = 250      # server ids below 2**16
 OUTGOING_ID = 130      # GRIN id of the first outgoing address (secondary ones: 2 + n)
+MAX_SUBFLOWS = 9       # upstream MPTCP: the first subflow and at most 8 more
 SWITCH = "sw"
 #: the fat tree's fabric as one node in the independent-subflow model (see GrinFatTree)
 FABRIC = "fabric"
@@ -159,6 +160,29 @@ class GrinTopology(Topology):
         if self.node(owner).ip != ip:
             raise TopologyError(f"{ip} is not assigned in {self.spec}")
         return owner
+
+    def full_mesh(self) -> bool:
+        """Whether every connection can open the full mesh of its addresses: one subflow
+        from each of the source's primary and outgoing addresses to each of the
+        destination's primary and secondary addresses, (1 + d)^2 for degree d, within
+        upstream MPTCP's limit.  Otherwise the star: 1 + d(src) + d(dst) subflows."""
+        return (1 + max(len(self.faces(h)) for h in self.hosts())) ** 2 <= MAX_SUBFLOWS
+
+    def designed_subflows(self, src: str, dst: str) -> list[tuple[str, str]]:
+        """(source, destination) addresses of the subflows the path managers are set up to
+        open for a connection src -> dst (dataplane.hostnet.grin_mptcp_endpoints).
+
+        Full mesh: every (src address, dst address) pair, so each horizontal link at either
+        end has a subflow to and from each path of the other end (an isolated GRIN1 pair
+        reaches 2 links' worth even with uncoupled congestion control).  Star: the direct
+        one, one from each outgoing address of the source to the destination's primary,
+        one from the source's primary to each secondary address of the destination."""
+        s_ip, d_ip = self.node(src).ip, self.node(dst).ip
+        if self.full_mesh():
+            return [(a, b) for a in [s_ip] + self.outgoing_addresses(src)
+                    for b in self.addresses(dst)]
+        return ([(s_ip, d_ip)] + [(a, d_ip) for a in self.outgoing_addresses(src)]
+                + [(s_ip, a) for a in self.addresses(dst)[1:]])
 
     # -- paths and models -----------------------------------------------------------------
     def fabric_path(self, up: str, down: str) -> list[str]:

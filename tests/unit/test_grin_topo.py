@@ -63,8 +63,25 @@ def test_subflow_paths_take_one_horizontal_hop_at_each_end():
 def test_designed_subflows_one_per_horizontal_link_plus_the_direct_one():
     t = topos.build("grin,racks=2,servers=4,degree=3")
     subs = grin.designed_subflows(t, "r0s0", "r1s2")
+    assert not t.full_mesh()                       # 16 would exceed upstream's 9
     assert len(subs) == 1 + 3 + 3 and len(set(subs)) == len(subs)
     assert subs[0] == (t.node("r0s0").ip, t.node("r1s2").ip)
+
+
+def test_full_mesh_where_it_fits_and_its_model():
+    """GRIN1 between two isolated servers: the star's three subflows share the source's
+    uplink and the destination's downlink (1.5 links' worth with independent subflows);
+    the full mesh's four reach the h1 optimum, 2."""
+    t = topos.build("grin,racks=2,servers=4,degree=1,seed=0")
+    u, far = "r0s0", "r1s0"
+    subs = grin.designed_subflows(t, u, far)
+    assert t.full_mesh() and len(subs) == 4 == len(set(subs))
+    assert {a for a, _ in subs} == {t.node(u).ip, *t.outgoing_addresses(u)}
+    assert {b for _, b in subs} == set(t.addresses(far))
+    cap = goodput_capacity(10.0)
+    assert grin.maxmin_mbps(t, 10.0, {"c": subs})["c"] == pytest.approx(2 * cap)
+    assert grin.h1_optimum_mbps(t, 10.0, [(u, far)]) == pytest.approx(2 * cap)
+    assert topos.build("grin,racks=2,servers=4,degree=2").full_mesh()    # 9 subflows
 
 
 def test_hand_solved_pair_of_neighbours():
@@ -93,7 +110,7 @@ def test_multihomed_baseline_divides_the_rack_uplinks_over_its_tors():
     assert [t.access_switch(p) for p in t.neighbours(u)] == ["t0_1", "t0_2"]
     assert t.faces(t.neighbours(u)[0]) == []          # port hosts are never endpoints
     subs = grin.designed_subflows(t, u, "r1s1")
-    assert len(subs) == 5
+    assert t.full_mesh() and len(subs) == 9 == len(set(subs))   # 3 NICs x 3 NICs
     # the extra NIC j leaves through ToR j of its rack
     assert t.subflow_path(t.outgoing_addresses(u)[1], t.node("r1s1").ip) == \
         [u, "r0s4p2", "t0_2", "sw", "t1_0", "r1s1"]
@@ -114,8 +131,8 @@ def test_multihomed_bounds_hand_solved():
     assert grin.h1_optimum_mbps(t, 10.0, one) == pytest.approx(2 * cap)
     assert grin.h1_optimum_mbps(t, 10.0, two) == pytest.approx(cap)
     subs = {f"{s}->{d}": grin.designed_subflows(t, s, d) for s, d in one}
-    # the designed subflows (direct, NIC1 -> NIC0, NIC0 -> NIC1) share each NIC0: 1.5
-    assert grin.maxmin_mbps(t, 10.0, subs)["r0s0->r1s0"] == pytest.approx(1.5 * cap)
+    # the full mesh (NIC i -> NIC j) fills both NICs even with uncoupled subflows
+    assert grin.maxmin_mbps(t, 10.0, subs)["r0s0->r1s0"] == pytest.approx(2 * cap)
 
 
 def test_grin_on_a_fat_tree_keeps_its_fabric_and_the_papers_addresses():
