@@ -101,6 +101,19 @@ def versions() -> dict[str, str]:
     return out
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ('unknown' where it has none, e.g. on arm)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model"):
+                    return value.strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def read_sysctl(name: str) -> str:
     """A root-namespace sysctl value, or '' if absent."""
     try:

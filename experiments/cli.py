@@ -1,4 +1,5 @@
-"""The ``dcrepro`` command: run | sweep | run-one | rerun | plot | clean | calibrate | env."""
+"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | clean | calibrate |
+env."""
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--plan-only", action="store_true",
                        help="write the manifest (one line per run) and stop; any launcher "
                             "then runs its lines with `dcrepro run-one`")
+        _launch_arguments(p)
     one = sub.add_parser("run-one", help="run one line of a sweep manifest unless it is "
                          "complete (what any launcher calls)")
     one.add_argument("manifest", help="OUT/sweeps/<name>/manifest.jsonl")
     one.add_argument("run_id", help="the run id of a manifest line")
+    col = sub.add_parser("collect", help="write a sweep folder's summary.csv from its "
+                         "complete runs (refused when their machines differ)")
+    col.add_argument("sweep_dir", help="OUT/sweeps/<name>")
+    _collect_arguments(col)
     rerun = sub.add_parser("rerun", help="run a run folder's experiment again with its exact "
                            "parameters (same seed) into a new folder; differences in code "
                            "version or machine are printed and recorded")
@@ -71,6 +77,33 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--out", default="results", help="results root (calibration.json)")
     sub.add_parser("env", help="print the environment report")
     return ap
+
+
+def _collect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mixed", action="store_true",
+                   help="accept runs whose machines differ (kernel, CPU model, cores, "
+                        "dataplane, Python, iperf3, OVS); the differing fields become columns")
+    p.add_argument("--with-invalid", action="store_true",
+                   help="include invalid (suspect) runs in summary.csv, marked")
+
+
+def _launch_arguments(p: argparse.ArgumentParser) -> None:
+    from .launch import ENGINES, Options
+    g = p.add_argument_group("launching (beyond one machine)")
+    g.add_argument("--engine", choices=ENGINES, default="local",
+                   help="who runs the runs that are not complete: local (this process, in "
+                        "order), parallel (GNU parallel, one run per host at a time), slurm "
+                        "(a job array, one whole node per run)")
+    g.add_argument("--hosts", default=None, metavar="FILE",
+                   help="parallel: one [user@]host a line (':' is this machine); default "
+                        "this machine only")
+    g.add_argument("--retries", type=int, default=Options.retries,
+                   help="parallel: attempts per run within one launch")
+    g.add_argument("--concurrency", type=int, default=Options.concurrency,
+                   help="slurm: array tasks (nodes) at once")
+    g.add_argument("--launch-timeout", type=float, default=Options.timeout, metavar="S",
+                   help="parallel, slurm: stop (cancel) everything after this many seconds")
+    _collect_arguments(p)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -99,8 +132,12 @@ def _code_version() -> str:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Validate every grid point first, write the manifest, run what is not complete."""
     from .common import resolve, validate
+    from .launch import Options, check_engine, launch
     from .sweep import parse_grid, points, run_sweep, state, write_manifest
     mod = _module(args.experiment)
+    opts = Options(hosts=Path(args.hosts) if args.hosts else None, retries=args.retries,
+                   concurrency=args.concurrency, timeout=args.launch_timeout,
+                   mixed=args.mixed, with_invalid=args.with_invalid)
     try:
         base = resolve(args, mod.DEFAULTS, mod.QUICK)
         grid = parse_grid(args.grid, mod.DEFAULTS)
@@ -116,7 +153,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if not all(c.isalnum() or c in "-_=.," for c in name):
             raise ValueError(f"--name {name!r}: use letters, digits and - _ = . ,")
         sweep_dir = out / "sweeps" / name
-        lines = write_manifest(sweep_dir, args.experiment, pts, _code_version())
+        if not args.plan_only:
+            check_engine(args.engine, opts, out)
+        code = _code_version()
+        lines = write_manifest(sweep_dir, args.experiment, pts, code)
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -125,8 +165,28 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         done = sum(state(sweep_dir, x["run_id"]) == "complete" for x in lines)
         print(f"manifest: {sweep_dir / 'manifest.jsonl'}: {len(lines)} runs, {done} complete")
         return 0
+    if args.engine != "local":
+        return launch(args.engine, sweep_dir / "manifest.jsonl", code, opts)
     return run_sweep(sweep_dir, args.experiment, lines,
-                     lambda params, where: _execute(mod, params, where))
+                     lambda params, where: _execute(mod, params, where),
+                     mixed=args.mixed, with_invalid=args.with_invalid)
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    """summary.csv of a sweep folder (wherever its runs were made): 0 when every run is
+    complete, 1 when some are not (summary of the rest), 2 when refused."""
+    from .sweep import read_manifest, state, write_summary
+    sweep_dir = Path(args.sweep_dir)
+    try:
+        _, lines = read_manifest(sweep_dir / "manifest.jsonl")
+        note = write_summary(sweep_dir, lines, mixed=args.mixed, with_invalid=args.with_invalid)
+    except ValueError as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    missing = [x["label"] for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
+    print(f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "")
+          + (f"; not complete: {', '.join(missing)}" if missing else ""))
+    return 1 if missing else 0
 
 
 def cmd_run_one(args: argparse.Namespace) -> int:
@@ -325,6 +385,8 @@ def _main(argv: list[str] | None) -> int:
         return cmd_sweep(args)
     if args.command == "run-one":
         return cmd_run_one(args)
+    if args.command == "collect":
+        return cmd_collect(args)
     if args.command == "plot":
         return _plot(Path(args.run_dir))
     if args.command == "clean":

@@ -7,11 +7,12 @@ A sweep lives in ``<out>/sweeps/<name>/``:
   run id (a hash of the experiment, its full parameters and the code version), the grid
   values, the parameters, the exact command that runs it, and what machine it needs;
 * ``runs/<run id>/``: a complete run folder (status ``ok``), moved there in one rename once
-  it ended; ``runs/<run id>.invalid/``: one that ended ``ok`` but whose numbers are
-  ``suspect`` (kept, not complete: the next launch redoes it);
+  it ended, with ``fingerprint.json`` (the machine it ran on); ``runs/<run id>.invalid/``:
+  one that ended ``ok`` but whose numbers are ``suspect`` (kept, not complete: the next
+  launch redoes it);
 * ``work/``: runs in progress or failed (their folders stay as a record);
 * ``progress.log`` and, at the end, ``summary.csv`` (every complete run's summary rows with
-  the grid values in front).
+  the grid values in front), refused when the runs come from machines that differ.
 
 ``run_one`` is the only thing that runs a manifest line: it returns at once when the run is
 complete, takes a lock so that two launches of one run never both write it, runs in
@@ -25,10 +26,14 @@ import fcntl
 import hashlib
 import itertools
 import json
+import os
+import platform
 import shlex
+import socket
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -159,6 +164,8 @@ def run_one(sweep_dir: Path, line: dict[str, Any], experiment: str,
             return rc, f"exit {rc}, its folder stays in {where}"
         (folder,) = list((where / experiment).iterdir())
         suspect = status_of(folder).get("suspect") or []
+        # written here, on the machine that ran it, before the rename makes it complete
+        (folder / "fingerprint.json").write_text(json.dumps(fingerprint(folder), indent=1))
         target = runs / (f"{rid}.invalid" if suspect else rid)
         if target.exists():                            # an older invalid attempt
             target.rename(Path(tempfile.mkdtemp(prefix=f"{target.name}-replaced-",
@@ -177,17 +184,28 @@ def _eta(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
-              execute: Callable[[dict[str, Any], Path], int]) -> int:
-    """The local launcher: run_one for every run that is not complete, in order; stop at an
-    interrupted one (exit 130/143), go on after a failed one.  0 when all are complete."""
-    log = open(sweep_dir / "progress.log", "a", encoding="utf-8")  # noqa: SIM115
+class Progress:
+    """progress.log and the terminal: one timestamped line each."""
 
-    def say(line: str) -> None:
-        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
-        log.flush()
+    def __init__(self, sweep_dir: Path) -> None:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        self.log = open(sweep_dir / "progress.log", "a", encoding="utf-8")  # noqa: SIM115
+
+    def __call__(self, line: str) -> None:
+        self.log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+        self.log.flush()
         print(f"sweep: {line}", file=sys.stderr, flush=True)
 
+    def close(self) -> None:
+        self.log.close()
+
+
+def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
+              execute: Callable[[dict[str, Any], Path], int], mixed: bool = False,
+              with_invalid: bool = False) -> int:
+    """The local launcher: run_one for every run that is not complete, in order; stop at an
+    interrupted one (exit 130/143), go on after a failed one.  0 when all are complete."""
+    say = Progress(sweep_dir)
     todo = [x for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
     say(f"{len(lines)} runs, {len(lines) - len(todo)} already complete, {len(todo)} to run")
     code, spent = 0, []
@@ -205,24 +223,118 @@ def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
                 if rc >= 128:
                     say("interrupted; run the same command again to resume")
                     return rc
-        missing = [x["label"] for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
-        write_summary(sweep_dir, lines)
-        say(f"summary: {sweep_dir / 'summary.csv'}" + (
-            f"; not complete: {', '.join(missing)}" if missing else ""))
-        return (code or 1) if missing else 0
+        return finish(sweep_dir, lines, say, code, mixed, with_invalid)
     finally:
-        log.close()
+        say.close()
 
 
-def write_summary(sweep_dir: Path, lines: list[dict[str, Any]]) -> None:
-    """summary.csv: each complete run's summary.csv rows, grid values and run id in front
-    (a run without a summary.csv contributes one row of its own)."""
-    rows: list[dict[str, Any]] = []
-    for x in lines:
-        if state(sweep_dir, x["run_id"]) != "complete":
+def finish(sweep_dir: Path, lines: list[dict[str, Any]], say: Callable[[str], None],
+           code: int = 0, mixed: bool = False, with_invalid: bool = False) -> int:
+    """After any launcher: the summary and what is not complete.  0 when every run is
+    complete and summarised, 2 when the summary is refused, else the launcher's code or 1."""
+    missing = [x["label"] for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
+    try:
+        note = write_summary(sweep_dir, lines, mixed=mixed, with_invalid=with_invalid)
+    except ValueError as exc:
+        say(f"no summary: {exc}")
+        return 2
+    say(f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "") + (
+        f"; not complete: {', '.join(missing)}" if missing else ""))
+    return (code or 1) if missing else 0
+
+
+#: what must be equal across a sweep's runs; ``host`` is recorded but may differ
+COMPARED = ("kernel", "cpu_model", "cores", "dataplane", "python", "iperf3", "ovs")
+
+
+def fingerprint(run_dir: Path) -> dict[str, Any]:
+    """The machine a run ran on: what its config.json recorded (kernel, cores, dataplane,
+    iperf3 and OVS versions) plus the CPU model, Python and host of the machine calling
+    this, which is the one that ran it (run_one calls it before the final rename).
+    A model-backend run depends on no dataplane, iperf3 or OVS: those are None."""
+    from dataplane.sysinfo import cpu_model
+    try:
+        config = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    env = config.get("environment") or {}
+    versions = env.get("versions") or {}
+    params = config.get("params") or {}
+    emulated = params.get("backend", "emulated") == "emulated"
+    return {"host": socket.gethostname(),
+            "kernel": versions.get("kernel") or os.uname().release,
+            "cpu_model": cpu_model(), "cores": env.get("cpus") or os.cpu_count(),
+            "dataplane": params.get("dataplane") if emulated else None,
+            "python": platform.python_version(),
+            "iperf3": versions.get("iperf3") if emulated else None,
+            "ovs": versions.get("ovs") if emulated else None}
+
+
+def fingerprint_of(run_dir: Path) -> dict[str, Any]:
+    """fingerprint.json of a finished run ('unknown' for a field it lacks)."""
+    try:
+        fp = json.loads((run_dir / "fingerprint.json").read_text())
+    except (OSError, ValueError):
+        fp = {}
+    return {k: fp.get(k, "unknown") for k in ("host", *COMPARED)}
+
+
+def machine_differences(fps: dict[str, dict[str, Any]], skip: set[str]) -> list[str]:
+    """One line per fingerprint field whose value is not the same for every run, most
+    common value first: 'cpu_model differs: A (3 runs) vs B (1 run)'.  ``skip``: fields
+    that are grid parameters (different on purpose)."""
+    out = []
+    for key in COMPARED:
+        if key in skip:
             continue
-        run = sweep_dir / "runs" / x["run_id"]
+        counts = Counter(str(fp[key]) for fp in fps.values())
+        if len(counts) > 1:
+            out.append(f"{key} differs: " + " vs ".join(
+                f"{v} ({n} run{'s' if n > 1 else ''})" for v, n in counts.most_common()))
+    return out
+
+
+def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = False,
+                  with_invalid: bool = False) -> str:
+    """summary.csv: each complete run's summary.csv rows, grid values and run id in front
+    (a run without a summary.csv contributes one row of its own).  Refused (ValueError, one
+    line; summary.csv removed, it would be stale) when the runs' machines differ, unless
+    ``mixed`` (the differing fields become columns).  Invalid runs are left out unless
+    ``with_invalid`` (then marked in an ``invalid`` column).  Returns a note for people."""
+    runs: list[tuple[dict[str, Any], Path, str]] = []
+    invalid = 0
+    for x in lines:
+        st = state(sweep_dir, x["run_id"])
+        if st == "complete":
+            runs.append((x, sweep_dir / "runs" / x["run_id"], ""))
+        elif st == "invalid":
+            invalid += 1
+            if with_invalid:
+                folder = sweep_dir / "runs" / f"{x['run_id']}.invalid"
+                reasons = status_of(folder).get("suspect") or ["suspect"]
+                runs.append((x, folder, reasons[0]))
+    fps = {str(folder): fingerprint_of(folder) for _, folder, _ in runs}
+    grid_keys = {k for x in lines for k in x["values"]}
+    diff = machine_differences(fps, grid_keys)
+    if diff and not mixed:
+        (sweep_dir / "summary.csv").unlink(missing_ok=True)
+        raise ValueError("; ".join(diff) + "; pass --mixed to accept")
+    differing = [k for k in COMPARED if k not in grid_keys
+                 and len({str(fp[k]) for fp in fps.values()}) > 1]
+    rows: list[dict[str, Any]] = []
+    for x, folder, why in runs:
         head = {**x["values"], "run_id": x["run_id"]}
-        summary = run / "summary.csv"
+        if with_invalid:
+            head["invalid"] = why
+        head.update({f"machine_{k}": fps[str(folder)][k] for k in differing})
+        summary = folder / "summary.csv"
         rows += [{**head, **r} for r in read_csv(summary)] if summary.exists() else [head]
     write_csv(sweep_dir / "summary.csv", rows)
+    notes = []
+    if differing:
+        notes.append("mixed machines: " + "; ".join(diff))
+    if invalid:
+        notes.append(f"{invalid} invalid run{'s' if invalid > 1 else ''} "
+                     + ("included, marked in column invalid" if with_invalid else
+                        "left out; --with-invalid includes them"))
+    return "; ".join(notes)
