@@ -2,8 +2,18 @@
 # Idempotent installer for dcrepro on Debian 12 (root). A second run takes seconds.
 #   Debian packages -> Open vSwitch running -> .venv (system site packages, for Debian's
 #   Mininet) with dcrepro installed -> a short environment report.
+#   --with-slurm: also the sweep launchers' engines: GNU parallel, Slurm and munge
+#   (`dcrepro sweep --engine parallel|slurm`; the test suite runs a one-node Slurm).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
+
+with_slurm=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-slurm) with_slurm=1 ;;
+    *) echo "setup.sh: unknown option $arg (known: --with-slurm)" >&2; exit 2 ;;
+  esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "setup.sh: needs root (Mininet and Open vSwitch do): sudo ./setup.sh" >&2
@@ -13,6 +23,10 @@ fi
 PKGS=(mininet openvswitch-switch iperf3 bwm-ng mptcpize ethtool iputils-ping iproute2
       procps python3-venv python3-networkx git
       clang llvm libbpf-dev bpftool linux-libc-dev)
+# only when asked: a plain machine needs none of them for `dcrepro run` or a local sweep
+if [ "$with_slurm" -eq 1 ]; then
+  PKGS+=(parallel slurm-wlm munge)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

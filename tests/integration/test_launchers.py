@@ -1,0 +1,165 @@
+"""The sweep launchers for real (root): GNU parallel on this machine with one run killed
+mid-emulation and relaunched, and a real one-node Slurm (munged, slurmctld, slurmd started
+here and stopped after) running an emulated array one run at a time and a model array."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.launch import Slurm, run_array, runone_command, slurm_script, write_ids
+from experiments.sweep import read_manifest, state
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # tests/ is no package: the cluster helper is imported by path
+    sys.path.insert(0, str(HERE))
+from slurmnode import SlurmNode, leftovers, missing_programs  # noqa: E402
+
+pytestmark = pytest.mark.integration
+REPO = HERE.parents[1]
+DCREPRO = [sys.executable, "-m", "experiments.cli"]
+#: the cheapest emulated run: two hosts, one 4-s TCP flow (about 7 s with set-up)
+TINY = ["permutation", "--topo", "fattree,k=2", "--runs", "1", "--duration", "4", "--trim",
+        "1", "--transport", "tcp"]
+
+
+def _sweep(out: Path, name: str, grid: str, *extra: str, args: list[str] | None = None,
+           **kw) -> subprocess.Popen:
+    return subprocess.Popen([*DCREPRO, "sweep", *(args or TINY), "--grid", grid, "--out",
+                             str(out), "--name", name, *extra], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+
+
+def _finish(p: subprocess.Popen, timeout: float = 180) -> tuple[int, str]:
+    out, _ = p.communicate(timeout=timeout)
+    return p.returncode, out
+
+
+def _stamps(sweep: Path) -> dict[str, float]:
+    """mtime of every complete run's fingerprint (written once, just before its rename)."""
+    return {f.parent.name: f.stat().st_mtime for f in (sweep / "runs").glob("*/fingerprint.json")}
+
+
+def _runone_pids(rid: str) -> list[int]:
+    """The python process(es) of `dcrepro run-one ... RID` (not a shell wrapping it)."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"run-one" in argv and rid.encode() in argv and b"python" in argv[0]:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
+    p = _sweep(tmp_path, "par", "seed=1/2/3", "--engine", "parallel")
+    sweep = tmp_path / "sweeps" / "par"
+    deadline = time.monotonic() + 120
+    while not (sweep / "manifest.jsonl").exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.stdout.read()
+        time.sleep(0.2)
+    _, lines = read_manifest(sweep / "manifest.jsonl")
+    victim = lines[1]["run_id"]
+    # kill the second run once its network carries traffic (an iperf3 client result file
+    # exists only after the client started)
+    while not list(sweep.glob(f"work/{victim}-*/permutation/*/run00/tcp")) \
+            or not _runone_pids(victim):
+        assert p.poll() is None and time.monotonic() < deadline, p.stdout.read()
+        time.sleep(0.1)
+    for pid in _runone_pids(victim):
+        os.kill(pid, signal.SIGTERM)
+    rc, out = _finish(p)
+    assert rc == 1, out                    # one job failed: the sweep is not complete
+    assert [state(sweep, x["run_id"]) for x in lines] == ["complete", "missing", "complete"]
+    before = _stamps(sweep)
+    killed = json.loads(next(sweep.glob(f"work/{victim}-*/permutation/*/status.json"))
+                        .read_text())
+    assert killed["status"] == "interrupted", killed
+
+    rc, out = _finish(_sweep(tmp_path, "par", "seed=1/2/3", "--engine", "parallel"))
+    assert rc == 0, out
+    assert "3 runs, 2 already complete, 1 to run" in out
+    after = _stamps(sweep)
+    assert {k: after[k] for k in before} == before       # the complete runs were not redone
+    assert set(after) - set(before) == {victim}
+    jobs = [r.split("\t") for r in (sweep / "parallel.joblog").read_text().splitlines()
+            if not r.startswith("Seq")]
+    assert [j[-1].split()[-1] for j in jobs] == [x["run_id"] for x in lines] + [victim]
+    assert [int(j[6]) for j in jobs] == [0, 143, 0, 0]   # exit codes; 143: SIGTERM
+    assert len((sweep / "summary.csv").read_text().splitlines()) > 1
+
+
+@pytest.fixture(scope="module")
+def slurm():  # type: ignore[no-untyped-def]
+    """A one-node Slurm cluster for this module; nothing of it is left running after."""
+    if missing_programs() and os.geteuid() == 0:
+        subprocess.run([str(REPO / "setup.sh"), "--with-slurm"], capture_output=True,
+                       timeout=600, check=False)
+    if missing_programs():
+        pytest.skip(f"Slurm is not installed and could not be: {missing_programs()}")
+    assert not leftovers(), f"slurm or munge already running: {leftovers()}"
+    with SlurmNode() as node:
+        yield node
+    deadline = time.monotonic() + 15
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not leftovers(), f"left running: {leftovers()}"
+
+
+def _interval(run: Path) -> tuple[float, float]:
+    """When a run folder's run started (its log's first line) and ended (fingerprint)."""
+    first = (run / "log.txt").read_text().splitlines()[0]
+    stamp, ms = first[:23].split(",")
+    start = time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000
+    return start, (run / "fingerprint.json").stat().st_mtime
+
+
+def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm, tmp_path):
+    rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2/3/4", "--engine", "slurm",
+                             "--concurrency", "1", env=slurm.env), timeout=240)
+    assert rc == 0, out
+    sweep = tmp_path / "sweeps" / "sl"
+    header, lines = read_manifest(sweep / "manifest.jsonl")
+    assert all(state(sweep, x["run_id"]) == "complete" for x in lines)
+    spans = sorted(_interval(sweep / "runs" / x["run_id"]) for x in lines)
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start >= end - 0.01, spans          # serial: the next began after the last
+    assert len(list((sweep / "slurm").glob("*.out"))) == 4
+    before = _stamps(sweep)
+
+    # the whole array again, straight to sbatch: every task finds its run complete
+    ids = write_ids(sweep, lines)
+    script = sweep / "all.sh"
+    script.write_text(slurm_script(sweep, runone_command(sweep / "manifest.jsonl", DCREPRO),
+                                   ids, len(lines), 1))
+    assert run_array(Slurm(), script, 120, lambda: None, print) == 0
+    assert _stamps(sweep) == before
+    outs = sorted((sweep / "slurm").glob("*.out"))
+    assert len(outs) == 8
+    assert sum("already complete" in f.read_text() for f in outs) == 4
+    # and through dcrepro: nothing is missing, nothing is submitted
+    rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2/3/4", "--engine", "slurm",
+                             env=slurm.env))
+    assert rc == 0 and "4 already complete, 0 to run" in out, out
+    assert "submitted" not in out and len(list((sweep / "slurm").glob("*.out"))) == 8
+
+
+def test_slurm_model_array_of_eight_runs(slurm, tmp_path):
+    rc, out = _finish(_sweep(tmp_path, "model", "seed=1/2/3/4/5/6/7/8", "--engine", "slurm",
+                             "--concurrency", "2", args=["orca", "--backend", "model",
+                                                         "--quick"], env=slurm.env))
+    assert rc == 0, out
+    sweep = tmp_path / "sweeps" / "model"
+    _, lines = read_manifest(sweep / "manifest.jsonl")
+    assert len(lines) == 8 and all(state(sweep, x["run_id"]) == "complete" for x in lines)
+    assert "#SBATCH --array=0-7%2" in (sweep / "slurm-job.sh").read_text()
+    rows = (sweep / "summary.csv").read_text().splitlines()
+    assert rows[0].startswith("seed,run_id,") and len({r.split(",")[1] for r in rows[1:]}) == 8
