@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Regenerate the GRIN figure of 003_aa7e1801a46c453f.txt (Figs. 6/7 style: throughput.png,
-# claims.md): per-server throughput vs % of active servers, original vs GRIN1/2/3, MPTCP
-# over horizontal server-to-server links, beside the paper's h1 optimum.  The hop-count
+# claims.md): per-server throughput vs % of active servers, original vs GRIN1/2/3 vs
+# dual-homing (--multihomed), MPTCP over horizontal server-to-server links, beside the
+# paper's h1 optimum.  The hop-count
 # table of section 5.1 comes from `.venv/bin/python bench/bench_grin_model.py`.
 # Flags pass through to `dcrepro run grin` (see --help), e.g.:
 #   scripts/grin-sweep.sh --quick
 #   scripts/grin-sweep.sh --placement cross
+#   scripts/grin-sweep.sh --base fattree --k 4 --multihomed 0 --degrees 0,1,2 --placement cross
 #   scripts/grin-sweep.sh --backend model --racks 6 --servers 20 --pattern all-to-all
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
