@@ -36,8 +36,8 @@ _REGISTRY: dict[str, tuple[str, str, Mapping[str, Param]]] = {
     }),
     "grin-fattree": ("topos.grin", "GrinFatTree", {
         "k": Param(int, 4, "fat-tree ports per switch (racks = edge switches of k/2 servers)",
-                   lambda k: k >= 2 and k % 2 == 0 and k ** 3 // 4 <= 250,
-                   "an even number from 2 to 10"),
+                   lambda k: k >= 2 and k % 2 == 0 and k ** 3 // 4 <= 4000,
+                   "an even number from 2 to 24"),
         "degree": Param(int, 1, "horizontal links per server (0 = the plain fat tree)",
                         lambda d: d >= 0, ">= 0"),
         "placement": Param(str, "rack", "rack: neighbours under the same edge switch; cross: "

@@ -49,7 +49,7 @@ from .fattree import wire_fattree
 if TYPE_CHECKING:
     from model.grin import GrinTopology as ModelNetwork
 
-MAX_SERVERS = 250      # server ids below 2**16
+MAX_SERVERS = 4000     # addresses 10.H.L.1 need H = id >> 8 below 128; model runs go large
 OUTGOING_ID = 130      # GRIN id of the first outgoing address (secondary ones: 2 + n)
 MAX_SUBFLOWS = 9       # upstream MPTCP: the first subflow and at most 8 more
 SWITCH = "sw"
