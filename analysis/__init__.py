@@ -7,14 +7,14 @@ from pathlib import Path
 
 def plot(run_dir: str | Path) -> list[Path]:
     """Draw every figure of a finished run folder; return their paths."""
-    from experiments.runfolder import plottable, status_of
+    from store import plottable, status_of
 
     path = Path(run_dir)
     status = status_of(path)
     if not plottable(status):
         raise ValueError(f"{path}: run is '{status['status']}' ({status.get('error')}); "
                          "a failed run is never plotted as data")
-    from experiments.registry import EXPERIMENTS, plotter
+    from store.registry import EXPERIMENTS, plotter
     config = json.loads((path / "config.json").read_text())
     if config["experiment"] not in EXPERIMENTS:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")

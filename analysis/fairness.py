@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments.runfolder import read_csv, write_csv  # noqa: E402
+from store import read_csv, write_csv  # noqa: E402
 
 from .figures import _caption, rank_plot  # noqa: E402
 from .summaries import group_stats  # noqa: E402

@@ -16,11 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from model import jain_index, max_concurrent_flow, max_concurrent_flow_graph
-from model.network import capacities, path_links
-from routing.plan import Plan
-from routing.walk import all_paths
-from topos.base import Topology
+from model import jain_index
 
 SUSPECT_CPU_SHARE = 0.25   # more than a quarter of the samples above 90 % CPU
 SUSPECT_RATIO = 0.85       # emulated aggregate below 85 % of the model's
@@ -28,18 +24,6 @@ SUSPECT_LOSS = 0.001       # more than 0.1 % of packets lost outside the tail-dr
 SUSPECT_GAPS = 0.95        # fewer than 95 % of busy-link dequeue gaps (after full-size
                            # frames) within 10 % of the frame's time on the wire
 CALIBRATION_FILE = "calibration.json"
-
-
-def lp_bounds(topo: Topology, plan: Plan, pairs: dict[str, str], bw: float,
-              max_hosts: int = 128) -> dict[str, Any]:
-    """Optimal common rate (normalized to bw) over the routing's paths and over all paths."""
-    if len(topo.hosts()) > max_hosts:
-        return {"skipped": f"more than {max_hosts} hosts"}
-    caps = capacities(topo, bw)
-    allowed = [[path_links(s, p, d) for p in sorted(all_paths(topo, plan, s, d))]
-               for s, d in pairs.items()]
-    return {"routing_paths": round(max_concurrent_flow(caps, allowed) / bw, 4),
-            "any_paths": round(max_concurrent_flow_graph(caps, list(pairs.items())) / bw, 4)}
 
 
 def gap_share(gaps: dict[str, Any] | None) -> float | None:

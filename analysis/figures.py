@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments.runfolder import read_csv  # noqa: E402
+from store import read_csv  # noqa: E402
 
 
 def _caption(config: dict[str, Any], extra: str = "") -> str:

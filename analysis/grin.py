@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from experiments.runfolder import read_csv, write_csv  # noqa: E402
+from store import read_csv, write_csv  # noqa: E402
 
 from .figures import _caption, suspect_note  # noqa: E402
 

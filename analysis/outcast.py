@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments.runfolder import read_csv, write_csv  # noqa: E402
+from store import read_csv, write_csv  # noqa: E402
 
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
                "- segments of its senders delivered to the receiver (tcp_info segs_in)")
@@ -249,7 +249,7 @@ def _caption(config: dict[str, Any], extra: str = "") -> str:
 
 
 def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
-    from experiments.runfolder import plottable, status_of
+    from store import plottable, status_of
     status = status_of(run_dir)
     if not plottable(status):
         raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "

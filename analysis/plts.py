@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from experiments.runfolder import read_csv, write_csv  # noqa: E402
+from store import read_csv, write_csv  # noqa: E402
 from model import jain_index  # noqa: E402
 
 from .figures import _caption, rank_curves, suspect_note  # noqa: E402
@@ -429,7 +429,7 @@ def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """summary.csv, claims.csv, claims.md and the figures throughput.png, flows_rank.png and
     (only when latency.csv has samples) latency_rank.png; one panel per recovery value.
     Returns the figures drawn."""
-    from experiments.runfolder import plottable, status_of
+    from store import plottable, status_of
     run_dir = Path(run_dir)
     status = status_of(run_dir)
     if not plottable(status):

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from experiments.runfolder import write_csv
+from store import write_csv
 from model import jain_index
 
 MEASURES = ("norm_iperf", "norm_bwm", "norm_model")

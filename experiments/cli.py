@@ -13,8 +13,8 @@ from types import ModuleType
 
 from topos.spec import SpecError
 
-from .registry import EXPERIMENTS
-from .registry import module as _module
+from store.registry import EXPERIMENTS
+from store.registry import module as _module
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -436,7 +436,7 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
                                  "subflows": len(tuples[label][src]),
                                  "model_paths": pred[src]["paths"]})
         # everything so far is on disk after every repetition
-        from .runfolder import write_csv
+        from store import write_csv
         write_csv(folder.path / "links.csv", links)
         write_csv(folder.path / "path_lengths.csv", lengths)
         if emulated:

@@ -40,11 +40,14 @@ from dataplane.hostnet import grin_mptcp_endpoints
 from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity, maxmin_rates
-from model.grin import GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, traffic
+from model.grin import (GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, network_of,
+                        subflow_capacities, traffic)
 from topos.grin import GrinTopology, Multihomed
 
 from .common import add_backend, add_shared, run_rng
-from .runfolder import RunFolder, write_csv
+from store import write_csv
+
+from .runfolder import RunFolder
 from .traffic import Flow, run_iperf
 
 NAME = "grin"
@@ -169,7 +172,7 @@ def designed_subflows(topo: GrinTopology, src: str, dst: str) -> list[tuple[str,
 def maxmin_mbps(topo: GrinTopology, bw: float,
                 subflows: dict[str, list[tuple[str, str]]]) -> dict[str, float]:
     """Per connection: the sum of max-min fair rates of independent subflows (Mb/s)."""
-    caps = topo.flow_capacities(bw)
+    caps = subflow_capacities(topo, bw)
     keys, paths = [], []
     for conn, subs in subflows.items():
         for s, d in subs:
@@ -187,7 +190,7 @@ def h1_optimum_mbps(topo: GrinTopology, bw: float, pairs: list[tuple[str, str]])
     """The paper's bound: maximum total flow over h1 paths, per connection, in Mb/s (for
     the multihomed baseline every path is h1: its port hosts are one hop from a server)."""
     conns = [(topo.model_index(s), topo.model_index(t)) for s, t in pairs]
-    return max_flow_hn(topo.model_network(), conns, 1) / len(conns) * goodput_capacity(bw)
+    return max_flow_hn(network_of(topo), conns, 1) / len(conns) * goodput_capacity(bw)
 
 
 def uses_horizontal(topo: GrinTopology, src_ip: str, dst_ip: str) -> bool:

@@ -50,7 +50,9 @@ from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
 
 from .common import add_backend, add_shared, run_rng
-from .runfolder import RunFolder, write_csv
+from store import write_csv
+
+from .runfolder import RunFolder
 from .traffic import CpuSampler, port_counters
 
 NAME = "orca"

@@ -44,7 +44,9 @@ import routing
 import topos
 
 from .common import add_shared, run_rng
-from .runfolder import RunFolder, write_csv
+from store import write_csv
+
+from .runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError, check, in_ns, stop_process

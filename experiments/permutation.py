@@ -14,7 +14,8 @@ from typing import Any
 
 import routing
 import topos
-from analysis.fidelity import headline, load_calibration, lp_bounds, report
+from analysis.fidelity import headline, load_calibration, report
+from model.network import lp_bounds
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 
 from .common import add_backend, add_shared, derangement, run_rng, transports

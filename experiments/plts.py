@@ -47,7 +47,9 @@ from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_
 from routing.walk import split
 
 from .common import add_backend, add_shared, run_rng
-from .runfolder import RunFolder, write_csv
+from store import write_csv
+
+from .runfolder import RunFolder
 from .trace import trace_flows
 from .traffic import BASE_PORT, Flow, run_iperf
 

@@ -1,24 +1,22 @@
 """One folder per run: config.json (every resolved parameter and fact), status, data, figures."""
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import logging
-import math
 import os
 import secrets
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dataplane.proc import pid_alive
 from dataplane.registry import STATE_DIR
 from dataplane.sysinfo import environment, git_state
+from store import FINAL
 
 REPO = Path(__file__).resolve().parent.parent
 #: one marker per unfinished run folder: a run killed by SIGKILL is found from here
 LIVE_DIR = STATE_DIR / "folders"
-FINAL = ("ok", "failed", "interrupted", "killed")
 
 
 def process_start(pid: int) -> str:
@@ -119,36 +117,3 @@ def mark_killed_runs() -> list[str]:
                 pass
         marker.unlink(missing_ok=True)
     return done
-
-
-def plottable(status: dict[str, Any]) -> bool:
-    """True when every table of the run was written (figures may be redrawn from it)."""
-    return status.get("status") in ("ok", "measured") or bool(status.get("data_complete"))
-
-
-def status_of(path: Path) -> dict[str, Any]:
-    """status.json of a run folder (raises a clear error if it is not one)."""
-    try:
-        return json.loads((path / "status.json").read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path} is not a dcrepro run folder (no status.json)") from None
-
-
-def write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    """Write dict rows with the union of their keys as header, NaN as empty."""
-    rows = list(rows)
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
-                        for k, v in r.items()})
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    """Rows of a CSV file as dicts of strings."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))

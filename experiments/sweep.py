@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from .runfolder import read_csv, status_of, write_csv
+from store import read_csv, status_of, write_csv
 
 #: run-one's exit code when another launch holds the run (EX_TEMPFAIL)
 BUSY = 75

@@ -60,11 +60,14 @@ import random
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
+
+from topos.overlay import PLACEMENTS, grin_overlay
 
 __all__ = [
     "CORE",
@@ -93,7 +96,6 @@ Connection = tuple[int, int]
 
 CORE = "core"
 PATTERNS = ("permutation", "random", "group", "all-to-all")
-PLACEMENTS = ("rack", "cross")
 A2A_CAP = 20  # concurrent connections per server in the paper's all-to-all runs
 GROUP_SIZE = 4
 N_PATHS = 16  # paths per connection in the paper's sampling procedure
@@ -199,65 +201,6 @@ class GrinTopology:
     def __repr__(self) -> str:
         return (f"GrinTopology({self.racks}x{self.servers_per_rack}, {len(self.grin_links)} GRIN links, "
                 f"placement={self.placement!r}, tor_uplink={self.tor_uplink:g})")
-
-
-def _regular_bipartite(s: int, k: int, rng: random.Random) -> list[tuple[int, int]]:
-    """k-regular simple bipartite graph between two sets of s (local indices)."""
-    pa = list(range(s))
-    pb = list(range(s))
-    rng.shuffle(pa)
-    rng.shuffle(pb)
-    # Distinct cyclic offsets give k disjoint perfect matchings: no duplicates.
-    offsets = rng.sample(range(s), k)
-    return [(pa[i], pb[(i + o) % s]) for o in offsets for i in range(s)]
-
-
-def grin_overlay(
-    racks: int, servers_per_rack: int, degree: int, placement: str = "rack", seed: int = 0
-) -> list[tuple[int, int]]:
-    """GRIN links of a ``degree``-regular overlay, deterministic for a seed.
-
-    ``placement="rack"`` (the paper's baseline cabling) pairs servers inside
-    their rack: a random ``degree``-regular graph per rack. ``"cross"`` wires
-    each server to servers of the adjacent racks (racks on a ring):
-    ``degree/2`` links to each side, or for odd degrees alternately
-    ``degree//2 + 1`` and ``degree//2`` per rack pair (needs an even number of
-    racks). Raises ValueError when no such overlay exists.
-    """
-    s, d = servers_per_rack, degree
-    if d < 0:
-        raise ValueError(f"GRIN degree must be >= 0, got {d}")
-    rng = random.Random(seed)
-    out: list[tuple[int, int]] = []
-    if placement == "rack":
-        if d >= s:
-            raise ValueError(f"in-rack GRIN degree {d} needs more than {s} servers per rack")
-        if (d * s) % 2:
-            raise ValueError(f"in-rack GRIN degree {d} cannot be matched: {s} servers x {d} ports is odd")
-        for r in range(racks):
-            g = nx.random_regular_graph(d, s, seed=rng.randrange(2**32))
-            out.extend((r * s + a, r * s + b) for a, b in g.edges)
-        return out
-    if placement == "cross":
-        if d == 0:
-            return out
-        if racks < 2:
-            raise ValueError("cross-rack GRIN placement needs at least two racks")
-        if racks == 2:
-            if d > s:
-                raise ValueError(f"cross-rack GRIN degree {d} exceeds the {s} servers of the other rack")
-            return [(a, s + b) for a, b in _regular_bipartite(s, d, rng)]
-        if d % 2 and racks % 2:
-            raise ValueError(f"odd cross-rack GRIN degree {d} needs an even number of racks, got {racks}")
-        # k[r] links per server between rack r and rack r+1 (mod racks).
-        k = [d // 2 + (d % 2 if r % 2 == 0 else 0) for r in range(racks)]
-        if max(k) > s:
-            raise ValueError(f"cross-rack GRIN degree {d} needs at least {max(k)} servers per rack")
-        for r in range(racks):
-            q = (r + 1) % racks
-            out.extend((r * s + a, q * s + b) for a, b in _regular_bipartite(s, k[r], rng))
-        return out
-    raise ValueError(f"unknown GRIN placement {placement!r}; expected one of {PLACEMENTS}")
 
 
 def grin_topology(
@@ -832,3 +775,34 @@ def summarize(rows: Sequence[HopRow], h2_tol: float = 0.01) -> dict[str, float]:
         "sampled_h2_gap_mean": 1 - float(np.mean([r.sampled_h2_ratio for r in rows])),
         "sampled_h1_better": float(np.mean([r.sampled_h1 >= r.sampled_h2 - 1e-9 for r in rows])),
     }
+
+
+# ------------------------------------------------------- emulated networks
+
+
+def network_of(topo: Any) -> GrinTopology:
+    """The hop-count model of an emulated GRIN network (``topos.grin``), with servers at
+    ``topo.model_index``: the racks on one switch (a fat tree's full-bisection fabric is
+    one switch too), or for the multihomed baseline each ToR a rack of the model (servers
+    on ToR 0, port hosts on the others) with uplink servers / (1 + extra)."""
+    from topos.grin import Multihomed
+    if isinstance(topo, Multihomed):
+        s, m = topo.servers_per_rack, topo.extra
+        links = [(topo.model_index(a), topo.port_host_index(b)) for a, b in topo.horizontal]
+        return GrinTopology(topo.racks * (1 + m), s, links, tor_uplink=s / (1 + m),
+                            placement="multihomed")
+    return grin_topology(topo.racks, topo.servers_per_rack, topo.degree,
+                         placement=topo.placement, seed=topo.seed)
+
+
+def subflow_capacities(topo: Any, bw: float) -> dict[tuple[str, str], float]:
+    """Payload capacity of every directed link an emulated network's subflow paths use
+    (``topo.subflow_path``), the fat tree's one-node fabric included."""
+    from topos.grin import FABRIC, GrinFatTree
+
+    from .network import capacities
+    caps = capacities(topo, bw)
+    if isinstance(topo, GrinFatTree):
+        for h in topo.servers:
+            caps[(h, FABRIC)] = caps[(FABRIC, h)] = caps[(h, topo.access_switch(h))]
+    return caps

@@ -13,10 +13,11 @@ import zlib
 from typing import Any, Callable, Sequence
 
 from routing.plan import Plan
-from routing.walk import walk
+from routing.walk import all_paths, walk
 from topos.base import Topology
 
-from .flowmodel import connection_rates, goodput_capacity
+from .flowmodel import (connection_rates, goodput_capacity, max_concurrent_flow,
+                        max_concurrent_flow_graph)
 
 Link = tuple[str, str]
 
@@ -113,3 +114,15 @@ def split_rates(topo: Topology, bw: float, shares: dict[str, dict[tuple[str, ...
         full_links = {l for l in load if caps[l] - used[l] <= 1e-9 * caps[l]} | {full}
         active -= {s for s in active if full_links & weight[s].keys()}
     return rate
+
+
+def lp_bounds(topo: Topology, plan: Plan, pairs: dict[str, str], bw: float,
+              max_hosts: int = 128) -> dict[str, Any]:
+    """Optimal common rate (normalized to bw) over the routing's paths and over all paths."""
+    if len(topo.hosts()) > max_hosts:
+        return {"skipped": f"more than {max_hosts} hosts"}
+    caps = capacities(topo, bw)
+    allowed = [[path_links(s, p, d) for p in sorted(all_paths(topo, plan, s, d))]
+               for s, d in pairs.items()]
+    return {"routing_paths": round(max_concurrent_flow(caps, allowed) / bw, 4),
+            "any_paths": round(max_concurrent_flow_graph(caps, list(pairs.items())) / bw, 4)}

@@ -5,7 +5,7 @@ one non-blocking switch (``sw``).  The paper puts the racks' ToRs under a "suffi
 large switch" whose ToR uplinks carry every server at once; one switch with every server
 on it has the same capacities and no oversubscription, and racks only decide who is wired
 to whom.  The overlay (``degree`` horizontal links per server) is the one the flow model
-uses, ``model.grin.grin_overlay`` (a seeded random regular graph per rack, or across
+uses, ``topos.overlay.grin_overlay`` (a seeded random regular graph per rack, or across
 adjacent racks with ``placement=cross``), so the model and the emulator cable the same
 network.  ``degree=0`` is the original network.
 
@@ -39,15 +39,11 @@ may not open, and announces only one (measured: 4 of 5 designed subflows at degr
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import networkx as nx
 
 from .base import Topology, TopologyError, mac_from_octets
 from .fattree import wire_fattree
-
-if TYPE_CHECKING:
-    from model.grin import GrinTopology as ModelNetwork
+from .overlay import grin_overlay
 
 MAX_SERVERS = 4000     # addresses 10.H.L.1 need H = id >> 8 below 128; model runs go large
 OUTGOING_ID = 130      # GRIN id of the first outgoing address (secondary ones: 2 + n)
@@ -92,8 +88,7 @@ class GrinTopology(Topology):
 
     def _overlay(self, names: list[str], racks: int, servers: int, degree: int,
                  placement: str, seed: int) -> None:
-        """Cable the model's overlay (``model.grin.grin_overlay``) between ``names``."""
-        from model.grin import grin_overlay   # pure; the one definition of the cabling
+        """Cable the overlay (``topos.overlay.grin_overlay``, the model's too) between ``names``."""
         try:
             pairs = grin_overlay(racks, servers, degree, placement, seed)
         except ValueError as exc:
@@ -205,17 +200,6 @@ class GrinTopology(Topology):
             path += [*self.fabric_path(up, down), down]
         return path if path[-1] == dst else path + [dst]
 
-    def flow_capacities(self, bw: float) -> dict[tuple[str, str], float]:
-        """Payload capacity of every directed link the subflow paths use."""
-        from model.network import capacities
-        return capacities(self, bw)
-
-    def model_network(self) -> ModelNetwork:
-        """The same network in the hop-count model (``model.grin``), servers in order."""
-        from model.grin import grin_topology
-        return grin_topology(self.racks, self.servers_per_rack, self.degree,
-                             placement=self.placement, seed=self.seed)
-
     def model_index(self, server: str) -> int:
         """The model's node for ``server``."""
         return self.servers.index(server)
@@ -240,14 +224,6 @@ class GrinFatTree(GrinTopology):
 
     def fabric_path(self, up: str, down: str) -> list[str]:
         return [FABRIC]
-
-    def flow_capacities(self, bw: float) -> dict[tuple[str, str], float]:
-        caps = super().flow_capacities(bw)
-        for h in self.servers:
-            rate = caps[(h, self.access_switch(h))]
-            caps[(h, FABRIC)] = caps[(FABRIC, h)] = rate
-        return caps
-
 
 class Multihomed(GrinTopology):
     """The paper's multihoming baseline: 1 + ``extra`` ToRs per rack under one core switch,
@@ -283,20 +259,12 @@ class Multihomed(GrinTopology):
         pairs = [(names[r * servers + i], p) for (r, i, _), p in ports.items()]
         self._horizontal(names, pairs, list(ports.values()))
 
-    def model_network(self) -> ModelNetwork:
-        """Each ToR a rack of the model (servers on ToR 0, port hosts on the others) with
-        uplink servers / (1 + extra); a server's GRIN links go to its port hosts."""
-        from model.grin import GrinTopology as Model
-        s, m = self.servers_per_rack, self.extra
-        links = [(self.model_index(a), self._model_node(b)) for a, b in self.horizontal]
-        return Model(self.racks * (1 + m), s, links, tor_uplink=s / (1 + m),
-                     placement="multihomed")
-
     def model_index(self, server: str) -> int:
         i = self.servers.index(server)
         r, j = divmod(i, self.servers_per_rack)
         return r * (1 + self.extra) * self.servers_per_rack + j
 
-    def _model_node(self, port_host: str) -> int:
+    def port_host_index(self, port_host: str) -> int:
+        """The model's node for a port host: its server's, in the model rack of its ToR."""
         server, j = port_host.rsplit("p", 1)
         return self.model_index(server) + int(j) * self.servers_per_rack

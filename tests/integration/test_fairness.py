@@ -11,7 +11,8 @@ import topos
 from analysis.fairness import plot_fairness
 from experiments import fairness, traffic
 from experiments.common import validate as validate_shared
-from experiments.runfolder import RunFolder, read_csv
+from experiments.runfolder import RunFolder
+from store import read_csv
 from dataplane.shaping import LinkSpec
 from experiments.trace import trace_flow
 from routing.walk import all_paths

@@ -13,7 +13,8 @@ import topos
 from analysis.outcast import plot_outcast
 from experiments import outcast
 from experiments.common import resolve
-from experiments.runfolder import RunFolder, read_csv
+from experiments.runfolder import RunFolder
+from store import read_csv
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 

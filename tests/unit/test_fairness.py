@@ -12,7 +12,8 @@ import topos
 from analysis.fairness import core_balance, fidelity_rows, plot_fairness
 from experiments import fairness
 from experiments.common import validate as validate_shared
-from experiments.runfolder import RunFolder, read_csv
+from experiments.runfolder import RunFolder
+from store import read_csv
 from dataplane.proc import RunError
 from experiments.traffic import Flow
 

@@ -10,7 +10,7 @@ import topos
 from analysis import grin as agrin
 from experiments import cli, grin
 from model.flowmodel import goodput_capacity
-from model.grin import grin_overlay
+from model.grin import grin_overlay, network_of
 from topos.base import TopologyError
 
 
@@ -148,7 +148,7 @@ def test_grin_on_a_fat_tree_keeps_its_fabric_and_the_papers_addresses():
     u, v = "0_0_2", "0_0_3"
     assert t.subflow_path(t.outgoing[(u, v)], t.node("3_1_2").ip) == \
         [u, v, "fabric", "3_1_2"]
-    m = t.model_network()
+    m = network_of(t)
     assert (m.racks, m.servers_per_rack) == (8, 2) and m.non_blocking
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from analysis import plts
 from analysis.plts import claims, plot_plts, spread, summarize
-from experiments.runfolder import read_csv, write_csv
+from store import read_csv, write_csv
 
 COLS = ("run,scheme,recovery,src,dst,ideal_mbps,mbps,pct_ideal,model_mbps,retrans,reord_seen,"
         "dsack_dups,reordering,cpu_mean,cpu_saturated_share,emulator_loss_share").split(",")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import registry
+from store import registry
 
 REPO = Path(__file__).resolve().parents[2]
 

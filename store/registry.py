@@ -3,6 +3,8 @@
 An experiment is a module (``NAME``, ``HELP``, ``DEFAULTS``, ``QUICK``, ``add_arguments``,
 ``validate``, ``run``) and a plotter in ``analysis/`` that reads its run folders only;
 adding one is one line here (a unit test checks the README's experiment table against it).
+It lives in the store, the bottom layer, so that ``analysis`` finds a run folder's plotter
+without importing the experiments (modules are imported by name, when asked for).
 """
 from __future__ import annotations
 

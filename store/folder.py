@@ -1,0 +1,54 @@
+"""Run-folder I/O: status, CSV tables and JSON files, with one-line errors for what is not a
+run folder.  A run folder is results/<experiment>/<UTC time>-<id>/ (experiments/runfolder.py
+creates them); its status.json says whether its tables are complete."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+#: statuses a run ends with; anything else means the run is (or was, when killed) running
+FINAL = ("ok", "failed", "interrupted", "killed")
+
+
+def plottable(status: dict[str, Any]) -> bool:
+    """True when every table of the run was written (figures may be redrawn from it)."""
+    return status.get("status") in ("ok", "measured") or bool(status.get("data_complete"))
+
+
+def status_of(path: Path) -> dict[str, Any]:
+    """status.json of a run folder (raises a clear error if it is not one)."""
+    try:
+        return json.loads((Path(path) / "status.json").read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path} is not a dcrepro run folder (no status.json)") from None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of a run folder (ValueError naming the file if it is missing or broken)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not readable JSON ({type(exc).__name__})") from None
+
+
+def write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Write dict rows with the union of their keys as header, NaN as empty."""
+    rows = list(rows)
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
+                        for k, v in r.items()})
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """Rows of a CSV file as dicts of strings."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
