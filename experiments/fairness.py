@@ -12,9 +12,9 @@ scale (k=10 fat tree, 250+ servers) is reached on this machine.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,12 +26,14 @@ from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
 
+from analysis.fidelity import gap_share
+from dataplane.emulation import Emulation
+from dataplane.proc import RunError
+from dataplane.shaping import LinkSpec
+
 from .common import add_backend, add_shared, derangement, run_rng, transports
 from .runfolder import RunFolder
-from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
-from dataplane.proc import RunError
-from analysis.fidelity import gap_share
+from .sampling import Sampler
 
 from .traffic import (BASE_PORT, Flow, check_subflows, counter_delta,
                       port_counters, run_iperf)
@@ -217,40 +219,39 @@ def path_length_rows(r: int, label: str, topo: Topology) -> list[dict[str, Any]]
 
 # -- emulated backend -----------------------------------------------------------------------
 
-class CounterWindow(threading.Thread):
-    """Port counter snapshots at the start and end of the trimmed measurement window.
+@dataclass
+class CounterWindow:
+    """Port counters at the start and end of the trimmed measurement window (or why not)."""
 
-    Waits (bounded) until run_iperf has started every client (Flow.start), then snapshots at
-    max(start) + trim and min(start) + duration - trim, the window the rates are taken over.
-    """
+    before: Any = None
+    after: Any = None
+    window_s: float = 0.0
+    error: str | None = None
 
-    def __init__(self, emu: Emulation, flows: list[Flow], duration: float, trim: float) -> None:
-        super().__init__(daemon=True)
-        self.emu, self.flows, self.duration, self.trim = emu, flows, duration, trim
-        self.halt = threading.Event()
-        self.before: Any = None
-        self.after: Any = None
-        self.window_s = 0.0
-        self.error: str | None = None
 
-    def run(self) -> None:
-        try:
-            deadline = time.monotonic() + 60
-            while not all(f.start for f in self.flows):
-                if self.halt.wait(0.05) or time.monotonic() > deadline:
-                    self.error = "clients did not start"
-                    return
-            t0 = max(f.start for f in self.flows) + self.trim
-            t1 = min(f.start for f in self.flows) + self.duration - self.trim
-            if self.halt.wait(max(0.0, t0 - time.time())):
-                return
-            self.before, tb = port_counters(self.emu), time.time()
-            if self.halt.wait(max(0.0, t1 - time.time())):
-                return
-            self.after = port_counters(self.emu)
-            self.window_s = time.time() - tb
-        except Exception as exc:  # noqa: BLE001 - reported by the caller
-            self.error = f"{type(exc).__name__}: {exc}"
+def counter_sampler(emu: Emulation, flows: list[Flow], duration: float,
+                    trim: float) -> Sampler[Any]:
+    """Port counter snapshots at max(start) + trim and min(start) + duration - trim, the
+    window the rates are taken over, once run_iperf has started every client."""
+    def window() -> list[float] | None:
+        if not all(f.start for f in flows):
+            return None
+        return [max(f.start for f in flows) + trim, min(f.start for f in flows) + duration - trim]
+    return Sampler("port counter", lambda: port_counters(emu), schedule=window)
+
+
+def counter_window(sampler: Sampler[Any]) -> CounterWindow:
+    """The two snapshots of a finished counter sampler (its error kept, not raised: the
+    utilisation rows are then left out and the fact recorded)."""
+    sampler.join(timeout=30)            # the end snapshot is due before traffic ends
+    try:
+        got = sampler.stop()
+    except RunError as exc:
+        return CounterWindow(error=str(exc))
+    if len(got) < 2:
+        return CounterWindow(error="the window closed before both snapshots")
+    (t0, before), (t1, after) = got[0], got[-1]
+    return CounterWindow(before, after, t1 - t0)
 
 
 def measured_link_rows(topo: Topology, window: CounterWindow, bw: float, r: int,
@@ -322,17 +323,16 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
         timing["ping_and_config_s"] = round(time.monotonic() - t, 2)
         facts = emu.facts_dict()
         flows = [Flow(s, d) for s, d in pairs.items()]
-        window = CounterWindow(emu, flows, params["duration"], params["trim"])
-        window.start()
+        sampler = counter_sampler(emu, flows, params["duration"], params["trim"])
+        sampler.start()
         t = time.monotonic()
         try:
             meas = run_iperf(emu, flows, transport, params["duration"], params["trim"],
                              run_dir / transport, port=BASE_PORT)
         except BaseException:
-            window.halt.set()
+            sampler.stop_quietly()
             raise
-        finally:
-            window.join(timeout=30)
+        window = counter_window(sampler)
         timing["traffic_s"] = round(time.monotonic() - t, 2)
         if meas["bwm_incomplete"]:  # bwm-ng is this experiment's measurement (as the paper's)
             raise RunError(f"{label}: {meas['measurement_note']}: the bwm-ng data this "

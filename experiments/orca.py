@@ -53,7 +53,8 @@ from .common import add_backend, add_shared, run_rng
 from store import write_csv
 
 from .runfolder import RunFolder
-from .traffic import CpuSampler, port_counters
+from .sampling import cpu_sampler
+from .traffic import port_counters
 
 NAME = "orca"
 HELP = ("in-network multicast vs application-layer UDP unicast for an iterative 33-round "
@@ -260,7 +261,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
         args += ["--group", f"{GROUP}:{port}", "--ttl", "8"]
     before = port_counters(emu)
     access = topo.access_switch(src)
-    cpu = CpuSampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
+    cpu = cpu_sampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
     cpu.start()
     limit = 60 + 3 * expected_s + 2 * len(sizes)
     with emu.dequeue_gaps() as gaps:

@@ -34,7 +34,6 @@ import json
 import random
 import re
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,8 @@ from .runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError, check, in_ns, stop_process
-from .traffic import (BASE_PORT, CpuSampler, Flow, _wait_listening, counter_delta,
+from .sampling import Sampler, cpu_sampler
+from .traffic import (BASE_PORT, Flow, _wait_listening, counter_delta,
                       check_coverage, emulator_losses, iperf_window_mbps, port_counters,
                       read_report, wait_iperf,
                       write_rows)
@@ -181,20 +181,17 @@ class Group:
     senders: list[str]
 
 
-class DropSampler(threading.Thread):
-    """Every ``interval`` s: rx packets of the watched input ports, per-source delivered
-    segments at the receiver (ss segs_in), and the bottleneck pfifo's drops/backlog."""
+class DropReader:
+    """One snapshot for the outcast sampler: rx packets of the watched input ports,
+    per-source delivered segments at the receiver (ss segs_in), and the bottleneck pfifo's
+    drops/backlog."""
 
-    def __init__(self, emu: Emulation, receiver: str, bottleneck: str, groups: list[Group],
-                 interval: float) -> None:
-        super().__init__(daemon=True)
-        self.emu, self.groups, self.interval = emu, groups, interval
+    def __init__(self, emu: Emulation, receiver: str, bottleneck: str,
+                 groups: list[Group]) -> None:
+        self.groups = groups
         self.recv_pid = emu.host(receiver).pid
         self.bottleneck = bottleneck
         self.ip_of = {s: emu.topo.node(s).ip for g in groups for s in g.senders}
-        self.samples: list[dict[str, Any]] = []
-        self.error: str | None = None
-        self._halt = threading.Event()
 
     def _rx(self) -> dict[str, int]:
         return {i: int(Path(f"/sys/class/net/{i}/statistics/rx_packets").read_text())
@@ -206,7 +203,7 @@ class DropSampler(threading.Thread):
         pf = next((x for x in q if x.get("kind") == "pfifo"), {})
         return pf.get("drops", 0), pf.get("qlen", 0)
 
-    def sample(self) -> dict[str, Any]:
+    def __call__(self) -> dict[str, Any]:
         """One snapshot: the port and qdisc counters are read just before and just after
         the (slow: a process in the receiver's namespace) socket read and averaged, so all
         three refer to the same instant; otherwise packets delivered while ss runs would
@@ -223,22 +220,6 @@ class DropSampler(threading.Thread):
                 "rx": {i: (rx0[i] + rx1[i]) / 2 for i in rx0},
                 "delivered": {s: delivered.get(ip, 0) for s, ip in self.ip_of.items()},
                 "q_drops": (drops0 + drops1) / 2, "q_backlog_pkts": backlog}
-
-    def run(self) -> None:
-        try:
-            self.samples.append(self.sample())
-            while not self._halt.wait(self.interval):
-                self.samples.append(self.sample())
-        except Exception as exc:  # noqa: BLE001 - reported by stop()
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    def stop(self) -> list[dict[str, Any]]:
-        """Stop sampling; raise RunError if sampling failed."""
-        self._halt.set()
-        self.join(timeout=10)
-        if self.error:
-            raise RunError(f"drop sampler failed: {self.error}")
-        return self.samples
 
 
 def drop_rows(samples: list[dict[str, Any]], groups: list[Group], t0: float,
@@ -334,16 +315,12 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
                            "-u", "bytes", "-C", ",", "-F", str(bwm_path),
                            "-I", ",".join(sorted(set(access.values())))],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cpu = CpuSampler(out / "cpu.csv", interval=1.0)
+    cpu = cpu_sampler(out / "cpu.csv", interval=1.0)
     cpu.start()
-    drops = DropSampler(emu, receiver, _access_intf(emu, receiver), groups, interval)
+    drops = Sampler("drop", DropReader(emu, receiver, _access_intf(emu, receiver), groups),
+                    interval)
     drops.start()
-    # wait for the sampler's baseline (before any client) with a bounded poll
-    deadline = time.monotonic() + 10
-    while not drops.samples and drops.error is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if not drops.samples:
-        raise RunError(f"drop sampler did not take its baseline sample ({drops.error})")
+    drops.wait_first(10)       # the baseline, before any client
     before = port_counters(emu)
     order = senders[:]
     rng.shuffle(order)  # start order from the run's seed: no sender always starts first
@@ -371,7 +348,7 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()
-        samples = drops.stop()
+        samples = [v for _, v in drops.stop()]
         cpu_samples = cpu.stop()
         stop_process(bwm)
     emu.check_alive()

@@ -8,15 +8,15 @@ import csv
 import json
 import re
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from dataplane.emulation import Emulation
-
 from dataplane.proc import RunError, check, how_ended, in_ns, stop_process
+
+from .sampling import cpu_sampler
 
 BASE_PORT = 5201
 
@@ -33,41 +33,6 @@ class Flow:
     bwm_mbps: float = float("nan")
     retransmits: int | None = None  # segments the sender retransmitted inside the window
     subflows: list[dict[str, Any]] = field(default_factory=list)
-
-
-class CpuSampler(threading.Thread):
-    """Samples whole-machine CPU utilisation from /proc/stat once per ``interval`` seconds."""
-
-    def __init__(self, path: Path, interval: float = 1.0) -> None:
-        super().__init__(daemon=True)
-        self.path, self.interval = path, interval
-        self.samples: list[tuple[float, float]] = []
-        self._halt = threading.Event()
-
-    @staticmethod
-    def _read() -> tuple[int, int]:
-        with open("/proc/stat", encoding="ascii") as fh:
-            vals = [int(v) for v in fh.readline().split()[1:]]
-        idle = vals[3] + vals[4]
-        return sum(vals) - idle, sum(vals)
-
-    def run(self) -> None:
-        busy0, total0 = self._read()
-        while not self._halt.wait(self.interval):
-            busy, total = self._read()
-            if total > total0:
-                self.samples.append((time.time(), 100.0 * (busy - busy0) / (total - total0)))
-            busy0, total0 = busy, total
-
-    def stop(self) -> list[tuple[float, float]]:
-        """Stop sampling, write cpu.csv, return the samples."""
-        self._halt.set()
-        self.join(timeout=5)
-        with open(self.path, "w", newline="", encoding="ascii") as fh:
-            w = csv.writer(fh)
-            w.writerow(["time", "cpu_percent"])
-            w.writerows((round(t, 3), round(u, 2)) for t, u in self.samples)
-        return self.samples
 
 
 def receiver_intf(emu: Emulation, host: str) -> str:
@@ -379,7 +344,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", "500", "-T", "rate", "-u", "bytes",
                            "-C", ",", "-F", str(bwm_path), "-I", ",".join(intfs)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cpu = CpuSampler(out / "cpu.csv")
+    cpu = cpu_sampler(out / "cpu.csv")
     cpu.start()
     before = port_counters(emu)
     with emu.dequeue_gaps() as gaps:

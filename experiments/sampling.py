@@ -1,0 +1,130 @@
+"""One sampler for everything an experiment reads while its traffic runs: the machine's CPU,
+switch port counters, a bottleneck queue, sockets.  (bwm-ng, the one external sampler, is a
+process watched with the traffic: experiments/traffic.watch_once.)
+
+A ``Sampler`` calls ``read()`` in a thread, either every ``interval`` seconds or at the
+times ``schedule()`` names once they are known (a measurement window opens when the last
+client has started), and keeps ``(unix time, value)`` pairs.  Every wait is bounded.  A
+failing ``read`` ends the sampling and is kept as ``error``; ``stop()`` raises it as a
+RunError naming the sampler, so a run never ends ``ok`` on silently partial samples.
+"""
+from __future__ import annotations
+
+import csv
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Generic, TypeVar
+
+from dataplane.proc import RunError
+
+T = TypeVar("T")
+
+
+class Sampler(threading.Thread, Generic[T]):
+    """``read()`` every ``interval`` s (``first``: also at once), or at ``schedule()``'s times.
+
+    ``schedule`` returns None while the times are not known yet (polled every 50 ms for up to
+    ``schedule_timeout`` s).  ``columns`` turns a value into CSV columns for ``path``.
+    """
+
+    def __init__(self, name: str, read: Callable[[], T], interval: float | None = None,
+                 path: Path | None = None, columns: Callable[[T], dict[str, Any]] | None = None,
+                 first: bool = True, schedule: Callable[[], list[float] | None] | None = None,
+                 schedule_timeout: float = 60.0) -> None:
+        super().__init__(daemon=True, name=f"sampler-{name}")
+        if (interval is None) == (schedule is None):
+            raise ValueError("a sampler takes an interval or a schedule")
+        self.what, self.read, self.interval, self.path = name, read, interval, path
+        self.columns, self.first = columns, first
+        self.schedule, self.schedule_timeout = schedule, schedule_timeout
+        self.samples: list[tuple[float, T]] = []
+        self.error: str | None = None
+        self._halt = threading.Event()
+
+    def _take(self) -> None:
+        value = self.read()
+        self.samples.append((time.time(), value))
+
+    def _scheduled(self) -> None:
+        assert self.schedule is not None
+        deadline = time.monotonic() + self.schedule_timeout
+        while (times := self.schedule()) is None:
+            if self._halt.wait(0.05):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"its window was not known within {self.schedule_timeout:g} s")
+        for when in times:
+            if self._halt.wait(max(0.0, when - time.time())):
+                return
+            self._take()
+
+    def run(self) -> None:
+        try:
+            if self.schedule is not None:
+                self._scheduled()
+                return
+            if self.first:
+                self._take()
+            while not self._halt.wait(self.interval):
+                self._take()
+        except Exception as exc:  # noqa: BLE001 - kept, raised by stop()
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def wait_first(self, timeout: float) -> None:
+        """Return once the first sample is in (a baseline); RunError after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while not self.samples and self.error is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not self.samples:
+            raise RunError(f"{self.what} sampler took no first sample in {timeout:g} s "
+                           f"({self.error or 'no error'})")
+
+    def stop_quietly(self) -> None:
+        """Stop without raising (a run that is already failing keeps its own error)."""
+        try:
+            self.stop()
+        except RunError:
+            pass
+
+    def stop(self, timeout: float = 10.0) -> list[tuple[float, T]]:
+        """Stop, write ``path`` (time plus ``columns``), return the samples; RunError if
+        reading failed or the thread did not end."""
+        self._halt.set()
+        self.join(timeout=timeout)
+        if self.is_alive():
+            raise RunError(f"{self.what} sampler did not stop within {timeout:g} s")
+        if self.error:
+            raise RunError(f"{self.what} sampler failed: {self.error}")
+        if self.path is not None and self.columns is not None:
+            rows = [{"time": round(t, 3), **self.columns(v)} for t, v in self.samples]
+            with open(self.path, "w", newline="", encoding="ascii") as fh:
+                w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["time"])
+                w.writeheader()
+                w.writerows(rows)
+        return self.samples
+
+
+class CpuLoad:
+    """Whole-machine CPU utilisation (%) since the previous call, from /proc/stat."""
+
+    def __init__(self) -> None:
+        self._last = self._read()
+
+    @staticmethod
+    def _read() -> tuple[int, int]:
+        with open("/proc/stat", encoding="ascii") as fh:
+            vals = [int(v) for v in fh.readline().split()[1:]]
+        idle = vals[3] + vals[4]
+        return sum(vals) - idle, sum(vals)
+
+    def __call__(self) -> float:
+        (busy0, total0), (busy, total) = self._last, self._read()
+        self._last = (busy, total)
+        return 100.0 * (busy - busy0) / max(1, total - total0)
+
+
+def cpu_sampler(path: Path, interval: float = 1.0) -> Sampler[float]:
+    """The machine's CPU every ``interval`` s into ``path`` (time, cpu_percent)."""
+    return Sampler("CPU", CpuLoad(), interval, path,
+                   columns=lambda u: {"cpu_percent": round(u, 2)}, first=False)
