@@ -8,13 +8,14 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-
-from topos.spec import SpecError
+from typing import Any
 
 from store.registry import EXPERIMENTS
 from store.registry import module as _module
+from topos.spec import SpecError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,11 +242,19 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                                                 "differences": diff})
 
 
-def _execute(mod: ModuleType, params: dict, out: Path, **extra: object) -> int:
-    """Run a validated experiment in a new run folder under ``out``; exit code."""
+def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: object) -> int:
+    """Run a validated experiment in a new run folder under ``out``; exit code.  The run
+    gets its parameters typed and frozen (experiments/params.py), whoever resolved them:
+    flags, a sweep manifest line or a rerun's config.json."""
     from dataplane.proc import RunError, exit_code
 
+    from .params import typed
     from .runfolder import RunFolder, mark_killed_runs
+    try:
+        params = typed(mod, values)
+    except ValueError as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
     if params.get("backend", "emulated") == "emulated" and os.geteuid() != 0:
         print("dcrepro: error: emulated runs need root (sudo .venv/bin/dcrepro ...)",
               file=sys.stderr)
@@ -253,7 +262,7 @@ def _execute(mod: ModuleType, params: dict, out: Path, **extra: object) -> int:
     if os.geteuid() == 0:
         for line in mark_killed_runs():
             print(f"dcrepro: {line}", file=sys.stderr)
-    folder = RunFolder(out, mod.NAME, params)
+    folder = RunFolder(out, mod.NAME, dict(params))
     if extra:
         folder.config.update(extra)
         folder.write_config()

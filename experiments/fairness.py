@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "backend": "emulated", "grow": None, "extra_servers": 0.0, "aggregate": "auto",
     "bw": 15.0, "queue": 100, "duration": 60.0, "trim": 5.0, "runs": 8, "seed": 1,
     "transport": "mptcp", "subflows": 8, "cc": "cubic", "dataplane": "auto"}
+TYPES: dict[str, type] = {"grow": int}     # the parameters that default to None
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64

@@ -61,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "flows": "2,6,12", "bw": 10.0, "queue": 20, "duration": 60.0, "trim": 5.0, "runs": 3,
     "seed": 1, "cc": "reno", "rto_min": None, "interval": 0.5,
     "dataplane": "auto"}
+TYPES: dict[str, type] = {"rto_min": str}     # the parameters that default to None
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
 ROUTING = "st"  # a line has one path; st is the plain destination-based plan
 

@@ -35,6 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "duration": 60.0, "trim": 5.0, "runs": 3, "seed": 1, "cc": "reno", "rto_min": None,
     "dataplane": "auto",
     "interval": 0.5}
+TYPES: dict[str, type] = {"rto_min": str}     # the parameters that default to None
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
 
 
