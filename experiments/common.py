@@ -74,7 +74,7 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
 def validate(params: dict[str, Any]) -> None:
     """Raise ValueError (one line, for the user) on any bad value, before anything is built."""
     if "topo" in params:
-        topos.parse(params["topo"])
+        topos.build(params["topo"])   # built, not only parsed: too few hosts is bad input
     if "routing" in params:
         routing.parse(params["routing"])
     if "bw" in params or "queue" in params:

@@ -230,7 +230,8 @@ class Topology:
     def validate(self) -> None:
         """Raise TopologyError unless every host reaches every other host."""
         if len(self.hosts()) < 2:
-            raise TopologyError("a topology needs at least two hosts")
+            raise TopologyError(f"{self.spec or type(self).__name__}: a topology needs at least "
+                                "two hosts")
         if not nx.is_connected(self.graph()):
             raise TopologyError(f"{self.spec or type(self).__name__}: network is disconnected")
 
