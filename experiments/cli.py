@@ -397,7 +397,12 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "collect":
         return cmd_collect(args)
     if args.command == "plot":
-        return _plot(Path(args.run_dir))
+        where = Path(args.run_dir)
+        if not (where / "status.json").is_file():     # bad input, not a failed drawing
+            print(f"dcrepro: error: {where} is not a dcrepro run folder (no status.json)",
+                  file=sys.stderr)
+            return 2
+        return _plot(where)
     if args.command == "clean":
         return cmd_clean(args)
     if args.command == "calibrate":

@@ -75,3 +75,35 @@ def test_unwritable_out_is_one_line(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "--out" in p.stderr and "cannot create it" in p.stderr
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["run", "outcast", "--rto-min", "fast"], "--rto-min must look like 2ms"),
+    (["run", "outcast-fattree", "--receiver", "9_9_9"], "is not a host of fattree,k=4"),
+    (["run", "outcast-fattree", "--routing", "ksp,k=0"], "k=0 is invalid"),
+    (["run", "fairness", "--jellyfish", "nope"], "unknown topology 'nope'"),
+    (["run", "fairness", "--extra-servers", "-1"], "--extra-servers must be a fraction"),
+    (["run", "plts", "--schemes", "ecmp,foo"], "--schemes 'ecmp,foo'"),
+    (["run", "orca", "--pace", "2"], "--pace must be in [0, 1]"),
+    (["run", "orca", "--workloads", "1,x"], "--workloads '1,x'"),
+    (["run", "grin", "--degrees", "1,2"], "--degrees must include 0"),
+    (["run", "grin", "--multihomed", "9"], "upstream MPTCP opens at most 9"),
+    (["run", "grin", "--base", "fattree"], "--multihomed needs --base racks"),
+    (["run", "permutation", "--topo", "jellyfish,switches=2,ports=2,hosts=1"],
+     "a topology needs at least two hosts"),
+    (["sweep", "grin", "--backend", "model", "--grid", "nosuch=1"], "unknown parameter"),
+    (["sweep", "grin", "--backend", "model", "--grid", "bw=fast"], "is not a float"),
+])
+def test_every_experiment_rejects_bad_values_before_building(args, msg, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", *args, "--out",
+                        str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert not any(tmp_path.iterdir()), "nothing may be created for a rejected run"
+
+
+@pytest.mark.parametrize("args", [["rerun", "/nonexistent"], ["plot", "/nonexistent"]])
+def test_a_folder_that_is_not_a_run_is_bad_input(args):
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", *args],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
