@@ -240,6 +240,13 @@ def finish(sweep_dir: Path, lines: list[dict[str, Any]], say: Callable[[str], No
         return 2
     say(f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "") + (
         f"; not complete: {', '.join(missing)}" if missing else ""))
+    from analysis.sweep import plot_sweep
+    try:
+        for fig in plot_sweep(sweep_dir, list(lines[0]["values"]) if lines else []):
+            say(f"figure: {fig}")
+    except (ValueError, OSError) as exc:
+        say(f"the comparison figure could not be drawn: {exc}")
+        return code or 1
     return (code or 1) if missing else 0
 
 
