@@ -42,9 +42,13 @@ Capacities = Mapping[Hashable, float]
 # its capacity: the water level is computed in floating point, so demanding an
 # exact zero would miss links that are full up to rounding.
 _SAT_RTOL = 1e-10
-# Frozen connection rates are re-imposed slightly relaxed in later LPs so that
-# rounding in HiGHS' answer can never make the next LP infeasible.
-_FREEZE_RELAX = 1e-9
+# Frozen connection rates (and the level a check LP must keep) are re-imposed
+# slightly relaxed so that rounding in HiGHS' answer can never make the next LP
+# infeasible.  HiGHS' feasibility tolerance is 1e-7 absolute, and interior point
+# without crossover is only feasible to ~1e-7 relative: a 1e-9 relaxation once
+# made a check LP "infeasible" (a 20-switch Jellyfish, 114 traced subflows, level
+# at a full 15 Mb/s link; tests/data/aggregate_lp_regression.json).
+_FREEZE_RELAX = {False: 1e-8, True: 1e-7}
 # Duals below this fraction of the largest are treated as zero (they sum to 1
 # over the unfrozen connections; interior-point duals of unblocked connections
 # are small but not zero).
@@ -282,6 +286,7 @@ def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarra
         (np.ones(n_vars), (var_owner, np.arange(n_vars))), shape=(n, n_vars)
     )
     link_block = sp.hstack([A_link, sp.csr_matrix((m, 1))])
+    ipm = _big(link_block, S)   # decided once: the relaxation below depends on it
     frozen = unbounded.copy()
     while not frozen.all():
         open_ = np.flatnonzero(~frozen)
@@ -293,12 +298,11 @@ def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarra
         b = [b_link, np.zeros(len(open_))]
         if len(done):
             rows.append(sp.hstack([-S[done], sp.csr_matrix((len(done), 1))]))
-            b.append(-rates[done] * (1 - _FREEZE_RELAX))
+            b.append(-rates[done] * (1 - _FREEZE_RELAX[ipm]))
         A = sp.vstack(rows, format="csr")
         b = np.concatenate(b)
         c = np.zeros(n_vars + 1)
         c[-1] = -1.0  # maximise the common level t
-        ipm = _big(A)
         res = _solve_lp(c, A, b, ipm=ipm)
         if res.status == 3:  # cannot happen: every open connection crosses a finite link
             raise RuntimeError("aggregate max-min LP unbounded")
@@ -337,7 +341,8 @@ def _blocked(
     # survives, connections are tested one by one in order of decreasing y.
     cand = y > _DUAL_RTOL * max(float(y.max()), 0.0)
     # Rows: links; -s_i <= -level for open i; -s_i <= -r_i for frozen i.
-    floor = np.concatenate([np.full(len(open_), level), rates[done]]) * (1 - _FREEZE_RELAX)
+    floor = np.concatenate([np.full(len(open_), level), rates[done]]) * \
+        (1 - _FREEZE_RELAX[ipm])
     A = sp.vstack([A_link, -S[open_], -S[done]], format="csr")
     b = np.concatenate([b_link, -floor])
     S_open = S[open_]

@@ -383,3 +383,20 @@ def test_aggregate_is_leximin_optimal():
                                      b_ub=np.r_[b, -floor], method="highs")
         assert res.status == 0
         assert -res.fun <= rates[j] + 2e-6
+
+
+def test_aggregate_rates_survive_a_level_at_a_full_link():
+    """A fairness run's traced subflows (tests/data) once made progressive filling's check
+    LP infeasible: the frozen level was re-imposed with too little slack for HiGHS."""
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).parents[1] / "data" /
+                    "aggregate_lp_regression.json").read_text())
+    caps = {(u, v): c for u, v, c in d["capacities"]}
+    flows = [[[tuple(link) for link in p] for p in f] for f in d["flows"]]
+    agg = connection_rates(caps, flows, mode="aggregate")
+    ind = connection_rates(caps, flows, mode="independent")
+    assert len(agg) == 16 and (agg > 0).all()
+    # both allocations fit the links and neither beats the other on the total by much
+    assert agg.sum() == pytest.approx(ind.sum(), rel=0.25)
+    assert agg.min() >= ind.min() - 1e-6        # aggregate max-min lifts the worst off
