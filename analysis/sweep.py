@@ -84,8 +84,10 @@ def plot_sweep(sweep_dir: Path, grid: list[str], title: str = "") -> list[Path]:
     if not rows or not cols:
         return []
     keys = row_keys(rows, grid)
-    points = list(dict.fromkeys(_point(r, grid) for r in rows))
-    kinds = list(dict.fromkeys(identity(r, grid, keys) for r in rows))
+    at = [_point(r, grid) for r in rows]
+    who = [identity(r, grid, keys) for r in rows]
+    points = list(dict.fromkeys(at))
+    kinds = list(dict.fromkeys(who))
     n = len(cols)
     ncols = 2 if n > 1 else 1
     nrows = (n + ncols - 1) // ncols
@@ -94,11 +96,11 @@ def plot_sweep(sweep_dir: Path, grid: list[str], title: str = "") -> list[Path]:
     for ax, col in zip(axes.flat, cols):
         for i, kind in enumerate(kinds):
             xs, ys = [], []
-            for r in rows:
+            for r, point, name in zip(rows, at, who):
                 v = _num(r.get(col, ""))
-                if v is None or identity(r, grid, keys) != kind:
+                if v is None or name != kind:
                     continue
-                xs.append(points.index(_point(r, grid)))
+                xs.append(points.index(point))
                 ys.append(v)
             # a line per row identity: how it moves across the grid
             ax.plot(xs, ys, "o-", color=f"C{i % 10}", ms=4, lw=0.8, alpha=0.8,

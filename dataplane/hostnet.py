@@ -145,10 +145,8 @@ def grin_mptcp_endpoints(topo: Topology, host_pids: dict[str, int]) -> dict[str,
     links: star 14.5 Mb/s over 3 subflows, mesh 18.7 Mb/s over 4, of 19.1 possible).
     """
     mesh = topo.full_mesh()
-    limit = min(8, 2 * max(len(topo.faces(h)) for h in host_pids))
+    limit = 8 if mesh else min(8, 2 * max(len(topo.faces(h)) for h in host_pids))
     flags = "subflow fullmesh" if mesh else "subflow"
-    if mesh:
-        limit = 8
     for h, pid in host_pids.items():
         # A client's path manager takes one ADD_ADDR at a time: one arriving while it still
         # handles the previous is dropped unechoed (MIB AddAddrDrop), and the server

@@ -134,6 +134,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Validate every grid point first, write the manifest, run what is not complete."""
     from .common import resolve, validate
     from .launch import Options, check_engine, launch
+    from .params import param_types
     from .sweep import parse_grid, points, run_sweep, state, write_manifest
     mod = _module(args.experiment)
     opts = Options(hosts=Path(args.hosts) if args.hosts else None, retries=args.retries,
@@ -141,7 +142,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    mixed=args.mixed, with_invalid=args.with_invalid)
     try:
         base = resolve(args, mod.DEFAULTS, mod.QUICK)
-        grid = parse_grid(args.grid, mod.DEFAULTS)
+        grid = parse_grid(args.grid, mod.DEFAULTS, param_types(mod))
         pts = points(base, grid)
         for p in pts:
             validate(p["params"])
@@ -176,7 +177,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_collect(args: argparse.Namespace) -> int:
     """summary.csv of a sweep folder (wherever its runs were made): 0 when every run is
     complete, 1 when some are not (summary of the rest), 2 when refused."""
-    from .sweep import read_manifest, state, write_summary
+    from .sweep import read_manifest, summary_line, write_summary
     sweep_dir = Path(args.sweep_dir)
     try:
         _, lines = read_manifest(sweep_dir / "manifest.jsonl")
@@ -184,22 +185,19 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
-    missing = [x["label"] for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
-    print(f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "")
-          + (f"; not complete: {', '.join(missing)}" if missing else ""))
+    line, missing = summary_line(sweep_dir, lines, note)
+    print(line)
     return 1 if missing else 0
 
 
 def cmd_run_one(args: argparse.Namespace) -> int:
     """One manifest line: 0 at once when complete, else run it and move it into place."""
     from .common import validate
-    from .sweep import BUSY, read_manifest, run_one
+    from .sweep import BUSY, check_code, read_manifest, run_one
     path = Path(args.manifest)
     try:
         header, lines = read_manifest(path)
-        if header["code"] != _code_version():
-            raise ValueError(f"{path} was planned with code {header['code']}, this is "
-                             f"{_code_version()}")
+        check_code(header, path, _code_version())
         line = next((x for x in lines if x["run_id"] == args.run_id), None)
         if line is None:
             raise ValueError(f"{path}: no run {args.run_id!r}")

@@ -42,7 +42,7 @@ from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity, maxmin_rates
 from model.grin import (GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, network_of,
                         subflow_capacities, traffic)
-from topos.grin import GrinTopology, Multihomed
+from topos.grin import FABRIC, GrinTopology, Multihomed
 
 from .common import add_backend, add_shared, run_rng
 from store import write_csv
@@ -164,11 +164,6 @@ def validate(params: dict[str, Any]) -> None:
                          "most 9 (degree <= 4)")
 
 
-def designed_subflows(topo: GrinTopology, src: str, dst: str) -> list[tuple[str, str]]:
-    """The subflows a connection is set up to open (``GrinTopology.designed_subflows``)."""
-    return topo.designed_subflows(src, dst)
-
-
 def maxmin_mbps(topo: GrinTopology, bw: float,
                 subflows: dict[str, list[tuple[str, str]]]) -> dict[str, float]:
     """Per connection: the sum of max-min fair rates of independent subflows (Mb/s)."""
@@ -196,7 +191,7 @@ def h1_optimum_mbps(topo: GrinTopology, bw: float, pairs: list[tuple[str, str]])
 def uses_horizontal(topo: GrinTopology, src_ip: str, dst_ip: str) -> bool:
     """Whether a subflow crosses a horizontal link (another host on its path)."""
     inner = topo.subflow_path(src_ip, dst_ip)[1:-1]
-    return any(n in topo.hosts() for n in inner) or len(inner) == 0
+    return not inner or any(n != FABRIC and not topo.is_switch(n) for n in inner)
 
 
 def _subflow_key(s: dict[str, Any]) -> tuple[str, str]:
@@ -220,7 +215,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
             for net, net_spec in networks(params):
                 topo = topos.build(net_spec)
                 assert isinstance(topo, GrinTopology)
-                designed = {f"{s}->{t}": designed_subflows(topo, s, t) for s, t in pairs}
+                designed = {f"{s}->{t}": topo.designed_subflows(s, t) for s, t in pairs}
                 base_row = {"run": r, "active_pct": pct, "active": len(act), "network": net,
                             "degree": "" if isinstance(topo, Multihomed) else topo.degree,
                             "pattern": params["pattern"],

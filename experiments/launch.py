@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .sweep import Progress, _eta, finish, read_manifest, state
+from .sweep import Progress, _eta, check_code, finish, read_manifest, state, todo
 
 ENGINES = ("local", "parallel", "slurm")
 #: seconds between looks at the sweep folder (progress) and at Slurm's queue
@@ -59,11 +59,6 @@ def dcrepro_command() -> list[str]:
 def runone_command(manifest: Path, dcrepro: list[str] | None = None) -> list[str]:
     """``dcrepro run-one /abs/MANIFEST`` (the run id is appended by the engine)."""
     return [*(dcrepro or dcrepro_command()), "run-one", str(manifest.resolve())]
-
-
-def todo(sweep_dir: Path, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Manifest minus complete: missing and invalid runs, in manifest order."""
-    return [x for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
 
 
 def write_ids(sweep_dir: Path, lines: list[dict[str, Any]]) -> Path:
@@ -293,9 +288,10 @@ def launch(engine: str, manifest: Path, code: str, opts: Options,
     slurm), wait for them, collect.  Exit code as ``sweep.finish``; 2 (one line, nothing
     started) if the manifest was planned with code other than ``code``."""
     header, lines = read_manifest(manifest)
-    if header["code"] != code:
-        print(f"dcrepro: error: {manifest} was planned with code {header['code']}, this is "
-              f"{code}", file=sys.stderr)
+    try:
+        check_code(header, manifest, code)
+    except ValueError as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
     sweep_dir = manifest.parent
     say = Progress(sweep_dir)

@@ -38,9 +38,12 @@ class Params(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._names())
 
+    #: the field names, set once when the class is made (params_class)
+    NAMES: tuple[str, ...] = ()
+
     @classmethod
     def _names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        return cls.NAMES
 
 
 _CLASSES: dict[str, type[Params]] = {}
@@ -72,7 +75,8 @@ def params_class(mod: ModuleType) -> type[Params]:
                    dataclasses.field(default=defaults[n])) for n, t in types.items()]
         cls = dataclasses.make_dataclass(
             "".join(w.capitalize() for w in mod.NAME.replace("-", "_").split("_")) + "Params",
-            fields, bases=(Params,), frozen=True, namespace={"experiment": mod.NAME})
+            fields, bases=(Params,), frozen=True,
+            namespace={"experiment": mod.NAME, "NAMES": tuple(types)})
         _CLASSES[mod.NAME] = cls
     return _CLASSES[mod.NAME]
 

@@ -41,10 +41,12 @@ class Sampler(threading.Thread, Generic[T]):
         self.samples: list[tuple[float, T]] = []
         self.error: str | None = None
         self._halt = threading.Event()
+        self._first = threading.Event()     # set by the first sample, an error or the end
 
     def _take(self) -> None:
         value = self.read()
         self.samples.append((time.time(), value))
+        self._first.set()
 
     def _scheduled(self) -> None:
         assert self.schedule is not None
@@ -70,12 +72,12 @@ class Sampler(threading.Thread, Generic[T]):
                 self._take()
         except Exception as exc:  # noqa: BLE001 - kept, raised by stop()
             self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._first.set()
 
     def wait_first(self, timeout: float) -> None:
         """Return once the first sample is in (a baseline); RunError after ``timeout`` s."""
-        deadline = time.monotonic() + timeout
-        while not self.samples and self.error is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self._first.wait(timeout)
         if not self.samples:
             raise RunError(f"{self.what} sampler took no first sample in {timeout:g} s "
                            f"({self.error or 'no error'})")

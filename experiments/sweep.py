@@ -43,8 +43,10 @@ from store import read_csv, status_of, write_csv
 BUSY = 75
 
 
-def parse_grid(items: list[str], defaults: dict[str, Any]) -> dict[str, list[Any]]:
-    """``--grid key=v1/v2`` items (repeatable) -> key -> values, typed like the default."""
+def parse_grid(items: list[str], defaults: dict[str, Any],
+               types: dict[str, type] | None = None) -> dict[str, list[Any]]:
+    """``--grid key=v1/v2`` items (repeatable) -> key -> values, typed like the default (or
+    as ``types`` says: experiments.params.param_types knows the None defaults' types)."""
     grid: dict[str, list[Any]] = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -54,7 +56,7 @@ def parse_grid(items: list[str], defaults: dict[str, Any]) -> dict[str, list[Any
         if key not in defaults:
             raise ValueError(f"--grid {item!r}: unknown parameter {key!r} (one of "
                              f"{', '.join(sorted(defaults))})")
-        kind = type(defaults[key])
+        kind = types[key] if types else type(defaults[key])
         for raw in text.split("/"):
             try:
                 value = kind(raw) if kind is not bool else raw.lower() in ("1", "true")
@@ -134,6 +136,24 @@ def read_manifest(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return header, lines
 
 
+def check_code(header: dict[str, Any], path: Path, code: str) -> None:
+    """ValueError (one line) unless the manifest at ``path`` was planned with ``code``."""
+    if header["code"] != code:
+        raise ValueError(f"{path} was planned with code {header['code']}, this is {code}")
+
+
+def todo(sweep_dir: Path, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Manifest minus complete: missing and invalid runs, in manifest order."""
+    return [x for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
+
+
+def summary_line(sweep_dir: Path, lines: list[dict[str, Any]], note: str) -> tuple[str, bool]:
+    """The line that reports summary.csv, and whether some run is not complete."""
+    missing = [x["label"] for x in todo(sweep_dir, lines)]
+    return (f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "")
+            + (f"; not complete: {', '.join(missing)}" if missing else "")), bool(missing)
+
+
 def state(sweep_dir: Path, rid: str) -> str:
     """complete | invalid | missing."""
     if (sweep_dir / "runs" / rid).is_dir():
@@ -206,18 +226,19 @@ def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
     """The local launcher: run_one for every run that is not complete, in order; stop at an
     interrupted one (exit 130/143), go on after a failed one.  0 when all are complete."""
     say = Progress(sweep_dir)
-    todo = [x for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
-    say(f"{len(lines)} runs, {len(lines) - len(todo)} already complete, {len(todo)} to run")
+    pending = todo(sweep_dir, lines)
+    say(f"{len(lines)} runs, {len(lines) - len(pending)} already complete, "
+        f"{len(pending)} to run")
     code, spent = 0, []
     try:
-        for n, x in enumerate(todo, start=1):
-            eta = (f", ETA {_eta(sum(spent) / len(spent) * (len(todo) - n + 1))}"
+        for n, x in enumerate(pending, start=1):
+            eta = (f", ETA {_eta(sum(spent) / len(spent) * (len(pending) - n + 1))}"
                    if spent else "")
-            say(f"[{n}/{len(todo)}] {x['label']} ({x['run_id']}){eta}")
+            say(f"[{n}/{len(pending)}] {x['label']} ({x['run_id']}){eta}")
             t0 = time.monotonic()
             rc, what = run_one(sweep_dir, x, experiment, execute)
             spent.append(time.monotonic() - t0)
-            say(f"[{n}/{len(todo)}] {x['label']}: {what} in {spent[-1]:.0f} s")
+            say(f"[{n}/{len(pending)}] {x['label']}: {what} in {spent[-1]:.0f} s")
             if rc != 0:
                 code = code or rc
                 if rc >= 128:
@@ -232,14 +253,13 @@ def finish(sweep_dir: Path, lines: list[dict[str, Any]], say: Callable[[str], No
            code: int = 0, mixed: bool = False, with_invalid: bool = False) -> int:
     """After any launcher: the summary and what is not complete.  0 when every run is
     complete and summarised, 2 when the summary is refused, else the launcher's code or 1."""
-    missing = [x["label"] for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
     try:
         note = write_summary(sweep_dir, lines, mixed=mixed, with_invalid=with_invalid)
     except ValueError as exc:
         say(f"no summary: {exc}")
         return 2
-    say(f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "") + (
-        f"; not complete: {', '.join(missing)}" if missing else ""))
+    line, missing = summary_line(sweep_dir, lines, note)
+    say(line)
     from analysis.sweep import plot_sweep
     try:
         for fig in plot_sweep(sweep_dir, list(lines[0]["values"]) if lines else []):
@@ -286,18 +306,18 @@ def fingerprint_of(run_dir: Path) -> dict[str, Any]:
     return {k: fp.get(k, "unknown") for k in ("host", *COMPARED)}
 
 
-def machine_differences(fps: dict[str, dict[str, Any]], skip: set[str]) -> list[str]:
-    """One line per fingerprint field whose value is not the same for every run, most
-    common value first: 'cpu_model differs: A (3 runs) vs B (1 run)'.  ``skip``: fields
-    that are grid parameters (different on purpose)."""
-    out = []
+def machine_differences(fps: dict[str, dict[str, Any]], skip: set[str]) -> dict[str, str]:
+    """Fingerprint field -> one line, for every field whose value is not the same for every
+    run, most common value first: 'cpu_model differs: A (3 runs) vs B (1 run)'.  ``skip``:
+    fields that are grid parameters (different on purpose)."""
+    out = {}
     for key in COMPARED:
         if key in skip:
             continue
         counts = Counter(str(fp[key]) for fp in fps.values())
         if len(counts) > 1:
-            out.append(f"{key} differs: " + " vs ".join(
-                f"{v} ({n} run{'s' if n > 1 else ''})" for v, n in counts.most_common()))
+            out[key] = f"{key} differs: " + " vs ".join(
+                f"{v} ({n} run{'s' if n > 1 else ''})" for v, n in counts.most_common())
     return out
 
 
@@ -325,21 +345,19 @@ def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = Fa
     diff = machine_differences(fps, grid_keys)
     if diff and not mixed:
         (sweep_dir / "summary.csv").unlink(missing_ok=True)
-        raise ValueError("; ".join(diff) + "; pass --mixed to accept")
-    differing = [k for k in COMPARED if k not in grid_keys
-                 and len({str(fp[k]) for fp in fps.values()}) > 1]
+        raise ValueError("; ".join(diff.values()) + "; pass --mixed to accept")
     rows: list[dict[str, Any]] = []
     for x, folder, why in runs:
         head = {**x["values"], "run_id": x["run_id"]}
         if with_invalid:
             head["invalid"] = why
-        head.update({f"machine_{k}": fps[str(folder)][k] for k in differing})
+        head.update({f"machine_{k}": fps[str(folder)][k] for k in diff})
         summary = folder / "summary.csv"
         rows += [{**head, **r} for r in read_csv(summary)] if summary.exists() else [head]
     write_csv(sweep_dir / "summary.csv", rows)
     notes = []
-    if differing:
-        notes.append("mixed machines: " + "; ".join(diff))
+    if diff:
+        notes.append("mixed machines: " + "; ".join(diff.values()))
     if invalid:
         notes.append(f"{invalid} invalid run{'s' if invalid > 1 else ''} "
                      + ("included, marked in column invalid" if with_invalid else

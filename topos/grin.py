@@ -116,6 +116,11 @@ class GrinTopology(Topology):
             for n, t in enumerate(self.neighbours(s)):
                 self.secondary[(t, s)] = f"{prefix}.{2 + n}"
                 self.outgoing[(t, s)] = f"{prefix}.{OUTGOING_ID + n}"
+        # looked up for every subflow path: built once, the network being complete now
+        self._by_id = self.hosts()
+        self._holders = {self.node(h).ip: h for h in self._by_id}
+        self._holders.update({ip: t for (t, _), ips in self.horizontal_addresses().items()
+                              for ip in ips})
 
     # -- the overlay's addressing ---------------------------------------------------------
     def neighbours(self, host: str) -> list[str]:
@@ -134,9 +139,9 @@ class GrinTopology(Topology):
         """The host whose prefix holds ``ip`` (where the fabric delivers it)."""
         a, b, c, _ = (int(x) for x in ip.split("."))
         sid = (b << 8) | c
-        if a != 10 or not 1 <= sid <= len(self.hosts()):
+        if a != 10 or not 1 <= sid <= len(self._by_id):
             raise TopologyError(f"{ip} is not a GRIN address of {self.spec}")
-        return self.hosts()[sid - 1]
+        return self._by_id[sid - 1]
 
     def outgoing_addresses(self, host: str) -> list[str]:
         """The outgoing address of each addressed horizontal link, in port order."""
@@ -148,13 +153,10 @@ class GrinTopology(Topology):
 
     def holder(self, ip: str) -> str:
         """The host that has ``ip`` on one of its interfaces."""
-        for (t, _), addrs in self.horizontal_addresses().items():
-            if ip in addrs:
-                return t
-        owner = self.owner(ip)
-        if self.node(owner).ip != ip:
-            raise TopologyError(f"{ip} is not assigned in {self.spec}")
-        return owner
+        if ip in self._holders:
+            return self._holders[ip]
+        self.owner(ip)          # an address outside every server's prefix says so
+        raise TopologyError(f"{ip} is not assigned in {self.spec}")
 
     def full_mesh(self) -> bool:
         """Whether every connection can open the full mesh of its addresses: one subflow

@@ -62,7 +62,7 @@ def test_subflow_paths_take_one_horizontal_hop_at_each_end():
 
 def test_designed_subflows_one_per_horizontal_link_plus_the_direct_one():
     t = topos.build("grin,racks=2,servers=4,degree=3")
-    subs = grin.designed_subflows(t, "r0s0", "r1s2")
+    subs = t.designed_subflows("r0s0", "r1s2")
     assert not t.full_mesh()                       # 16 would exceed upstream's 9
     assert len(subs) == 1 + 3 + 3 and len(set(subs)) == len(subs)
     assert subs[0] == (t.node("r0s0").ip, t.node("r1s2").ip)
@@ -74,7 +74,7 @@ def test_full_mesh_where_it_fits_and_its_model():
     the full mesh's four reach the h1 optimum, 2."""
     t = topos.build("grin,racks=2,servers=4,degree=1,seed=0")
     u, far = "r0s0", "r1s0"
-    subs = grin.designed_subflows(t, u, far)
+    subs = t.designed_subflows(u, far)
     assert t.full_mesh() and len(subs) == 4 == len(set(subs))
     assert {a for a, _ in subs} == {t.node(u).ip, *t.outgoing_addresses(u)}
     assert {b for _, b in subs} == set(t.addresses(far))
@@ -89,7 +89,7 @@ def test_hand_solved_pair_of_neighbours():
     horizontal ones share the link: 2 links' worth, by max-min and by the h1 optimum."""
     params = {**grin.DEFAULTS, "racks": 1, "servers": 2, "degrees": "0,1", "seed": 0}
     t = topos.build(grin.spec(params, 1))
-    subs = {"u->t": grin.designed_subflows(t, "r0s0", "r0s1")}
+    subs = {"u->t": t.designed_subflows("r0s0", "r0s1")}
     cap = goodput_capacity(10.0)
     assert grin.maxmin_mbps(t, 10.0, subs)["u->t"] == pytest.approx(2 * cap)
     pair = [("r0s0", "r0s1")]
@@ -109,7 +109,7 @@ def test_multihomed_baseline_divides_the_rack_uplinks_over_its_tors():
     assert t.access_switch(u) == "t0_0" and t.port(u, "t0_0") == 0
     assert [t.access_switch(p) for p in t.neighbours(u)] == ["t0_1", "t0_2"]
     assert t.faces(t.neighbours(u)[0]) == []          # port hosts are never endpoints
-    subs = grin.designed_subflows(t, u, "r1s1")
+    subs = t.designed_subflows(u, "r1s1")
     assert t.full_mesh() and len(subs) == 9 == len(set(subs))   # 3 NICs x 3 NICs
     # the extra NIC j leaves through ToR j of its rack
     assert t.subflow_path(t.outgoing_addresses(u)[1], t.node("r1s1").ip) == \
@@ -130,7 +130,7 @@ def test_multihomed_bounds_hand_solved():
     two = [("r0s0", "r1s0"), ("r0s1", "r1s1")]
     assert grin.h1_optimum_mbps(t, 10.0, one) == pytest.approx(2 * cap)
     assert grin.h1_optimum_mbps(t, 10.0, two) == pytest.approx(cap)
-    subs = {f"{s}->{d}": grin.designed_subflows(t, s, d) for s, d in one}
+    subs = {f"{s}->{d}": t.designed_subflows(s, d) for s, d in one}
     # the full mesh (NIC i -> NIC j) fills both NICs even with uncoupled subflows
     assert grin.maxmin_mbps(t, 10.0, subs)["r0s0->r1s0"] == pytest.approx(2 * cap)
 
