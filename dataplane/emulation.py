@@ -26,7 +26,8 @@ from topos.base import Topology
 
 from . import hostnet, shaping
 from .base import Dataplane, make
-from .proc import RunError, check, in_ns, pid_alive, signals_deferred, stop_all
+from .proc import (RunError, check, in_ns, kill_namespace_strays, pid_alive, signals_deferred,
+                   stop_all)
 from .registry import BPFFS_DIR, STATE_DIR, Registry, clean_all, clean_state
 from .shaping import LinkSpec
 from .sysinfo import read_sysctl
@@ -359,37 +360,10 @@ class Emulation:
             self.facts.teardown_s = round(time.monotonic() - t0, 3)
 
     def _stop_strays(self) -> list[str]:
-        """SIGKILL every process in a host's network namespace other than its Mininet shell.
-
-        The namespaces are this run's own, so whatever runs in them is ours: a process whose
-        start was cut short before it was recorded, or a grandchild that left its group.
-        Returns "pid command" of each one stopped.
-        """
+        """SIGKILL every process in a host's network namespace other than its Mininet shell
+        (proc.kill_namespace_strays); returns "pid command" of each one stopped."""
         shells = {h.shell.pid for h in self.net.hosts if h.shell is not None}
-        hosts = [[str(h.pid)] for h in self.net.hosts]
-        spaces = set()
-        for h in self.net.hosts:
-            try:
-                spaces.add(os.readlink(f"/proc/{h.pid}/ns/net"))
-            except OSError:
-                pass
-        stray = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in shells or int(entry) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    argv = fh.read().decode(errors="replace").split("\0")
-                # (an mnexec that has not entered the namespace yet counts too)
-                if os.readlink(f"/proc/{entry}/ns/net") not in spaces and not (
-                        argv[:2] == ["mnexec", "-a"] and argv[2:3] in hosts):
-                    continue
-                cmd = " ".join(argv).strip()
-                os.kill(int(entry), signal.SIGKILL)
-            except (OSError, ProcessLookupError):
-                continue          # it ended meanwhile
-            stray.append(f"{entry} {cmd[:80]}")
-        return stray
+        return kill_namespace_strays([h.pid for h in self.net.hosts], shells)
 
     def _stop_links(self) -> None:
         """Every link at once: the run's link group (deleting one veth end removes its peer).

@@ -105,6 +105,47 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def kill_namespace_strays(owners: list[int], spare: set[int]) -> list[str]:
+    """SIGKILL every process in the network namespaces of ``owners`` (a run's Mininet hosts)
+    except ``spare``; never in the namespace of PID 1 or of this process.
+
+    The namespaces are the run's own, so whatever runs in them is the run's: a process whose
+    start was cut short (Ctrl-C, or SIGKILL of dcrepro) before it was recorded, or a
+    grandchild that left its group.  Returns "pid command" of each one stopped.
+    """
+    shared = set()
+    for pid in (1, os.getpid()):
+        try:
+            shared.add(os.readlink(f"/proc/{pid}/ns/net"))
+        except OSError:
+            pass
+    spaces = set()
+    for pid in owners:
+        try:
+            spaces.add(os.readlink(f"/proc/{pid}/ns/net"))
+        except OSError:
+            pass          # ended: its namespace went with it, or lives on through a stray
+    spaces -= shared
+    hosts = [[str(p)] for p in owners]
+    stray = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in spare or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().decode(errors="replace").split("\0")
+            # (an mnexec that has not entered the namespace yet counts too)
+            if os.readlink(f"/proc/{entry}/ns/net") not in spaces and not (
+                    argv[:2] == ["mnexec", "-a"] and argv[2:3] in hosts):
+                continue
+            cmd = " ".join(argv).strip()
+            os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue          # it ended meanwhile
+        stray.append(f"{entry} {cmd[:80]}")
+    return stray
+
+
 class Interrupted(KeyboardInterrupt):
     """A signal asked the run to stop; ``signum`` gives the exit code 128 + signum."""
 

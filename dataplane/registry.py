@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .proc import pid_alive
+from .proc import kill_namespace_strays, pid_alive
 
 STATE_DIR = Path("/run/dcrepro")
 #: private bpffs mounts of BPF-dataplane runs live below this directory
@@ -104,7 +104,11 @@ def delete_bridges(bridges: list[str]) -> list[str]:
 def clean_state(state: dict[str, Any]) -> list[str]:
     """Remove what a (dead) run recorded; return what was done. Touches nothing else."""
     done = []
-    for pid in state.get("pids", []):
+    # first, while the hosts' shells still hold their namespaces: what runs in them unrecorded
+    # (a client whose start SIGKILL cut short between fork and record)
+    pids = state.get("pids", [])
+    done += [f"killed unrecorded process {s}" for s in kill_namespace_strays(pids, set(pids))]
+    for pid in pids:
         if pid_alive(pid):
             try:
                 os.killpg(pid, signal.SIGKILL)

@@ -175,9 +175,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    """summary.csv of a sweep folder (wherever its runs were made): 0 when every run is
-    complete, 1 when some are not (summary of the rest), 2 when refused."""
-    from .sweep import read_manifest, summary_line, write_summary
+    """summary.csv and the comparison figure of a sweep folder (wherever its runs were made):
+    0 when every run is complete, 1 when some are not (summary of the rest), 2 when refused."""
+    from .sweep import conclude, read_manifest, write_summary
     sweep_dir = Path(args.sweep_dir)
     try:
         _, lines = read_manifest(sweep_dir / "manifest.jsonl")
@@ -185,9 +185,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
-    line, missing = summary_line(sweep_dir, lines, note)
-    print(line)
-    return 1 if missing else 0
+    return conclude(sweep_dir, lines, note, lambda line: print(line, flush=True))
 
 
 def cmd_run_one(args: argparse.Namespace) -> int:

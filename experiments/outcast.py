@@ -33,9 +33,8 @@ import csv
 import json
 import random
 import re
-import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +47,9 @@ from store import write_csv
 from .runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
-from dataplane.proc import RunError, check, in_ns, stop_process
-from .sampling import Sampler, cpu_sampler
-from .traffic import (BASE_PORT, Flow, _wait_listening, counter_delta,
-                      check_coverage, emulator_losses, iperf_window_mbps, port_counters,
-                      read_report, wait_iperf,
-                      write_rows)
+from dataplane.proc import RunError, check, in_ns
+from .sampling import Sampler
+from .traffic import Flow, check_coverage, run_iperf
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
@@ -268,17 +264,12 @@ def drop_rows(samples: list[dict[str, Any]], groups: list[Group], t0: float,
 
 @dataclass
 class Sender:
-    """One long TCP flow from ``name`` to the receiver, on its own server port."""
+    """One long TCP flow from ``name`` to the receiver, and where it enters the bottleneck."""
 
     name: str
-    port: int
     entry: str  # which input port of the bottleneck switch (or group) it arrives by
-    start: float = 0.0
-    iperf_mbps: float = float("nan")
+    flow: Flow | None = None        # its iperf3 transfer, once run_many_to_one ran it
     offered_mbps: float = float("nan")
-    retransmits: int = -1
-    connected: bool = True  # False: its iperf3 connection never got through (counted as 0)
-    series: list[tuple[float, float]] = field(default_factory=list)
 
 
 def _bwm_series(path: Path, intf: str) -> list[tuple[float, float]]:
@@ -295,103 +286,49 @@ def _bwm_series(path: Path, intf: str) -> list[tuple[float, float]]:
 
 def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups: list[Group],
                     params: dict[str, Any], out: Path, rng: random.Random) -> dict[str, Any]:
-    """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once.
+    """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once,
+    through the one iperf3 runner (traffic.run_iperf), with the drop sampler around it.
 
-    Writes iperf3 JSON per sender, bwm.csv (rx of each sender's access port), cpu.csv and the
-    drop samples; fills in per-sender rates and series; returns measurement facts.
+    Writes iperf3 JSON per flow, bwm.csv (also rx of each sender's access port), cpu.csv and
+    the drop samples; fills in every sender's flow and offered rate; returns the facts.
     """
     out.mkdir(parents=True, exist_ok=True)
     duration, trim, interval = params["duration"], params["trim"], params["interval"]
-    recv_host = emu.host(receiver)
-    servers = []
-    for s in senders:
-        fh = open(out / f"iperf-server-{s.name}.json", "w")  # noqa: SIM115 - closed below
-        servers.append((s, fh, emu.popen(recv_host, ["iperf3", "-s", "-1", "-J", "-i",
-                                                     str(interval), "-p", str(s.port)],
-                                         stdout=fh, stderr=subprocess.STDOUT)))
-    _wait_listening(emu, [Flow(s.name, receiver, port=s.port) for s in senders], timeout=20)
     access = {s.name: _access_intf(emu, s.name) for s in senders}
-    bwm_path = out / "bwm.csv"
-    bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", str(int(interval * 1000)), "-T", "rate",
-                           "-u", "bytes", "-C", ",", "-F", str(bwm_path),
-                           "-I", ",".join(sorted(set(access.values())))],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cpu = cpu_sampler(out / "cpu.csv", interval=1.0)
-    cpu.start()
+    for s in senders:
+        s.flow = Flow(s.name, receiver)
+    order = [s.flow for s in senders]
+    rng.shuffle(order)  # start order from the run's seed: no sender always starts first
     drops = Sampler("drop", DropReader(emu, receiver, _access_intf(emu, receiver), groups),
                     interval)
     drops.start()
-    drops.wait_first(10)       # the baseline, before any client
-    before = port_counters(emu)
-    order = senders[:]
-    rng.shuffle(order)  # start order from the run's seed: no sender always starts first
-    dst_ip = emu.topo.node(receiver).ip
-    clients = []
-    for s in order:
-        fh = open(out / f"iperf-client-{s.name}.json", "w")  # noqa: SIM115
-        s.start = time.time()
-        clients.append((s, fh, emu.popen(emu.host(s.name), [
-            "iperf3", "-c", dst_ip, "-p", str(s.port), "-t", str(duration), "-J",
-            "--connect-timeout", "5000"], stdout=fh, stderr=subprocess.STDOUT)))
     try:
+        drops.wait_first(10)       # the baseline, before any client
         # A starved sender (the phenomenon itself) and iperf3's control connection through
-        # the same tail-drop port can sit in RTO backoff, capped at 120 s by Linux: allow one
-        # full backoff after the test before calling the client hung.
-        srv = {s.name: p for s, _, p in servers}
-        name = {s.name: f"{s.name} -> {receiver}:{s.port}" for s in senders}
-        # A sender whose SYNs the full tail-drop port drops for the whole connect timeout
-        # is the Outcast effect at its extreme: recorded as 0 Mb/s and flagged, not failed.
-        unconnected = wait_iperf(
-            [(name[s.name], p, srv[s.name]) for s, _, p in clients], duration + 150, out,
-            watch=[("bwm-ng", bwm)], alive=emu.check_alive,
-            reports={name[s.name]: out / f"iperf-client-{s.name}.json" for s in senders},
-            may_not_connect=True)
+        # the same tail-drop port can sit in RTO backoff, capped at 120 s by Linux: allow
+        # one full backoff after the test before calling the client hung.  A sender whose
+        # SYNs the full port drops for the whole connect timeout is the Outcast effect at
+        # its extreme: recorded as 0 Mb/s and flagged, not failed.
+        meas = run_iperf(emu, order, "tcp", duration, trim, out, interval=interval,
+                         watch_intfs=sorted(set(access.values())), grace=150,
+                         may_not_connect=True)
     finally:
-        for _, fh, _ in (*clients, *servers):
-            fh.close()
         samples = [v for _, v in drops.stop()]
-        cpu_samples = cpu.stop()
-        stop_process(bwm)
-    emu.check_alive()
-    ports = counter_delta(before, port_counters(emu))
-    write_rows(out / "ports.csv", ports)
-    losses = emulator_losses(ports)  # outcast needs tail drop, not losses in the switch
-    t0 = min(s.start for s in senders)
+    bwm_path = out / "bwm.csv"
+    t0 = min(f.start for f in order)
     check_coverage(bwm_path, sorted(set(access.values())), t0 + trim,
-                   max(s.start for s in senders) + duration - trim, interval)
-    t_first_end = t0 + duration - 0.2
-    series, totals = drop_rows(samples, groups, t0, t_first_end)
+                   max(f.start for f in order) + duration - trim, interval)
+    series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
     for s in senders:
-        if name[s.name] in unconnected:
-            s.connected, s.iperf_mbps, s.series = False, 0.0, []
-            bw = [r for t, r in _bwm_series(bwm_path, access[s.name])
-                  if s.start + trim <= t <= s.start + duration - trim]
-            s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
-            continue
-        report = read_report(out / f"iperf-server-{s.name}.json",
-                             f"server on {receiver}:{s.port} (from {s.name})")
-        s.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
-        off = s.start - t0
-        # iperf3's last interval is a fraction of one: too short to be a rate sample
-        s.series = [(round(off + iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
-                     iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
-                    if iv["sum"]["seconds"] >= interval / 2]
-        client = read_report(out / f"iperf-client-{s.name}.json",
-                             f"client {s.name} -> {receiver}:{s.port}")
-        s.retransmits = int(client.get("end", {}).get("sum_sent", {}).get("retransmits", -1))
+        assert s.flow is not None
         bw = [r for t, r in _bwm_series(bwm_path, access[s.name])
-              if s.start + trim <= t <= s.start + duration - trim]
+              if s.flow.start + trim <= t <= s.flow.start + duration - trim]
         s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
-    window = [u for t, u in cpu_samples if t0 + trim <= t <= t0 + duration - trim]
-    return {"t0": t0, "drops_series": series, "drops": totals, **losses,
+    return {**meas, "t0": t0, "drops_series": series, "drops": totals,
             "bwm": {s.name: [(round(t - t0, 3), round(r, 4)) for t, r in
-                             _bwm_series(bwm_path, access[s.name])] for s in senders},
-            "cpu_mean": round(sum(window) / len(window), 1) if window else None,
-            "cpu_max": round(max(window), 1) if window else None,
-            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
-            if window else None}
+                             _bwm_series(bwm_path, access[s.name])] for s in senders}}
 
 
 def _access_intf(emu: Emulation, host: str) -> str:
@@ -403,19 +340,22 @@ def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any
                 fair_mbps: float, extra: dict[str, dict[str, Any]]) -> tuple[list, list]:
     """(per-sender average rows, per-sender time series rows) for the CSVs."""
     rows, series = [], []
+    t0 = meas["t0"]
     for s in senders:
+        f = s.flow
+        assert f is not None
         rows.append({**base, "sender": s.name, **extra.get(s.name, {}), "entry": s.entry,
-                     "iperf_mbps": round(s.iperf_mbps, 4), "offered_mbps": round(s.offered_mbps, 4),
+                     "iperf_mbps": round(f.iperf_mbps, 4), "offered_mbps": round(s.offered_mbps, 4),
                      "fair_mbps": round(fair_mbps, 4),
-                     "share_of_fair": round(s.iperf_mbps / fair_mbps, 4),
-                     "retransmits": s.retransmits, "connected": s.connected,
+                     "share_of_fair": round(f.iperf_mbps / fair_mbps, 4),
+                     "retransmits": f.retransmits, "connected": f.connected,
                      "cpu_mean": meas["cpu_mean"],
                      "cpu_max": meas["cpu_max"],
                      "cpu_saturated_share": meas["cpu_saturated_share"],
                      "emulator_loss_share": meas["emulator_loss_share"]})
-        for t, mbps in s.series:
-            series.append({**base, "sender": s.name, "source": "iperf3", "t": t,
-                           "mbps": round(mbps, 4)})
+        for t, mbps in f.series:   # (time since the flow's own start: shifted to t0's)
+            series.append({**base, "sender": s.name, "source": "iperf3",
+                           "t": round(f.start - t0 + t, 3), "mbps": round(mbps, 4)})
         for t, mbps in meas["bwm"][s.name]:
             series.append({**base, "sender": s.name, "source": "bwm-ng", "t": t, "mbps": mbps})
     return rows, series
@@ -439,6 +379,7 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
         facts["qdisc_after"] = emu.verify_qdiscs()
         facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
         facts["drops"] = meas["drops"]
+        facts["dequeue_gaps"] = meas["dequeue_gaps"]
         facts["switch_losses"] = {k: meas[k] for k in (
             "switch_rx_packets", "switch_lost_packets", "queue_drops", "emulator_drops",
             "emulator_loss_share")}
@@ -458,8 +399,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
             rng = run_rng(params["seed"], 1000 * n + r)
             topo = topos.build(f"outcast,n={n}")
             plan = routing.make_plan(topo, ROUTING)
-            senders = [Sender(name, BASE_PORT + i, f"s1 port {topo.entry_port(name)}")
-                       for i, name in enumerate(topo.senders())]
+            senders = [Sender(name, f"s1 port {topo.entry_port(name)}")
+                       for name in topo.senders()]
             groups = [Group("s1 port 2 (lone)", ["s1-eth2"], [topo.lone]),
                       Group(f"s1 port 3 (from s2, {n} flows)", ["s1-eth3"],
                             topo.senders_behind_s2)]

@@ -26,7 +26,6 @@ from .common import add_shared, run_rng
 from .outcast import (Group, Sender, add_tcp_arguments, emulate_once, sender_rows,
                       validate_tcp)
 from .runfolder import RunFolder
-from .traffic import BASE_PORT
 
 NAME = "outcast-fattree"
 HELP = "TCP Outcast in a fat tree: 15 senders to one receiver, st vs hashed vs ecmp"
@@ -71,7 +70,7 @@ def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Grou
     pinned = plan.routing == "st"
     senders, extra = [], {}
     by_port: dict[int, list[str]] = {}
-    for i, s in enumerate(h for h in topo.hosts() if h != receiver):
+    for s in (h for h in topo.hosts() if h != receiver):
         hops = nx.shortest_path_length(g, s, receiver)
         if topo.access_switch(s) == edge:
             port = topo.port(edge, s)
@@ -84,7 +83,7 @@ def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Grou
             port = 0  # any uplink: chosen per flow by the hash
             entry = f"{edge} uplinks (hash)"
         by_port.setdefault(port, []).append(s)
-        senders.append(Sender(s, BASE_PORT + i, entry))
+        senders.append(Sender(s, entry))
         extra[s] = {"hops": hops, "local": topo.access_switch(s) == edge}
     uplinks = [p for p, (peer, _) in topo.ports(edge).items() if topo.is_switch(peer)]
     groups = []

@@ -258,6 +258,12 @@ def finish(sweep_dir: Path, lines: list[dict[str, Any]], say: Callable[[str], No
     except ValueError as exc:
         say(f"no summary: {exc}")
         return 2
+    return conclude(sweep_dir, lines, note, say, code)
+
+
+def conclude(sweep_dir: Path, lines: list[dict[str, Any]], note: str,
+             say: Callable[[str], None], code: int = 0) -> int:
+    """Once summary.csv is written: say what is complete, draw the comparison figure."""
     line, missing = summary_line(sweep_dir, lines, note)
     say(line)
     from analysis.sweep import plot_sweep

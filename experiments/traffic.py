@@ -11,10 +11,10 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from dataplane.emulation import Emulation
-from dataplane.proc import RunError, check, how_ended, in_ns, stop_process
+from dataplane.proc import RunError, check, how_ended, stop_process
 
 from .sampling import cpu_sampler
 
@@ -33,6 +33,9 @@ class Flow:
     bwm_mbps: float = float("nan")
     retransmits: int | None = None  # segments the sender retransmitted inside the window
     subflows: list[dict[str, Any]] = field(default_factory=list)
+    #: (seconds since this flow's start, Mb/s) from the iperf3 server's interval reports
+    series: list[tuple[float, float]] = field(default_factory=list)
+    connected: bool = True  # False: its connection never got through (run_iperf may_not_connect)
 
 
 def receiver_intf(emu: Emulation, host: str) -> str:
@@ -318,15 +321,23 @@ def bwm_window_mbps(path: Path, intf: str, t0: float, t1: float) -> float:
 
 
 def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float,
-              trim: float, out: Path, port: int = BASE_PORT) -> dict[str, Any]:
-    """Run every flow at once for ``duration`` s; fill in rates over the trimmed window.
+              trim: float, out: Path, port: int = BASE_PORT, *, interval: float = 0.5,
+              watch_intfs: Sequence[str] = (), grace: float = 30.0,
+              may_not_connect: bool = False) -> dict[str, Any]:
+    """The one iperf3 runner: every flow at once for ``duration`` s, in list order; fills in
+    every flow's rates over the trimmed window, its interval series and retransmits.
 
     Flow i gets its own port, ``port + i``, so a host may receive or send several flows
     (many-to-one, all-to-all); bwm-ng's cross-check is per receiving interface, so it is
-    left empty (NaN) for a flow whose receiver takes more than one.
+    left empty (NaN) for a flow whose receiver takes more than one.  bwm-ng and the iperf3
+    servers report every ``interval`` s; bwm-ng also records ``watch_intfs`` (Outcast: the
+    switch ports facing the senders).  ``grace``: how long after ``duration`` a client may
+    still run before it counts as hung.  ``may_not_connect``: a client whose connection
+    never got through (Outcast's starved senders) is recorded as ``connected=False`` at
+    0 Mb/s instead of failing the run.
 
-    Returns the measurement facts (CPU samples summary, window).  Raises RunError if a
-    client fails, hangs, or (MPTCP) does not establish every requested subflow.
+    Returns the measurement facts (switch losses, CPU, dequeue gaps, window).  Raises
+    RunError if a client fails, hangs, or (MPTCP) does not establish every subflow.
     """
     out.mkdir(parents=True, exist_ok=True)
     wrap = ["mptcpize", "run"] if transport == "mptcp" else []
@@ -336,40 +347,52 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     for f in flows:
         fh = open(out / f"iperf-server-{f.dst}-{f.port}.json", "w")  # noqa: SIM115 - closed below
         servers.append((f, fh, emu.popen(emu.host(f.dst),
-                                         [*wrap, "iperf3", "-s", "-1", "-J", "-p", str(f.port)],
+                                         [*wrap, "iperf3", "-s", "-1", "-J", "-i", str(interval),
+                                          "-p", str(f.port)],
                                          stdout=fh, stderr=subprocess.STDOUT)))
     _wait_listening(emu, flows, timeout=20)
-    intfs = sorted({receiver_intf(emu, f.dst) for f in flows})
+    intfs = sorted({receiver_intf(emu, f.dst) for f in flows} | set(watch_intfs))
     bwm_path = out / "bwm.csv"
-    bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", "500", "-T", "rate", "-u", "bytes",
-                           "-C", ",", "-F", str(bwm_path), "-I", ",".join(intfs)],
+    bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", str(round(interval * 1000)), "-T",
+                           "rate", "-u", "bytes", "-C", ",", "-F", str(bwm_path),
+                           "-I", ",".join(intfs)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cpu = cpu_sampler(out / "cpu.csv")
     cpu.start()
     before = port_counters(emu)
-    with emu.dequeue_gaps() as gaps:
-        _clients_and_wait(emu, flows, transport, duration, trim, out, wrap, servers, bwm)
-    samples = cpu.stop()
+    try:
+        with emu.dequeue_gaps() as gaps:
+            unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
+                                            servers, bwm, grace, may_not_connect)
+    finally:
+        samples = cpu.stop()
+        stop_process(bwm)
     ports = counter_delta(before, port_counters(emu))
     write_rows(out / "ports.csv", ports)
-    stop_process(bwm)
     emu.check_alive()
     t0 = min(f.start for f in flows) + trim
     t1 = max(f.start for f in flows) + duration - trim
     # iperf3 is the measurement here and bwm-ng its cross-check: a bwm-ng that stayed alive
     # but fell behind (54 hosts under MPTCP load) makes the run suspect, not failed.
     incomplete = coverage_problems(bwm_path, {receiver_intf(emu, f.dst): (
-        f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, 0.5)
+        f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, interval)
     shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
     for f in flows:
-        client = read_report(out / f"iperf-client-{f.src}-{f.port}.json",
-                             f"client {f.src} -> {f.dst}:{f.port}")
+        name = f"{f.src} -> {f.dst}:{f.port}"
+        if name in unconnected:
+            f.connected, f.iperf_mbps, f.retransmits = False, 0.0, 0
+            continue
+        client = read_report(out / f"iperf-client-{f.src}-{f.port}.json", f"client {name}")
         if transport == "tcp":
             f.subflows = [_data_connection(client, f.subflows, f.port)]
         f.retransmits = window_retransmits(client, trim, duration - trim)
         report = read_report(out / f"iperf-server-{f.dst}-{f.port}.json",
                              f"server on {f.dst}:{f.port} (from {f.src})")
         f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
+        # iperf3's last interval is a fraction of one: too short to be a rate sample
+        f.series = [(round(iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
+                     iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
+                    if iv["sum"]["seconds"] >= interval / 2]
         f.bwm_mbps = float("nan") if receiver_intf(emu, f.dst) in incomplete or \
             f.dst in shared else \
             bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst), f.start + trim,
@@ -377,6 +400,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     window = [u for t, u in samples if t0 <= t <= t1]
     return {**emulator_losses(ports),
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
+            "cpu_max": round(max(window), 1) if window else None,
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
             if window else None,
             "window_s": [trim, duration - trim], "dequeue_gaps": gaps,
@@ -400,7 +424,7 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                       trim: float, out: Path, first: float,
                       clients: list[tuple[Flow, Any, subprocess.Popen]],
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
-                      bwm: subprocess.Popen) -> None:
+                      bwm: subprocess.Popen, may_not_connect: bool = False) -> None:
     """Record every flow's connection (MPTCP: its subflows) from `ss` while traffic runs,
     for the subflow check and for tracing; watch everything meanwhile.
 
@@ -426,7 +450,7 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
             if any(p.poll() is not None for _, _, p in clients):
                 break
             # the same watch as wait_iperf's, from the first second of traffic
-            watch_once([(f"{f.src}->{f.dst} (port {f.port})", p) for f, _, p in servers],
+            watch_once([(f"{f.src} -> {f.dst}:{f.port}", p) for f, _, p in servers],
                        [("bwm-ng", bwm)], emu.check_alive)
             time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
         began = time.monotonic()
@@ -450,7 +474,11 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
             name = f"{f.src} -> {f.dst}:{f.port}"
             if p.returncode != 0:
                 raise client_failed(name, p, out, report)
-            read_report(report, f"client {name}")
+            try:
+                read_report(report, f"client {name}")
+            except RunError as exc:
+                if not (may_not_connect and NO_CONNECT in str(exc)):
+                    raise   # (a starved connection is wait_iperf's to record)
     missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
     if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
         when = ", ".join(f"{r['began_s']} s" for r in record)
@@ -462,8 +490,10 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
 def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
                       trim: float, out: Path, wrap: list[str],
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
-                      bwm: subprocess.Popen) -> None:
-    """Start every client, snapshot the sockets late in the window, wait under watch."""
+                      bwm: subprocess.Popen, grace: float,
+                      may_not_connect: bool) -> set[str]:
+    """Start every client, snapshot the sockets late in the window, wait under watch;
+    returns the names of the flows that never connected (only with ``may_not_connect``)."""
     clients = []
     first = time.monotonic()
     for f in flows:
@@ -475,12 +505,15 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
             stdout=fh, stderr=subprocess.STDOUT)))
     try:
         _snapshot_sockets(emu, flows, transport, duration, trim, out, first, clients,
-                          servers, bwm)
-        names = [f"{f.src}->{f.dst} (port {f.port})" for f in flows]
-        wait_iperf([(n, c, s) for n, (_, _, c), (_, _, s) in zip(names, clients, servers)],
-                   duration + 30, out, watch=[("bwm-ng", bwm)], alive=emu.check_alive,
-                   reports={n: out / f"iperf-client-{f.src}-{f.port}.json"
-                            for n, f in zip(names, flows)})
+                          servers, bwm, may_not_connect)
+        names = [f"{f.src} -> {f.dst}:{f.port}" for f in flows]
+        return wait_iperf([(n, c, s) for n, (_, _, c), (_, _, s) in
+                           zip(names, clients, servers)],
+                          duration + grace, out, watch=[("bwm-ng", bwm)],
+                          alive=emu.check_alive,
+                          reports={n: out / f"iperf-client-{f.src}-{f.port}.json"
+                                   for n, f in zip(names, flows)},
+                          may_not_connect=may_not_connect)
     finally:
         for _, fh, _ in (*clients, *servers):
             fh.close()

@@ -64,9 +64,10 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     assert facts["cc_in_hosts"] == "reno" and facts["rto_min_requested"] == "10ms"
     assert all(re.search(r"rto_min (lock )?10ms", r) for r in facts["routes"].values())
     for f in ("flows.csv", "series.csv", "drops.csv", "drops_series.csv", "summary.csv",
-              "n02-run00/bwm.csv", "n02-run00/cpu.csv", "n02-run00/iperf-server-lone.json",
-              "n02-run00/plan.json"):
+              "n02-run00/bwm.csv", "n02-run00/cpu.csv", "n02-run00/plan.json"):
         assert (run / f).exists(), f
+    # one iperf3 server report per sender, each on its own port of the receiver
+    assert len(list(run.glob("n02-run00/iperf-server-recv-52*.json"))) == 3
     flows = read_csv(run / "flows.csv")
     assert [r["sender"] for r in flows] == ["lone", "a1", "a2"]
     assert all(float(r["iperf_mbps"]) > 0 for r in flows), flows

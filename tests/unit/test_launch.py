@@ -245,9 +245,14 @@ def test_a_grid_parameter_may_differ_between_runs(tmp_path, capsys):
     sweep = tmp_path / "sw"
     lines = write_manifest(sweep, "exp", points({"x": 0}, {"dataplane": ["bpf", "ovs"]}),
                            "code")
-    for x in lines:
+    for i, x in enumerate(lines):
         _done(sweep, x["run_id"], dataplane=x["values"]["dataplane"])
+        (sweep / "runs" / x["run_id"] / "summary.csv").write_text(f"metric,value\nmbps,{i}\n")
     assert cli.main(["collect", str(sweep)]) == 0
+    # collect ends as a local sweep does: the summary and the comparison figure
+    out = capsys.readouterr().out
+    assert f"figure: {sweep / 'compare.png'}" in out, out
+    assert (sweep / "compare.png").stat().st_size > 10_000
     assert cli.main(["collect", str(tmp_path / "nosweep")]) == 2
 
 
