@@ -28,6 +28,7 @@ from model import (  # noqa: E402
     max_concurrent_flow_graph,
     maxmin_rates,
 )
+from topos.traffic import permutation  # noqa: E402
 
 REPS = 3
 SUBFLOWS = 8
@@ -45,15 +46,6 @@ def measure(name, fn, reps=REPS):
     mean = float(np.mean(out))
     print(f"{name:55s} {med:8.3f} s   mean rate {mean:.4f}", flush=True)
     return med, mean
-
-
-def derangement(n, rng):
-    """Random permutation of range(n) without fixed points."""
-    perm = list(range(n))
-    while True:
-        rng.shuffle(perm)
-        if all(i != p for i, p in enumerate(perm)):
-            return perm
 
 
 def links_of(nodes):
@@ -108,8 +100,7 @@ def bench_fat_tree(k, seed=1):
     rng = random.Random(seed)
     ft = FatTree(k)
     hosts = ft.hosts
-    perm = derangement(len(hosts), rng)
-    pairs = [(hosts[i], hosts[perm[i]]) for i in range(len(hosts))]
+    pairs = permutation(hosts, rng)
     single = [ft.random_shortest_path(s, d, rng) for s, d in pairs]
     multi = [[ft.random_shortest_path(s, d, rng) for _ in range(SUBFLOWS)] for s, d in pairs]
     caps = ft.capacities
@@ -144,8 +135,7 @@ def bench_jellyfish(seed=1, switches=98, ports=14, servers_per_switch=7, kpaths=
     for h in servers:
         caps[(h, ("s", h[1]))] = 1.0
         caps[(("s", h[1]), h)] = 1.0
-    perm = derangement(len(servers), rng)
-    pairs = [(servers[i], servers[perm[i]]) for i in range(len(servers))]
+    pairs = permutation(servers, rng)
 
     t0 = time.perf_counter()
     cache = {}
@@ -193,8 +183,7 @@ def main():
     # Extra: the all-paths multicommodity LP on a k=8 fat tree (128 hosts).
     ft8 = FatTree(8)
     rng = random.Random(2)
-    perm = derangement(len(ft8.hosts), rng)
-    pairs8 = [(ft8.hosts[i], ft8.hosts[perm[i]]) for i in range(len(ft8.hosts))]
+    pairs8 = permutation(ft8.hosts, rng)
     print("# k=8 fat tree: 128 hosts, all-paths multicommodity LP")
     measure("k=8 max_concurrent_flow_graph (permutation)",
             lambda: max_concurrent_flow_graph(ft8.capacities, pairs8), reps=1)

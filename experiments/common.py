@@ -135,14 +135,3 @@ def transports(params: Mapping[str, Any]) -> list[str]:
 def run_rng(seed: int, run: int) -> random.Random:
     """The explicit RNG of repetition ``run`` of a run seeded with ``seed``."""
     return random.Random(seed * 1_000_003 + run)
-
-
-def derangement(hosts: list[str], rng: random.Random) -> dict[str, str]:
-    """A random permutation matrix: every host sends to one other, none receives two."""
-    if len(hosts) < 2:
-        raise ValueError("a permutation needs at least two hosts")
-    while True:
-        dst = hosts[:]
-        rng.shuffle(dst)
-        if all(a != b for a, b in zip(hosts, dst)):
-            return dict(zip(hosts, dst))

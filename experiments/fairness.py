@@ -25,13 +25,14 @@ from model.network import capacities, path_links, route_by_hash, synthetic_subfl
 from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
+from topos.traffic import permutation as traffic_permutation
 
 from analysis.fidelity import gap_share
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
 
-from .common import add_backend, add_shared, derangement, run_rng, transports
+from .common import add_backend, add_shared, run_rng, transports
 from .runfolder import RunFolder
 from .sampling import Sampler
 
@@ -145,7 +146,7 @@ def permutation(topo: Topology, rng: Any, cache: dict[int, list[int]]) -> dict[s
     hosts = topo.hosts()
     n = len(hosts)
     if n not in cache:
-        cache[n] = [d for _, d in sorted(derangement(list(range(n)), rng).items())]
+        cache[n] = [d for _, d in traffic_permutation(range(n), rng)]
     return {hosts[i]: hosts[j] for i, j in enumerate(cache[n])}
 
 

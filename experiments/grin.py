@@ -2,7 +2,7 @@
 Figs. 6/7 style: per-server throughput vs % of active servers, original vs GRIN1/2/3).
 
 Each repetition and share of active servers draws one set of active servers and one traffic
-matrix (``model.grin.traffic``), the same for every degree, then runs it on a fresh network
+matrix (``topos.traffic``), the same for every degree, then runs it on a fresh network
 per degree (``grin,degree=d``; degree 0 is the original network): one MPTCP connection per
 (source, destination) pair, iperf3 for ``duration`` seconds.  Each server forwards for its
 neighbours (dataplane/hostnet.host_forwarding); each of its horizontal addresses is an MPTCP
@@ -41,8 +41,9 @@ from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity, maxmin_rates
 from model.grin import (GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, network_of,
-                        subflow_capacities, traffic)
+                        pattern_options, subflow_capacities)
 from topos.grin import FABRIC, GrinTopology, Multihomed
+from topos.traffic import make as make_traffic
 
 from .common import add_backend, add_shared, run_rng
 from store import write_csv
@@ -210,7 +211,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
             assert isinstance(base, GrinTopology)
             hosts = base.servers
             act = active_servers(len(hosts), pct, rng)
-            conns = traffic(params["pattern"], act, rng)
+            conns = make_traffic(params["pattern"], act, rng, **pattern_options(params["pattern"]))
             pairs = [(hosts[a], hosts[b]) for a, b in conns]
             for net, net_spec in networks(params):
                 topo = topos.build(net_spec)

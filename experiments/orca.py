@@ -48,6 +48,7 @@ from dataplane.shaping import LinkSpec
 from model.network import path_links
 from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
+from topos.traffic import multicast
 
 from .common import add_backend, add_shared, run_rng
 from store import write_csv
@@ -174,12 +175,8 @@ def group_of(topo: topos.Topology, params: dict[str, Any], run: int) -> tuple[st
     """Sender and receivers: the orca testbed's own, else a seeded draw from other racks."""
     if hasattr(topo, "receivers"):
         return topo.sender, list(topo.receivers)   # type: ignore[attr-defined]
-    rng = run_rng(params["seed"], run)
-    hosts = topo.hosts()
-    src = rng.choice(hosts)
-    others = [h for h in hosts if topo.access_switch(h) != topo.access_switch(src)] or \
-        [h for h in hosts if h != src]
-    return src, sorted(rng.sample(others, min(params["members"], len(others))))
+    return multicast(topo.hosts(), run_rng(params["seed"], run), params["members"],
+                     rack=topo.access_switch)
 
 
 def one_copy_bytes(sizes: list[int], chunk: int = PAYLOAD) -> list[int]:

@@ -17,8 +17,9 @@ import topos
 from analysis.fidelity import headline, load_calibration, report
 from model.network import lp_bounds
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
+from topos.traffic import permutation
 
-from .common import add_backend, add_shared, derangement, run_rng, transports
+from .common import add_backend, add_shared, run_rng, transports
 from .runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
@@ -112,7 +113,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         rng = run_rng(params["seed"], r)
         topo = topos.build(params["topo"])
         plan = routing.make_plan(topo, params["routing"])
-        pairs = derangement(topo.hosts(), rng)
+        pairs = dict(permutation(topo.hosts(), rng))
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "permutation.json").write_text(json.dumps(pairs, indent=1))

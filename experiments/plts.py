@@ -45,6 +45,7 @@ from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
+from topos.traffic import pairing
 
 from .common import add_backend, add_shared, run_rng
 from store import write_csv
@@ -127,15 +128,6 @@ def validate(params: dict[str, Any]) -> None:
             dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
     if len(topos.build(params["topo"]).hosts()) < 2:
         raise ValueError(f"--topo {params['topo']} has fewer than two hosts")
-
-
-def pairing(hosts: list[str], rng: random.Random) -> dict[str, str]:
-    """Random sender -> receiver pairs in which every host is one sender or one receiver
-    (an odd host out stays idle)."""
-    order = hosts[:]
-    rng.shuffle(order)
-    half = len(order) // 2
-    return dict(zip(order[:half], order[half:2 * half]))
 
 
 def _row(run: int, scheme: str, recovery: str, src: str, dst: str, ideal: float,
@@ -260,7 +252,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     for r in range(params["runs"]):
         rng = run_rng(params["seed"], r)
         topo = topos.build(params["topo"])
-        pairs = pairing(topo.hosts(), rng)
+        pairs = dict(pairing(topo.hosts(), rng))
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "pairs.json").write_text(json.dumps(pairs, indent=1))

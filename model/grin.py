@@ -41,13 +41,14 @@ Reading of the paper that this module implements (paraphrased, section 5.1):
   :func:`sampled_flow`): "up to 16" counts the direct path; the fill order
   is global over all connections' paths, ties broken at random (seeded).
 
-Unspecified in the paper and chosen here: the group size of group traffic
-(4, which divides 10/30/50/70 % of 120 servers), that "random" traffic has
-each active server open one connection to a uniformly random other active
-server, and that the all-to-all cap of 20 connections per server (which the
-paper applied to its EC2 runs) means each active server sends to the next
-``min(20, n-1)`` active servers in a random cyclic order, so every server
-both initiates and receives exactly that many connections.
+Unspecified in the paper and chosen here (the patterns are ``topos.traffic``'s):
+the group size of group traffic (4, which divides 10/30/50/70 % of 120
+servers), that "random" traffic has each active server open one connection to
+a uniformly random other active server, and that the all-to-all cap of 20
+connections per server (which the paper applied to its EC2 runs) means each
+active server sends to the next ``min(20, n-1)`` active servers in a random
+cyclic order, so every server both initiates and receives exactly that many
+connections.
 
 Nodes are server ids ``0..N-1`` (server ``i`` is in rack ``i // s``),
 ToRs ``("tor", r)`` and the core ``"core"``; a path is a tuple of nodes.
@@ -68,6 +69,7 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from topos.overlay import PLACEMENTS, grin_overlay
+from topos.traffic import GROUP_SIZE, make as make_traffic
 
 __all__ = [
     "CORE",
@@ -76,7 +78,7 @@ __all__ = [
     "grin_overlay",
     "grin_topology",
     "active_servers",
-    "traffic",
+    "pattern_options",
     "hn_paths",
     "path_length",
     "max_flow_edge",
@@ -95,9 +97,9 @@ Path = tuple[Node, ...]
 Connection = tuple[int, int]
 
 CORE = "core"
+#: the section 5.1 patterns, by their topos.traffic names
 PATTERNS = ("permutation", "random", "group", "all-to-all")
 A2A_CAP = 20  # concurrent connections per server in the paper's all-to-all runs
-GROUP_SIZE = 4
 N_PATHS = 16  # paths per connection in the paper's sampling procedure
 _LP_METHOD = "highs"
 # Above this many path columns the explicit path LP is slow to build in Python
@@ -230,64 +232,11 @@ def active_servers(n_servers: int, active_pct: float, rng: random.Random) -> lis
     return sorted(rng.sample(range(n_servers), n))
 
 
-def _derangement(items: list[int], rng: random.Random) -> list[int]:
-    """Uniformly random permutation of items with no fixed point (rejection)."""
-    perm = items[:]
-    while True:
-        rng.shuffle(perm)
-        if all(a != b for a, b in zip(items, perm)):
-            return perm
-
-
-def traffic(
-    pattern: str,
-    active: Sequence[int],
-    rng: random.Random,
-    *,
-    group_size: int = GROUP_SIZE,
-    a2a_cap: int = A2A_CAP,
-) -> list[Connection]:
-    """Connections (source, destination) among the active servers.
-
-    permutation: a derangement, each active server sends to one and receives
-    from one. random: each active server sends to a uniformly random other
-    active server. group: random groups of ``group_size`` (leftover servers
-    stay idle), one random member per group receives from all the others.
-    all-to-all: every active server sends to every other one, capped at
-    ``a2a_cap`` connections sent and received per server (the next ``a2a_cap``
-    servers in a random cyclic order).
-    """
-    act = list(active)
-    if len(act) < 2:
-        raise ValueError(f"{pattern} traffic needs at least two active servers")
-    if pattern == "permutation":
-        return list(zip(act, _derangement(act, rng)))
-    if pattern == "random":
-        conns = []
-        for s in act:
-            t = rng.choice(act[:-1])
-            conns.append((s, act[-1] if t == s else t))  # uniform over the others
-        return conns
-    if pattern == "group":
-        if group_size < 2:
-            raise ValueError(f"group size must be >= 2, got {group_size}")
-        order = act[:]
-        rng.shuffle(order)
-        conns = []
-        for g in range(len(order) // group_size):
-            members = order[g * group_size:(g + 1) * group_size]
-            dst = rng.choice(members)
-            conns.extend((m, dst) for m in members if m != dst)
-        return conns
-    if pattern == "all-to-all":
-        if a2a_cap < 1:
-            raise ValueError(f"all-to-all cap must be >= 1, got {a2a_cap}")
-        order = act[:]
-        rng.shuffle(order)
-        n = len(order)
-        fan = min(a2a_cap, n - 1)
-        return [(order[i], order[(i + j) % n]) for i in range(n) for j in range(1, fan + 1)]
-    raise ValueError(f"unknown traffic pattern {pattern!r}; expected one of {PATTERNS}")
+def pattern_options(pattern: str, *, group_size: int = GROUP_SIZE,
+                    a2a_cap: int = A2A_CAP) -> dict[str, int]:
+    """The ``topos.traffic.make`` options of a section 5.1 pattern (group size, all-to-all
+    cap); the others take none."""
+    return {"group": {"size": group_size}, "all-to-all": {"cap": a2a_cap}}.get(pattern, {})
 
 
 # --------------------------------------------------------------------- paths
@@ -746,7 +695,8 @@ def hop_count_table(
                     topo = grin_topology(racks, servers_per_rack, degree, placement=placement, seed=seed)
                     rng = random.Random(f"grin-traffic-{seed}-{pattern}-{pct}")
                     act = active_servers(topo.n_servers, pct, rng)
-                    conns = traffic(pattern, act, rng, group_size=group_size, a2a_cap=a2a_cap)
+                    conns = make_traffic(pattern, act, rng, **pattern_options(
+                        pattern, group_size=group_size, a2a_cap=a2a_cap))
                     res.append(evaluate_instance(topo, conns, n_paths=n_paths, seed=seed,
                                                  formulation=formulation))
                 row = _row(degree, pattern, pct, res)

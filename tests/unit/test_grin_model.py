@@ -8,6 +8,7 @@ import pytest
 
 from model.grin import (
     CORE,
+    PATTERNS,
     GrinTopology,
     active_servers,
     evaluate_instance,
@@ -19,10 +20,11 @@ from model.grin import (
     max_flow_hn,
     max_flow_path_set,
     path_length,
+    pattern_options,
     sampled_flow,
     summarize,
-    traffic,
 )
+from topos import traffic
 
 TOL = 1e-6
 T0 = ("tor", 0)
@@ -182,7 +184,8 @@ def random_instance(racks=2, servers=6, degree=3, pattern="permutation", pct=100
                     placement="rack"):
     topo = grin_topology(racks, servers, degree, placement=placement, seed=seed)
     rng = random.Random(seed)
-    return topo, traffic(pattern, active_servers(topo.n_servers, pct, rng), rng)
+    act = active_servers(topo.n_servers, pct, rng)
+    return topo, traffic.make(pattern, act, rng, **pattern_options(pattern))
 
 
 @pytest.mark.parametrize("pattern,pct,placement", [
@@ -245,42 +248,15 @@ def test_active_servers():
         active_servers(10, 0, rng)
 
 
-def test_permutation_is_derangement_over_active():
-    act = active_servers(120, 50, random.Random(1))
-    conns = traffic("permutation", act, random.Random(2))
-    assert sorted(s for s, _ in conns) == act
-    assert sorted(t for _, t in conns) == act
-    assert all(s != t for s, t in conns)
-
-
-def test_random_traffic():
-    act = active_servers(120, 30, random.Random(1))
-    conns = traffic("random", act, random.Random(3))
-    assert sorted(s for s, _ in conns) == act
-    assert all(s != t and t in act for s, t in conns)
-
-
-def test_group_traffic():
-    act = active_servers(120, 10, random.Random(1))
-    conns = traffic("group", act, random.Random(4), group_size=4)
-    assert len(conns) == 9  # 12 servers -> 3 groups, 3 senders each
-    assert sorted(Counter(t for _, t in conns).values()) == [3, 3, 3]
-    assert len({s for s, _ in conns} | {t for _, t in conns}) == 12
-
-
-@pytest.mark.parametrize("n_active,fan", [(30, 20), (10, 9)])
-def test_all_to_all_cap(n_active, fan):
-    act = list(range(0, 2 * n_active, 2))
-    conns = traffic("all-to-all", act, random.Random(5))
-    assert len(conns) == len(set(conns)) == n_active * fan
-    assert all(s != t for s, t in conns)
-    assert set(Counter(s for s, _ in conns).values()) == {fan}
-    assert set(Counter(t for _, t in conns).values()) == {fan}
-
-
-def test_unknown_pattern_raises():
-    with pytest.raises(ValueError):
-        traffic("incast", [0, 1, 2], random.Random(0))
+def test_patterns_are_topos_traffic_patterns_with_the_papers_options():
+    # their structure is tested in test_traffic_patterns.py
+    assert set(PATTERNS) <= set(traffic.PATTERNS)
+    assert pattern_options("group") == {"size": 4}
+    assert pattern_options("all-to-all", a2a_cap=7) == {"cap": 7}
+    assert pattern_options("permutation") == {} == pattern_options("random")
+    act = list(range(0, 60, 2))
+    conns = traffic.make("all-to-all", act, random.Random(5), **pattern_options("all-to-all"))
+    assert set(Counter(s for s, _ in conns).values()) == {20}
 
 
 # --------------------------------------------------------------------- table

@@ -9,11 +9,11 @@ import pytest
 import routing
 import topos
 from analysis.fidelity import report
-from experiments.common import derangement
 from experiments.traffic import (bwm_window_mbps, data_subflows, emulator_losses,
                                  iperf_window_mbps, parse_ss_subflows, tcp_counters, tcp_tuple)
 from model.network import (capacities, path_links, rates_on_paths, route_by_hash,
                            synthetic_subflows)
+from topos.traffic import permutation
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -89,7 +89,7 @@ def test_model_routes_follow_the_plan_and_give_max_min_rates():
     t = topos.build("fattree,k=4")
     plan = routing.make_plan(t, "st")
     rng = random.Random(5)
-    pairs = derangement(t.hosts(), rng)
+    pairs = dict(permutation(t.hosts(), rng))
     routed = route_by_hash(t, plan, pairs, synthetic_subflows(t, pairs, 1, rng))
     assert len(routed) == 16
     rates = rates_on_paths(t, 10, pairs, routed)
@@ -103,7 +103,7 @@ def test_model_routes_follow_the_plan_and_give_max_min_rates():
 def test_model_mptcp_subflows_use_distinct_extra_addresses():
     t = topos.build("fattree,k=4")
     rng = random.Random(1)
-    pairs = derangement(t.hosts(), rng)
+    pairs = dict(permutation(t.hosts(), rng))
     subs = synthetic_subflows(t, pairs, 8, rng)
     for src, tuples in subs.items():
         assert [s["src_ip"] for s in tuples] == [t.node(src).ip, *t.extra_ips(src, 7)]

@@ -1,4 +1,4 @@
-"""plts without a network: pairing, validation, the model of sprayed flows, sample windows."""
+"""plts without a network: validation, the model of sprayed flows, sample windows."""
 import random
 
 import pytest
@@ -9,21 +9,12 @@ from experiments import plts
 from experiments.traffic import Flow, window_retransmits
 from model.flowmodel import goodput_capacity
 from model.network import split_rates
+from topos.traffic import pairing
 
 
 def _params(**kw):
     p = {**plts.DEFAULTS, **kw}
     return p
-
-
-def test_pairing_makes_every_host_one_sender_or_one_receiver():
-    hosts = [f"h{i}" for i in range(54)]
-    pairs = plts.pairing(hosts, random.Random(3))
-    assert len(pairs) == 27
-    ends = list(pairs) + list(pairs.values())
-    assert sorted(ends) == sorted(hosts)
-    assert plts.pairing(hosts, random.Random(3)) == pairs != plts.pairing(hosts, random.Random(4))
-    assert len(plts.pairing(hosts[:5], random.Random(1))) == 2  # one host stays idle
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -48,7 +39,7 @@ def test_model_backend_ignores_the_dataplane_and_has_one_recovery():
 
 def test_sprayed_flows_of_a_permutation_get_the_whole_host_link():
     topo = topos.build("fattree,k=4")
-    pairs = plts.pairing(topo.hosts(), random.Random(1))
+    pairs = dict(pairing(topo.hosts(), random.Random(1)))
     ideal = goodput_capacity(10.0)
     for scheme in ("rnd", "rr", "cnt"):
         plan = routing.make_plan(topo, plts.SCHEMES[scheme])
