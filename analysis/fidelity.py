@@ -104,3 +104,30 @@ def headline(fid: dict[str, Any]) -> str:
     return (f"emulated/model aggregate {fid['aggregate_ratio']:.2f}{gap_text}, median per-flow error "
             f"{fid['median_abs_error']:.2f}, Jain emulated {fid['jain_emulated']:.2f} vs model "
             f"{fid['jain_model']:.2f}{cal_text} -> {flag}")
+
+
+def validity_caption(rows: list[dict[str, Any]]) -> str:
+    """Caption line from per-flow rows: CPU saturation and losses outside the tail-drop
+    queues, with SUSPECT past the limits above ("" when the rows hold neither)."""
+    def mean(col: str) -> float | None:
+        got = []
+        for r in rows:
+            try:
+                got.append(float(r.get(col, "")))
+            except (TypeError, ValueError):
+                continue
+        got = [x for x in got if x == x]
+        return float(np.mean(got)) if got else None
+    sat, loss = mean("cpu_saturated_share"), mean("emulator_loss_share")
+    parts = []
+    if sat is not None:
+        parts.append(f"CPU above 90 % in {sat:.0%} of samples")
+    if loss is not None:
+        parts.append(f"the software switch lost {loss:.2%} of packets outside the "
+                     "tail-drop queues")
+    if not parts:
+        return ""
+    text = "\n" + "; ".join(parts)
+    if (sat or 0) > SUSPECT_CPU_SHARE or (loss or 0) > SUSPECT_LOSS:
+        text += " -> SUSPECT"
+    return text

@@ -1,4 +1,5 @@
-"""Figures per experiment; each reads flows.csv/summary.csv of a run folder."""
+"""Figure helpers every experiment's figures.py shares: the caption, rank curves and plots,
+the fidelity plot, the suspect note."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ import numpy as np  # noqa: E402
 from store import read_csv  # noqa: E402
 
 
-def _caption(config: dict[str, Any], extra: str = "") -> str:
+def caption(config: dict[str, Any], extra: str = "") -> str:
     """Figure title: experiment, backend, run id and every parameter, wrapped to fit."""
     p = config["params"]
     keys = ("topo", "routing", "bw", "queue", "duration", "trim", "runs", "seed", "cc",
@@ -96,29 +97,3 @@ def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """rank.png (TCP vs MPTCP); emulated runs also iperf_vs_bwm.png and fidelity.png."""
-    rows = read_csv(run_dir / "flows.csv")
-    by_t = {t: [r for r in rows if r["transport"] == t]
-            for t in dict.fromkeys(r["transport"] for r in rows)}
-    routing = config["params"].get("routing", "")
-    emulated = config["params"].get("backend", "emulated") == "emulated"
-    metric = "norm_iperf" if emulated else "norm_model"
-    note = suspect_note(run_dir)
-    out = [rank_plot(run_dir / "rank.png",
-                     [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
-                     _caption(config, "\nshaded: min-max over runs" + note))]
-    if emulated:
-        t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
-        out.append(rank_plot(
-            run_dir / "iperf_vs_bwm.png",
-            [("iperf3 (receiver payload)", by_t[t], "norm_iperf"),
-             ("bwm-ng (receiver port, L2 frames)", by_t[t], "norm_bwm")],
-            _caption(config, f"\n{t.upper()}; a frame carries 1514 B per 1448 B of payload")))
-        out.append(fidelity_plot(run_dir / "fidelity.png",
-                                 [(t.upper(), rs, "norm_iperf") for t, rs in by_t.items()],
-                                 _caption(config, note)))
-    return out
-

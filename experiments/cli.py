@@ -1,5 +1,5 @@
-"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | clean | calibrate |
-env."""
+"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | list | clean |
+calibrate | env."""
 from __future__ import annotations
 
 import argparse
@@ -28,14 +28,14 @@ def build_parser() -> argparse.ArgumentParser:
     exps = run.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name in EXPERIMENTS:
         mod = _module(name)
-        p = exps.add_parser(name, help=mod.HELP, description=mod.HELP)
+        p = exps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
         mod.add_arguments(p)
     sweep = sub.add_parser("sweep", help="run an experiment over a grid of parameter values "
                            "(root for emulated runs); the same command again resumes")
     sexps = sweep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name in EXPERIMENTS:
         mod = _module(name)
-        p = sexps.add_parser(name, help=mod.HELP, description=mod.HELP)
+        p = sexps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
         mod.add_arguments(p)
         p.add_argument("--grid", action="append", default=[], metavar="KEY=V1/V2",
                        help="a parameter and its values, e.g. --grid bw=10/20 --grid seed=1/2 "
@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="results root folder (default: the one RUN_DIR is in)")
     plot = sub.add_parser("plot", help="(re)draw the figures of a run folder (no root needed)")
     plot.add_argument("run_dir", help="results/<experiment>/<run id>")
+    lst = sub.add_parser("list", help="the experiments of the registry (store/registry.py)")
+    what = lst.add_mutually_exclusive_group()
+    what.add_argument("--markdown", action="store_true",
+                      help="the README's experiment table, generated from the registry")
+    what.add_argument("--sweeps", action="store_true",
+                      help="the sweep script of every experiment (what reproduce.sh runs)")
     clean = sub.add_parser("clean", help="remove what crashed dcrepro runs left behind "
                            "(only their own bridges, interfaces and processes)")
     clean.add_argument("--force", action="store_true",
@@ -321,6 +327,20 @@ def _plot(run_dir: Path) -> int:
     return 0
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    """Names and one-line help, the README table, or the sweep scripts, from the registry."""
+    from store import registry
+    if args.markdown:
+        print(registry.markdown_table(), end="")
+    elif args.sweeps:
+        print("\n".join(registry.sweep_commands()))
+    else:
+        width = max(map(len, EXPERIMENTS))
+        for name in EXPERIMENTS:
+            print(f"{name:{width}}  {_module(name).HELP}")
+    return 0
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove leftovers of dead runs (resources recorded in /run/dcrepro)."""
     from dataplane.registry import clean_all
@@ -399,6 +419,8 @@ def _main(argv: list[str] | None) -> int:
                   file=sys.stderr)
             return 2
         return _plot(where)
+    if args.command == "list":
+        return cmd_list(args)
     if args.command == "clean":
         return cmd_clean(args)
     if args.command == "calibrate":

@@ -31,6 +31,6 @@ start=$(date +%s)
 "${cmd[@]}" run fairness "${preset[@]}" "${args[@]}" | tee "$log"
 run_dir=$(sed -n 's/^run folder: //p' "$log" | head -n1)
 echo "jellyfish-sweep: $(( $(date +%s) - start )) s wall"
-.venv/bin/python -c 'import sys; from analysis.fairness import headline; print(headline(sys.argv[1]))' "$run_dir"
+.venv/bin/python -c 'import sys; from experiments.fairness.figures import headline; print(headline(sys.argv[1]))' "$run_dir"
 echo "figures:"
 sed -n 's/^figure: /  /p' "$log"

@@ -9,15 +9,9 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 mode=(--quick)
 if [ "${1:-}" = "--full" ]; then mode=(); shift; fi
 
-sweeps=(
-  "scripts/permutation-sweep.sh"
-  "scripts/jellyfish-sweep.sh"
-  "scripts/outcast-sweep.sh"
-  "scripts/fattree-outcast-sweep.sh"
-  "scripts/plts-sweep.sh"
-  "scripts/orca-sweep.sh"
-  "scripts/grin-sweep.sh"
-)
+# every experiment of the registry (store/registry.py), each by its sweep script
+mapfile -t sweeps < <(.venv/bin/dcrepro list --sweeps)
+[ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: the registry names no sweep" >&2; exit 1; }
 failed=()
 stamp=$(mktemp)
 for sweep in "${sweeps[@]}"; do

@@ -1,10 +1,11 @@
-"""The one list of experiments: what `dcrepro run/sweep/rerun/plot` and `--help` offer.
+"""The one list of experiments: what `dcrepro run/sweep/rerun/plot/list` and `--help` offer.
 
-An experiment is a module (``NAME``, ``HELP``, ``DEFAULTS``, ``QUICK``, ``add_arguments``,
-``validate``, ``run``) and a plotter in ``analysis/`` that reads its run folders only;
-adding one is one line here (a unit test checks the README's experiment table against it).
-It lives in the store, the bottom layer, so that ``analysis`` finds a run folder's plotter
-without importing the experiments (modules are imported by name, when asked for).
+An experiment is one folder ``experiments/<name>/``: ``experiment.py`` (``NAME``, ``HELP``,
+``DEFAULTS``, ``QUICK``, ``add_arguments``, ``validate``, ``run``, ``PAPER`` for the README
+table, optionally ``SWEEP``: the script reproduce.sh runs) and ``figures.py``, which reads its
+run folders only (tests/unit/test_layers.py holds it to analysis' imports).  Adding one is
+that folder and one line here (tests/unit/test_new_experiment.py shows it).  It lives in the store, the bottom layer, so that ``analysis`` finds a run
+folder's plotter without importing the experiments (modules are imported by name).
 """
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ import importlib
 from types import ModuleType
 from typing import Any, Callable
 
-#: name -> (experiment module, "analysis module:plot function")
+#: name -> (experiment module, "figures module:plot function"); an experiment is one folder
+#: under experiments/ (experiment.py + figures.py) and one line here
 EXPERIMENTS: dict[str, tuple[str, str]] = {
-    "permutation": ("experiments.permutation", "analysis.figures:plot_permutation"),
-    "outcast": ("experiments.outcast", "analysis.outcast:plot_outcast"),
-    "outcast-fattree": ("experiments.outcast_fattree", "analysis.outcast:plot_outcast_fattree"),
-    "fairness": ("experiments.fairness", "analysis.fairness:plot_fairness"),
-    "plts": ("experiments.plts", "analysis.plts:plot_plts"),
-    "orca": ("experiments.orca", "analysis.orca:plot_orca"),
-    "grin": ("experiments.grin", "analysis.grin:plot_grin"),
+    "permutation": ("experiments.permutation.experiment",
+                    "experiments.permutation.figures:plot_permutation"),
+    "fairness": ("experiments.fairness.experiment", "experiments.fairness.figures:plot_fairness"),
+    "outcast": ("experiments.outcast.experiment", "experiments.outcast.figures:plot_outcast"),
+    "outcast-fattree": ("experiments.outcast.fattree",
+                        "experiments.outcast.figures:plot_outcast_fattree"),
+    "plts": ("experiments.plts.experiment", "experiments.plts.figures:plot_plts"),
+    "orca": ("experiments.orca.experiment", "experiments.orca.figures:plot_orca"),
+    "grin": ("experiments.grin.experiment", "experiments.grin.figures:plot_grin"),
 }
 
 
@@ -33,3 +37,33 @@ def plotter(name: str) -> Callable[..., Any]:
     """The function that draws ``name``'s figures from a run folder."""
     mod, func = EXPERIMENTS[name][1].split(":")
     return getattr(importlib.import_module(mod), func)
+
+
+def backends(name: str) -> str:
+    """The backends column: emulated on which dataplanes, and the model where it has one."""
+    mod = module(name)
+    dps = ", ".join(f"`{d}`" for d in getattr(mod, "DATAPLANES", ("bpf", "ovs")))
+    return f"emulated ({dps})" + (", model" if "backend" in mod.DEFAULTS else "")
+
+
+def markdown_table() -> str:
+    """The README's experiment table, one row per registry entry (`dcrepro list --markdown`)."""
+    rows = ["| experiment | paper | sweep script | backends |", "|---|---|---|---|"]
+    for name in EXPERIMENTS:
+        mod = module(name)
+        note = getattr(mod, "SWEEP_NOTE", "")
+        sweep = f"`{sweep_command(name)}`" + (f" ({note})" if note else "")
+        cells = [f"`{name}`", mod.PAPER, sweep, backends(name)]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def sweep_command(name: str) -> str:
+    """What regenerates ``name``'s figures: its sweep script when it has one (``SWEEP``),
+    else the experiment itself, so that a new experiment needs no script."""
+    return getattr(module(name), "SWEEP", None) or f".venv/bin/dcrepro run {name}"
+
+
+def sweep_commands() -> list[str]:
+    """What scripts/reproduce.sh runs, in registry order (`dcrepro list --sweeps`)."""
+    return [sweep_command(name) for name in EXPERIMENTS]

@@ -8,8 +8,9 @@ import pytest
 
 import routing
 import topos
-from analysis.fairness import plot_fairness
-from experiments import fairness, traffic
+from experiments.fairness.figures import plot_fairness
+from experiments import traffic
+from experiments.fairness import experiment as fairness
 from experiments.common import validate as validate_shared
 from experiments.runfolder import RunFolder
 from store import read_csv

@@ -10,8 +10,8 @@ import pytest
 
 import routing
 import topos
-from analysis.outcast import plot_outcast
-from experiments import outcast
+from experiments.outcast.figures import plot_outcast
+from experiments.outcast import experiment as outcast
 from experiments.common import resolve
 from experiments.runfolder import RunFolder
 from store import read_csv
@@ -76,6 +76,6 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     drops = read_csv(run / "drops.csv")
     assert [d["intfs"] for d in drops] == ["s1-eth2", "s1-eth3"]
     # derived per-port drops roughly add up to the pfifo's own counter (what was still
-    # queued, plus a few % more pfifo drops than lost packets, see experiments/outcast.py)
+    # queued, plus a few % more pfifo drops than lost packets, see experiments/outcast/experiment.py)
     d = drops[0]
     assert abs(float(d["check_residual"])) <= 30 + 0.2 * float(d["bottleneck_qdisc_drops"])

@@ -9,8 +9,8 @@ import pytest
 
 import routing
 import topos
-from analysis.fairness import core_balance, fidelity_rows, plot_fairness
-from experiments import fairness
+from experiments.fairness.figures import core_balance, fidelity_rows, plot_fairness
+from experiments.fairness import experiment as fairness
 from experiments.common import validate as validate_shared
 from experiments.runfolder import RunFolder
 from store import read_csv

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 import topos
-from analysis import grin as agrin
-from experiments import cli, grin
+from experiments.grin import figures as agrin
+from experiments import cli
+from experiments.grin import experiment as grin
 from model.flowmodel import goodput_capacity
 from model.grin import grin_overlay, network_of
 from topos.base import TopologyError

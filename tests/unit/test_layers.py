@@ -42,3 +42,31 @@ def test_no_package_imports_one_above_it(package):
            for p in (REPO / package).rglob("*.py")
            if (wrong := _imports(p) - ALLOWED[package] - {package})}
     assert not bad, sorted(bad)
+
+
+FIGURES = sorted((REPO / "experiments").glob("*/figures.py"))
+
+
+def _from_imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), str(path))
+    return [(n.level, n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+
+
+@pytest.mark.parametrize("path", FIGURES, ids=[p.parent.name for p in FIGURES])
+def test_an_experiments_figures_read_run_folders_only(path):
+    """figures.py sits in its experiment's folder but is held to analysis' imports: besides
+    those it may use another experiment's figures, never run code (relative or absolute)."""
+    wrong = _imports(path) - ALLOWED["analysis"] - {"analysis", "experiments"}
+    run_code = [f"{'.' * lvl}{mod}" for lvl, mod in _from_imports(path)
+                if (lvl and mod != "figures") or
+                (not lvl and mod.startswith("experiments") and not mod.endswith(".figures"))]
+    assert not wrong and not run_code, (sorted(wrong), run_code)
+
+
+def test_every_experiment_is_one_folder_in_the_registry():
+    from store import registry
+    folders = {p.parent.name for p in FIGURES}
+    named = {mod.split(".")[1] for mod, _ in registry.EXPERIMENTS.values()}
+    assert folders == named
+    for mod, plot in registry.EXPERIMENTS.values():
+        assert plot.split(":")[0].rsplit(".", 1)[0] == mod.rsplit(".", 1)[0]

@@ -9,8 +9,9 @@ import pytest
 
 import routing
 import topos
-from analysis import orca as aorca
-from experiments import cli, orca
+from experiments.orca import figures as aorca
+from experiments import cli
+from experiments.orca import experiment as orca
 from routing.multicast import add_group
 
 

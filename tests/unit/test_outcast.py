@@ -5,8 +5,9 @@ import pytest
 
 import routing
 import topos
-from experiments import outcast, outcast_fattree
-from experiments.outcast import Group, drop_rows, parse_flows, parse_segs_in, rto_min_ms
+from experiments.outcast import experiment as outcast
+from experiments.outcast import fattree as outcast_fattree
+from experiments.outcast.experiment import Group, drop_rows, parse_flows, parse_segs_in, rto_min_ms
 from routing.walk import all_paths, first_choice, walk
 from topos.base import TopologyError
 from topos.outcast import PORT_LONE, PORT_RECV, PORT_UPLINK, OutcastLinear

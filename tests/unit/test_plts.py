@@ -5,7 +5,7 @@ import pytest
 
 import routing
 import topos
-from experiments import plts
+from experiments.plts import experiment as plts
 from experiments.traffic import Flow, window_retransmits
 from model.flowmodel import goodput_capacity
 from model.network import split_rates

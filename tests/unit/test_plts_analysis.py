@@ -1,4 +1,4 @@
-"""analysis.plts without root: summary numbers, paper claims and figures from tiny CSVs."""
+"""experiments/plts/figures.py without root: summary numbers, paper claims and figures from tiny CSVs."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from analysis import plts
-from analysis.plts import claims, plot_plts, spread, summarize
+from experiments.plts import figures as plts
+from experiments.plts.figures import claims, plot_plts, spread, summarize
 from store import read_csv, write_csv
 
 COLS = ("run,scheme,recovery,src,dst,ideal_mbps,mbps,pct_ideal,model_mbps,retrans,reord_seen,"
@@ -174,13 +174,13 @@ def folder(tmp_path, backend, status="measured"):
 @pytest.fixture
 def captions(monkeypatch):
     seen: list[str] = []
-    real = plts._caption
+    real = plts.caption
 
     def record(config, extra=""):
         seen.append(real(config, extra))
         return seen[-1]
 
-    monkeypatch.setattr(plts, "_caption", record)
+    monkeypatch.setattr(plts, "caption", record)
     return seen
 
 

@@ -2,6 +2,7 @@
 README's experiment table and the sweep scripts name exactly these."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -22,17 +23,34 @@ def test_every_entry_is_a_complete_experiment(name):
     assert callable(registry.plotter(name))
 
 
-def test_the_readme_table_lists_exactly_the_registry():
+def test_the_readme_table_is_the_one_the_registry_generates():
     text = (REPO / "README.md").read_text()
     table = text[text.index("## Experiments"):text.index("## How it works")]
+    assert registry.markdown_table() in table, "run `.venv/bin/dcrepro list --markdown`"
     rows = re.findall(r"^\| `([a-z-]+)` \|", table, flags=re.M)
-    assert sorted(rows) == sorted(registry.EXPERIMENTS)
+    assert rows == list(registry.EXPERIMENTS)
 
 
-def test_reproduce_runs_a_sweep_script_for_every_experiment():
+@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
+def test_every_sweep_script_named_exists_and_runs_its_experiment(name):
+    script = REPO / registry.sweep_command(name).split()[0]
+    assert script.exists() and os.access(script, os.X_OK), script
+    if script.name == "dcrepro":
+        return
+    assert re.search(rf"run {re.escape(name)}\b", script.read_text()), script
+
+
+def test_reproduce_takes_its_sweeps_from_the_registry():
     text = (REPO / "scripts" / "reproduce.sh").read_text()
-    scripts = re.findall(r'"(scripts/[a-z-]+-sweep\.sh)', text)
-    assert all((REPO / s).exists() for s in scripts)
-    named = "\n".join((REPO / s).read_text() for s in scripts)
-    for name in registry.EXPERIMENTS:
-        assert re.search(rf"run {re.escape(name)}\b", named), name
+    assert "dcrepro list --sweeps" in text and "-sweep.sh" not in text
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["sweep", "--help"],
+                                  *[[c, n, "--help"] for c in ("run", "sweep")
+                                    for n in registry.EXPERIMENTS]])
+def test_every_help_text_prints(argv, capsys):
+    """(a HELP with '% of' once broke `dcrepro run --help`: argparse %-formats help)"""
+    from experiments import cli
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 0 and "usage: dcrepro" in capsys.readouterr().out

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cli, orca
+from experiments import cli
+from experiments.orca import experiment as orca
 from experiments.sweep import (BUSY, parse_grid, points, read_manifest, run_id, run_one,
                                run_sweep, state, write_manifest)
 

@@ -45,15 +45,23 @@ from model.grin import (GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, netwo
 from topos.grin import FABRIC, GrinTopology, Multihomed
 from topos.traffic import make as make_traffic
 
-from .common import add_backend, add_shared, run_rng
+from ..common import add_backend, add_shared, run_rng
 from store import write_csv
 
-from .runfolder import RunFolder
-from .traffic import Flow, run_iperf
+from ..runfolder import RunFolder
+from ..traffic import Flow, run_iperf
 
 NAME = "grin"
 HELP = ("GRIN: horizontal server-to-server links and h1 routing with MPTCP; per-server "
         "throughput vs % of active servers, original vs GRIN degrees")
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`003_…` Figs. 6/7 style: servers wired to neighbours (GRIN degree 0–3) vs the '
+         "multihomed baseline, on racks or a fat tree, h1 routing by the paper's "
+         'addressing, MPTCP over every horizontal link; per-server throughput vs % of '
+         "active servers against the paper's h1 optimum and an independent-subflow model; "
+         'the §5.1 hop-count table by `bench/bench_grin_model.py`')
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/grin-sweep.sh"
 DEFAULTS: dict[str, Any] = {
     "racks": 2, "servers": 6, "degrees": "0,1,2,3", "multihomed": "1", "base": "racks",
     "k": 4, "placement": "rack",

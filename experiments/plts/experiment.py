@@ -47,12 +47,12 @@ from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_
 from routing.walk import split
 from topos.traffic import pairing
 
-from .common import add_backend, add_shared, run_rng
+from ..common import add_backend, add_shared, run_rng
 from store import write_csv
 
-from .runfolder import RunFolder
-from .trace import trace_flows
-from .traffic import BASE_PORT, Flow, run_iperf
+from ..runfolder import RunFolder
+from ..trace import trace_flows
+from ..traffic import BASE_PORT, Flow, run_iperf
 
 #: 5 Mb/s links: on this 2-core machine 10 Mb/s kept the CPU above 90 % for the sprayed
 #: schemes (96-98 % mean; ECMP 71 %), 5 Mb/s at 37-58 % with every dequeue-gap share >= 96 %
@@ -60,6 +60,14 @@ from .traffic import BASE_PORT, Flow, run_iperf
 NAME = "plts"
 HELP = ("packet spraying (random, least-sent counter, round robin) vs ECMP on a 6-pod fat "
         "tree: throughput, packet latency, reordering")
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`004_…` Fig. 1 (a)–(c): ECMP vs per-packet spraying (random, least-sent counter, '
+         'round robin) on a k=6 fat tree, 27 TCP transfers: % of ideal, packet latency (in '
+         'the datapath), per-flow throughput, reordering; `--recovery classic` for the '
+         "paper's TCP")
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/plts-sweep.sh"
+DATAPLANES = ('bpf',)  # spraying needs the BPF switch
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=6", "schemes": "ecmp,rnd,cnt,rr", "bw": 5.0, "queue": 100,
     "duration": 60.0, "trim": 10.0, "runs": 3, "seed": 1, "cc": "cubic",

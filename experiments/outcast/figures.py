@@ -2,7 +2,7 @@
 
 Reads only the run folder: flows.csv (one row per sender and run), series.csv (per-sender
 rate over time, iperf3 goodput and bwm-ng offered rate), drops.csv / drops_series.csv
-(derived drops per input port of the bottleneck switch, see experiments/outcast.py).
+(derived drops per input port of the bottleneck switch, see experiments/outcast/experiment.py).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from analysis.fidelity import validity_caption  # noqa: E402
 from store import read_csv, write_csv  # noqa: E402
 
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
@@ -45,28 +46,7 @@ def _jain(values: list[float]) -> float:
 
 def _extra(params: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> str:
     rto = params.get("rto_min") or "kernel default (200ms)"
-    return f", rto_min={rto}, interval={params.get('interval')}s" + _validity(rows or [])
-
-
-def _validity(rows: list[dict[str, Any]]) -> str:
-    """Caption line: CPU and losses outside the tail-drop queues, SUSPECT past the limits."""
-    from .fidelity import SUSPECT_CPU_SHARE, SUSPECT_LOSS
-    sat = [_f(r.get("cpu_saturated_share", "")) for r in rows]
-    loss = [_f(r.get("emulator_loss_share", "")) for r in rows]
-    sat = [x for x in sat if x == x]
-    loss = [x for x in loss if x == x]
-    if not sat and not loss:
-        return ""
-    parts = []
-    if sat:
-        parts.append(f"CPU above 90 % in {_mean(sat):.0%} of samples")
-    if loss:
-        parts.append(f"the software switch lost {_mean(loss):.2%} of packets outside the "
-                     "tail-drop queues")
-    text = "\n" + "; ".join(parts)
-    if (sat and _mean(sat) > SUSPECT_CPU_SHARE) or (loss and _mean(loss) > SUSPECT_LOSS):
-        text += " -> SUSPECT"
-    return text
+    return f", rto_min={rto}, interval={params.get('interval')}s" + validity_caption(rows or [])
 
 
 # -- summaries ------------------------------------------------------------------------------
@@ -242,9 +222,9 @@ def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[st
     ax.legend(fontsize=6)
 
 
-def _caption(config: dict[str, Any], extra: str = "") -> str:
+def caption(config: dict[str, Any], extra: str = "") -> str:
     # imported late: analysis/figures.py imports this module to register the plot functions
-    from .figures import _caption as caption
+    from analysis.figures import caption
     return caption(config, extra)
 
 
@@ -289,7 +269,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                     [d for d in drops if int(d["flows"]) == n and d["run"] == run0])
         fig.suptitle(f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 port 3 "
                      f"(bottleneck s1 port 1 -> recv)", fontsize=11)
-        fig.text(0.01, 0.005, _caption(config, _extra(params, mine) + f"\n{DROP_METHOD}"),
+        fig.text(0.01, 0.005, caption(config, _extra(params, mine) + f"\n{DROP_METHOD}"),
                  fontsize=6.5, va="bottom")
         fig.tight_layout(rect=(0, 0.07, 1, 0.96))
         path = run_dir / f"outcast_n{n:02d}.png"
@@ -319,7 +299,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.set_xticks(ns)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(_caption(config, _extra(params, rows) + "\ndots: single runs"), fontsize=7)
+    ax.set_title(caption(config, _extra(params, rows) + "\ndots: single runs"), fontsize=7)
     fig.tight_layout()
     path = run_dir / "outcast_share.png"
     fig.savefig(path, dpi=110)
@@ -370,7 +350,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                 [d for d in drops if d["run"] == run0])
     fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}, "
                  f"receiver {params['receiver']}", fontsize=11)
-    fig.text(0.01, 0.005, _caption(config, _extra(params, rows) + f", receiver={params['receiver']}"
+    fig.text(0.01, 0.005, caption(config, _extra(params, rows) + f", receiver={params['receiver']}"
                                    f"\n{DROP_METHOD}"), fontsize=6.5, va="bottom")
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     path = run_dir / "fattree_outcast.png"
@@ -418,7 +398,7 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     ax.grid(alpha=0.3, axis="y")
     fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}: "
                  f"{len(runs)} runs", fontsize=11)
-    fig.text(0.01, 0.005, _caption(config, _extra(params, rows)), fontsize=6.5, va="bottom")
+    fig.text(0.01, 0.005, caption(config, _extra(params, rows)), fontsize=6.5, va="bottom")
     fig.tight_layout(rect=(0, 0.13, 1, 0.94))
     path = run_dir / "fattree_outcast_runs.png"
     fig.savefig(path, dpi=110)

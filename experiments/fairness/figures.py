@@ -16,8 +16,8 @@ import numpy as np  # noqa: E402
 
 from store import read_csv, write_csv  # noqa: E402
 
-from .figures import _caption, rank_plot  # noqa: E402
-from .summaries import group_stats  # noqa: E402
+from analysis.figures import caption, rank_plot  # noqa: E402
+from analysis.summaries import group_stats  # noqa: E402
 
 MODEL_METRICS = ("norm_model", "norm_model_aggregate")
 
@@ -140,19 +140,19 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
                "mean over runs, shaded min-max")
         out.append(rank_plot(run_dir / "rank.png",
                              [(_label(t, rs), rs, "norm_bwm") for t, rs in groups.items()],
-                             _caption(config, _extra(config) + how)))
+                             caption(config, _extra(config) + how)))
         series = []
         for t, rs in groups.items():
             series += [(f"{_label(t, rs)} emulated", rs, "norm_bwm"),
                        (f"{_label(t, rs)} model", rs, "norm_model")]
-        out.append(rank_plot(run_dir / "rank_vs_model.png", series, _caption(
+        out.append(rank_plot(run_dir / "rank_vs_model.png", series, caption(
             config, _extra(config) + "\nmodel: same plans, CRC32 hash per switch of the run's "
             "real subflow 5-tuples, independent max-min subflows (upstream MPTCP, no coupled CC)")))
         series = []
         for t, rs in groups.items():
             series += [(f"{_label(t, rs)} iperf3", rs, "norm_iperf"),
                        (f"{_label(t, rs)} bwm-ng", rs, "norm_bwm")]
-        out.append(rank_plot(run_dir / "iperf_vs_bwm.png", series, _caption(
+        out.append(rank_plot(run_dir / "iperf_vs_bwm.png", series, caption(
             config, "\niperf3: receiver payload; bwm-ng: receiver port, L2 frames "
             "(1514 B per 1448 B of payload)")))
     else:
@@ -161,13 +161,13 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
                "shaded min-max over runs")
         out.append(rank_plot(run_dir / "rank.png",
                              [(_label(t, rs), rs, "norm_model") for t, rs in groups.items()],
-                             _caption(config, _extra(config) + how)))
+                             caption(config, _extra(config) + how)))
         if any(_num(r.get("norm_model_aggregate")) == _num(r.get("norm_model_aggregate"))
                for r in rows):
             out.append(rank_plot(
                 run_dir / "rank_aggregate.png",
                 [(_label(t, rs), rs, "norm_model_aggregate") for t, rs in groups.items()],
-                _caption(config, _extra(config) + "\nflow-level model, coupled MPTCP ideal "
+                caption(config, _extra(config) + "\nflow-level model, coupled MPTCP ideal "
                          "(aggregate max-min over each connection's paths)")))
     return out
 
@@ -202,7 +202,7 @@ def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
     ax2.set_ylim(0, 1.05)
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=8)
-    fig.suptitle(_caption(config, "\nshortest paths computed from the graphs; Jellyfish: mean "
+    fig.suptitle(caption(config, "\nshortest paths computed from the graphs; Jellyfish: mean "
                           "over runs (one random graph per run), bars min-max"), fontsize=8)
     fig.tight_layout()
     path = run_dir / "path_lengths.png"
@@ -250,7 +250,7 @@ def plot_utilisation(run_dir: Path, config: dict[str, Any]) -> Path | None:
     cv_text = ", ".join(f"{t} agg-core CV {v}" for t, v in cv.items())
     how = ("port counters (L2 bytes) over the trimmed window" if source == "measured"
            else "flow-level model loads (payload)")
-    ax.set_title(_caption(config, f"\n{how}; every directed link of every run"
+    ax.set_title(caption(config, f"\n{how}; every directed link of every run"
                           + (f"\n{cv_text}" if cv_text else "")), fontsize=8)
     fig.tight_layout()
     path = run_dir / "utilisation.png"

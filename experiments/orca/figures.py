@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 from store import read_csv, write_csv  # noqa: E402
 
-from .figures import _caption, suspect_note  # noqa: E402
+from analysis.figures import caption, suspect_note  # noqa: E402
 
 PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1.4 GB)
 PAPER_PROCS_GAIN = 0.85   # Fig. 8: "improves the total application running time by 85%"
@@ -178,11 +178,11 @@ def _notes(run_dir: Path, config: dict[str, Any]) -> str:
     return text + note
 
 
-def _figure(ncols: int, caption: str, width: float = 6.5) -> tuple[Any, np.ndarray]:
-    top_in = 0.14 * (caption.count("\n") + 1) + 0.2
+def _figure(ncols: int, title: str, width: float = 6.5) -> tuple[Any, np.ndarray]:
+    top_in = 0.14 * (title.count("\n") + 1) + 0.2
     fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.3 + top_in),
                              squeeze=False)
-    fig.suptitle(caption, fontsize=7)
+    fig.suptitle(title, fontsize=7)
     return fig, axes[0]
 
 
@@ -197,7 +197,7 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
                    notes: str) -> Path:
     """Fig. 5: total time per workload, multicast vs single-process unicast, runs' range as
     whiskers, the model's bound as a black tick, the speedup above each pair."""
-    fig, (ax,) = _figure(1, _caption(config, "Fig. 5: execution time vs workload" + notes))
+    fig, (ax,) = _figure(1, caption(config, "Fig. 5: execution time vs workload" + notes))
     loads = sorted({r["workload"] for r in summary})
     x = np.arange(len(loads))
     for i, mode in enumerate(MODES):
@@ -235,7 +235,7 @@ def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
 def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]], col: str,
               title: str, xlabel: str, name: str, notes: str) -> Path:
     """One panel per mode (single-process unicast), one CDF per workload (all runs)."""
-    fig, axes = _figure(2, _caption(config, title + notes), width=4.5)
+    fig, axes = _figure(2, caption(config, title + notes), width=4.5)
     loads = sorted({int(r["workload"]) for r in rows})
     for ax, mode in zip(axes, MODES):
         for w in loads:
@@ -260,7 +260,7 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     mc = [r for r in summary if r["workload"] == top and r["mode"] == "multicast"]
     if not uni or not mc:
         return None
-    fig, (ax,) = _figure(1, _caption(config, f"Fig. 8: unicast sending processes, workload "
+    fig, (ax,) = _figure(1, caption(config, f"Fig. 8: unicast sending processes, workload "
                                              f"x{top}" + notes))
     labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
     ys = [r["time_s"] for r in uni] + [mc[0]["time_s"]]

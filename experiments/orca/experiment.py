@@ -50,16 +50,24 @@ from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
 from topos.traffic import multicast
 
-from .common import add_backend, add_shared, run_rng
+from ..common import add_backend, add_shared, run_rng
 from store import write_csv
 
-from .runfolder import RunFolder
-from .sampling import cpu_sampler
-from .traffic import port_counters
+from ..runfolder import RunFolder
+from ..sampling import cpu_sampler
+from ..traffic import port_counters
 
 NAME = "orca"
 HELP = ("in-network multicast vs application-layer UDP unicast for an iterative 33-round "
         "file transfer: execution time, send and wait times, sender processes")
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`001_…` Figs. 5–8: in-network multicast vs application-layer UDP unicast, '
+         '33-round file transfer with the real app (`apps/filexfer`), workloads ×1…×16, '
+         'unicast with 1…N sending processes; execution time, send-time and wait-time '
+         "CDFs, copies on the sender's link, model bound")
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/orca-sweep.sh"
+SWEEP_NOTE = '`--pace 0`: unpaced sender'  # other figures of the same script
 DEFAULTS: dict[str, Any] = {
     "topo": "orca,receivers=4,racks=2", "bw": 50.0, "queue": 100, "runs": 3, "seed": 1,
     "dataplane": "auto", "backend": "emulated", "workloads": "1,2,4,8,16",

@@ -41,18 +41,24 @@ from typing import Any
 import routing
 import topos
 
-from .common import add_shared, run_rng
+from ..common import add_shared, run_rng
 from store import write_csv
 
-from .runfolder import RunFolder
+from ..runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError, check, in_ns
-from .sampling import Sampler
-from .traffic import Flow, check_coverage, run_iperf
+from ..sampling import Sampler
+from ..traffic import Flow, check_coverage, run_iperf
+from topos.traffic import many_to_one
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`002_…` Fig. 4: lone flow vs N = 2, 6, 12 flows into one tail-drop port, time '
+         'series, drops per input port')
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/outcast-sweep.sh"
 DEFAULTS: dict[str, Any] = {
     "flows": "2,6,12", "bw": 10.0, "queue": 20, "duration": 60.0, "trim": 5.0, "runs": 3,
     "seed": 1, "cc": "reno", "rto_min": None, "interval": 0.5,
@@ -295,8 +301,9 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     out.mkdir(parents=True, exist_ok=True)
     duration, trim, interval = params["duration"], params["trim"], params["interval"]
     access = {s.name: _access_intf(emu, s.name) for s in senders}
+    pairs = dict(many_to_one([s.name for s in senders], receiver=receiver))
     for s in senders:
-        s.flow = Flow(s.name, receiver)
+        s.flow = Flow(s.name, pairs[s.name])
     order = [s.flow for s in senders]
     rng.shuffle(order)  # start order from the run's seed: no sender always starts first
     drops = Sampler("drop", DropReader(emu, receiver, _access_intf(emu, receiver), groups),
@@ -388,7 +395,7 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
 
 def run(params: dict[str, Any], folder: RunFolder) -> None:
     """For each N in --flows, --runs repetitions of lone vs N senders."""
-    from analysis.outcast import write_outcast_summary
+    from .figures import write_outcast_summary
 
     rows: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []

@@ -19,16 +19,20 @@ from model.network import lp_bounds
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
 
-from .common import add_backend, add_shared, run_rng, transports
-from .runfolder import RunFolder
+from ..common import add_backend, add_shared, run_rng, transports
+from ..runfolder import RunFolder
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError
-from .trace import trace_flows
-from .traffic import BASE_PORT, Flow, check_subflows, run_iperf
+from ..trace import trace_flows
+from ..traffic import BASE_PORT, Flow, check_subflows, run_iperf
 
 NAME = "permutation"
 HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank of flow"
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`000_…` Fig. 4/5: TCP vs MPTCP under ECMP on a k=4 fat tree; iperf3 vs bwm-ng')
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/permutation-sweep.sh"
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=4", "routing": "ecmp", "bw": 10.0, "queue": 100, "duration": 60.0,
     "trim": 5.0, "runs": 8, "seed": 1, "transport": "tcp,mptcp", "subflows": 8, "cc": "cubic",

@@ -21,11 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from store import read_csv, write_csv  # noqa: E402
 
-from .figures import _caption, suspect_note  # noqa: E402
+from analysis.figures import caption, suspect_note  # noqa: E402
 
 
 def network_label(network: str) -> str:
-    """How figures name a network (experiments.grin.label without importing experiments)."""
+    """How figures name a network (as experiment.label does, without importing the run code)."""
     if network == "grin0":
         return "original"
     return f"multihomed (+{network[2:]} NIC)" if network.startswith("mh") else network.upper()
@@ -157,9 +157,9 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     flagged = [s for s in config.get("suspect", [])][:2]
     if flagged:
         notes += "\nSUSPECT: " + "; ".join(str(s) for s in flagged)
-    caption = _caption(config, "per-server throughput vs active servers" + notes)
-    fig, ax = plt.subplots(figsize=(7.5, 5.2 + 0.14 * caption.count("\n")))
-    fig.suptitle(caption, fontsize=7)
+    title = caption(config, "per-server throughput vs active servers" + notes)
+    fig, ax = plt.subplots(figsize=(7.5, 5.2 + 0.14 * title.count("\n")))
+    fig.suptitle(title, fontsize=7)
     styles = {"mbps": "-o", "uncoupled_model_mbps": ":", "h1_optimum_mbps": "--"}
     for i, net in enumerate(sorted({r["network"] for r in summary}, key=_order)):
         color = f"C{i}"

@@ -32,16 +32,22 @@ from dataplane.emulation import Emulation
 from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
 
-from .common import add_backend, add_shared, run_rng, transports
-from .runfolder import RunFolder
-from .sampling import Sampler
+from ..common import add_backend, add_shared, run_rng, transports
+from ..runfolder import RunFolder
+from ..sampling import Sampler
 
-from .traffic import (BASE_PORT, Flow, check_subflows, counter_delta,
+from ..traffic import (BASE_PORT, Flow, check_subflows, counter_delta,
                       port_counters, run_iperf)
 
 NAME = "fairness"
 HELP = ("Jellyfish + k-shortest paths vs fat tree + ECMP, MPTCP on both: normalized throughput "
         "vs rank of flow (Jellyfish paper, Fig. 2)")
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`000_…` Fig. 6 (Jellyfish paper Fig. 1/2): MPTCP, fat tree + ECMP vs Jellyfish + '
+         'k-shortest paths, rank of flow, path lengths, per-layer utilisation')
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/jellyfish-sweep.sh"
+SWEEP_NOTE = '`--paper`: k=10 vs 125-switch Jellyfish through the model'  # other figures of the same script
 DEFAULTS: dict[str, Any] = {
     "fattree": "fattree,k=4", "jellyfish": "jellyfish,switches=20,ports=4,hosts=16", "k": 4,
     "backend": "emulated", "grow": None, "extra_servers": 0.0, "aggregate": "auto",
@@ -358,7 +364,7 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
 def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = None) -> None:
     """All repetitions; ``inspect(emu, label, flows)`` runs while each network is still up
     (tests trace the subflows with it)."""
-    from analysis.fairness import write_fidelity, write_model_summary
+    from .figures import write_fidelity, write_model_summary
     from analysis.summaries import write_permutation_summary
 
     emulated = params["backend"] == "emulated"

@@ -5,7 +5,7 @@ sender under the receiver's edge switch (``0_0_3``) enters that switch on its ow
 14 others arrive over the uplinks: under ``st`` all on one uplink port (the outcast
 pattern), under ``hashed``/``ecmp`` spread by the flow hash over both.
 
-Measured like the linear experiment (experiments/outcast.py): goodput per sender over time
+Measured like the linear experiment (experiments/outcast/experiment.py): goodput per sender over time
 (iperf3 server intervals), offered rate at each sender's access port (bwm-ng), averages
 grouped by hop distance (2 = same edge switch, 4 = same pod, 6 = other pod), and derived
 drops per input port of the receiver's edge switch.  Where a flow enters is known per port
@@ -22,13 +22,19 @@ import routing
 import topos
 from routing.walk import first_choice, walk
 
-from .common import add_shared, run_rng
-from .outcast import (Group, Sender, add_tcp_arguments, emulate_once, sender_rows,
+from ..common import add_shared, run_rng
+from .experiment import (Group, Sender, add_tcp_arguments, emulate_once, sender_rows,
                       validate_tcp)
-from .runfolder import RunFolder
+from ..runfolder import RunFolder
 
 NAME = "outcast-fattree"
 HELP = "TCP Outcast in a fat tree: 15 senders to one receiver, st vs hashed vs ecmp"
+#: the README's experiment table (`dcrepro list --markdown`): the paper's figure, what it shows
+PAPER = ('`002_…` Fig. 5/6: k=4 fat tree, 15 senders to one receiver, `st` vs `hashed` vs '
+         '`ecmp`, by hop distance')
+#: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
+SWEEP = "scripts/fattree-outcast-sweep.sh"
+SWEEP_NOTE = '`-r st|hashed|ecmp`'  # other figures of the same script
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=4", "routing": "st", "receiver": "0_0_2", "bw": 10.0, "queue": 20,
     "duration": 60.0, "trim": 5.0, "runs": 3, "seed": 1, "cc": "reno", "rto_min": None,
@@ -100,7 +106,7 @@ def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Grou
 
 def run(params: dict[str, Any], folder: RunFolder) -> None:
     """--runs repetitions of every host but the receiver sending to it."""
-    from analysis.outcast import write_fattree_summary
+    from .figures import write_fattree_summary
 
     rows: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []

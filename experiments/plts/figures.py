@@ -22,8 +22,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from store import read_csv, write_csv  # noqa: E402
 from model import jain_index  # noqa: E402
 
-from .figures import _caption, rank_curves, suspect_note  # noqa: E402
-from .summaries import group_stats  # noqa: E402
+from analysis.figures import caption, rank_curves, suspect_note  # noqa: E402
+from analysis.summaries import group_stats  # noqa: E402
 
 SCHEMES = ("ecmp", "rnd", "cnt", "rr")
 SPRAYS = ("rnd", "cnt", "rr")
@@ -288,7 +288,7 @@ def claims_markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
 
 def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> str:
     """Caption lines shared by every figure: schemes, the queue, the backend, suspicion."""
-    from .outcast import _validity  # CPU and off-queue losses, SUSPECT past the limits
+    from analysis.fidelity import validity_caption  # CPU, off-queue losses, SUSPECT past limits
     p = config["params"]
     backend = p.get("backend", "emulated")
     how = ("backend=model: flow-model numbers, not measurements" if backend == "model" else
@@ -296,7 +296,7 @@ def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) ->
            "goodput / payload ceiling of one host link")
     text = f"\nschemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
     if backend != "model":
-        text += _validity(rows)
+        text += validity_caption(rows)
     note = suspect_note(run_dir)
     flagged = [s for s in config.get("suspect", []) if str(s) not in note]
     if flagged:
@@ -304,12 +304,12 @@ def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) ->
     return text + note
 
 
-def _figure(n_panels: int, caption: str) -> tuple[Any, np.ndarray]:
+def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
     """One panel per recovery side by side; the figure grows by the caption's height."""
-    top_in = 0.14 * (caption.count("\n") + 1) + 0.2
+    top_in = 0.14 * (title.count("\n") + 1) + 0.2
     fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.3 + top_in),
                              squeeze=False)
-    fig.suptitle(caption, fontsize=7)
+    fig.suptitle(title, fontsize=7)
     return fig, axes[0]
 
 
@@ -329,10 +329,10 @@ def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]
 def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(a): mean % of ideal per scheme, per-flow min-max whiskers, paper markers."""
-    caption = _caption(config, notes + "\nbars: mean % of ideal over every flow of every run;"
+    title = caption(config, notes + "\nbars: mean % of ideal over every flow of every run;"
                        " whiskers: per-flow min-max; red diamonds: the paper (RR 92 %, CNT 81 %)"
                        "; the paper cites MPTCP ~90 % on this setup (not measured here)")
-    fig, axes = _figure(len(recs), caption)
+    fig, axes = _figure(len(recs), title)
     for ax, rec in zip(axes, recs):
         srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
         x = np.arange(len(srows))
@@ -368,9 +368,9 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
 def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
                       recs: list[str], notes: str) -> Path:
     """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
-    caption = _caption(config, notes + f"\n{LATENCY_DEF}; every run's samples pooled, each "
+    title = caption(config, notes + f"\n{LATENCY_DEF}; every run's samples pooled, each "
                        f"curve drawn at {LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
-    fig, axes = _figure(len(recs), caption)
+    fig, axes = _figure(len(recs), title)
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(latency, rec).items():
             v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
@@ -398,10 +398,10 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
 def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(c): per-flow % of ideal ranked per run, mean over runs of the rank curves."""
-    caption = _caption(config, notes + "\nper-flow throughput sorted within each run, then the "
+    title = caption(config, notes + "\nper-flow throughput sorted within each run, then the "
                        "mean over runs at each rank (shaded: min-max over runs; runs cut to the "
                        "smallest flow count); max/min: median over runs of the per-run spread")
-    fig, axes = _figure(len(recs), caption)
+    fig, axes = _figure(len(recs), title)
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(rows, rec).items():
             valid = [r for r in mine if _f(r.get("pct_ideal")) == _f(r.get("pct_ideal"))]

@@ -1,0 +1,125 @@
+"""Adding an experiment is one folder and one registry line: a toy experiment written into a
+temporary folder, registered with one line, is offered by `run`, `sweep`, `list` and
+`--help`, appears in the README table the registry generates and in reproduce.sh's list,
+runs through the real CLI (model backend: no root, no network), and is redrawn by `plot`."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from experiments import cli
+from store import read_csv, registry
+
+EXPERIMENT = '''
+"""Toy: a seeded permutation on a fat tree, each flow's max-min rate on its first path."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import topos
+from experiments.common import add_backend, add_shared
+from model.network import capacities
+from model.flowmodel import maxmin_rates
+from store import write_csv
+from topos.traffic import permutation
+
+NAME = "toy"
+HELP = "toy experiment of the registry test"
+PAPER = "none (a test)"
+DEFAULTS: dict[str, Any] = {"topo": "fattree,k=4", "bw": 10.0, "seed": 1, "backend": "model"}
+QUICK: dict[str, Any] = {"seed": 2}
+
+
+def add_arguments(p: Any) -> None:
+    add_shared(p, DEFAULTS, QUICK)
+    add_backend(p)
+
+
+def validate(params: dict[str, Any]) -> None:
+    if params["backend"] != "model":
+        raise ValueError("toy has only a model backend")
+
+
+def run(params: dict[str, Any], folder: Any) -> None:
+    import networkx as nx
+    topo = topos.build(params["topo"])
+    pairs = permutation(topo.hosts(), random.Random(params["seed"]))
+    paths = {s: nx.shortest_path(topo.graph(), s, d) for s, d in pairs}
+    caps = capacities(topo, params["bw"])
+    rates = maxmin_rates(caps, [list(zip(p, p[1:])) for p in paths.values()])
+    rows = [{"src": s, "dst": d, "mbps": round(r, 4)} for (s, d), r in zip(pairs, rates)]
+    write_csv(folder.path / "flows.csv", rows)
+    write_csv(folder.path / "summary.csv",
+              [{"metric": "mean_mbps", "value": sum(rates) / len(rates)}])
+'''
+
+FIGURES = '''
+"""Toy figures: from flows.csv alone."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from analysis.figures import caption  # noqa: E402
+from store import read_csv  # noqa: E402
+
+
+def plot_toy(run_dir: Path, config: dict[str, Any]) -> list[Path]:
+    rates = sorted(float(r["mbps"]) for r in read_csv(run_dir / "flows.csv"))
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot(range(len(rates)), rates, "o-")
+    fig.suptitle(caption(config), fontsize=6)
+    out = run_dir / "toy.png"
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return [out]
+'''
+
+
+@pytest.fixture()
+def toy(tmp_path, monkeypatch):
+    pkg = tmp_path / "code" / "toyexp"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "experiment.py").write_text(EXPERIMENT)
+    (pkg / "figures.py").write_text(FIGURES)
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    # the one registry line
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy",
+                        ("toyexp.experiment", "toyexp.figures:plot_toy"))
+    yield tmp_path / "out"
+    for name in [m for m in sys.modules if m.startswith("toyexp")]:
+        del sys.modules[name]
+
+
+def test_a_new_experiment_is_one_folder_and_one_registry_line(toy, capsys):
+    out = toy
+    assert cli.main(["list"]) == 0
+    assert "toy " in capsys.readouterr().out
+    assert "| `toy` | none (a test) | `.venv/bin/dcrepro run toy` | emulated (`bpf`, `ovs`), " \
+           "model |" in registry.markdown_table()
+    assert ".venv/bin/dcrepro run toy" in registry.sweep_commands()
+    for command in ("run", "sweep"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        assert "toy experiment of the registry test" in capsys.readouterr().out
+
+    assert cli.main(["run", "toy", "--out", str(out)]) == 0
+    run_dir = next((out / "toy").iterdir())
+    assert (run_dir / "toy.png").stat().st_size > 5_000
+    assert len(read_csv(run_dir / "flows.csv")) == 16
+    capsys.readouterr()
+    assert cli.main(["plot", str(run_dir)]) == 0
+    assert cli.main(["run", "toy", "--backend", "emulated", "--out", str(out)]) == 2
+    assert "toy has only a model backend" in capsys.readouterr().err
+
+    assert cli.main(["sweep", "toy", "--grid", "seed=1/2/3", "--out", str(out)]) == 0
+    summary = read_csv(out / "sweeps" / "toy-seed=1_2_3" / "summary.csv")
+    assert sorted(r["seed"] for r in summary) == ["1", "2", "3"]
