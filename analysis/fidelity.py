@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from model import jain_index
+from store import cell
 
 SUSPECT_CPU_SHARE = 0.25   # more than a quarter of the samples above 90 % CPU
 SUSPECT_RATIO = 0.85       # emulated aggregate below 85 % of the model's
@@ -110,13 +111,7 @@ def validity_caption(rows: list[dict[str, Any]]) -> str:
     """Caption line from per-flow rows: CPU saturation and losses outside the tail-drop
     queues, with SUSPECT past the limits above ("" when the rows hold neither)."""
     def mean(col: str) -> float | None:
-        got = []
-        for r in rows:
-            try:
-                got.append(float(r.get(col, "")))
-            except (TypeError, ValueError):
-                continue
-        got = [x for x in got if x == x]
+        got = [x for r in rows if (x := cell(r.get(col, ""))) == x]
         return float(np.mean(got)) if got else None
     sat, loss = mean("cpu_saturated_share"), mean("emulator_loss_share")
     parts = []

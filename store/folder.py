@@ -52,3 +52,11 @@ def read_csv(path: Path) -> list[dict[str, str]]:
     """Rows of a CSV file as dicts of strings."""
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
+
+
+def cell(value: Any) -> float:
+    """A CSV cell as a float; an empty or malformed cell is missing (NaN)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")

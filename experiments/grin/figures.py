@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from store import read_csv, write_csv  # noqa: E402
+from store import cell, read_csv, write_csv  # noqa: E402
 
 from analysis.figures import caption, suspect_note  # noqa: E402
 
@@ -36,11 +36,6 @@ COLUMNS = {"mbps": "emulated", "uncoupled_model_mbps": "model: independent subfl
            "h1_optimum_mbps": "model: h1 optimum (paper)"}
 
 
-def _f(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def network_of(row: dict[str, str]) -> str:
@@ -63,13 +58,13 @@ def summarize(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"network": net, "active_pct": pct, "connections": len(mine),
                                "active_servers": mine[0]["active"]}
         for col in COLUMNS:
-            vals = [_f(r.get(col)) for r in mine]
+            vals = [cell(r.get(col)) for r in mine]
             vals = [v for v in vals if v == v]
             row[col] = round(mean(vals), 4) if vals else ""
-        sub = [_f(r.get("subflows")) for r in mine]
+        sub = [cell(r.get("subflows")) for r in mine]
         if all(s == s for s in sub):
             row["subflows_mean"] = round(mean(sub), 2)
-            row["horizontal_subflows_mean"] = round(mean(_f(r["horizontal_subflows"])
+            row["horizontal_subflows_mean"] = round(mean(cell(r["horizontal_subflows"])
                                                          for r in mine), 2)
         out.append(row)
     for col in COLUMNS:

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from store import read_csv, write_csv  # noqa: E402
+from store import cell, read_csv, write_csv  # noqa: E402
 
 from analysis.figures import caption, suspect_note  # noqa: E402
 
@@ -31,11 +31,6 @@ MODES = ("multicast", "unicast")
 COLORS = {"multicast": "tab:blue", "unicast": "tab:orange"}
 
 
-def _f(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _time_col(rows: list[dict[str, str]]) -> str:
@@ -54,18 +49,18 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
                                                       if k[1] in MODES else 9, k[2])):
         mine = [t for t in transfers if (int(t["workload"]), t["mode"], int(t["procs"]))
                 == (w, mode, procs)]
-        times = [_f(t[col]) for t in mine]
+        times = [cell(t[col]) for t in mine]
         row: dict[str, Any] = {
             "workload": w, "mode": mode, "procs": procs, "runs": len(mine),
-            "total_mb": round(_f(mine[0]["total_bytes"]) / 1e6, 4),
+            "total_mb": round(cell(mine[0]["total_bytes"]) / 1e6, 4),
             "time_s": round(mean(times), 4), "time_min_s": round(min(times), 4),
             "time_max_s": round(max(times), 4),
-            "bound_s": round(mean(_f(t["bound_s"]) for t in mine), 4), "measured": col == "total_s"}
+            "bound_s": round(mean(cell(t["bound_s"]) for t in mine), 4), "measured": col == "total_s"}
         if col == "total_s":
             row["bound_over_time"] = round(row["bound_s"] / row["time_s"], 4)
-            row["copies"] = round(mean(_f(t["copies"]) for t in mine), 4)
-            row["copies_max"] = round(max(_f(t["copies"]) for t in mine), 4)
-            row["repairs_mean"] = round(mean(_f(t["repairs_sent"]) for t in mine), 1)
+            row["copies"] = round(mean(cell(t["copies"]) for t in mine), 4)
+            row["copies_max"] = round(max(cell(t["copies"]) for t in mine), 4)
+            row["repairs_mean"] = round(mean(cell(t["repairs_sent"]) for t in mine), 1)
             row["cpu_mean"] = _mean_present(t.get("cpu_mean") for t in mine)
         out.append(row)
     multicast = {r["workload"]: r["time_s"] for r in out if r["mode"] == "multicast"}
@@ -76,7 +71,7 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 
 def _mean_present(values: Any) -> Any:
-    v = [_f(x) for x in values]
+    v = [cell(x) for x in values]
     v = [x for x in v if x == x]
     return round(mean(v), 1) if v else ""
 
@@ -239,7 +234,7 @@ def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
     loads = sorted({int(r["workload"]) for r in rows})
     for ax, mode in zip(axes, MODES):
         for w in loads:
-            vals = [_f(r[col]) for r in rows if r["mode"] == mode and r["procs"] == "1"
+            vals = [cell(r[col]) for r in rows if r["mode"] == mode and r["procs"] == "1"
                     and int(r["workload"]) == w]
             _cdf(ax, [v for v in vals if v == v], f"x{w}")
         ax.set_title(mode + (" (1 process)" if mode == "unicast" else ""), fontsize=9)

@@ -16,17 +16,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.fidelity import validity_caption  # noqa: E402
-from store import read_csv, write_csv  # noqa: E402
+from store import cell, read_csv, write_csv  # noqa: E402
 
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
                "- segments of its senders delivered to the receiver (tcp_info segs_in)")
 
 
-def _f(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _mean(values: list[float]) -> float:
@@ -53,35 +48,35 @@ def _extra(params: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> 
 
 def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> dict[str, Any]:
     """Lone flow vs the N aggregated flows of one (N, run) or a pooled set of runs."""
-    lone = [_f(r["iperf_mbps"]) for r in rows if r["role"] == "lone"]
-    agg = [_f(r["iperf_mbps"]) for r in rows if r["role"] != "lone"]
-    share = [_f(r["share_of_fair"]) for r in rows if r["role"] == "lone"]
+    lone = [cell(r["iperf_mbps"]) for r in rows if r["role"] == "lone"]
+    agg = [cell(r["iperf_mbps"]) for r in rows if r["role"] != "lone"]
+    share = [cell(r["share_of_fair"]) for r in rows if r["role"] == "lone"]
     runs = sorted({r["run"] for r in rows})
     ratio = []
     for run in runs:
-        lo = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] == "lone"]
-        ag = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] != "lone"]
+        lo = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] == "lone"]
+        ag = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] != "lone"]
         ratio.append(_mean(lo) / _mean(ag) if ag and _mean(ag) > 0 else float("nan"))
-    lone_drops = [_f(d["drops"]) for d in drops if "lone" in str(d["port"])]
-    lone_rx = [_f(d["rx_packets"]) for d in drops if "lone" in str(d["port"])]
-    agg_drops = [_f(d["drops"]) for d in drops if "lone" not in str(d["port"])]
-    agg_rx = [_f(d["rx_packets"]) for d in drops if "lone" not in str(d["port"])]
+    lone_drops = [cell(d["drops"]) for d in drops if "lone" in str(d["port"])]
+    lone_rx = [cell(d["rx_packets"]) for d in drops if "lone" in str(d["port"])]
+    agg_drops = [cell(d["drops"]) for d in drops if "lone" not in str(d["port"])]
+    agg_rx = [cell(d["rx_packets"]) for d in drops if "lone" not in str(d["port"])]
     return {
         "runs": len(runs), "lone_mbps": _r(_mean(lone)),
         "lone_share_of_fair": _r(_mean(share)),
         "lone_share_min": _r(min(share)) if share else "",
         "lone_share_max": _r(max(share)) if share else "",
         "others_mean_mbps": _r(_mean(agg)), "lone_over_others": _r(_mean(ratio)),
-        "jain_all": _r(_mean([_jain([_f(r["iperf_mbps"]) for r in rows if r["run"] == run])
+        "jain_all": _r(_mean([_jain([cell(r["iperf_mbps"]) for r in rows if r["run"] == run])
                               for run in runs])),
         "drops_lone_port": _r(_mean(lone_drops), 1),
         "drop_rate_lone_port": _r(sum(lone_drops) / sum(lone_rx)) if sum(lone_rx) else "",
         "drops_uplink_port": _r(_mean(agg_drops), 1),
         "drop_rate_uplink_port": _r(sum(agg_drops) / sum(agg_rx)) if sum(agg_rx) else "",
-        "retransmits_lone": _r(_mean([_f(r["retransmits"]) for r in rows
+        "retransmits_lone": _r(_mean([cell(r["retransmits"]) for r in rows
                                       if r["role"] == "lone"]), 1),
-        "cpu_mean": _r(_mean([_f(r["cpu_mean"]) for r in rows]), 1),
-        "cpu_max": _r(max((_f(r["cpu_max"]) for r in rows), default=float("nan")), 1),
+        "cpu_mean": _r(_mean([cell(r["cpu_mean"]) for r in rows]), 1),
+        "cpu_max": _r(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1),
     }
 
 
@@ -115,13 +110,13 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     ratio = []
     for run in runs:
-        lo = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and is_local(r)]
-        rem = [_f(r["iperf_mbps"]) for r in rows if r["run"] == run and not is_local(r)]
+        lo = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and is_local(r)]
+        rem = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and not is_local(r)]
         ratio.append(_mean(lo) / _mean(rem) if rem and _mean(rem) > 0 else float("nan"))
     finite = sorted(x for x in ratio if x == x)
     out = {"runs": len(runs),
-           "local_mbps": _r(_mean([_f(r["iperf_mbps"]) for r in rows if is_local(r)])),
-           "remote_mean_mbps": _r(_mean([_f(r["iperf_mbps"]) for r in rows if not is_local(r)])),
+           "local_mbps": _r(_mean([cell(r["iperf_mbps"]) for r in rows if is_local(r)])),
+           "remote_mean_mbps": _r(_mean([cell(r["iperf_mbps"]) for r in rows if not is_local(r)])),
            "local_over_remote": _r(_mean(ratio)),
            "local_over_remote_min": _r(min(ratio)) if ratio else "",
            "local_over_remote_max": _r(max(ratio)) if ratio else "",
@@ -129,15 +124,15 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
            "local_over_remote_q1": _r(float(np.percentile(finite, 25))) if finite else "",
            "local_over_remote_q3": _r(float(np.percentile(finite, 75))) if finite else "",
            "runs_local_below_half": sum(x < 0.5 for x in finite),
-           "local_share_of_fair": _r(_mean([_f(r["share_of_fair"]) for r in rows
+           "local_share_of_fair": _r(_mean([cell(r["share_of_fair"]) for r in rows
                                             if is_local(r)]))}
     for hops in sorted({int(r["hops"]) for r in rows}):
-        out[f"mean_mbps_{hops}hops"] = _r(_mean([_f(r["iperf_mbps"]) for r in rows
+        out[f"mean_mbps_{hops}hops"] = _r(_mean([cell(r["iperf_mbps"]) for r in rows
                                                  if int(r["hops"]) == hops]))
-    out["jain_all"] = _r(_mean([_jain([_f(r["iperf_mbps"]) for r in rows if r["run"] == run])
+    out["jain_all"] = _r(_mean([_jain([cell(r["iperf_mbps"]) for r in rows if r["run"] == run])
                                 for run in runs]))
-    out["cpu_mean"] = _r(_mean([_f(r["cpu_mean"]) for r in rows]), 1)
-    out["cpu_max"] = _r(max((_f(r["cpu_max"]) for r in rows), default=float("nan")), 1)
+    out["cpu_mean"] = _r(_mean([cell(r["cpu_mean"]) for r in rows]), 1)
+    out["cpu_max"] = _r(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1)
     return out
 
 
@@ -160,7 +155,7 @@ def write_fattree_summary(run_dir: Path, rows: list[dict[str, Any]],
 
 def _series(rows: list[dict[str, str]], sender: str, source: str) -> tuple[np.ndarray,
                                                                         np.ndarray]:
-    pts = sorted((_f(r["t"]), _f(r["mbps"])) for r in rows
+    pts = sorted((cell(r["t"]), cell(r["mbps"])) for r in rows
                  if r["sender"] == sender and r["source"] == source)
     return np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
 
@@ -187,7 +182,7 @@ def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special:
                fair: float, title: str) -> None:
     means, lo, hi = [], [], []
     for s in senders:
-        v = [_f(r["iperf_mbps"]) for r in rows if r["sender"] == s]
+        v = [cell(r["iperf_mbps"]) for r in rows if r["sender"] == s]
         means.append(_mean(v))
         lo.append(_mean(v) - min(v))
         hi.append(max(v) - _mean(v))
@@ -205,7 +200,7 @@ def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special:
 def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[str, str]]) -> None:
     ports = [p for p in dict.fromkeys(r["port"] for r in drop_series)]
     for p in ports:
-        pts = sorted((_f(r["t"]), _f(r["drops"])) for r in drop_series if r["port"] == p)
+        pts = sorted((cell(r["t"]), cell(r["drops"])) for r in drop_series if r["port"] == p)
         if not pts:
             continue
         t = np.array([x[0] for x in pts])
@@ -285,7 +280,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
             by_run: dict[str, list[float]] = {}
             for r in rows:
                 if int(r["flows"]) == n and pick(r):
-                    by_run.setdefault(r["run"], []).append(_f(r["share_of_fair"]))
+                    by_run.setdefault(r["run"], []).append(cell(r["share_of_fair"]))
             vals = [_mean(v) for v in by_run.values()]
             xs += [n] * len(vals)
             ys += vals
@@ -330,7 +325,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         per_sender = {}
         for r in rows:
             if int(r["hops"]) == h:
-                per_sender.setdefault(r["sender"], []).append(_f(r["iperf_mbps"]))
+                per_sender.setdefault(r["sender"], []).append(cell(r["iperf_mbps"]))
         vals = [_mean(v) for v in per_sender.values()]
         ax.bar(i, _mean(vals), color="black" if h == min(hops) else "tab:blue", alpha=0.8)
         ax.scatter([i] * len(vals), vals, color="orange", s=12, zorder=5)
@@ -365,7 +360,7 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     params = config["params"]
     runs = sorted({r["run"] for r in rows}, key=int)
     per_run = [fattree_stats([r for r in rows if r["run"] == run]) for run in runs]
-    ratios = [_f(s["local_over_remote"]) for s in per_run]
+    ratios = [cell(s["local_over_remote"]) for s in per_run]
     hops = sorted({int(r["hops"]) for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     ax = axes[0]
@@ -387,7 +382,7 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     ax.grid(alpha=0.3, axis="x")
     ax = axes[1]
     for i, h in enumerate(hops):
-        vals = [_f(s.get(f"mean_mbps_{h}hops", "")) for s in per_run]
+        vals = [cell(s.get(f"mean_mbps_{h}hops", "")) for s in per_run]
         ax.scatter([i] * len(vals) + jitter[:len(vals)], vals, s=20,
                    color="black" if h == min(hops) else "tab:blue")
         ax.plot([i - 0.25, i + 0.25], [np.nanmedian(vals)] * 2, color="red", lw=2)

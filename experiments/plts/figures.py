@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from store import read_csv, write_csv  # noqa: E402
+from store import cell, read_csv, write_csv  # noqa: E402
 from model import jain_index  # noqa: E402
 
 from analysis.figures import caption, rank_curves, suspect_note  # noqa: E402
@@ -48,17 +48,11 @@ LATENCY_DEF = ("latency: one-way fabric latency of sampled data packets, from in
 
 # -- helpers ------------------------------------------------------------------------------
 
-def _f(v: Any) -> float:
-    """A CSV cell as a float; empty or malformed cells are missing (NaN)."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _finite(values: Iterable[Any]) -> list[float]:
     """Numeric cells that are present (NaN and empty dropped; +inf kept: it is a value)."""
-    return [x for x in (_f(v) for v in values) if x == x]
+    return [x for x in (cell(v) for v in values) if x == x]
 
 
 def _r(x: float, nd: int = 4) -> Any:
@@ -110,9 +104,9 @@ def _ratio(a: float, b: float) -> float:
 def _flow_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     runs = list(dict.fromkeys(str(r.get("run", "")) for r in rows))
     mbps = _finite(r.get("mbps") for r in rows)
-    pct = group_stats(_f(r.get("pct_ideal")) for r in rows)
+    pct = group_stats(cell(r.get("pct_ideal")) for r in rows)
     pct_v = _finite(r.get("pct_ideal") for r in rows)
-    model_pct = [100 * _ratio(_f(r.get("model_mbps")), _f(r.get("ideal_mbps"))) for r in rows]
+    model_pct = [100 * _ratio(cell(r.get("model_mbps")), cell(r.get("ideal_mbps"))) for r in rows]
     model_pct = [x for x in model_pct if x == x and not math.isinf(x)]
     per_run = [[r.get("mbps") for r in rows if str(r.get("run", "")) == run] for run in runs]
     run_spread = [s for s in (spread(v) for v in per_run) if s == s]
@@ -120,7 +114,7 @@ def _flow_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     jains = [jain_index(v) for v in (_finite(x) for x in per_run) if v]
     jains = [j for j in jains if j == j]
     out: dict[str, Any] = {
-        "flows": len(rows), "flows_missing": sum(_f(r.get("mbps")) != _f(r.get("mbps"))
+        "flows": len(rows), "flows_missing": sum(cell(r.get("mbps")) != cell(r.get("mbps"))
                                                  for r in rows),
         "runs": len(runs),
         "mean_pct_ideal": pct.get("mean", ""),
@@ -198,7 +192,7 @@ def _claim(rec: str, claim: str, paper: Any, measured: Any, criterion: str, hold
 
 def _claims_of(rec: str, by: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     def val(scheme: str, col: str) -> float:
-        return _f(by[scheme].get(col)) if scheme in by else float("nan")
+        return cell(by[scheme].get(col)) if scheme in by else float("nan")
 
     out = []
     # "RR ~ 92 %", "CNT ~ 81 %": a point estimate read off a bar chart; within +-5 points
@@ -336,9 +330,9 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
     for ax, rec in zip(axes, recs):
         srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
         x = np.arange(len(srows))
-        mean = np.array([_f(s["mean_pct_ideal"]) for s in srows])
-        lo = np.array([_f(s["min_pct_ideal"]) for s in srows])
-        hi = np.array([_f(s["max_pct_ideal"]) for s in srows])
+        mean = np.array([cell(s["mean_pct_ideal"]) for s in srows])
+        lo = np.array([cell(s["min_pct_ideal"]) for s in srows])
+        hi = np.array([cell(s["max_pct_ideal"]) for s in srows])
         ax.bar(x, mean, 0.6, yerr=[mean - lo, hi - mean], capsize=4, color="tab:blue",
                alpha=0.8, label="measured" if config["params"].get("backend") != "model"
                else "flow model")
@@ -351,7 +345,7 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
                 ax.scatter(xi, PAPER_PCT[s["scheme"]], marker="D", color="red", zorder=5,
                            label=None if labelled else "paper")
                 labelled = True
-        model = [(xi, _f(s.get("mean_model_pct_ideal"))) for xi, s in zip(x, srows)]
+        model = [(xi, cell(s.get("mean_model_pct_ideal"))) for xi, s in zip(x, srows)]
         model = [(xi, m) for xi, m in model if m == m]
         if model and config["params"].get("backend", "emulated") != "model":
             ax.scatter(*zip(*model), marker="_", s=300, color="black", zorder=4,
@@ -404,7 +398,7 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
     fig, axes = _figure(len(recs), title)
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(rows, rec).items():
-            valid = [r for r in mine if _f(r.get("pct_ideal")) == _f(r.get("pct_ideal"))]
+            valid = [r for r in mine if cell(r.get("pct_ideal")) == cell(r.get("pct_ideal"))]
             if not valid:
                 continue
             mean, lo, hi = rank_curves(valid, "pct_ideal")
