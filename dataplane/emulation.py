@@ -363,7 +363,16 @@ class Emulation:
         """SIGKILL every process in a host's network namespace other than its Mininet shell
         (proc.kill_namespace_strays); returns "pid command" of each one stopped."""
         shells = {h.shell.pid for h in self.net.hosts if h.shell is not None}
-        return kill_namespace_strays([h.pid for h in self.net.hosts], shells)
+        stopped: list[str] = []
+        # at least two looks, and more while a look still finds some (at most four): a
+        # process caught between two states (mid-exec, entering the namespace) can slip
+        # past one look (seen once in the full suite: a stray `mnexec -a` left running)
+        for look in range(4):
+            found = kill_namespace_strays([h.pid for h in self.net.hosts], shells)
+            stopped += found
+            if look >= 1 and not found:
+                break
+        return stopped
 
     def _stop_links(self) -> None:
         """Every link at once: the run's link group (deleting one veth end removes its peer).
