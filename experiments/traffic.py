@@ -37,6 +37,19 @@ class Flow:
     series: list[tuple[float, float]] = field(default_factory=list)
     connected: bool = True  # False: its connection never got through (run_iperf may_not_connect)
 
+    @property
+    def name(self) -> str:
+        """How errors and the watch name this transfer."""
+        return f"{self.src} -> {self.dst}:{self.port}"
+
+    def client_report(self, out: Path) -> Path:
+        """The iperf3 client's JSON report in ``out``."""
+        return out / f"iperf-client-{self.src}-{self.port}.json"
+
+    def server_report(self, out: Path) -> Path:
+        """The iperf3 server's JSON report in ``out``."""
+        return out / f"iperf-server-{self.dst}-{self.port}.json"
+
 
 def receiver_intf(emu: Emulation, host: str) -> str:
     """The switch-side interface that delivers traffic to ``host`` (bwm-ng reads its tx)."""
@@ -345,7 +358,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         f.port = port + i
     servers = []
     for f in flows:
-        fh = open(out / f"iperf-server-{f.dst}-{f.port}.json", "w")  # noqa: SIM115 - closed below
+        fh = open(f.server_report(out), "w")  # noqa: SIM115 - closed below
         servers.append((f, fh, emu.popen(emu.host(f.dst),
                                          [*wrap, "iperf3", "-s", "-1", "-J", "-i", str(interval),
                                           "-p", str(f.port)],
@@ -378,16 +391,14 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, interval)
     shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
     for f in flows:
-        name = f"{f.src} -> {f.dst}:{f.port}"
-        if name in unconnected:
+        if f.name in unconnected:
             f.connected, f.iperf_mbps, f.retransmits = False, 0.0, 0
             continue
-        client = read_report(out / f"iperf-client-{f.src}-{f.port}.json", f"client {name}")
+        client = read_report(f.client_report(out), f"client {f.name}")
         if transport == "tcp":
             f.subflows = [_data_connection(client, f.subflows, f.port)]
         f.retransmits = window_retransmits(client, trim, duration - trim)
-        report = read_report(out / f"iperf-server-{f.dst}-{f.port}.json",
-                             f"server on {f.dst}:{f.port} (from {f.src})")
+        report = read_report(f.server_report(out), f"server on {f.dst}:{f.port} (from {f.src})")
         f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
         # iperf3's last interval is a fraction of one: too short to be a rate sample
         f.series = [(round(iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
@@ -450,7 +461,7 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
             if any(p.poll() is not None for _, _, p in clients):
                 break
             # the same watch as wait_iperf's, from the first second of traffic
-            watch_once([(f"{f.src} -> {f.dst}:{f.port}", p) for f, _, p in servers],
+            watch_once([(f.name, p) for f, _, p in servers],
                        [("bwm-ng", bwm)], emu.check_alive)
             time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
         began = time.monotonic()
@@ -470,12 +481,10 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
     # than leaving the run to fail on the connection the snapshot could not see
     for f, _, p in clients:
         if p.poll() is not None and not f.subflows:
-            report = out / f"iperf-client-{f.src}-{f.port}.json"
-            name = f"{f.src} -> {f.dst}:{f.port}"
             if p.returncode != 0:
-                raise client_failed(name, p, out, report)
+                raise client_failed(f.name, p, out, f.client_report(out))
             try:
-                read_report(report, f"client {name}")
+                read_report(f.client_report(out), f"client {f.name}")
             except RunError as exc:
                 if not (may_not_connect and NO_CONNECT in str(exc)):
                     raise   # (a starved connection is wait_iperf's to record)
@@ -497,7 +506,7 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     clients = []
     first = time.monotonic()
     for f in flows:
-        fh = open(out / f"iperf-client-{f.src}-{f.port}.json", "w")  # noqa: SIM115
+        fh = open(f.client_report(out), "w")  # noqa: SIM115
         f.start = time.time()
         clients.append((f, fh, emu.popen(
             emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(f.port),
@@ -506,13 +515,11 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     try:
         _snapshot_sockets(emu, flows, transport, duration, trim, out, first, clients,
                           servers, bwm, may_not_connect)
-        names = [f"{f.src} -> {f.dst}:{f.port}" for f in flows]
-        return wait_iperf([(n, c, s) for n, (_, _, c), (_, _, s) in
-                           zip(names, clients, servers)],
+        return wait_iperf([(f.name, c, s) for f, (_, _, c), (_, _, s) in
+                           zip(flows, clients, servers)],
                           duration + grace, out, watch=[("bwm-ng", bwm)],
                           alive=emu.check_alive,
-                          reports={n: out / f"iperf-client-{f.src}-{f.port}.json"
-                                   for n, f in zip(names, flows)},
+                          reports={f.name: f.client_report(out) for f in flows},
                           may_not_connect=may_not_connect)
     finally:
         for _, fh, _ in (*clients, *servers):

@@ -14,19 +14,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from store import read_csv, write_csv  # noqa: E402
+from store import cell, read_csv, write_csv  # noqa: E402
 
 from analysis.figures import caption, rank_plot  # noqa: E402
 from analysis.summaries import group_stats  # noqa: E402
 
 MODEL_METRICS = ("norm_model", "norm_model_aggregate")
-
-
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -44,7 +37,7 @@ def write_model_summary(run_dir: Path, rows: list[dict[str, Any]]) -> None:
         for run in sorted({r["run"] for r in mine}) + ["all"]:
             sel = [r for r in mine if run == "all" or r["run"] == run]
             for metric in MODEL_METRICS:
-                stats = group_stats(_num(r.get(metric)) for r in sel)
+                stats = group_stats(cell(r.get(metric)) for r in sel)
                 if stats["n"]:
                     out.append({"topology": topo, "run": run, "measure": metric, **stats})
     write_csv(run_dir / "summary.csv", out)
@@ -56,23 +49,23 @@ def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, 
     out = []
     groups = _groups(rows)
     main = "norm_bwm" if emulated else "norm_model"
-    ref = group_stats(_num(r.get(main)) for r in groups.get("fattree", []))
+    ref = group_stats(cell(r.get(main)) for r in groups.get("fattree", []))
     for topo, sel in groups.items():
         row: dict[str, Any] = {"topology": topo, "servers": sel[0].get("servers", ""),
                                "runs": len({str(r["run"]) for r in sel})}
         metrics = ("norm_bwm", "norm_iperf", *MODEL_METRICS) if emulated else MODEL_METRICS
         for metric in metrics:
-            st = group_stats(_num(r.get(metric)) for r in sel)
+            st = group_stats(cell(r.get(metric)) for r in sel)
             for k in ("mean", "jain", "p10"):
                 if st.get("n"):
                     row[f"{k}_{metric[5:]}"] = st[k]
-        st = group_stats(_num(r.get(main)) for r in sel)
+        st = group_stats(cell(r.get(main)) for r in sel)
         if st.get("n") and ref.get("n") and ref["mean"]:
             row["mean_vs_fattree"] = round(st["mean"] / ref["mean"], 4)
         if emulated:
-            bwm = np.array([_num(r["norm_bwm"]) for r in sel])
-            ipf = np.array([_num(r["norm_iperf"]) for r in sel])
-            mdl = np.array([_num(r.get("norm_model")) for r in sel])
+            bwm = np.array([cell(r["norm_bwm"]) for r in sel])
+            ipf = np.array([cell(r["norm_iperf"]) for r in sel])
+            mdl = np.array([cell(r.get("norm_model")) for r in sel])
             ok = (ipf > 0) & np.isfinite(bwm)
             if ok.any():
                 ratio = bwm[ok] / ipf[ok]
@@ -87,11 +80,11 @@ def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, 
                 row["flow_corr_emulated_model"] = round(float(np.corrcoef(
                     bwm[okm], mdl[okm])[0, 1]), 3) if okm.sum() > 2 and mdl[okm].std() > 0 \
                     else ""
-            cpu = [_num(r.get("cpu_mean")) for r in sel]
-            sat = [_num(r.get("cpu_saturated_share")) for r in sel]
+            cpu = [cell(r.get("cpu_mean")) for r in sel]
+            sat = [cell(r.get("cpu_saturated_share")) for r in sel]
             row["cpu_mean"] = round(float(np.nanmean(cpu)), 1) if cpu else ""
             row["cpu_saturated_share"] = round(float(np.nanmean(sat)), 3) if sat else ""
-            row["subflows_min"] = min(int(_num(r.get("subflows"))) for r in sel)
+            row["subflows_min"] = min(int(cell(r.get("subflows"))) for r in sel)
         out.append(row)
     return out
 
@@ -162,7 +155,7 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
         out.append(rank_plot(run_dir / "rank.png",
                              [(_label(t, rs), rs, "norm_model") for t, rs in groups.items()],
                              caption(config, _extra(config) + how)))
-        if any(_num(r.get("norm_model_aggregate")) == _num(r.get("norm_model_aggregate"))
+        if any(cell(r.get("norm_model_aggregate")) == cell(r.get("norm_model_aggregate"))
                for r in rows):
             out.append(rank_plot(
                 run_dir / "rank_aggregate.png",

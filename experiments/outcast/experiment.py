@@ -328,14 +328,15 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
+    offered = {s.name: _bwm_series(bwm_path, access[s.name]) for s in senders}  # read once
     for s in senders:
         assert s.flow is not None
-        bw = [r for t, r in _bwm_series(bwm_path, access[s.name])
+        bw = [r for t, r in offered[s.name]
               if s.flow.start + trim <= t <= s.flow.start + duration - trim]
         s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
     return {**meas, "t0": t0, "drops_series": series, "drops": totals,
-            "bwm": {s.name: [(round(t - t0, 3), round(r, 4)) for t, r in
-                             _bwm_series(bwm_path, access[s.name])] for s in senders}}
+            "bwm": {name: [(round(t - t0, 3), round(r, 4)) for t, r in rates]
+                    for name, rates in offered.items()}}
 
 
 def _access_intf(emu: Emulation, host: str) -> str:
