@@ -25,6 +25,12 @@ SUSPECT_LOSS = 0.001       # more than 0.1 % of packets lost outside the tail-dr
 SUSPECT_GAPS = 0.95        # fewer than 95 % of busy-link dequeue gaps (after full-size
                            # frames) within 10 % of the frame's time on the wire
 CALIBRATION_FILE = "calibration.json"
+# What limits a long-lived TCP flow (tcp_info sampled during the window, see limit_shares):
+# a flow well below its own link's rate should be limited by its congestion window (the
+# network's congestion), not by the receiver or its own sender.  Written before the data.
+LIMIT_LINK_SHARE = 0.8     # a flow below 80 % of its access link is judged ...
+LIMIT_CWND_SHARE = 0.5     # ... and held back if cwnd-limited in fewer than half the samples
+LIMIT_MIN_SAMPLES = 4      # fewer samples say nothing
 
 
 def gap_share(gaps: dict[str, Any] | None) -> float | None:
@@ -32,14 +38,80 @@ def gap_share(gaps: dict[str, Any] | None) -> float | None:
     return ((gaps or {}).get("full_size") or {}).get("within_10pct")
 
 
+def limit_shares(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[str, Any]:
+    """What limited one TCP socket over [t0, t1] (unix s), from its tcp_info samples (rows
+    of tcp_samples.csv: time, snd_cwnd, in_flight, busy_time, rwnd_limited, sndbuf_limited,
+    wmem_alloc):
+
+    - ``cwnd_limited``: share of samples with at least cwnd - 1 packets in flight (TCP sends
+      as soon as an ACK frees room, so a cwnd-limited flow is caught one short at most);
+    - ``rwnd_limited``, ``sndbuf_limited``: share of the time between the first and last
+      sample that the kernel's own chrono counted as limited by the receive window or by
+      the send buffer (tcp_info's microsecond counters, differenced);
+    - medians of the congestion window, the packets in flight and ``wmem_alloc`` (bytes the
+      socket has handed down and not yet seen freed: what TCP Small Queues limits).
+    """
+    inside = sorted((r for r in samples if t0 <= float(r["time"]) <= t1),
+                    key=lambda r: float(r["time"]))
+    out: dict[str, Any] = {"samples": len(inside), "cwnd_limited": None, "rwnd_limited": None,
+                           "sndbuf_limited": None, "cwnd_median": None,
+                           "in_flight_median": None, "wmem_median": None}
+    if not inside:
+        return out
+    cwnd = [int(r["snd_cwnd"]) for r in inside]
+    flight = [int(r["in_flight"]) for r in inside]
+    out["cwnd_limited"] = round(sum(f >= c - 1 for f, c in zip(flight, cwnd)) / len(inside), 3)
+    out["cwnd_median"] = median(cwnd)
+    out["in_flight_median"] = median(flight)
+    wmem = [int(r["wmem_alloc"]) for r in inside if r.get("wmem_alloc") not in (None, "")]
+    out["wmem_median"] = median(wmem) if wmem else None
+    span_us = (float(inside[-1]["time"]) - float(inside[0]["time"])) * 1e6
+    if len(inside) > 1 and span_us > 0:
+        for key in ("rwnd_limited", "sndbuf_limited"):
+            d = int(inside[-1][key]) - int(inside[0][key])
+            out[key] = round(min(1.0, max(0.0, d / span_us)), 3)
+    return out
+
+
+def limits_note(flows: list[dict[str, Any]]) -> str | None:
+    """A suspect reason when long-lived TCP flows were mostly not limited by congestion.
+
+    ``flows``: per TCP flow, limit_shares() plus ``link_share`` (its goodput over its access
+    link's rate).  A flow at its own link's rate may be limited by its sender (as a real host
+    is by its NIC); one well below it (LIMIT_LINK_SHARE) should be limited by its congestion
+    window.  When more than half of those flows (with LIMIT_MIN_SAMPLES samples) were
+    cwnd-limited in fewer than LIMIT_CWND_SHARE of their samples, something that a real
+    network's flows do not meet held them back (the receive window, the send buffer, or
+    neither: the sender's own stack, e.g. TCP Small Queues counting packets in the fabric).
+    """
+    judged = [f for f in flows if (f.get("samples") or 0) >= LIMIT_MIN_SAMPLES and
+              f.get("cwnd_limited") is not None and f.get("link_share") is not None and
+              f["link_share"] < LIMIT_LINK_SHARE]
+    held = [f for f in judged if f["cwnd_limited"] < LIMIT_CWND_SHARE]
+    if not judged or 2 * len(held) <= len(judged):
+        return None
+    rwnd = sum((f.get("rwnd_limited") or 0) >= 0.5 for f in held)
+    sndbuf = sum((f.get("sndbuf_limited") or 0) >= 0.5 for f in held)
+    cause = ("the receive window" if 2 * rwnd > len(held) else
+             "the send buffer" if 2 * sndbuf > len(held) else
+             "neither window but the sender's own stack (TCP Small Queues or pacing)")
+    flight = median(f["in_flight_median"] for f in held)
+    cwnd = median(f["cwnd_median"] for f in held)
+    return (f"{len(held)} of {len(judged)} TCP flows below {LIMIT_LINK_SHARE:.0%} of their "
+            f"link were cwnd-limited in under {LIMIT_CWND_SHARE:.0%} of their samples "
+            f"(median {flight:g} packets in flight, cwnd {cwnd:g}): held back by {cause}")
+
+
 def report(emulated: dict[str, float], model: dict[str, float], bw: float,
            cpu_saturated_share: float | None,
            calibration: dict[str, Any] | None = None,
            emulator_loss_share: float | None = None,
            dequeue_gaps: dict[str, Any] | None = None,
-           measurement_note: str | None = None) -> dict[str, Any]:
+           measurement_note: str | None = None,
+           tcp_limits: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source).
-    ``measurement_note`` names a measurement that was only partly taken (a suspect reason)."""
+    ``measurement_note`` names a measurement that was only partly taken (a suspect reason);
+    ``tcp_limits`` (run_iperf's) says what limited the TCP flows, and its ``note`` is one."""
     srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
     emu = np.array([emulated[s] for s in srcs])
     mod = np.array([model[s] for s in srcs])
@@ -57,6 +129,8 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
                        "packet time")
     if measurement_note:
         reasons.append(measurement_note)
+    if tcp_limits and tcp_limits.get("note"):
+        reasons.append(tcp_limits["note"])
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {
@@ -74,6 +148,7 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
         "dequeue_gaps": dequeue_gaps,
         "gaps_within_10pct": gaps,
         "calibration": calibration,
+        "tcp_limits": tcp_limits,
         "model_note": "max-min fair rates on the traced paths; MPTCP subflows independent "
                       "(upstream Linux MPTCP has no coupled congestion control)",
         "suspect": bool(reasons), "reasons": reasons,

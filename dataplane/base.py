@@ -104,14 +104,43 @@ def other_than(name: str, needs: list[str]) -> str:
     return "(none carries it)"
 
 
-def make(name: str) -> Dataplane:
-    """A dataplane by name ('auto': default_name()); imports only what it needs."""
+#: options a dataplane spec may carry after its name (``bpf,socket=keep``): name -> values
+OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    # socket=keep: packets keep their sender's socket through the fabric, so TCP Small
+    # Queues caps every flow at about two packets in flight (the kernel's own behaviour
+    # across veths; kept only to show its effect, see dataplane/bpf/switch.bpf.c)
+    "bpf": {"socket": ("release", "keep")},
+    "ovs": {},
+}
+
+
+def parse(spec: str) -> tuple[str, dict[str, str]]:
+    """'bpf,socket=keep' -> ('bpf', {'socket': 'keep'}); 'auto' is resolved first.
+    ValueError (one line) on an unknown name, option or value."""
+    name, *rest = [x.strip() for x in str(spec).split(",")]
     if name == "auto":
         name = default_name()
+    if name not in NAMES:
+        raise ValueError(f"--dataplane must be one of {', '.join(NAMES)} (optionally with "
+                         f"options, e.g. bpf,socket=keep), got '{spec}'")
+    opts: dict[str, str] = {}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        known = OPTIONS[name]
+        if not eq or key not in known or value not in known[key]:
+            hint = "; ".join(f"{k}={'|'.join(v)}" for k, v in known.items()) or "none"
+            raise ValueError(f"--dataplane {spec!r}: {name} takes no option {item!r} "
+                             f"(its options: {hint})")
+        opts[key] = value
+    return name, opts
+
+
+def make(spec: str) -> Dataplane:
+    """A dataplane by spec (name[,option=value...]; 'auto': default_name()); imports only
+    what it needs."""
+    name, opts = parse(spec)
     if name == "ovs":
         from .ovs import OvsDataplane
         return OvsDataplane()
-    if name == "bpf":
-        from .tcbpf import BpfDataplane
-        return BpfDataplane()
-    raise ValueError(f"--dataplane must be one of {', '.join(NAMES)}, got '{name}'")
+    from .tcbpf import BpfDataplane
+    return BpfDataplane(keep_socket=opts.get("socket") == "keep")

@@ -42,6 +42,7 @@ MODE_HASH, MODE_RND, MODE_RR, MODE_CNT = 0, 1, 2, 3
 MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
 MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat")
 PORT_HOST = 1                                  # port_info.flags: the port faces a host
+CONF_KEEP_SOCKET = 1                           # conf.flags: packets keep the sender's socket
 PROG_PIN = "prog"                              # the program's pin inside the bpffs
 MAP_DIR = "maps"                               # pinmaps directory inside the bpffs
 TIMEOUT = 60.0
@@ -57,7 +58,7 @@ RR_KEY = struct.Struct("<II4s4sHHB3x")         # sw, group, saddr, daddr, sport,
 RR_VALUE = struct.Struct("<I")                 # last_index
 FLOW_KEY = struct.Struct("<I4s4sHHBxH")        # sw, saddr, daddr, sport, dport, proto, pad, out
 FLOW_STAT = struct.Struct("<QQHH4x")           # packets, bytes, in_label, out_label, pad
-CONF = struct.Struct("<I4xQQQ")                # sample_every, pad, stamped, measured, lost
+CONF = struct.Struct("<IIQQQ")                 # sample_every, flags, stamped, measured, lost
 LAT_KEY = struct.Struct("<4s4sHHI")            # saddr, daddr, sport, dport, seq
 LAT_START = struct.Struct("<Q")                # ns at the first switch
 LAT_VAL = struct.Struct("<QQ")                 # at_ns, latency_ns
@@ -152,9 +153,12 @@ class FlowStat(NamedTuple):
 
 
 class Conf(NamedTuple):
-    """conf value (its one entry): latency sampling rate (0 = off) and counters."""
+    """conf value (its one entry): latency sampling rate (0 = off), flags
+    (CONF_KEEP_SOCKET: packets keep their sender's socket through the fabric, the ablation
+    of switch.bpf.c's socket release) and the sampling counters."""
 
     sample_every: int
+    flags: int = 0
     stamped: int = 0
     measured: int = 0
     lost: int = 0
@@ -685,10 +689,19 @@ class SwitchRuntime:
         for name in ("lat_start", "lat"):
             for k in list(self.maps[name].keys()):
                 self.maps[name].delete(k)
-        self.maps["conf"].update(pack_ifindex(0), pack_conf(every))
+        flags = self.read_conf().flags
+        self.maps["conf"].update(pack_ifindex(0), pack_conf(Conf(every, flags)))
+
+    def keep_socket(self, keep: bool) -> None:
+        """Whether packets keep their sender's socket through the fabric (True: the kernel's
+        own behaviour, which caps every TCP flow by TCP Small Queues; for ablations only)
+        or are released at their first switch (False, the default; see switch.bpf.c)."""
+        c = self.read_conf()
+        flags = (c.flags | CONF_KEEP_SOCKET) if keep else (c.flags & ~CONF_KEEP_SOCKET)
+        self.maps["conf"].update(pack_ifindex(0), pack_conf(c._replace(flags=flags)))
 
     def read_conf(self) -> Conf:
-        """The sampling rate and its counters."""
+        """The sampling rate, the flags and the sampling counters."""
         return unpack_conf(self.maps["conf"].lookup(pack_ifindex(0)))
 
     def read_latency(self) -> dict[LatKey, LatVal]:

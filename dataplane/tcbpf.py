@@ -48,7 +48,10 @@ class BpfDataplane(Dataplane):
     name = "bpf"
     carries = frozenset({"forward", "hash", "rnd", "rr", "cnt", "replicate"})
 
-    def __init__(self) -> None:
+    def __init__(self, keep_socket: bool = False) -> None:
+        #: packets keep their sender's socket through the fabric (``bpf,socket=keep``): the
+        #: kernel's own behaviour, which caps TCP by TCP Small Queues; for ablations only
+        self.keep_socket = keep_socket
         self.runtime: Any = None  # bpfswitch.SwitchRuntime once prepared
         self.obj: Path | None = None
         self.entries = 0
@@ -82,6 +85,7 @@ class BpfDataplane(Dataplane):
 
     def install(self, emu: "Emulation") -> None:
         """Fill the maps from the plan, read them back, then attach to every switch port."""
+        from . import bpfswitch
         assert self.runtime is not None
         t0 = time.monotonic()
         intfs = emu.switch_intfs()
@@ -89,7 +93,11 @@ class BpfDataplane(Dataplane):
         ports, egress = bpfplan.port_entries(emu.plan, emu.topo, _ifindex)
         fib = bpfplan.fib_entries(emu.plan)
         self.runtime.fill(ports, egress, fib)
+        self.runtime.keep_socket(self.keep_socket)
         bad = self.runtime.verify(ports, egress, fib)
+        kept = bool(self.runtime.read_conf().flags & bpfswitch.CONF_KEEP_SOCKET)
+        if not bad and kept != self.keep_socket:
+            bad = "conf: the socket-release flag did not read back"
         if bad:
             raise RunError(f"BPF maps do not hold the plan: {bad}")
         self.runtime.attach(intfs)
@@ -179,4 +187,7 @@ class BpfDataplane(Dataplane):
 
     def facts(self) -> dict[str, Any]:
         return {"dataplane": self.name, "object": str(self.obj),
-                "fib_entries": self.entries, "install_s": self.install_s}
+                "fib_entries": self.entries, "install_s": self.install_s,
+                "sender_socket": "kept through the fabric (ablation: TCP Small Queues "
+                                 "counts every hop)" if self.keep_socket else
+                                 "released at the first switch, as a NIC would"}

@@ -130,3 +130,50 @@ def cpu_sampler(path: Path, interval: float = 1.0) -> Sampler[float]:
     """The machine's CPU every ``interval`` s into ``path`` (time, cpu_percent)."""
     return Sampler("CPU", CpuLoad(), interval, path,
                    columns=lambda u: {"cpu_percent": round(u, 2)}, first=False)
+
+
+#: tcp_info columns kept per socket and sample (tcp_samples.csv); times in microseconds
+TCP_COLUMNS = ("ca_state", "snd_cwnd", "unacked", "sacked", "lost", "retrans", "rtt",
+               "snd_wnd", "notsent_bytes", "total_retrans", "bytes_acked", "delivery_rate",
+               "busy_time", "rwnd_limited", "sndbuf_limited")
+
+
+def tcp_rows(when: float, dumps: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """One sock_diag look at every host as CSV rows: one per socket (dataplane.sockdiag)."""
+    rows = []
+    for host, socks in sorted(dumps.items()):
+        for s in socks:
+            if "snd_cwnd" not in s.info:
+                continue
+            rows.append({"time": round(when, 3), "host": host, "saddr": s.saddr,
+                         "sport": s.sport, "daddr": s.daddr, "dport": s.dport,
+                         **{c: s.info.get(c) for c in TCP_COLUMNS},
+                         "in_flight": s.in_flight(), "wmem_alloc": s.mem.get("wmem_alloc")})
+    return rows
+
+
+def tcp_sampler(host_pids: dict[str, int], interval: float = 0.5) -> Sampler[Any]:
+    """tcp_info of every established TCP socket of these hosts every ``interval`` s, read
+    in-process over sock_diag (one netlink socket per host, opened here); the samples are
+    {host: [SockInfo]}.  ``close_tcp_sampler`` closes the sockets."""
+    from dataplane.sockdiag import HostSockets
+    socks = HostSockets(host_pids)
+    sampler: Sampler[Any] = Sampler("tcp_info", socks.dump, interval, first=True)
+    sampler.sockets = socks  # type: ignore[attr-defined]
+    return sampler
+
+
+def stop_tcp_sampler(sampler: Sampler[Any], path: Path) -> list[dict[str, Any]]:
+    """Stop it, close its sockets, write every sample to ``path`` (CSV) and return the rows."""
+    try:
+        samples = sampler.stop()
+    finally:
+        sampler.sockets.close()  # type: ignore[attr-defined]
+    rows = [r for t, dumps in samples for r in tcp_rows(t, dumps)]
+    cols = ["time", "host", "saddr", "sport", "daddr", "dport", *TCP_COLUMNS, "in_flight",
+            "wmem_alloc"]
+    with open(path, "w", newline="", encoding="ascii") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    return rows

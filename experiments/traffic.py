@@ -11,12 +11,15 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any, Callable, Sequence
 
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError, check, how_ended, stop_process
 
-from .sampling import cpu_sampler
+from analysis.fidelity import limit_shares, limits_note
+
+from .sampling import cpu_sampler, stop_tcp_sampler, tcp_sampler
 
 BASE_PORT = 5201
 
@@ -372,14 +375,19 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cpu = cpu_sampler(out / "cpu.csv")
     cpu.start()
+    tcp = tcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows})}, interval)
+    tcp.start()
     before = port_counters(emu)
     try:
         with emu.dequeue_gaps() as gaps:
             unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
                                             servers, bwm, grace, may_not_connect)
     finally:
-        samples = cpu.stop()
-        stop_process(bwm)
+        try:
+            samples = cpu.stop()
+        finally:
+            tcp_samples = stop_tcp_sampler(tcp, out / "tcp_samples.csv")
+            stop_process(bwm)
     ports = counter_delta(before, port_counters(emu))
     write_rows(out / "ports.csv", ports)
     emu.check_alive()
@@ -408,14 +416,58 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             f.dst in shared else \
             bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst), f.start + trim,
                             f.start + duration - trim)
+    limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
+    write_rows(out / "tcp_limits.csv", limits.pop("per_socket"))
     window = [u for t, u in samples if t0 <= t <= t1]
-    return {**emulator_losses(ports),
+    return {**emulator_losses(ports), "tcp_limits": limits,
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
             "cpu_max": round(max(window), 1) if window else None,
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
             if window else None,
             "window_s": [trim, duration - trim], "dequeue_gaps": gaps,
             "bwm_incomplete": incomplete, "measurement_note": coverage_note(incomplete)}
+
+
+def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
+                samples: list[dict[str, Any]], duration: float,
+                trim: float) -> dict[str, Any]:
+    """What limited every flow's data connection (MPTCP: every subflow) in its window, from
+    the tcp_info samples: per socket (``per_socket``, analysis.fidelity.limit_shares plus the
+    flow's goodput over its access link) and medians; ``note`` is a suspect reason when the
+    TCP flows were mostly not congestion-limited (analysis.fidelity.limits_note)."""
+    by_sock: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
+    for r in samples:
+        by_sock.setdefault((r["host"], r["saddr"], int(r["sport"]), int(r["dport"])),
+                           []).append(r)
+    per: list[dict[str, Any]] = []
+    for f in flows:
+        if not f.connected:
+            continue
+        mine = {k: v for k, v in by_sock.items() if k[0] == f.src and k[3] == f.port}
+        wanted = {(s["src_ip"], int(s["src_port"])) for s in f.subflows}
+        if wanted:
+            mine = {k: v for k, v in mine.items() if (k[1], k[2]) in wanted}
+        elif mine:   # no snapshot named it: the busiest socket to the flow's port
+            k = max(mine, key=lambda k: max(int(r["bytes_acked"]) for r in mine[k]))
+            mine = {k: mine[k]}
+        try:
+            link = emu.topo.link_bw(f.src, emu.topo.access_switch(f.src), emu.link.bw)
+        except Exception:  # noqa: BLE001 - a multi-homed host has no one access link
+            link = None
+        share = round(f.iperf_mbps / link, 4) if link and transport == "tcp" else None
+        for k, rows in sorted(mine.items()):
+            per.append({"flow": f.name, "transport": transport, "sport": k[2],
+                        "mbps": round(f.iperf_mbps, 4), "link_share": share,
+                        **limit_shares(rows, f.start + trim, f.start + duration - trim)})
+
+    def med(key: str) -> float | None:
+        vals = [p[key] for p in per if p[key] is not None]
+        return round(float(median(vals)), 3) if vals else None
+    return {"sockets": len(per), "cwnd_limited_median": med("cwnd_limited"),
+            "rwnd_limited_median": med("rwnd_limited"),
+            "sndbuf_limited_median": med("sndbuf_limited"),
+            "in_flight_median": med("in_flight_median"), "cwnd_median": med("cwnd_median"),
+            "note": limits_note(per) if transport == "tcp" else None, "per_socket": per}
 
 
 def _data_connection(client: dict[str, Any], seen: list[dict[str, Any]],

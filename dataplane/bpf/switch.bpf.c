@@ -18,7 +18,8 @@
  *   rr      per-flow round-robin state: the choice index the flow's last packet took
  *   flows   the datapath's own record: (switch, 5-tuple, out port) -> packets, bytes, labels;
  *           path tracing reads it (a sprayed flow shows several out ports on one switch)
- *   conf    one entry: the latency sampling rate (0 = off) and its counters
+ *   conf    one entry: the latency sampling rate (0 = off), flags (CONF_KEEP_SOCKET) and the
+ *           sampling counters
  *   lat_start  sampled TCP data segments in flight: (5-tuple, seq) -> time at the first switch
  *   lat     their one-way fabric latency: (5-tuple, seq) -> arrival time, latency
  *
@@ -28,6 +29,20 @@
  * faces a host: first-switch ingress to last-switch ingress, so the host links' queues are
  * not in it.  The choice is a hash, not a coin, so a retransmission of a sampled segment is
  * sampled again and restamps it; a stamp whose segment was dropped is never matched.
+ *
+ * The sender's socket is released at the first switch.  A packet keeps its sender's socket
+ * reference (skb->sk) across veths and bpf_redirect (since Linux 5.1 skb_scrub_packet no longer
+ * orphans), so without this it would count against the sender's TCP Small Queues budget, about
+ * max(2 packets, 1 ms at the pacing rate), until the receiver's ip_rcv: every flow would be
+ * capped at about two packets in flight across the whole fabric instead of by its congestion
+ * window.  A real host's NIC frees the packet (and so its socket charge) once it is on the
+ * wire, so the program does the same where the wire ends: at the ingress of a port that faces
+ * a host, a packet that still holds a socket is forwarded as a clone (bpf_clone_redirect; a
+ * clone has no socket) and the original is consumed (TC_ACT_STOLEN: consume_skb, not a drop),
+ * which runs its destructor (tcp_wfree) as a NIC's tx completion would.  Once per packet, at
+ * its first switch; later hops see a socketless clone.  No helper orphans an skb, and
+ * bpf_sk_assign (which does) leaves a prefetched socket that the receiver would then deliver
+ * to.  CONF_KEEP_SOCKET turns this off (the old behaviour, kept for the ablation only).
  *
  * Counters count packets as wire packets (gso_segs of a GSO skb, else 1) and bytes as skb
  * length at ingress (Ethernet header included, an offloaded VLAN tag not).  Concurrent
@@ -54,6 +69,7 @@
 #define MAX_INBAND_TAGS 2
 
 #define PORT_HOST 1	/* port_info.flags: the port faces a host */
+#define CONF_KEEP_SOCKET 1	/* conf.flags: packets keep the sender's socket (ablation only) */
 
 struct port_info {
 	__u32 sw;
@@ -128,7 +144,7 @@ struct flow_stat {
 
 struct conf {
 	__u32 sample_every;
-	__u32 pad;
+	__u32 flags;		/* CONF_KEEP_SOCKET */
 	__u64 stamped;		/* segments stamped at their first switch */
 	__u64 measured;		/* ... and matched at their last one */
 	__u64 lost;		/* measured but not stored: the lat map was full */
@@ -412,9 +428,10 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 }
 
 /* Send the packet to choice i: the skb itself (last = 1; returns the tc verdict) or a clone
- * (last = 0; leaves the skb as it was, ready for the next copy). */
+ * (last = 0; leaves the skb as it was, ready for the next copy).  With ``release`` the last
+ * copy is a clone too and the skb, with its socket reference, is consumed (see the top). */
 static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *a, __u32 i,
-				struct port_info *pi, const struct pkt *p, int last)
+				struct port_info *pi, const struct pkt *p, int last, int release)
 {
 	struct egress_info *e;
 	__u16 port, push;
@@ -429,7 +446,7 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 	 * on a tagged one it moves the old tag into the frame first (a stacked label) */
 	if (push && bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), push) != 0)
 		return miss(pi, p);
-	if (!last) {
+	if (!last || release) {
 		/* The clone copies the skb as it is now, tag included.  The copies share packet
 		 * data, but bpf_clone_redirect makes this skb's head private before it returns
 		 * and a push/pop either touches only skb metadata or un-shares the head first,
@@ -437,7 +454,7 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 		 * copy therefore starts from the packet as it arrived (after any pop). */
 		int err = bpf_clone_redirect(skb, e->ifindex, 0);
 
-		if (push)
+		if (push && !last)
 			bpf_skb_vlan_pop(skb);
 		if (err)
 			return miss(pi, p);
@@ -447,7 +464,9 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 	record(pi->sw, p, port, push ? push : p->out_base);
 	if (p->sampled)
 		measure(p, e->ifindex);
-	return last ? bpf_redirect(e->ifindex, 0) : 0;
+	if (!last)
+		return 0;
+	return release ? TC_ACT_STOLEN : bpf_redirect(e->ifindex, 0);
 }
 
 /* Decide whether this TCP segment is sampled and, at its first switch, stamp it. */
@@ -493,6 +512,17 @@ static __always_inline struct fib_action *lookup(struct fib_key *key, const stru
 	return bpf_map_lookup_elem(&fib, key);
 }
 
+/* Does this packet enter the fabric still holding its sender's socket (see the top)? */
+static __always_inline int releases_socket(struct __sk_buff *skb, const struct port_info *pi)
+{
+	struct conf *c;
+
+	if (!(pi->flags & PORT_HOST) || !skb->sk)
+		return 0;
+	c = config();
+	return !(c && (c->flags & CONF_KEEP_SOCKET));
+}
+
 SEC("tc")
 int dcrepro_switch(struct __sk_buff *skb)
 {
@@ -503,6 +533,7 @@ int dcrepro_switch(struct __sk_buff *skb)
 	struct pkt p = {};
 	__u32 ifindex = skb->ifindex, off = sizeof(eth), i;
 	__be16 proto;
+	int release;
 
 	pi = bpf_map_lookup_elem(&ports, &ifindex);
 	if (!pi)
@@ -603,16 +634,17 @@ int dcrepro_switch(struct __sk_buff *skb)
 		p.out_base = skb->vlan_present ? (skb->vlan_tci & 0x0fff) : 0;
 	}
 
+	release = releases_socket(skb, pi);
 	if (a->kind == ACT_REPLICATE) {
 		/* bpf_clone_redirect for the first n-1 copies, bpf_redirect for the last */
 		for (i = 0; i < MAX_CHOICES - 1; i++) {
 			if (i + 1 >= a->n)
 				break;
-			emit(skb, a, i, pi, &p, 0);
+			emit(skb, a, i, pi, &p, 0, 0);
 		}
-		return emit(skb, a, a->n - 1, pi, &p, 1);
+		return emit(skb, a, a->n - 1, pi, &p, 1, release);
 	}
-	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1);
+	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1, release);
 }
 
 char LICENSE[] SEC("license") = "GPL";

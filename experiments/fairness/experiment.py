@@ -354,7 +354,8 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
     facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
         cpu_saturated_share=meas["cpu_saturated_share"],
-        emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"])
+        emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"],
+        tcp_limits=meas["tcp_limits"])
     links = measured_link_rows(topo, window, params["bw"], r, label)
     return flows, meas, links, facts
 
@@ -412,6 +413,8 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
                 pred, _ = model_rates(topo, plan, pairs, real, params["bw"], agg)
                 facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
                 folder.record(f"run{r:02d}-{label}", facts)
+                if meas["tcp_limits"]["note"]:
+                    folder.flag(f"run {r} {label}: {meas['tcp_limits']['note']}")
                 for f in flows:
                     rows.append({**base, "src": f.src, "dst": f.dst,
                                  "iperf_mbps": round(f.iperf_mbps, 4),

@@ -388,6 +388,7 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
         facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
         facts["drops"] = meas["drops"]
         facts["dequeue_gaps"] = meas["dequeue_gaps"]
+        facts["tcp_limits"] = meas["tcp_limits"]
         facts["switch_losses"] = {k: meas[k] for k in (
             "switch_rx_packets", "switch_lost_packets", "queue_drops", "emulator_drops",
             "emulator_loss_share")}
@@ -420,6 +421,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                                        senders, topo.receiver, groups, rng)
             facts["topo"] = topo.spec
             folder.record(tag, facts)
+            if meas["tcp_limits"]["note"]:
+                folder.flag(f"{tag}: {meas['tcp_limits']['note']}")
             base = {"flows": n, "run": r}
             fair = params["bw"] / (n + 1)
             extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}

@@ -76,7 +76,8 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
         model = rates_on_paths(emu.topo, bw, pairs, traced)
         fid = report({f.src: f.iperf_mbps for f in flows}, model, bw,
                      meas["cpu_saturated_share"], calibration, meas["emulator_loss_share"],
-                     meas["dequeue_gaps"], meas["measurement_note"])
+                     meas["dequeue_gaps"], meas["measurement_note"],
+                     tcp_limits=meas["tcp_limits"])
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"])
         reports.append(fid)

@@ -127,11 +127,11 @@ def validate(params: dict[str, Any]) -> None:
     if params["sample"] < 0:
         raise ValueError(f"--sample must be >= 0, got {params['sample']}")
     if params["backend"] == "emulated":
-        if params["dataplane"] != "bpf":
+        if dataplanes.parse(params["dataplane"])[0] != "bpf":
             raise ValueError(f"plts needs --dataplane bpf (per-packet spraying and the "
                              f"latency samples live in the BPF switch), not "
                              f"{params['dataplane']!r}")
-        dp = dataplanes.make("bpf")
+        dp = dataplanes.make(params["dataplane"])
         for s in names:
             dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
     if len(topos.build(params["topo"]).hosts()) < 2:
@@ -226,7 +226,8 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
     model = model_rates(topo, plan, scheme, bw, pairs, routed)
     fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas["cpu_saturated_share"],
                  None, meas["emulator_loss_share"], meas["dequeue_gaps"],
-                 meas["measurement_note"])
+                 meas["measurement_note"],
+                 tcp_limits=meas["tcp_limits"])
     fid.update(run=r, scheme=scheme, recovery=recovery, cpu_mean=meas["cpu_mean"],
                latency_sampling=sampling)
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))

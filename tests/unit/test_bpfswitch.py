@@ -28,7 +28,7 @@ LAYOUTS = {
     "flow_key": (bs.FLOW_KEY, ["sw", "saddr", "daddr", "sport", "dport", "proto", "pad",
                                "out_port"]),
     "flow_stat": (bs.FLOW_STAT, ["packets", "bytes", "in_label", "out_label", "pad"]),
-    "conf": (bs.CONF, ["sample_every", "pad", "stamped", "measured", "lost"]),
+    "conf": (bs.CONF, ["sample_every", "flags", "stamped", "measured", "lost"]),
     "lat_key": (bs.LAT_KEY, ["saddr", "daddr", "sport", "dport", "seq"]),
     "lat_val": (bs.LAT_VAL, ["at_ns", "latency_ns"]),
 }
@@ -109,7 +109,7 @@ ROUND_TRIPS = [
     (bs.pack_flow_key, bs.unpack_flow_key,
      bs.FlowKey(4, "10.0.0.2", "10.3.1.3", 40000, 5201, 6, 3), 20),
     (bs.pack_flow_stat, bs.unpack_flow_stat, bs.FlowStat(10, 15140, 0, 5), 24),
-    (bs.pack_conf, bs.unpack_conf, bs.Conf(64, 2**40, 7, 1), 32),
+    (bs.pack_conf, bs.unpack_conf, bs.Conf(64, bs.CONF_KEEP_SOCKET, 2**40, 7, 1), 32),
     (bs.pack_lat_key, bs.unpack_lat_key, bs.LatKey("10.0.0.2", "10.3.1.3", 40000, 5201,
                                                    2**32 - 1), 16),
     (bs.pack_lat_start, bs.unpack_lat_start, 2**63, 8),
@@ -135,7 +135,8 @@ def test_pad_fields_are_zero_and_fields_sit_where_c_has_them():
     raw = bs.pack_port_info(bs.PortInfo(1, 2, 3, 0, 4, 5, 6))
     assert raw[12:16] == bytes(4) and struct.unpack_from("<Q", raw, 32)[0] == 6
     assert bs.pack_port_info((1, 2, 3, bs.PORT_HOST))[12:16] == b"\x01\0\0\0"
-    assert bs.pack_conf(64)[4:8] == bytes(4)
+    assert bs.pack_conf(64)[4:8] == bytes(4)   # default: the socket is released
+    assert bs.pack_conf((64, bs.CONF_KEEP_SOCKET))[4:8] == b"\x01\0\0\0"
     raw = bs.pack_fib_key((1, 2, 3, bs.KIND_ETH, b"\xaa" * 6))
     assert raw[9] == 0 and raw[10:] == b"\xaa" * 6 and raw[8] == bs.KIND_ETH
     raw = bs.pack_fib_action((bs.ACT_FORWARD, bs.MODE_HASH, 0, 1, (5, 6), (0, 100)))

@@ -1,0 +1,111 @@
+"""sock_diag decoding without root: a dump answer packed by hand (as the kernel lays it out)
+decodes to the sockets, tcp_info fields and memory counters it holds; a short tcp_info (an
+older kernel) keeps the fields it has; an error answer raises; a real dump of this process's
+own loopback sockets finds them."""
+import socket
+import struct
+
+import pytest
+
+from dataplane import sockdiag as sd
+
+
+def diag_message(saddr: str, sport: int, daddr: str, dport: int, info: dict[str, int],
+                 mem: tuple[int, ...] = (), info_len: int | None = None,
+                 family: int = socket.AF_INET) -> bytes:
+    """One SOCK_DIAG_BY_FAMILY message as the kernel sends it."""
+    values = [info.get(name, 0) for name, _ in sd.TCP_INFO_FIELDS]
+    raw_info = sd.TCP_INFO.pack(*values)[:info_len]
+    body = sd.DIAG_MSG.pack(family, 1, 0, 0, sport.to_bytes(2, "big"), dport.to_bytes(2, "big"),
+                            socket.inet_aton(saddr) + bytes(12),
+                            socket.inet_aton(daddr) + bytes(12), 0, bytes(8), 0, 0, 0, 0, 0)
+    attrs = b""
+    for kind, payload in ((sd.INET_DIAG_INFO, raw_info),
+                          (sd.INET_DIAG_SKMEMINFO, struct.pack(f"={len(mem)}I", *mem))):
+        if not payload:
+            continue
+        a = sd.RTATTR.pack(sd.RTATTR.size + len(payload), kind) + payload
+        attrs += a + bytes(-len(a) % 4)
+    body += attrs
+    return sd.NLMSGHDR.pack(sd.NLMSGHDR.size + len(body), sd.SOCK_DIAG_BY_FAMILY, 2, 1, 0) + body
+
+
+def done() -> bytes:
+    return sd.NLMSGHDR.pack(sd.NLMSGHDR.size + 4, sd.NLMSG_DONE, 2, 1, 0) + bytes(4)
+
+
+def test_tcp_info_layout_is_the_kernels():
+    # include/uapi/linux/tcp.h: snd_cwnd at 80, busy_time at 168, snd_wnd at 228, 232 bytes
+    offsets, off = {}, 0
+    for name, code in sd.TCP_INFO_FIELDS:
+        offsets[name] = off
+        off += struct.calcsize("=" + code)
+    assert (offsets["unacked"], offsets["snd_cwnd"], offsets["bytes_acked"]) == (24, 80, 120)
+    assert (offsets["busy_time"], offsets["rwnd_limited"], offsets["sndbuf_limited"]) == \
+        (168, 176, 184)
+    assert offsets["snd_wnd"] == 228 and sd.TCP_INFO.size == 232
+
+
+def test_a_dump_answer_decodes_to_its_sockets():
+    info = {"snd_cwnd": 21, "unacked": 20, "sacked": 1, "lost": 2, "retrans": 1,
+            "bytes_acked": 2**40, "busy_time": 5_000_000, "rwnd_limited": 7, "snd_wnd": 65535}
+    data = (diag_message("10.0.0.2", 40000, "10.0.0.1", 5201, info, mem=tuple(range(9))) +
+            diag_message("10.0.0.2", 40001, "10.0.0.1", 5201, {"snd_cwnd": 10}) + done())
+    socks, finished = sd.parse(data)
+    assert finished and len(socks) == 2
+    a = socks[0]
+    assert (a.saddr, a.sport, a.daddr, a.dport, a.state) == ("10.0.0.2", 40000, "10.0.0.1",
+                                                             5201, 1)
+    assert {k: a.info[k] for k in info} == info
+    assert a.in_flight() == 20 - 1 - 2 + 1
+    assert a.mem["wmem_alloc"] == 2 and a.mem["drops"] == 8
+    assert socks[1].mem == {} and socks[1].info["snd_cwnd"] == 10
+
+
+def test_a_shorter_tcp_info_keeps_what_it_has():
+    data = diag_message("1.2.3.4", 1, "5.6.7.8", 2, {"snd_cwnd": 3, "busy_time": 9},
+                        info_len=104) + done()
+    (s,), _ = sd.parse(data)
+    assert s.info["snd_cwnd"] == 3 and "busy_time" not in s.info and "total_retrans" in s.info
+
+
+def test_non_ipv4_and_partial_reads_are_skipped_and_not_done():
+    data = diag_message("1.2.3.4", 1, "5.6.7.8", 2, {}, family=socket.AF_INET6)
+    socks, finished = sd.parse(data + data[:10])
+    assert socks == [] and not finished
+
+
+def test_an_error_answer_raises():
+    err = sd.NLMSGHDR.pack(sd.NLMSGHDR.size + 4, sd.NLMSG_ERROR, 0, 1, 0) + struct.pack("=i", -1)
+    with pytest.raises(sd.DiagError):
+        sd.parse(err)
+
+
+def test_the_request_asks_for_tcp_info_and_memory_of_established_tcp():
+    req = sd.request()
+    length, kind, flags, _, _ = sd.NLMSGHDR.unpack_from(req)
+    assert length == len(req) == sd.NLMSGHDR.size + sd.REQ_V2.size == 72
+    assert kind == sd.SOCK_DIAG_BY_FAMILY and flags & sd.NLM_F_DUMP
+    family, proto, ext, states = struct.unpack_from("=BBBxI", req, sd.NLMSGHDR.size)
+    assert (family, proto, states) == (socket.AF_INET, socket.IPPROTO_TCP, 2)
+    assert ext == (1 << 1) | (1 << 6)
+
+
+def test_a_real_dump_finds_this_processes_loopback_connection():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    cli = socket.create_connection(srv.getsockname())
+    acc, _ = srv.accept()
+    try:
+        cli.sendall(b"x" * 10000)
+        nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, sd.NETLINK_SOCK_DIAG)
+        with nl:
+            socks = sd.dump(nl)
+        port = cli.getsockname()[1]
+        mine = [s for s in socks if s.sport == port and s.dport == srv.getsockname()[1]]
+        assert len(mine) == 1 and mine[0].info["snd_cwnd"] >= 1
+        assert mine[0].info["bytes_acked"] >= 1 and "wmem_alloc" in mine[0].mem
+    finally:
+        for s in (cli, acc, srv):
+            s.close()

@@ -1,0 +1,71 @@
+"""What limited a TCP flow, from its tcp_info samples (analysis.fidelity.limit_shares), and
+the run-level judgement (limits_note): flows held at two packets in flight by their own
+sender (TCP Small Queues counting the fabric) make a run suspect; congestion-limited flows,
+and flows at their own link's rate, do not."""
+from analysis.fidelity import (LIMIT_CWND_SHARE, LIMIT_LINK_SHARE, limit_shares, limits_note,
+                               report)
+
+
+def samples(n: int, cwnd: int, in_flight: int, rwnd_us_per_s: int = 0, t0: float = 100.0,
+            wmem: int = 4560) -> list[dict]:
+    return [{"time": t0 + 0.5 * i, "snd_cwnd": cwnd, "in_flight": in_flight,
+             "busy_time": 500_000 * i, "rwnd_limited": rwnd_us_per_s * i // 2,
+             "sndbuf_limited": 0, "wmem_alloc": wmem} for i in range(n)]
+
+
+def test_a_flow_with_its_window_full_is_cwnd_limited():
+    got = limit_shares(samples(10, 40, 40), 0, 1e9)
+    assert got["samples"] == 10 and got["cwnd_limited"] == 1.0
+    assert got["rwnd_limited"] == 0.0 and got["cwnd_median"] == 40
+
+
+def test_one_short_of_the_window_still_counts_two_packets_of_twenty_do_not():
+    assert limit_shares(samples(6, 20, 19), 0, 1e9)["cwnd_limited"] == 1.0
+    got = limit_shares(samples(6, 20, 2), 0, 1e9)
+    assert got["cwnd_limited"] == 0.0 and got["in_flight_median"] == 2
+
+
+def test_rwnd_share_is_the_chrono_counter_over_the_sampled_time():
+    # 250 ms of every second limited by the receive window
+    got = limit_shares(samples(9, 20, 5, rwnd_us_per_s=250_000), 0, 1e9)
+    assert got["rwnd_limited"] == 0.25
+
+
+def test_only_samples_inside_the_window_count():
+    rows = samples(4, 20, 20, t0=100) + samples(4, 20, 2, t0=110)
+    assert limit_shares(rows, 109, 200)["cwnd_limited"] == 0.0
+    assert limit_shares(rows, 0, 50)["samples"] == 0
+
+
+def flow(cwnd_limited: float, link_share: float, rwnd: float = 0.0, n: int = 20) -> dict:
+    return {"samples": n, "cwnd_limited": cwnd_limited, "rwnd_limited": rwnd,
+            "sndbuf_limited": 0.0, "link_share": link_share, "in_flight_median": 2,
+            "cwnd_median": 24}
+
+
+def test_flows_held_back_by_their_sender_make_the_run_suspect():
+    note = limits_note([flow(0.0, 0.3)] * 12 + [flow(0.0, 0.95)] * 4)
+    assert note is not None and "12 of 12" in note and "sender's own stack" in note
+
+
+def test_congestion_limited_flows_and_flows_at_their_link_rate_do_not():
+    assert limits_note([flow(1.0, 0.3)] * 12) is None
+    # at its own link's rate a sender may be held back by its NIC, as a real host is
+    assert limits_note([flow(0.0, LIMIT_LINK_SHARE + 0.1)] * 12) is None
+    # half or fewer held back: not "mostly"
+    assert limits_note([flow(0.0, 0.3)] * 6 + [flow(1.0, 0.3)] * 6) is None
+    # too few samples say nothing
+    assert limits_note([flow(0.0, 0.3, n=3)] * 12) is None
+
+
+def test_the_note_names_the_receive_window_when_that_held_them():
+    note = limits_note([flow(LIMIT_CWND_SHARE - 0.1, 0.5, rwnd=0.8)] * 4)
+    assert note is not None and "receive window" in note
+
+
+def test_the_fidelity_report_flags_the_run_with_the_note():
+    fid = report({"a": 5.0}, {"a": 5.0}, 10.0, 0.0,
+                 tcp_limits={"note": "held back", "cwnd_limited_median": 0.0})
+    assert fid["suspect"] and "held back" in fid["reasons"]
+    assert report({"a": 5.0}, {"a": 5.0}, 10.0, 0.0, tcp_limits={"note": None})["suspect"] \
+        is False
