@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Reproduce every experiment's figures: installs what is missing (setup.sh), then runs each
 # sweep in quick mode (default) or at paper length (--full), and prints where figures are.
-#   sudo ./scripts/reproduce.sh          # quick
-#   sudo ./scripts/reproduce.sh --full   # paper-length runs (hours)
+# Exits non-zero only when setup or a sweep failed (not when a paper's claim does not hold).
+# As root:
+#   ./scripts/reproduce.sh          # quick
+#   ./scripts/reproduce.sh --full   # paper-length runs (hours)
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 ./setup.sh || exit 1
