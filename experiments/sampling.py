@@ -109,7 +109,9 @@ class Sampler(threading.Thread, Generic[T]):
 
 
 class CpuLoad:
-    """Whole-machine CPU utilisation (%) since the previous call, from /proc/stat."""
+    """Whole-machine CPU utilisation (%) since the previous call, from /proc/stat.  Time of
+    niced processes counts as free: work run beside the emulation at a lower priority (a
+    test suite under ``nice -n 19``) yields the CPU to it and is not its load."""
 
     def __init__(self) -> None:
         self._last = self._read()
@@ -118,8 +120,8 @@ class CpuLoad:
     def _read() -> tuple[int, int]:
         with open("/proc/stat", encoding="ascii") as fh:
             vals = [int(v) for v in fh.readline().split()[1:]]
-        idle = vals[3] + vals[4]
-        return sum(vals) - idle, sum(vals)
+        free = vals[1] + vals[3] + vals[4]        # nice, idle, iowait
+        return sum(vals) - free, sum(vals)
 
     def __call__(self) -> float:
         (busy0, total0), (busy, total) = self._last, self._read()

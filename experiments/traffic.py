@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import re
 import subprocess
 import time
@@ -22,6 +23,7 @@ from analysis.fidelity import limit_shares, limits_note
 from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler
 
 BASE_PORT = 5201
+LOG = logging.getLogger("dcrepro")
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Flow:
     #: (seconds since this flow's start, Mb/s) from the iperf3 server's interval reports
     series: list[tuple[float, float]] = field(default_factory=list)
     connected: bool = True  # False: its connection never got through (run_iperf may_not_connect)
+    restarts: int = 0       # times its transfer was started again before its window opened
 
     @property
     def name(self) -> str:
@@ -336,10 +339,20 @@ def bwm_window_mbps(path: Path, intf: str, t0: float, t1: float) -> float:
     return 8 * sum(rates) / len(rates) / 1e6 if rates else float("nan")
 
 
+def _server(emu: Emulation, f: Flow, wrap: list[str], interval: float,
+            out: Path) -> tuple[Flow, Any, subprocess.Popen]:
+    """Start the iperf3 server of one flow (one test, then it exits); its report file."""
+    fh = open(f.server_report(out), "w")  # noqa: SIM115 - closed by the caller
+    return (f, fh, emu.popen(emu.host(f.dst), [*wrap, "iperf3", "-s", "-1", "-J", "-i",
+                                               str(interval), "-p", str(f.port)],
+                             stdout=fh, stderr=subprocess.STDOUT))
+
+
 def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float,
               trim: float, out: Path, port: int = BASE_PORT, *, interval: float = 0.5,
               watch_intfs: Sequence[str] = (), grace: float = 30.0,
-              may_not_connect: bool = False) -> dict[str, Any]:
+              may_not_connect: bool = False,
+              subflows: int | dict[tuple[str, str], int] | None = None) -> dict[str, Any]:
     """The one iperf3 runner: every flow at once for ``duration`` s, in list order; fills in
     every flow's rates over the trimmed window, its interval series and retransmits.
 
@@ -352,6 +365,13 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     never got through (Outcast's starved senders) is recorded as ``connected=False`` at
     0 Mb/s instead of failing the run.
 
+    ``subflows`` (MPTCP: per (src, dst), or one number for all): the subflows every data
+    connection should have before its window opens.  Upstream's path manager does not retry
+    an MP_JOIN whose SYN was lost, and iperf3's MPTCP control connection can close during
+    set-up: a flow still short of its subflows when its window would open (``trim`` s after
+    its start), or whose client failed meanwhile, is started again once (``Flow.restarts``;
+    its window moves with it).  What is still short after that is for check_subflows.
+
     Returns the measurement facts (switch losses, CPU, dequeue gaps, window).  Raises
     RunError if a client fails, hangs, or (MPTCP) does not establish every subflow.
     """
@@ -359,14 +379,11 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     wrap = ["mptcpize", "run"] if transport == "mptcp" else []
     for i, f in enumerate(flows):
         f.port = port + i
-    servers = []
-    for f in flows:
-        fh = open(f.server_report(out), "w")  # noqa: SIM115 - closed below
-        servers.append((f, fh, emu.popen(emu.host(f.dst),
-                                         [*wrap, "iperf3", "-s", "-1", "-J", "-i", str(interval),
-                                          "-p", str(f.port)],
-                                         stdout=fh, stderr=subprocess.STDOUT)))
+    servers = [_server(emu, f, wrap, interval, out) for f in flows]
     _wait_listening(emu, flows, timeout=20)
+    want = None if transport != "mptcp" or subflows is None else \
+        {f.name: subflows if isinstance(subflows, int) else subflows[(f.src, f.dst)]
+         for f in flows}
     intfs = sorted({receiver_intf(emu, f.dst) for f in flows} | set(watch_intfs))
     bwm_path = out / "bwm.csv"
     bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", str(round(interval * 1000)), "-T",
@@ -382,7 +399,8 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     try:
         with emu.dequeue_gaps() as gaps:
             unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
-                                            servers, bwm, grace, may_not_connect)
+                                            servers, bwm, grace, may_not_connect, want,
+                                            interval)
         busy = busy_cpu_seconds() - busy0
     finally:
         try:
@@ -423,6 +441,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     window = [u for t, u in samples if t0 <= t <= t1]
     rx = sum(p["rx_packets"] for p in ports)
     return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
+            "restarts": {f.name: f.restarts for f in flows if f.restarts},
             # the whole machine's CPU per packet-hop (a packet entering a switch port):
             # switch, probe, shaping, both TCP stacks, iperf3 and dcrepro's own sampling
             "cpu_us_per_packet_hop": round(1e6 * busy / rx, 3) if rx else None,
@@ -554,33 +573,106 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                        f"{len(missing)} flows (e.g. {', '.join(missing[:3])})")
 
 
+def _client(emu: Emulation, f: Flow, wrap: list[str], duration: float,
+            out: Path) -> tuple[Flow, Any, subprocess.Popen]:
+    """Start the iperf3 client of one flow (its start time is set now); its report file."""
+    fh = open(f.client_report(out), "w")  # noqa: SIM115 - closed by the caller
+    f.start = time.time()
+    return (f, fh, emu.popen(
+        emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(f.port),
+                          "-t", str(duration), "-J", "--connect-timeout", "5000"],
+        stdout=fh, stderr=subprocess.STDOUT))
+
+
+def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
+                       clients: dict[str, subprocess.Popen]) -> dict[str, str]:
+    """Flows whose data connection has fewer subflows than wanted, or whose client already
+    ended, each with why (one `ss` look at their senders)."""
+    short: dict[str, str] = {}
+    for f in flows:
+        if clients[f.name].poll() is not None:
+            short[f.name] = f"its client ended ({how_ended(clients[f.name])})"
+    look = sorted({f.src for f in flows if f.name not in short})
+    texts = emu.hosts_cmd(look, ["ss", "-Hntie"], nice=-20) if look else {}
+    for f in flows:
+        if f.name in short:
+            continue
+        got = data_subflows(texts[f.src], f.port)
+        if len(got) >= len(f.subflows):
+            f.subflows = got
+        if len(f.subflows) < want[f.name]:
+            short[f.name] = f"{len(f.subflows)} of {want[f.name]} subflows"
+    return short
+
+
+def _await_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int], trim: float,
+                    clients: dict[str, tuple[Flow, Any, subprocess.Popen]],
+                    servers: dict[str, tuple[Flow, Any, subprocess.Popen]],
+                    restart: Callable[[Flow], None], watch: Callable[[], None]) -> None:
+    """Wait until every flow's data connection has its subflows, at most until its window
+    would open; start a flow that is still short (or whose client ended) once more, then
+    wait for it the same way.  Bounded: two windows' trim per flow at most."""
+    for attempt in (0, 1):
+        pending = [f for f in flows if attempt == 0 or f.restarts == 1]
+        while pending:
+            procs = {f.name: clients[f.name][2] for f in pending}
+            short = _short_of_subflows(emu, pending, want, procs)
+            pending = [f for f in pending if f.name in short]
+            due = [f for f in pending if time.time() >= f.start + max(1.0, trim - 0.5)]
+            if attempt == 0:
+                for f in due:
+                    LOG.warning("%s: %s before its window; started again", f.name,
+                                short[f.name])
+                    restart(f)
+            pending = [f for f in pending if f not in due]
+            if pending:
+                watch()
+                time.sleep(0.5)   # MP_JOINs retry after 1 s: a look every half second
+
+
 def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
                       trim: float, out: Path, wrap: list[str],
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
                       bwm: subprocess.Popen, grace: float,
-                      may_not_connect: bool) -> set[str]:
-    """Start every client, snapshot the sockets late in the window, wait under watch;
-    returns the names of the flows that never connected (only with ``may_not_connect``)."""
-    clients = []
+                      may_not_connect: bool, want: dict[str, int] | None = None,
+                      interval: float = 0.5) -> set[str]:
+    """Start every client (MPTCP with ``want``: wait for the subflows, restarting a short
+    flow once), snapshot the sockets late in the window, wait under watch; returns the
+    names of the flows that never connected (only with ``may_not_connect``)."""
     first = time.monotonic()
-    for f in flows:
-        fh = open(f.client_report(out), "w")  # noqa: SIM115
-        f.start = time.time()
-        clients.append((f, fh, emu.popen(
-            emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(f.port),
-                              "-t", str(duration), "-J", "--connect-timeout", "5000"],
-            stdout=fh, stderr=subprocess.STDOUT)))
+    by_client = {f.name: _client(emu, f, wrap, duration, out) for f in flows}
+    by_server = {f.name: sv for f, sv in zip(flows, servers)}
+    closed: list[Any] = []
+
+    def restart(f: Flow) -> None:
+        for table in (by_client, by_server):
+            _, fh, proc = table[f.name]
+            stop_process(proc)
+            closed.append(fh)
+        by_server[f.name] = _server(emu, f, wrap, interval, out)
+        _wait_listening(emu, [f], timeout=20)
+        f.restarts += 1
+        f.subflows = []
+        by_client[f.name] = _client(emu, f, wrap, duration, out)
+
     try:
+        if want is not None:
+            _await_subflows(emu, flows, want, trim, by_client, by_server, restart,
+                            lambda: watch_once([], [("bwm-ng", bwm)], emu.check_alive))
+        clients = [by_client[f.name] for f in flows]
+        servers[:] = [by_server[f.name] for f in flows]
         _snapshot_sockets(emu, flows, transport, duration, trim, out, first, clients,
                           servers, bwm, may_not_connect)
-        return wait_iperf([(f.name, c, s) for f, (_, _, c), (_, _, s) in
-                           zip(flows, clients, servers)],
+        return wait_iperf([(f.name, by_client[f.name][2], by_server[f.name][2])
+                           for f in flows],
                           duration + grace, out, watch=[("bwm-ng", bwm)],
                           alive=emu.check_alive,
                           reports={f.name: f.client_report(out) for f in flows},
                           may_not_connect=may_not_connect)
     finally:
-        for _, fh, _ in (*clients, *servers):
+        for _, fh, _ in (*by_client.values(), *by_server.values()):
+            fh.close()
+        for fh in closed:
             fh.close()
 
 

@@ -336,7 +336,8 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
         t = time.monotonic()
         try:
             meas = run_iperf(emu, flows, transport, params["duration"], params["trim"],
-                             run_dir / transport, port=BASE_PORT)
+                             run_dir / transport, port=BASE_PORT,
+                             subflows=params["subflows"] if transport == "mptcp" else None)
         except BaseException:
             sampler.stop_quietly()
             raise
@@ -355,7 +356,7 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
         cpu_saturated_share=meas["cpu_saturated_share"],
         emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"],
-        tcp_limits=meas["tcp_limits"])
+        tcp_limits=meas["tcp_limits"], restarts=meas["restarts"])
     links = measured_link_rows(topo, window, params["bw"], r, label)
     return flows, meas, links, facts
 

@@ -257,7 +257,9 @@ def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, s
             raise RunError(f"{d}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         facts = {**emu.facts_dict(), **grin_mptcp_endpoints(topo, emu.host_pids)}
         flows = [Flow(s, t) for s, t in pairs]
-        meas = run_iperf(emu, flows, "mptcp", params["duration"], params["trim"], run_dir)
+        meas = run_iperf(emu, flows, "mptcp", params["duration"], params["trim"], run_dir,
+                         subflows={(f.src, f.dst): len(designed[f"{f.src}->{f.dst}"])
+                                   for f in flows})
         facts["qdisc_after"] = emu.verify_qdiscs()
     facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
     folder.record(f"run{r:02d}-active{pct:g}-{d}", facts)
@@ -275,6 +277,7 @@ def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, s
         fid["suspect"] = True
         fid["reasons"].append(f"{missing} of {wanted} designed subflows never appeared")
     fid.update(run=r, active_pct=pct, network=d, subflows_missing=missing,
+               restarts=meas["restarts"],
                subflows_designed=wanted, cpu_mean=meas["cpu_mean"])
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     print(f"fidelity run {r} active {pct:g} % {d}: {headline(fid)}; subflows "

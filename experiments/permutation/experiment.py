@@ -67,7 +67,7 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
         out = run_dir / transport
         # each flow its own port; each transport its own range on the shared network
         meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
-                         port=BASE_PORT + i * len(flows))
+                         port=BASE_PORT + i * len(flows), subflows=params["subflows"])
         shortfall = check_subflows(flows, params["subflows"]) if transport == "mptcp" else {}
         (out / "flows.json").write_text(json.dumps(
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
@@ -79,6 +79,7 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
                      meas["dequeue_gaps"], meas["measurement_note"],
                      tcp_limits=meas["tcp_limits"])
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
+                   restarts=meas["restarts"],
                    queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"],
                    switch_rx_packets=meas["switch_rx_packets"], cpu_busy_s=meas["cpu_busy_s"],
                    cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"])

@@ -108,3 +108,75 @@ def test_model_mptcp_subflows_use_distinct_extra_addresses():
     for src, tuples in subs.items():
         assert [s["src_ip"] for s in tuples] == [t.node(src).ip, *t.extra_ips(src, 7)]
     json.dumps(subs)
+
+
+def _ss(n: int, dport: int, token: str = "8df767ae") -> str:
+    """`ss -Hntie` text of one MPTCP data connection with ``n`` subflows to ``dport``."""
+    return "".join(f"ESTAB 0 0 10.{128 + i}.0.1%h-eth0:{40000 + i} 10.2.1.2:{dport} x\n"
+                   f"\t cubic bytes_acked:{1000 + i} tcp-ulp-mptcp token:0(id:0)/{token}"
+                   f"(id:{i})\n" for i in range(n))
+
+
+class _Proc:
+    def __init__(self, code=None):
+        self.returncode = code
+
+    def poll(self):
+        return self.returncode
+
+
+class _Emu:
+    """hosts_cmd answers from ``texts`` (host -> ss text), as `ss` in each host would."""
+
+    def __init__(self, texts):
+        self.texts = texts
+        self.looks = 0
+
+    def hosts_cmd(self, names, argv, nice=0):
+        self.looks += 1
+        return {n: self.texts[n] for n in names}
+
+
+def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkeypatch):
+    """MPTCP start-up: the flow whose joins were lost is restarted once, when its window
+    would open; the complete one is left alone; a flow short again after its restart is
+    left to check_subflows (never a third start)."""
+    from experiments import traffic as tr
+
+    monkeypatch.setattr(tr.time, "sleep", lambda s: None)
+    now = [1000.0]
+    monkeypatch.setattr(tr.time, "time", lambda: now[0])
+    good, short, never = (tr.Flow("a", "b", 5201), tr.Flow("c", "d", 5202),
+                          tr.Flow("e", "f", 5203))
+    for f in (good, short, never):
+        f.start = now[0]
+    emu = _Emu({"a": _ss(8, 5201), "c": _ss(5, 5202), "e": _ss(2, 5203)})
+    clients = {f.name: (f, None, _Proc()) for f in (good, short, never)}
+    restarted = []
+
+    def restart(f):
+        restarted.append(f.name)
+        f.restarts += 1
+        f.subflows = []
+        f.start = now[0]
+        if f is short:
+            emu.texts["c"] = _ss(8, 5202)
+
+    def tick():
+        now[0] += 0.5
+
+    tr._await_subflows(emu, [good, short, never], {f.name: 8 for f in (good, short, never)},
+                       3.0, clients, {}, restart, tick)
+    assert restarted == [short.name, never.name]
+    assert (good.restarts, short.restarts, never.restarts) == (0, 1, 1)
+    assert len(good.subflows) == 8 and len(short.subflows) == 8 and len(never.subflows) == 2
+    # bounded: each restarted flow waited at most one more window (trim) after its restart
+    assert now[0] - 1000.0 <= 2 * 3.0 + 1.0 and emu.looks <= 20
+
+
+def test_a_client_that_ended_during_set_up_is_started_again():
+    from experiments import traffic as tr
+    f = tr.Flow("a", "b", 5201)
+    emu = _Emu({"a": ""})
+    short = tr._short_of_subflows(emu, [f], {f.name: 8}, {f.name: _Proc(code=1)})
+    assert "client ended" in short[f.name] and emu.looks == 0
