@@ -1,9 +1,9 @@
-"""Summaries, paper claims and figures of the ``plts`` experiment (packet-level traffic
-splitting vs ECMP, Dixit, Prakash and Kompella, SIGCOMM'11 poster).
+"""Summaries and figures of the ``plts`` experiment (packet-level traffic splitting vs ECMP,
+Dixit, Prakash and Kompella, SIGCOMM'11 poster); its paper's claims are in claims.py.
 
 Reads the run folder only: flows.csv (one row per flow, scheme, run and recovery) and, for
-emulated runs, latency.csv (one row per sampled data packet).  Writes summary.csv, claims.csv,
-claims.md and the figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when
+emulated runs, latency.csv (one row per sampled data packet).  Writes summary.csv and the
+figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when
 there are latency samples) and flows_rank.png (Fig. 1c).
 """
 from __future__ import annotations
@@ -31,12 +31,6 @@ RECOVERIES = ("modern", "classic")
 LABELS = {"ecmp": "ECMP", "rnd": "PLTS-RND", "cnt": "PLTS-CNT", "rr": "PLTS-RR"}
 #: the paper's Fig. 1(a) numbers given in its text (% of ideal throughput)
 PAPER_PCT = {"rr": 92.0, "cnt": 81.0}
-PAPER_SPRAY_OVER_ECMP = 1.5       # "1.5x better throughput"
-PAPER_P90_RATIO = 1 / 3           # spray latency "one-third" of ECMP's at p90 ...
-PAPER_P99_RATIO = 1 / 6           # ... and "one-sixth" at p99
-PAPER_SPREAD = 10.0               # "an order of magnitude" between ECMP's best and worst flow
-#: a "RR ~ 92 %" claim holds when the measured mean is within this many percentage points
-PCT_TOLERANCE = 5.0
 TCP_COUNTERS = ("retrans", "reord_seen", "dsack_dups")
 LAT_SAMPLES_DRAWN = 2000          # points per ranked latency curve (quantiles, not thinning)
 
@@ -181,103 +175,6 @@ def summarize(flows_rows: list[dict[str, Any]],
     return out
 
 
-# -- paper claims -------------------------------------------------------------------------
-
-def _claim(rec: str, claim: str, paper: Any, measured: Any, criterion: str, holds: bool | None,
-           detail: str = "") -> dict[str, Any]:
-    return {"recovery": rec, "claim": claim, "paper": paper,
-            "measured": "" if holds is None else measured, "criterion": criterion,
-            "holds": "n/a" if holds is None else ("yes" if holds else "no"), "detail": detail}
-
-
-def _claims_of(rec: str, by: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    def val(scheme: str, col: str) -> float:
-        return cell(by[scheme].get(col)) if scheme in by else float("nan")
-
-    out = []
-    # "RR ~ 92 %", "CNT ~ 81 %": a point estimate read off a bar chart; within +-5 points
-    # counts as reproduced (the gap to the neighbouring scheme in the paper is 11 points)
-    for scheme, paper in PAPER_PCT.items():
-        m = val(scheme, "mean_pct_ideal")
-        out.append(_claim(rec, f"{scheme.upper()} % of ideal", paper, _r(m, 2),
-                          f"abs(measured - {paper:g}) <= {PCT_TOLERANCE:g} points",
-                          None if m != m else abs(m - paper) <= PCT_TOLERANCE))
-    means = {s: val(s, "mean_pct_ideal") for s in SPRAYS}
-    present = {s: m for s, m in means.items() if m == m}
-    detail = ", ".join(f"{s} {m:.1f} %" for s, m in present.items())
-    ok: bool | None = None
-    if len(present) == len(SPRAYS):
-        ok = means["rnd"] < means["cnt"] and means["rnd"] < means["rr"]
-    out.append(_claim(rec, "RND lowest of the three sprays", "yes",
-                      "yes" if ok else "no", "rnd mean < cnt and rr means", ok, detail))
-    ecmp = val("ecmp", "mean_pct_ideal")
-    ok = None if ecmp != ecmp or not present else all(m > ecmp for m in present.values())
-    out.append(_claim(rec, "every spray above ECMP", "yes", "yes" if ok else "no",
-                      "each spray's mean % of ideal > ECMP's", ok,
-                      f"ecmp {ecmp:.1f} %, {detail}" if ok is not None else ""))
-    ratio = _ratio(float(np.mean(list(present.values()))), ecmp) if present else float("nan")
-    out.append(_claim(
-        rec, "spray/ECMP throughput", PAPER_SPRAY_OVER_ECMP, _r(ratio, 3),
-        f"mean of the sprays' mean % of ideal / ECMP's >= {PAPER_SPRAY_OVER_ECMP:g}",
-        None if ratio != ratio else ratio >= PAPER_SPRAY_OVER_ECMP,
-        ", ".join(f"{s} {_ratio(m, ecmp):.2f}x" for s, m in present.items())
-        if ratio == ratio else ""))
-    for pct, paper in (("p90", PAPER_P90_RATIO), ("p99", PAPER_P99_RATIO)):
-        col = f"latency_{pct}_us"
-        base = val("ecmp", col)
-        lat = {s: val(s, col) for s in SPRAYS if val(s, col) == val(s, col)}
-        ratio = _ratio(float(np.mean(list(lat.values()))), base) if lat else float("nan")
-        # the spray's latency is at most that fraction of ECMP's
-        out.append(_claim(
-            rec, f"latency {pct} spray/ECMP", round(paper, 3), _r(ratio, 3),
-            f"mean of the sprays' {pct} / ECMP's {pct} <= {paper:.3f}",
-            None if ratio != ratio else ratio <= paper,
-            f"ecmp {base:g} us, " + ", ".join(f"{s} {v:g} us ({_ratio(v, base):.2f})"
-                                               for s, v in lat.items())
-            if ratio == ratio else ""))
-    # order of magnitude between the best and worst flow, per run (median over runs)
-    s_ecmp = val("ecmp", "max_over_min_run_median")
-    out.append(_claim(rec, "ECMP per-flow max/min >= 10", f">= {PAPER_SPREAD:g}", _r(s_ecmp, 2),
-                      "median over runs of per-run max/min >= 10",
-                      None if s_ecmp != s_ecmp else s_ecmp >= PAPER_SPREAD,
-                      f"pooled over runs {_r(val('ecmp', 'max_over_min'), 2)}"
-                      if s_ecmp == s_ecmp else ""))
-    sp = {s: val(s, "max_over_min_run_median") for s in SPRAYS}
-    sp = {s: v for s, v in sp.items() if v == v}
-    worst = max(sp.values()) if sp else float("nan")
-    out.append(_claim(rec, "spray per-flow max/min < 10", f"< {PAPER_SPREAD:g}", _r(worst, 2),
-                      "largest spray's median over runs of per-run max/min < 10",
-                      None if worst != worst else worst < PAPER_SPREAD,
-                      ", ".join(f"{s} {v:.2f}" for s, v in sp.items())))
-    return out
-
-
-def claims(summary_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The paper's claims against the summary, per recovery: rows {recovery, claim, paper,
-    measured, criterion, holds, detail}; ``holds`` is yes, no or n/a (inputs missing, e.g. no
-    latency samples for the model backend).  Accepts summarize() rows or summary.csv rows."""
-    out = []
-    recs = _ordered((str(r.get("recovery", "")) for r in summary_rows), RECOVERIES)
-    for rec in recs:
-        by = {str(r["scheme"]): r for r in summary_rows if str(r.get("recovery", "")) == rec}
-        out += _claims_of(rec, by)
-    return out
-
-
-def claims_markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
-    """claims.md: a small markdown table of claims() rows."""
-    backend = config["params"].get("backend", "emulated")
-    how = "flow-model numbers, not measurements" if backend == "model" else "measured"
-    lines = [f"# {config['experiment']} {config.get('run_id', '')}: paper claims vs this run",
-             "", f"backend={backend}: {how}; {NO_RED}.", "",
-             "| recovery | claim | paper | measured | criterion | holds | detail |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r[k]).replace("|", "\\|") for k in (
-            "recovery", "claim", "paper", "measured", "criterion", "holds", "detail")) + " |")
-    return "\n".join(lines) + "\n"
-
-
 # -- figures ------------------------------------------------------------------------------
 
 def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> str:
@@ -420,7 +317,7 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
 
 
 def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """summary.csv, claims.csv, claims.md and the figures throughput.png, flows_rank.png and
+    """summary.csv and the figures throughput.png, flows_rank.png and
     (only when latency.csv has samples) latency_rank.png; one panel per recovery value.
     Returns the figures drawn."""
     from store import plottable, status_of
@@ -436,9 +333,6 @@ def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     latency = read_csv(lat_path) if lat_path.exists() else []
     summary = summarize(rows, latency)
     write_csv(run_dir / "summary.csv", summary)
-    found = claims(summary)
-    write_csv(run_dir / "claims.csv", found)
-    (run_dir / "claims.md").write_text(claims_markdown(found, config))
     recs = _ordered((r.get("recovery", "") for r in rows), RECOVERIES)
     notes = _notes(run_dir, config, rows)
     out = [plot_throughput(run_dir, config, summary, recs, notes)]
