@@ -65,7 +65,7 @@ class Claim:
     key: str                  # short stable id, unique within the experiment
     text: str                 # the claim in words
     source: str               # paper file under shared/papers, figure or section
-    paper: str                # the paper's value, in words
+    paper: str                # the paper's value, short ("4.16x", "MPTCP above TCP")
     criterion: str            # when it holds, in words
     reason: str               # why that criterion (its source and reasoning)
     measure: Measure          # runs, condition -> Outcome; raises Missing when inputs lack
@@ -75,6 +75,8 @@ class Claim:
     conditions: Callable[[list["Run"]], list[str]] | None = None
     #: what makes a run that this claim can use (said when it is not measured)
     needs: str = ""
+    #: the paper's own words for it
+    quote: str = ""
 
     def accepts(self, params: Mapping[str, Any]) -> bool:
         """True when a run with these parameters can judge the claim."""
@@ -90,6 +92,7 @@ class Verdict:
     condition: str
     text: str
     source: str
+    quote: str
     paper: str
     measured: str
     criterion: str
@@ -263,7 +266,7 @@ def evaluate(claim: Claim, sources: list[list[Run]], complete: bool = True) -> l
         basis = outcome.basis or ("model" if any(r.backend == "model" for r in runs)
                                   else "measured")
         return Verdict(claim.experiment, claim.key, cond, claim.text, claim.source,
-                       claim.paper, outcome.measured, claim.criterion, claim.reason,
+                       claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
                        verdict_, outcome.detail, basis if runs else "",
                        tuple(r.run_id for r in runs))
 

@@ -105,7 +105,9 @@ CLAIMS = [
     _claim(experiment="outcast", key="lone-n6",
            text="With N = 6 competing flows the lone flow gets well below its fair share",
            source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="'the throughput of the single-flow drops dramatically' (no number)",
+           paper="drops dramatically (no number)",
+           quote="as the number of competing flows increase, the throughput of the "
+                 "single-flow drops dramatically",
            criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = 6",
            reason="The write-up gives no number.  'Drops dramatically' is read as below half "
                   "of the fair share (link / (N + 1)): a deficit that a fairly treated TCP "
@@ -115,15 +117,18 @@ CLAIMS = [
     _claim(experiment="outcast", key="lone-n12",
            text="With N = 12 competing flows the lone flow gets well below its fair share",
            source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="'the throughput of the single-flow drops dramatically' (no number)",
+           paper="drops dramatically (no number)",
+           quote="as the number of competing flows increase, the throughput of the "
+                 "single-flow drops dramatically",
            criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = 12",
            reason="As for N = 6: below half of the fair share.",
            measure=_share_at(12), needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
     _claim(experiment="outcast", key="lone-falls",
            text="The lone flow's share falls as N grows",
            source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="'as the number of competing flows increase, the throughput of the "
-                 "single-flow drops'",
+           paper="falls with N",
+           quote="as the number of competing flows increase, the throughput of the "
+                 "single-flow drops dramatically",
            criterion="share of its fair share strictly lower at each larger N measured",
            reason="The sentence states an ordering, not a value: every step to a larger N "
                   "(2, 6, 12 in the script) must lower the lone flow's share of its fair "
@@ -132,7 +137,8 @@ CLAIMS = [
     _claim(experiment="outcast", key="others-equal",
            text="The N flows entering on the shared port split their bandwidth fairly equally",
            source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="'the flows coming in within the larger set share bandwidth fairly equally'",
+           paper="fairly equal (no number)",
+           quote="the flows coming in within the larger set share bandwidth fairly equally",
            criterion=f"Jain's index of the N flows >= {EQUAL_JAIN:g} at every N",
            reason="No number in the text.  Jain's index 0.9 is a coefficient of variation "
                   "of 1/3 among the flows' goodputs: 'fairly equally', not exactly.  Per "
@@ -143,7 +149,9 @@ CLAIMS = [
            text="Under spanning-tree routing the sender on the receiver's edge switch gets "
                 "well below the remote senders",
            source=f"{PAPER}, Fig. 5 (Effects of Topology and Routing)",
-           paper="'the throughput of the isolated sender does not even register'",
+           paper="does not even register",
+           quote="These results show an extreme occurrence of Outcast where the throughput "
+                 "of the isolated sender does not even register",
            criterion=f"local / remote senders' mean goodput < {OUTCAST_SHARE:g} in more than "
                      "half of the runs",
            reason="Issue #20 reads Fig. 5 as 'well below the remote senders in most runs'.  "
@@ -155,7 +163,9 @@ CLAIMS = [
     _claim(experiment="outcast-fattree", key="hashed-outcast",
            text="Hashed routing does not remove it: the local sender stays well below",
            source=f"{PAPER}, Fig. 6 (Effects of Topology and Routing)",
-           paper="'We actually observe no improvement to the throughput of the outcasted node'",
+           paper="no improvement",
+           quote="We actually observe no improvement to the throughput of the outcasted "
+                 "node as a result of this",
            criterion=f"under hashed routing, local / remote < {OUTCAST_SHARE:g} in more than "
                      "half of the runs",
            reason="'No improvement' is judged by the same test as Fig. 5, on a run with "

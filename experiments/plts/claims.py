@@ -137,51 +137,59 @@ _POINT = ("A point estimate read off a bar chart: within +-5 points of the paper
 
 CLAIMS = [
     _claim(key="rr-pct", text="RR % of ideal", source=f"{PAPER}, Fig. 1(a), section 3",
-           paper=f"{PAPER_PCT['rr']:g} ('almost 92% of the ideal throughput')",
+           paper=f"{PAPER_PCT['rr']:g} %",
+           quote="PLTS-RR is able to achieve almost 92% of the ideal throughput",
            criterion=f"abs(measured - {PAPER_PCT['rr']:g}) <= {PCT_TOLERANCE:g} points",
            reason=_POINT, measure=pct_of_ideal("rr")),
     _claim(key="cnt-pct", text="CNT % of ideal", source=f"{PAPER}, Fig. 1(a), section 3",
-           paper=f"{PAPER_PCT['cnt']:g} ('around 81% of the ideal throughput')",
+           paper=f"{PAPER_PCT['cnt']:g} %",
+           quote="PLTS-CNT attains around 81% of the ideal throughput",
            criterion=f"abs(measured - {PAPER_PCT['cnt']:g}) <= {PCT_TOLERANCE:g} points",
            reason=_POINT, measure=pct_of_ideal("cnt")),
     _claim(key="rnd-lowest", text="RND lowest of the three sprays",
            source=f"{PAPER}, Fig. 1(a), section 3",
-           paper="yes ('PLTS-RND attains the least throughput')",
+           paper="yes", quote="Among packet-level traffic splitting, PLTS-RND attains the "
+                                "least throughput",
            criterion="rnd mean < cnt and rr means",
            reason="An ordering in the text; the means of % of ideal are compared as they are.",
            measure=rnd_lowest),
     _claim(key="sprays-above-ecmp", text="every spray above ECMP",
            source=f"{PAPER}, Fig. 1(a), section 3",
-           paper="yes ('All the three PLTS techniques achieve better throughput than ECMP')",
+           paper="yes",
+           quote="All the three PLTS techniques achieve better throughput than ECMP",
            criterion="each spray's mean % of ideal > ECMP's",
            reason="An ordering in the text; every spray measured must beat ECMP.",
            measure=sprays_above_ecmp),
     _claim(key="spray-over-ecmp", text="spray/ECMP throughput",
            source=f"{PAPER}, abstract and section 1",
-           paper=f"{PAPER_SPRAY_OVER_ECMP:g} ('1.5x better throughput')",
+           paper=f"{PAPER_SPRAY_OVER_ECMP:g}",
+           quote="per-packet load balancing outperforms ECMP in all the dimensions—1.5× "
+                 "better throughput",
            criterion=f"mean of the sprays' mean % of ideal / ECMP's >= "
                      f"{PAPER_SPRAY_OVER_ECMP:g}",
            reason="'1.5x better' taken as at least 1.5x, for the sprays on average (the "
                   "abstract speaks of per-packet load balancing as one).",
            measure=spray_over_ecmp),
     _claim(key="latency-p90", text="latency p90 spray/ECMP",
-           source=f"{PAPER}, Fig. 1(b), section 3", paper=f"{round(PAPER_P90_RATIO, 3)} "
-           "('only one-third of the packet latency of ECMP ... at the 90th percentile')",
+           source=f"{PAPER}, Fig. 1(b), section 3", paper=f"{round(PAPER_P90_RATIO, 3)}",
+           quote="A packet in PLTS experiences only one-third of the packet latency of ECMP "
+                 "with RED/ECN at the 90th percentile",
            criterion=f"mean of the sprays' p90 / ECMP's p90 <= {PAPER_P90_RATIO:.3f}",
            reason="The spray's latency is at most that fraction of ECMP's.  One-way fabric "
                   "latency of sampled packets; emulated runs only.",
            measure=latency_ratio("p90", PAPER_P90_RATIO)),
     _claim(key="latency-p99", text="latency p99 spray/ECMP",
            source=f"{PAPER}, Fig. 1(b), section 3",
-           paper=f"{round(PAPER_P99_RATIO, 3)} ('one-sixth of the packet latency at the 99th "
-                 "percentile')",
+           paper=f"{round(PAPER_P99_RATIO, 3)}",
+           quote="... and one-sixth of the packet latency at the 99th percentile",
            criterion=f"mean of the sprays' p99 / ECMP's p99 <= {PAPER_P99_RATIO:.3f}",
            reason="As for p90, at the 99th percentile.",
            measure=latency_ratio("p99", PAPER_P99_RATIO)),
     _claim(key="ecmp-spread", text="ECMP per-flow max/min >= 10",
            source=f"{PAPER}, Fig. 1(c), section 3",
-           paper=f">= {PAPER_SPREAD:g} ('an order of magnitude of difference between the "
-                 "highest and lowest throughput seen by ECMP')",
+           paper=f">= {PAPER_SPREAD:g}",
+           quote="There is an order of magnitude of difference between the highest and "
+                 "lowest throughput seen by ECMP",
            criterion="median over runs of per-run max/min >= 10",
            reason="An order of magnitude is a factor 10.  Per run (one run is one "
                   "realisation of the paper's single experiment), median over runs, so that "
@@ -189,8 +197,9 @@ CLAIMS = [
            measure=ecmp_spread),
     _claim(key="spray-spread", text="spray per-flow max/min < 10",
            source=f"{PAPER}, Fig. 1(c), section 3",
-           paper=f"< {PAPER_SPREAD:g} ('Flow throughputs for ECMP show a huge variability as "
-                 "compared to those of PLTS')",
+           paper=f"< {PAPER_SPREAD:g}",
+           quote="Flow throughputs for ECMP show a huge variability as compared to those of "
+                 "PLTS",
            criterion="largest spray's median over runs of per-run max/min < 10",
            reason="The contrast to ECMP's order of magnitude: no spray reaches it.",
            measure=spray_spread),
