@@ -18,9 +18,11 @@ def plot(run_dir: str | Path) -> list[Path]:
     from store.registry import EXPERIMENTS, claims, plotter
 
     from .claims import write_run_claims
+    from .figures import NOTES
     config = json.loads((path / "config.json").read_text())
     if config["experiment"] not in EXPERIMENTS:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")
+    (path / NOTES).unlink(missing_ok=True)    # the figures' notes are written anew
     figures = plotter(config["experiment"])(path, config)
     found = claims(config["experiment"])
     if found:        # after the figures: their summary.csv is what most claims read

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from store import cell, read_csv, write_csv  # noqa: E402
 
-from analysis.figures import caption, suspect_note  # noqa: E402
+from analysis.figures import caption, note  # noqa: E402
 
 
 def network_label(network: str) -> str:
@@ -102,15 +102,13 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     where = (f"k={p.get('k')} fat tree (ECMP), racks = edge switches"
              if p.get("base") == "fattree" else
              f"{p.get('racks')} racks x {p.get('servers')} servers on one switch")
-    notes = (f"\n{where}, "
-             f"placement={p.get('placement')}, pattern={p.get('pattern')}, MPTCP (upstream, "
-             f"uncoupled, default scheduler)\n{_fidelity_line(run_dir)}" + suspect_note(run_dir))
-    flagged = [s for s in config.get("suspect", [])][:2]
-    if flagged:
-        notes += "\nSUSPECT: " + "; ".join(str(s) for s in flagged)
-    title = caption(config, "per-server throughput vs active servers" + notes)
-    fig, ax = plt.subplots(figsize=(7.5, 5.2 + 0.14 * title.count("\n")))
-    fig.suptitle(title, fontsize=7)
+    notes = (f"{where}, placement={p.get('placement')}, pattern={p.get('pattern')}, MPTCP "
+             f"(upstream, uncoupled, default scheduler)\n{_fidelity_line(run_dir)}\n"
+             "normalized to the original network's best; solid: emulated, dotted: the "
+             "independent-subflow model on the same subflows, dashed: the paper's h1 optimum")
+    fig, ax = plt.subplots(figsize=(7.5, 5.4))
+    fig.suptitle(caption(config, "per-server throughput vs active servers (003 Figs. 6/7)"),
+                 fontsize=10)
     styles = {"mbps": "-o", "uncoupled_model_mbps": ":", "h1_optimum_mbps": "--"}
     for i, net in enumerate(sorted({r["network"] for r in summary}, key=_order)):
         color = f"C{i}"
@@ -130,4 +128,4 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     path = run_dir / "throughput.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path]
+    return [note(path, notes)]

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 from store import cell, read_csv, write_csv  # noqa: E402
 
-from analysis.figures import caption, suspect_note  # noqa: E402
+from analysis.figures import caption, note  # noqa: E402
 
 MODES = ("multicast", "unicast")
 COLORS = {"multicast": "tab:blue", "unicast": "tab:orange"}
@@ -74,7 +74,8 @@ def _mean_present(values: Any) -> Any:
 
 # -- figures ------------------------------------------------------------------------------
 
-def _notes(run_dir: Path, config: dict[str, Any]) -> str:
+def _notes(config: dict[str, Any]) -> str:
+    """Notes every figure shares (figures.json, on the report page)."""
     p = config["params"]
     model = p.get("backend") == "model"
     text = (f"workloads x{p.get('workloads')} of a {p.get('base_mb') or 'scaled'} MB base, "
@@ -82,18 +83,12 @@ def _notes(run_dir: Path, config: dict[str, Any]) -> str:
     text += ("backend=model: the busiest link's time for the mode's copies, not measurements"
              if model else "measured by the sender app: a round ends at the last receiver's "
                            "ACK; the model's bound is the busiest link's time")
-    note = suspect_note(run_dir)
-    flagged = [s for s in config.get("suspect", []) if str(s) not in note]
-    if flagged:
-        note += "\nSUSPECT: " + "; ".join(str(s) for s in flagged[:3])
-    return text + note
+    return text
 
 
 def _figure(ncols: int, title: str, width: float = 6.5) -> tuple[Any, np.ndarray]:
-    top_in = 0.14 * (title.count("\n") + 1) + 0.2
-    fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.3 + top_in),
-                             squeeze=False)
-    fig.suptitle(title, fontsize=7)
+    fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.8), squeeze=False)
+    fig.suptitle(title, fontsize=10)
     return fig, axes[0]
 
 
@@ -108,7 +103,7 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
                    notes: str) -> Path:
     """Fig. 5: total time per workload, multicast vs single-process unicast, runs' range as
     whiskers, the model's bound as a black tick, the speedup above each pair."""
-    fig, (ax,) = _figure(1, caption(config, "Fig. 5: execution time vs workload" + notes))
+    fig, (ax,) = _figure(1, caption(config, "execution time vs workload (001 Fig. 5)"))
     loads = sorted({r["workload"] for r in summary})
     x = np.arange(len(loads))
     for i, mode in enumerate(MODES):
@@ -134,7 +129,9 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    return _save(fig, run_dir / "exec_time.png")
+    return note(_save(fig, run_dir / "exec_time.png"), notes,
+                "multicast vs single-process unicast; whiskers: range over runs; black tick: "
+                "the model's bound; above each pair: unicast's time over multicast's")
 
 
 def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
@@ -144,9 +141,9 @@ def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
 
 
 def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]], col: str,
-              title: str, xlabel: str, name: str, notes: str) -> Path:
+              title: str, xlabel: str, name: str, notes: str, how: str) -> Path:
     """One panel per mode (single-process unicast), one CDF per workload (all runs)."""
-    fig, axes = _figure(2, caption(config, title + notes), width=4.5)
+    fig, axes = _figure(2, caption(config, title), width=4.5)
     loads = sorted({int(r["workload"]) for r in rows})
     for ax, mode in zip(axes, MODES):
         for w in loads:
@@ -159,7 +156,7 @@ def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
         ax.legend(title="workload", fontsize=7, loc="lower right")
-    return _save(fig, run_dir / name)
+    return note(_save(fig, run_dir / name), notes, how)
 
 
 def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
@@ -171,8 +168,8 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     mc = [r for r in summary if r["workload"] == top and r["mode"] == "multicast"]
     if not uni or not mc:
         return None
-    fig, (ax,) = _figure(1, caption(config, f"Fig. 8: unicast sending processes, workload "
-                                             f"x{top}" + notes))
+    fig, (ax,) = _figure(1, caption(config, f"unicast sending processes, workload x{top} "
+                                             "(001 Fig. 8)"))
     labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
     ys = [r["time_s"] for r in uni] + [mc[0]["time_s"]]
     lo = [r["time_s"] - r["time_min_s"] for r in (*uni, mc[0])]
@@ -185,7 +182,9 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, run_dir / "procs.png")
+    return note(_save(fig, run_dir / "procs.png"), notes,
+                "unicast with 1, 2, ... sending processes against multicast, at the largest "
+                "workload; whiskers: range over runs; black tick: the model's bound")
 
 
 def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
@@ -199,18 +198,20 @@ def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     receivers = read_csv(recv_path) if recv_path.exists() else []
     summary = summarize(transfers)
     write_csv(run_dir / "summary.csv", summary)
-    notes = "\n" + _notes(run_dir, config)
+    notes = _notes(config)
     out = [plot_exec_time(run_dir, config, summary, notes)]
     send_col = "round_s" if rounds and rounds[0].get("round_s", "") != "" else "bound_s"
     out.append(plot_cdfs(run_dir, config, rounds, send_col,
-                         "Fig. 6: per-round send time (first datagram to last ACK)",
-                         "send time (s)", "send_cdf.png", notes))
+                         "per-round send time (001 Fig. 6)", "send time (s)", "send_cdf.png",
+                         notes, "send time: a round's first datagram to its last ACK; one CDF "
+                         "per workload, every run"))
     if receivers:
         first = sorted({r["receiver"] for r in receivers})[0]
         mine = [r for r in receivers if r["receiver"] == first]
         out.append(plot_cdfs(run_dir, config, mine, "wait_s",
-                             f"Fig. 7: wait time of receiver {first} (its ACK of file i to "
-                             "file i+1's arrival)", "wait time (s)", "wait_cdf.png", notes))
+                             f"wait time of receiver {first} (001 Fig. 7)", "wait time (s)",
+                             "wait_cdf.png", notes, f"wait time: {first}'s ACK of file i to "
+                             "file i+1's arrival; one CDF per workload, every run"))
     procs = plot_procs(run_dir, config, summary, notes)
     if procs is not None:
         out.append(procs)

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from store import cell, read_csv, write_csv  # noqa: E402
 from model import jain_index  # noqa: E402
 
-from analysis.figures import caption, rank_curves, suspect_note  # noqa: E402
+from analysis.figures import caption, note, rank_curves  # noqa: E402
 from analysis.summaries import group_stats  # noqa: E402
 
 SCHEMES = ("ecmp", "rnd", "cnt", "rr")
@@ -177,30 +177,24 @@ def summarize(flows_rows: list[dict[str, Any]],
 
 # -- figures ------------------------------------------------------------------------------
 
-def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> str:
-    """Caption lines shared by every figure: schemes, the queue, the backend, suspicion."""
+def _notes(config: dict[str, Any], rows: list[dict[str, str]]) -> str:
+    """Notes every figure shares (figures.json, on the report page): schemes, the queue,
+    the backend, the validity numbers of the flows."""
     from analysis.fidelity import validity_caption  # CPU, off-queue losses, SUSPECT past limits
     p = config["params"]
     backend = p.get("backend", "emulated")
     how = ("backend=model: flow-model numbers, not measurements" if backend == "model" else
            "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
            "goodput / payload ceiling of one host link")
-    text = f"\nschemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
-    if backend != "model":
-        text += validity_caption(rows)
-    note = suspect_note(run_dir)
-    flagged = [s for s in config.get("suspect", []) if str(s) not in note]
-    if flagged:
-        note += "\nSUSPECT: " + "; ".join(str(s) for s in flagged)
-    return text + note
+    text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
+    return text + (validity_caption(rows) if backend != "model" else "")
 
 
 def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
-    """One panel per recovery side by side; the figure grows by the caption's height."""
-    top_in = 0.14 * (title.count("\n") + 1) + 0.2
-    fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.3 + top_in),
+    """One panel per recovery side by side under a short title."""
+    fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.8),
                              squeeze=False)
-    fig.suptitle(title, fontsize=7)
+    fig.suptitle(title, fontsize=10)
     return fig, axes[0]
 
 
@@ -220,10 +214,8 @@ def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]
 def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(a): mean % of ideal per scheme, per-flow min-max whiskers, paper markers."""
-    title = caption(config, notes + "\nbars: mean % of ideal over every flow of every run;"
-                       " whiskers: per-flow min-max; red diamonds: the paper (RR 92 %, CNT 81 %)"
-                       "; the paper cites MPTCP ~90 % on this setup (not measured here)")
-    fig, axes = _figure(len(recs), title)
+    fig, axes = _figure(len(recs), caption(config, "average throughput per scheme (004 Fig. "
+                                                   "1a)"))
     for ax, rec in zip(axes, recs):
         srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
         x = np.arange(len(srows))
@@ -253,15 +245,16 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
         ax.grid(alpha=0.3, axis="y")
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return _save(fig, run_dir / "throughput.png")
+    return note(_save(fig, run_dir / "throughput.png"), notes,
+                "bars: mean % of ideal over every flow of every run; whiskers: per-flow "
+                "min-max; red diamonds: the paper (RR 92 %, CNT 81 %); the paper cites MPTCP "
+                "~90 % on this setup (not measured here)")
 
 
 def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
                       recs: list[str], notes: str) -> Path:
     """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
-    title = caption(config, notes + f"\n{LATENCY_DEF}; every run's samples pooled, each "
-                       f"curve drawn at {LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
-    fig, axes = _figure(len(recs), title)
+    fig, axes = _figure(len(recs), caption(config, "packet latency, ranked (004 Fig. 1b)"))
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(latency, rec).items():
             v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
@@ -283,16 +276,15 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="best", fontsize=7)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return _save(fig, run_dir / "latency_rank.png")
+    return note(_save(fig, run_dir / "latency_rank.png"), notes,
+                f"{LATENCY_DEF}; every run's samples pooled, each curve drawn at "
+                f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
 
 
 def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(c): per-flow % of ideal ranked per run, mean over runs of the rank curves."""
-    title = caption(config, notes + "\nper-flow throughput sorted within each run, then the "
-                       "mean over runs at each rank (shaded: min-max over runs; runs cut to the "
-                       "smallest flow count); max/min: median over runs of the per-run spread")
-    fig, axes = _figure(len(recs), title)
+    fig, axes = _figure(len(recs), caption(config, "throughput by rank of flow (004 Fig. 1c)"))
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(rows, rec).items():
             valid = [r for r in mine if cell(r.get("pct_ideal")) == cell(r.get("pct_ideal"))]
@@ -313,7 +305,10 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return _save(fig, run_dir / "flows_rank.png")
+    return note(_save(fig, run_dir / "flows_rank.png"), notes,
+                "per-flow throughput sorted within each run, then the mean over runs at each "
+                "rank (shaded: min-max over runs; runs cut to the smallest flow count); "
+                "max/min: median over runs of the per-run spread")
 
 
 def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
@@ -334,7 +329,7 @@ def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     summary = summarize(rows, latency)
     write_csv(run_dir / "summary.csv", summary)
     recs = _ordered((r.get("recovery", "") for r in rows), RECOVERIES)
-    notes = _notes(run_dir, config, rows)
+    notes = _notes(config, rows)
     out = [plot_throughput(run_dir, config, summary, recs, notes)]
     if _finite(r.get("latency_us") for r in latency):
         lat_recs = _ordered((r.get("recovery", "") for r in latency), RECOVERIES)

@@ -138,10 +138,14 @@ def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
     md = (run_dir / "claims.md").read_text()
     assert "| RR % of ideal [recovery=modern] | 92 % |" \
         in md and "backend=emulated" in md
-    flat = [" ".join(c.split()) for c in captions]  # captions are wrapped at 100 columns
-    assert len(flat) == 3 and all(plts.NO_RED in c for c in flat)
-    assert plts.LATENCY_DEF in flat[1] and "backend=emulated: iperf3 goodput" in flat[0]
-    assert all("test-emulated" in c and "[emulated]" in c for c in captions)
+    # short titles; the methods are the figures' notes, which the report page shows
+    assert len(captions) == 3 and all(c.count("\n") == 1 for c in captions)
+    assert all(c.endswith("plts [emulated] test-emulated") for c in captions)
+    notes = json.loads((run_dir / "figures.json").read_text())
+    assert list(notes) == ["throughput.png", "latency_rank.png", "flows_rank.png"]
+    assert all(plts.NO_RED in n for n in notes.values())
+    assert plts.LATENCY_DEF in notes["latency_rank.png"]
+    assert "backend=emulated: iperf3 goodput" in notes["throughput.png"]
 
 
 def test_plot_plts_model_omits_latency(tmp_path, captions):
@@ -154,9 +158,10 @@ def test_plot_plts_model_omits_latency(tmp_path, captions):
     summary = read_csv(run_dir / "summary.csv")
     assert all(r["retrans_sum"] == "" and r["latency_samples"] == "0" for r in summary)
     assert "flow-model numbers, not measurements" in (run_dir / "claims.md").read_text()
-    flat = [" ".join(c.split()) for c in captions]
-    assert len(flat) == 2 and all(plts.NO_RED in c for c in flat)
-    assert all("backend=model: flow-model numbers, not measurements" in c for c in flat)
+    notes = json.loads((run_dir / "figures.json").read_text())
+    assert len(captions) == 2 and list(notes) == ["throughput.png", "flows_rank.png"]
+    assert all(plts.NO_RED in n and "backend=model: flow-model numbers, not measurements" in n
+               for n in notes.values())
 
 
 def test_plot_plts_refuses_a_failed_run(tmp_path):
