@@ -12,8 +12,8 @@ figures.py, so that adding an experiment stays one folder and one registry line;
 rendering live here, so there is one of each.
 
 A claim is judged on the runs chosen for it (``evaluate``): the newest complete run whose
-parameters it accepts (``select``), or every such run of one sweep, so that a claim that
-needs several runs (e.g. one run per N) can pool them.  The verdict is one of ``VERDICTS``:
+parameters it accepts (``select``), or, for a claim that ``pools``, every such run of one
+sweep, so that a claim that needs several runs (e.g. one run per N) can have them.  The verdict is one of ``VERDICTS``:
 
 * ``holds`` / ``does not hold``: the criterion met or not;
 * ``not measured``: no complete run has what the claim needs (the reason is said);
@@ -77,6 +77,8 @@ class Claim:
     needs: str = ""
     #: the paper's own words for it
     quote: str = ""
+    #: judged on every accepted run of the newest sweep (or the newest run alone when False)
+    pools: bool = False
 
     def accepts(self, params: Mapping[str, Any]) -> bool:
         """True when a run with these parameters can judge the claim."""
@@ -234,7 +236,8 @@ def fmt(x: float, digits: int = 2) -> str:
 
 def choose(claim: Claim, sources: list[list[Run]], complete: bool = True) -> list[Run]:
     """The runs a claim is judged on: of the newest source (a run folder, or a sweep's runs)
-    with a complete run the claim accepts, every such run, newest first ([] if none).
+    with a complete run the claim accepts, every such run, newest first, when the claim
+    pools runs, else the newest alone ([] if none).
     ``complete=False`` takes runs whatever their status (a run judged while it is plotted)."""
     def newest(src: list[Run]) -> str:
         return max((r.started for r in src), default="")
@@ -242,7 +245,8 @@ def choose(claim: Claim, sources: list[list[Run]], complete: bool = True) -> lis
         got = [r for r in src if (r.ok or not complete) and r.experiment == claim.experiment
                and claim.accepts(r.params)]
         if got:
-            return sorted(got, key=lambda r: r.started, reverse=True)
+            return sorted(got, key=lambda r: r.started, reverse=True)[:None if claim.pools
+                                                                      else 1]
     return []
 
 
@@ -283,9 +287,9 @@ def evaluate(claim: Claim, sources: list[list[Run]], complete: bool = True) -> l
         if got.holds is None:
             out.append(verdict(cond, Outcome("", None, got.detail or "inputs missing",
                                              got.basis), NOT_MEASURED))
-        elif flagged:
-            more = f" (+{len(flagged) - 1} more)" if len(flagged) > 1 else ""
-            note = f"fidelity check flagged the run: {flagged[0]}{more}"
+        elif flagged:      # the reasons themselves are listed once, with the run
+            note = (f"the fidelity check flagged the run ({len(flagged)} reason"
+                    f"{'s' if len(flagged) > 1 else ''})")
             out.append(verdict(cond, Outcome(got.measured, got.holds,
                                              "; ".join(x for x in (got.detail, note) if x),
                                              got.basis), NOT_TRUSTED))
@@ -334,11 +338,14 @@ def run_markdown(run: Run, verdicts: list[Verdict]) -> str:
     """claims.md: the verdicts of one run as a markdown table."""
     how = ("flow-model numbers, not measurements" if run.backend == "model" else "measured")
     c = counts(verdicts)
+    flagged = run.suspects()
     lines = [f"# {run.experiment} {run.run_id}: the paper's claims against this run", "",
              f"backend={run.backend}: {how}.  "
-             + ", ".join(f"{n} {k}" for k, n in c.items()) + ".", "",
-             "| claim | paper | measured | criterion | verdict | detail | source |",
-             "|---|---|---|---|---|---|---|"]
+             + ", ".join(f"{n} {k}" for k, n in c.items()) + ".", ""]
+    if flagged:
+        lines += ["The run's fidelity check flagged it:", "", *(f"- {s}" for s in flagged), ""]
+    lines += ["| claim | paper | measured | criterion | verdict | detail | source |",
+              "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         lines.append("| " + " | ".join(_md(x) for x in (
             v.label, v.paper, v.measured, v.criterion, v.verdict, v.detail, v.source)) + " |")

@@ -88,7 +88,8 @@ def jain_vs_fattree(runs: list[Run], _cond: str) -> Outcome:
 
 
 def _claim(**kw: Any) -> Claim:
-    return Claim(experiment="fairness", source=f"{PAPER}, Fig. 6 (Results)", **kw)
+    return Claim(experiment="fairness", pools=True, source=f"{PAPER}, Fig. 6 (Results)",
+                 **kw)
 
 
 CLAIMS = [

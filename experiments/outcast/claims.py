@@ -98,7 +98,7 @@ def _local_below_half(runs: list[Run], _cond: str) -> Outcome:
 
 
 def _claim(**kw: Any) -> Claim:
-    return Claim(**kw)
+    return Claim(pools=True, **kw)   # a sweep's runs add N values or repetitions
 
 
 CLAIMS = [

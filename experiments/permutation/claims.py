@@ -93,7 +93,7 @@ def tools_agree(runs: list[Run], _cond: str) -> Outcome:
 
 
 def _claim(**kw: Any) -> Claim:
-    return Claim(experiment="permutation", **kw)
+    return Claim(experiment="permutation", pools=True, **kw)
 
 
 CLAIMS = [

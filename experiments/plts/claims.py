@@ -4,7 +4,8 @@ recovery the run measured (``--recovery modern|classic|both``).
 
 The criteria are the ones this experiment checked before the claims became data (moved here
 unchanged from figures.py: same tolerances, same numbers).  Read from summary.csv of the
-newest chosen run (figures.summarize writes it from flows.csv and latency.csv).
+newest chosen run (figures.summarize writes it from flows.csv and latency.csv); a sweep's
+runs are not pooled.
 """
 from __future__ import annotations
 
