@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from model import jain_index
 from store import cell, read_csv, write_csv
 
 HOLDS = "holds"
@@ -225,6 +226,26 @@ def num(row: Mapping[str, Any], col: str) -> float:
     if x != x:
         raise Missing(f"no value in column {col}")
     return x
+
+
+def grouped(rows: Iterable[Mapping[str, Any]], col: str,
+            key: Callable[[Mapping[str, Any]], Any]) -> dict[Any, list[float]]:
+    """The present values of ``col`` by ``key(row)``, in first-seen order (rows whose key
+    is None are left out): e.g. per repetition, ``(row["_run"], row["run"])``."""
+    out: dict[Any, list[float]] = {}
+    for r in rows:
+        if (k := key(r)) is not None and (x := cell(r.get(col))) == x:
+            out.setdefault(k, []).append(x)
+    return out
+
+
+def mean_jain(groups: Iterable[list[float]]) -> float:
+    """Mean over groups (each one repetition: its flows shared the network) of Jain's
+    index; Missing when every flow of every group moved nothing."""
+    vals = [j for g in groups if g and (j := float(jain_index(g))) == j]   # NaN: all zero
+    if not vals:
+        raise Missing("every flow moved nothing")
+    return sum(vals) / len(vals)
 
 
 def fmt(x: float, digits: int = 2) -> str:

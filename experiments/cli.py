@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a results folder (default: results), run folders or sweep "
                           "folders")
     rep.add_argument("--out", default=None,
-                     help="report folder (default: REPORT under the first path's results "
-                          "folder, i.e. <results>/report)")
+                     help="report folder (default: report/ in the results folder of the "
+                          "first path)")
     rep.add_argument("--markdown-table", action="store_true",
                      help="print only the verdict table as markdown (the README's, for "
                           "results/reference) and write nothing")

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.claims import Claim, Missing, Outcome, Run, fmt, need_rows
-from model import jain_index
-from store import cell
+from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows
 
 PAPER = "000_b87022286e416fdf.txt"
 #: "a few percent" (issue #20's reading of Fig. 6), for the mean and for Jain's index
@@ -29,10 +27,8 @@ def _runs_by_topology(runs: list[Run], topology: str) -> list[list[float]]:
     bwm-ng's for emulated runs (the write-up's tool for Fig. 6), the model's otherwise."""
     runs = [r for r in runs if r.backend == runs[0].backend]
     metric = "norm_bwm" if runs[0].backend == "emulated" else "norm_model"
-    groups: dict[tuple[str, str], list[float]] = {}
-    for r in need_rows(runs, "flows.csv"):
-        if r.get("topology") == topology and (x := cell(r.get(metric))) == x:
-            groups.setdefault((r["_run"], str(r.get("run"))), []).append(x)
+    groups = grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
+        r["_run"], r.get("run")) if r.get("topology") == topology else None)
     if not groups:
         raise Missing(f"no {topology} flows with {metric}")
     return list(groups.values())
@@ -72,16 +68,9 @@ def rank_vs_fattree(runs: list[Run], _cond: str) -> Outcome:
                    f"{'above' if gap[worst] > 0 else 'below'} the fat tree")
 
 
-def _jain(groups: list[list[float]]) -> float:
-    vals = [j for g in groups if g and (j := float(jain_index(g))) == j]
-    if not vals:
-        raise Missing("every flow moved nothing")
-    return float(np.mean(vals))
-
-
 def jain_vs_fattree(runs: list[Run], _cond: str) -> Outcome:
-    jf = _jain(_runs_by_topology(runs, "jellyfish"))
-    ft = _jain(_runs_by_topology(runs, "fattree"))
+    jf = mean_jain(_runs_by_topology(runs, "jellyfish"))
+    ft = mean_jain(_runs_by_topology(runs, "fattree"))
     return Outcome(f"Jain Jellyfish {fmt(jf, 3)} vs fat tree {fmt(ft, 3)}",
                    abs(jf - ft) <= JAIN_TOLERANCE,
                    "mean over repetitions of each one's Jain index")

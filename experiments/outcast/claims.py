@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.claims import Claim, Missing, Outcome, Run, fmt, need_rows, num
-from model import jain_index
-from store import cell
+from analysis.claims import (Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows,
+                             num)
 
 PAPER = "002_b94e7e7e77304abe.txt"
 #: "drops dramatically" / "does not even register": below half of the fair share
@@ -61,18 +60,12 @@ def share_falls(runs: list[Run], _cond: str) -> Outcome:
 def others_jain(runs: list[Run], _cond: str) -> Outcome:
     """Jain's index of the N flows behind s2, per (N, repetition), averaged over
     repetitions; the smallest over N is judged."""
-    groups: dict[tuple[int, str, str], list[float]] = {}
-    for r in need_rows(runs, "flows.csv"):
-        if r.get("role") != "lone" and (x := cell(r.get("iperf_mbps"))) == x:
-            groups.setdefault((int(num(r, "flows")), r["_run"], str(r.get("run"))),
-                              []).append(x)
-    by_n: dict[int, list[float]] = {}
-    for (n, _, _), vals in groups.items():
-        if (j := float(jain_index(vals))) == j:
-            by_n.setdefault(n, []).append(j)
-    if not by_n:
-        raise Missing("no flow behind s2 moved data")
-    mean = {n: sum(v) / len(v) for n, v in sorted(by_n.items())}
+    groups = grouped(need_rows(runs, "flows.csv"), "iperf_mbps", lambda r: (
+        int(num(r, "flows")), r["_run"], r.get("run")) if r.get("role") != "lone" else None)
+    if not groups:
+        raise Missing("no flow behind s2")
+    mean = {n: mean_jain(g for (m, _, _), g in groups.items() if m == n)
+            for n in sorted({k[0] for k in groups})}
     worst = min(mean, key=lambda n: mean[n])
     return Outcome(f"lowest Jain {fmt(mean[worst], 3)} (N = {worst})",
                    mean[worst] >= EQUAL_JAIN,

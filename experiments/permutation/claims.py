@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.claims import Claim, Missing, Outcome, Run, fmt, need_rows
-from model import jain_index
+from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows
 from store import cell
 
 PAPER = "000_b87022286e416fdf.txt"
@@ -35,10 +34,8 @@ def _per_run(runs: list[Run], transport: str) -> list[list[float]]:
     """Per repetition (run folder, run): the transport's flows' normalized throughputs."""
     runs = _same_backend(runs)
     metric = _metric(runs)
-    groups: dict[tuple[str, str], list[float]] = {}
-    for r in need_rows(runs, "flows.csv"):
-        if r.get("transport") == transport and (x := cell(r.get(metric))) == x:
-            groups.setdefault((r["_run"], str(r.get("run"))), []).append(x)
+    groups = grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
+        r["_run"], r.get("run")) if r.get("transport") == transport else None)
     if not groups:
         raise Missing(f"no {transport} flows with {metric} (run with --transport tcp,mptcp)")
     return list(groups.values())
@@ -59,16 +56,8 @@ def mean_over_tcp(runs: list[Run], _cond: str) -> Outcome:
                    f"mean normalized throughput MPTCP {fmt(mptcp, 3)}, TCP {fmt(tcp, 3)}")
 
 
-def _jain(groups: list[list[float]]) -> float:
-    """Mean over repetitions of each repetition's Jain index (its flows share the fabric)."""
-    vals = [j for g in groups if g and (j := float(jain_index(g))) == j]  # NaN: all zero
-    if not vals:
-        raise Missing("every flow of every run moved nothing")
-    return sum(vals) / len(vals)
-
-
 def jain_over_tcp(runs: list[Run], _cond: str) -> Outcome:
-    tcp, mptcp = _jain(_per_run(runs, "tcp")), _jain(_per_run(runs, "mptcp"))
+    tcp, mptcp = mean_jain(_per_run(runs, "tcp")), mean_jain(_per_run(runs, "mptcp"))
     return Outcome(f"Jain MPTCP {fmt(mptcp, 3)} vs TCP {fmt(tcp, 3)}", mptcp > tcp,
                    "mean over repetitions of each one's Jain index")
 
