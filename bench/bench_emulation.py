@@ -95,7 +95,7 @@ def single_flow(spec: str, dataplane: str, out: Path) -> None:
 def permutation(spec: str, dataplane: str, out: Path, seeds: int, duration: float,
                 bw: float, transports: list[str]) -> None:
     """Section C at one link rate."""
-    dest = out / f"{spec.replace(',', '_').replace('=', '')}-{dataplane}"
+    dest = out / f"{spec.replace(',', '_').replace('=', '')}-{safe(dataplane)}"
     dcrepro("run", "permutation", "--topo", spec, "--runs", str(seeds), "--duration",
             str(duration), "--trim", "5", "--bw", str(bw), "--subflows", "8", "--out",
             str(dest), "--dataplane", dataplane, "--transport", ",".join(transports))
@@ -117,6 +117,9 @@ def permutation(spec: str, dataplane: str, out: Path, seeds: int, duration: floa
         gaps = [x["gaps_within_10pct"] for x in mine if x.get("gaps_within_10pct") is not None]
         every = [x["dequeue_gaps"]["within_10pct"] for x in mine
                  if (x.get("dequeue_gaps") or {}).get("within_10pct") is not None]
+        hop = [x["cpu_us_per_packet_hop"] for x in mine if x.get("cpu_us_per_packet_hop")]
+        cwnd = [x["tcp_limits"]["cwnd_limited_median"] for x in mine
+                if (x.get("tcp_limits") or {}).get("cwnd_limited_median") is not None]
         gap_text = (f"; busy-link dequeue gaps within 10 %: full-size frames "
                     f"{statistics.median(gaps):.4f}, all packets {statistics.median(every):.3f}"
                     if gaps else "")
@@ -127,14 +130,35 @@ def permutation(spec: str, dataplane: str, out: Path, seeds: int, duration: floa
               f"{statistics.median(model):.3f}; aggregate emulated/model {agg:.2f}; median "
               f"per-flow |emu-model|/model {err:.2f}; CPU median {cpu}% (saturated share "
               f"{sat:.2f}); tail drops {qd}, lost outside the queues {ed} ({loss:.3%} "
-              f"median){gap_text}", flush=True)
+              f"median){gap_text}"
+              + (f"; CPU per packet-hop {statistics.median(hop):.2f} us" if hop else "")
+              + (f"; subflows cwnd-limited in {statistics.median(cwnd):.0%} of samples "
+                 "(median)" if cwnd else ""), flush=True)
     print(f"  run folder: {run}", flush=True)
+
+
+def safe(dataplane: str) -> str:
+    """A dataplane spec as a folder name part."""
+    return dataplane.replace(",", "_").replace("=", "-")
+
+
+def dataplane_specs(text: str) -> list[str]:
+    """'bpf,bpf,socket=keep,ovs' -> ['bpf', 'bpf,socket=keep', 'ovs']: an item with '=' is
+    an option of the dataplane before it."""
+    out: list[str] = []
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        if "=" in item and out:
+            out[-1] += "," + item
+        else:
+            out.append(item)
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataplanes", default="bpf,ovs", help="comma list, compared side by side")
+    ap.add_argument("--dataplanes", default="bpf,ovs", help="comma list, compared side by side; "
+                    "options follow their dataplane: bpf,bpf,socket=keep,ovs")
     ap.add_argument("--topo", action="append", help="topology spec (repeatable; default "
                     "fattree,k=4)")
     ap.add_argument("--reps", type=int, default=3)
@@ -150,7 +174,7 @@ def main() -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-bench-"))
     print(f"bench_emulation on {subprocess.run(['uname', '-r'], capture_output=True, text=True).stdout.strip()}, "
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; out {out}")
-    dps = args.dataplanes.split(",")
+    dps = dataplane_specs(args.dataplanes)
     for spec in args.topo or ["fattree,k=4"]:
         sections = set(args.sections.split(",")) - ({"C"} if args.skip_permutation else set())
         for dp in dps if "A" in sections else []:

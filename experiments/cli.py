@@ -434,9 +434,24 @@ def main(argv: list[str] | None = None) -> int:
         return exit_code(exc)
 
 
+#: every argument that names a file or folder: made absolute once, at the door, so that no
+#: later step (a child process in another working folder, a launcher on another machine)
+#: depends on where dcrepro was started
+PATH_ARGS = ("out", "run_dir", "manifest", "sweep_dir", "hosts")
+
+
+def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with every PATH_ARGS value made absolute (without resolving links)."""
+    for name in PATH_ARGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            setattr(args, name, os.path.abspath(value))
+    return args
+
+
 def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.WARNING, format="dcrepro: %(levelname)s %(message)s")
-    args = build_parser().parse_args(argv)
+    args = absolute_paths(build_parser().parse_args(argv))
     if args.command == "run":
         return cmd_run(args)
     if args.command == "rerun":

@@ -11,6 +11,7 @@ RunError naming the sampler, so a run never ends ``ok`` on silently partial samp
 from __future__ import annotations
 
 import csv
+import os
 import threading
 import time
 from pathlib import Path
@@ -124,6 +125,17 @@ class CpuLoad:
         (busy0, total0), (busy, total) = self._last, self._read()
         self._last = (busy, total)
         return 100.0 * (busy - busy0) / max(1, total - total0)
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds this machine has spent busy since boot, all cores together: user, system,
+    irq and softirq time of /proc/stat.  Idle, iowait and steal are not ours, and neither is
+    ``nice`` time (processes at a lower priority than the emulation, e.g. a test suite run
+    with ``nice -n 19`` beside a benchmark)."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        user, _nice, system, _idle, _iowait, irq, softirq = \
+            (int(v) for v in fh.readline().split()[1:8])
+    return (user + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_sampler(path: Path, interval: float = 1.0) -> Sampler[float]:

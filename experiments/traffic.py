@@ -19,7 +19,7 @@ from dataplane.proc import RunError, check, how_ended, stop_process
 
 from analysis.fidelity import limit_shares, limits_note
 
-from .sampling import cpu_sampler, stop_tcp_sampler, tcp_sampler
+from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler
 
 BASE_PORT = 5201
 
@@ -378,10 +378,12 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     tcp = tcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows})}, interval)
     tcp.start()
     before = port_counters(emu)
+    busy0 = busy_cpu_seconds()
     try:
         with emu.dequeue_gaps() as gaps:
             unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
                                             servers, bwm, grace, may_not_connect)
+        busy = busy_cpu_seconds() - busy0
     finally:
         try:
             samples = cpu.stop()
@@ -419,7 +421,11 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
     write_rows(out / "tcp_limits.csv", limits.pop("per_socket"))
     window = [u for t, u in samples if t0 <= t <= t1]
-    return {**emulator_losses(ports), "tcp_limits": limits,
+    rx = sum(p["rx_packets"] for p in ports)
+    return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
+            # the whole machine's CPU per packet-hop (a packet entering a switch port):
+            # switch, probe, shaping, both TCP stacks, iperf3 and dcrepro's own sampling
+            "cpu_us_per_packet_hop": round(1e6 * busy / rx, 3) if rx else None,
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
             "cpu_max": round(max(window), 1) if window else None,
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)

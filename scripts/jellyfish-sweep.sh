@@ -2,9 +2,10 @@
 # Jellyfish vs fat tree fairness (issue #4): one command that regenerates rank.png and the
 # other figures (path_lengths.png, utilisation.png, iperf_vs_bwm.png, ...) in a run folder.
 #
-#   sudo scripts/jellyfish-sweep.sh                 # emulated, defaults: 2 topologies x 8 runs x 60 s
-#   sudo scripts/jellyfish-sweep.sh --quick         # short version (what reproduce.sh runs)
-#   sudo scripts/jellyfish-sweep.sh --paper         # paper scale via the flow-level model:
+# As root:
+#   scripts/jellyfish-sweep.sh                 # emulated, defaults: 2 topologies x 8 runs x 60 s
+#   scripts/jellyfish-sweep.sh --quick         # short version (what reproduce.sh runs)
+#   scripts/jellyfish-sweep.sh --paper         # paper scale via the flow-level model:
 #        k=10 fat tree vs 125-switch Jellyfish (10 ports) with 250 and 12 % more servers, ksp k=8
 #
 # Every other flag passes through to `dcrepro run fairness` and wins over --paper's presets,

@@ -2,9 +2,12 @@
 # Reproduce every experiment's figures: installs what is missing (setup.sh), then runs each
 # sweep in quick mode (default) or at paper length (--full), prints where figures are, and
 # ends with the report over the runs it made: one line per paper claim, and a page
-# (results/report/index.html).  A claim that does not hold is a result, not a failure.
-#   sudo ./scripts/reproduce.sh          # quick
-#   sudo ./scripts/reproduce.sh --full   # paper-length runs (hours)
+# (results/report/index.html).
+# Exits non-zero only when setup, a sweep or the report failed (not when a paper's claim
+# does not hold).
+# As root:
+#   ./scripts/reproduce.sh          # quick
+#   ./scripts/reproduce.sh --full   # paper-length runs (hours)
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 ./setup.sh || exit 1

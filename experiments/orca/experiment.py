@@ -222,10 +222,13 @@ def _first_line(p: subprocess.Popen, deadline: float) -> str:
 
 
 def _app(emu: Emulation, host: str, args: list[str], log: Path) -> subprocess.Popen:
+    """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
+    absolute path, like every path in ``args``), so neither where dcrepro was started nor
+    where this module sits matters; the app is found as an installed package."""
     fh = open(log, "w")  # noqa: SIM115 - the child holds it; closed when we return
     try:
         return emu.popen(emu.host(host), [sys.executable, "-m", "apps.filexfer", *args],
-                         cwd=str(Path(__file__).resolve().parents[1]),
+                         cwd=str(log.resolve().parent),
                          stdout=subprocess.PIPE, stderr=fh, text=True)
     finally:
         fh.close()
@@ -240,6 +243,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
              sizes: list[int], port: int, rate_mbps: float, expected_s: float,
              out: Path) -> dict[str, Any]:
     """Run the app once (33 rounds) and check that every round delivered every byte."""
+    out = out.resolve()   # the apps run in other folders: hand them absolute paths only
     out.mkdir(parents=True, exist_ok=True)
     topo = emu.topo
     recv_timeout = 30 + 2 * max(1.0, expected_s / len(sizes))  # silence a receiver accepts

@@ -79,7 +79,9 @@ def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir
                      meas["dequeue_gaps"], meas["measurement_note"],
                      tcp_limits=meas["tcp_limits"])
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
-                   queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"])
+                   queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"],
+                   switch_rx_packets=meas["switch_rx_packets"], cpu_busy_s=meas["cpu_busy_s"],
+                   cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"])
         reports.append(fid)
         for f in flows:
             rows.append({**_row(run, transport, f.src, f.dst, bw, iperf=f.iperf_mbps,

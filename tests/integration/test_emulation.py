@@ -213,7 +213,7 @@ def test_traced_paths_match_the_plan(dataplane, spec, tmp_path):
 
 def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
     """`mn --custom topos/mn.py --topo fattree,4 --controller remote` with the controller
-    started on its own (the README's commands), pingall through the routed-ARP plan."""
+    started on its own (the commands of docs/mininet.md), pingall through the routed-ARP plan."""
     from dataplane.proc import free_port, stop_process
 
     port = free_port()

@@ -45,3 +45,20 @@ def test_short_orca_run(dataplane, tmp_path):
     uni = {t["workload"]: float(t["total_s"]) for t in transfers
            if t["mode"] == "unicast" and t["procs"] == "1"}
     assert uni["2"] > 2 * mc["2"], (uni, mc)
+
+
+def test_relative_out_from_another_folder(tmp_path):
+    """A newcomer's command: the installed `dcrepro`, a relative --out, started from a
+    folder that is neither the repository nor the results root (the apps run elsewhere)."""
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    p = subprocess.run([str(REPO / ".venv/bin/dcrepro"), "run", "orca", "--runs", "1",
+                        "--workloads", "1", "--procs", "1", "--base-mb", "0.3",
+                        "--out", "rel/results"],
+                       cwd=where, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = next((where / "rel" / "results" / "orca").iterdir())
+    assert json.loads((run / "status.json").read_text())["status"] == "ok"
+    assert (run / "run00" / "x1-multicast-p1" / "sender.json").exists()
+    assert not (REPO / "rel").exists() and not (where / "results").exists()

@@ -25,7 +25,7 @@ def test_every_entry_is_a_complete_experiment(name):
 
 def test_the_readme_table_is_the_one_the_registry_generates():
     text = (REPO / "README.md").read_text()
-    table = text[text.index("## Experiments"):text.index("## How it works")]
+    table = text[text.index("<!-- experiments:begin"):text.index("<!-- experiments:end -->")]
     assert registry.markdown_table() in table, "run `.venv/bin/dcrepro list --markdown`"
     rows = re.findall(r"^\| `([a-z-]+)` \|", table, flags=re.M)
     assert rows == list(registry.EXPERIMENTS)

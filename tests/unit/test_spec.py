@@ -107,3 +107,15 @@ def test_a_folder_that_is_not_a_run_is_bad_input(args):
     p = subprocess.run([sys.executable, "-m", "experiments.cli", *args],
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_every_path_argument_is_made_absolute_at_the_door(tmp_path, monkeypatch):
+    from experiments.cli import PATH_ARGS, absolute_paths, build_parser
+    monkeypatch.chdir(tmp_path)
+    args = absolute_paths(build_parser().parse_args(["run", "permutation", "--out", "r"]))
+    assert args.out == str(tmp_path / "r")
+    args = absolute_paths(build_parser().parse_args(["rerun", "results/x/y", "--out", "o"]))
+    assert (args.run_dir, args.out) == (str(tmp_path / "results/x/y"), str(tmp_path / "o"))
+    args = absolute_paths(build_parser().parse_args(["collect", "s"]))
+    assert args.sweep_dir == str(tmp_path / "s")
+    assert set(PATH_ARGS) >= {"out", "run_dir", "manifest", "sweep_dir", "hosts"}

@@ -1,0 +1,236 @@
+"""Where the CPU goes while an experiment runs: `perf record -a -g` in the middle of its
+traffic, every sample given to one component by its call stack (root).  Prints figures,
+asserts nothing.
+
+    .venv/bin/python bench/bench_profile.py [--seconds 10] [--delay 8] -- \\
+        run permutation --topo fattree,k=4 --transport tcp --runs 1 --duration 30
+
+Everything after ``--`` is a dcrepro command line; the bench starts it, waits ``--delay``
+seconds after the first iperf3 client appears, records ``--seconds`` of samples on every
+CPU, and counts the packets that entered switch ports meanwhile (sysfs rx of every switch
+port: packet-hops).  Output: per component, its share of the busy samples, CPU-seconds per
+second, and nanoseconds per packet-hop; idle is left out of "busy".
+
+A sample's component is decided by its stack, read from the leaf up: the first frame that
+a rule names decides (so work that a component calls into, e.g. HTB under the switch
+program's redirect, counts where it happens).  A sample in user space counts for its
+process (iperf3, bwm-ng, dcrepro's Python, ss, ovs-vswitchd).  On a VM without a PMU the
+event is cpu-clock, which lands where interrupts are enabled again
+(_raw_spin_unlock_irqrestore): the stack, not the leaf, says who did the work.
+``--perf-data FILE`` classifies an existing recording instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: (component, frame pattern, caller pattern or None), tried on every frame from the leaf up
+RULES: list[tuple[str, str, str | None]] = [
+    ("idle", r"^(pv_native_safe_halt|default_idle|do_idle|cpuidle_\w+|arch_cpu_idle)", None),
+    ("dequeue-gap probe", r"^(bpf_prog_\w+_on_(dequeue|enqueue)|bpf_trace_run\d+|"
+     r"__bpf_trace_qdisc\w*|trace_event_raw_event_qdisc\w*|perf_trace_qdisc\w*)$", None),
+    ("socket release: clone at the first switch", r"^bpf_clone_redirect$", None),
+    ("socket release: original consumed at ingress", r"^consume_skb$",
+     r"^(tcx_run|tc_run|sch_handle_ingress\w*|__netif_receive_skb_core\w*)$"),
+    ("switch program and maps", r"^bpf_prog_\w+_dcrepro_switch$", None),
+    ("HTB and pfifo", r"^(htb_\w+|pfifo_\w+|qdisc_\w+|__qdisc_run|sch_direct_xmit|"
+     r"dequeue_skb|qdisc_dequeue\w*|__qdisc_\w+)$", None),
+    ("veth", r"^(veth_\w+|__veth_\w+)$", None),
+    ("TCP/UDP/IP stack", r"^(tcp_\w+|__tcp_\w+|ip_\w+|__ip_\w+|inet_\w+|udp_\w+|__udp\w*|"
+     r"ipv4_\w+|__inet_\w+|raw_\w+|icmp_\w+|mptcp_\w+|__mptcp_\w+|sk_stream_\w+|"
+     r"sock_sendmsg|sock_recvmsg)$", None),
+    ("netdev core and softirq", r"^(net_rx_action|__netif_receive_skb\w*|netif_receive_\w+|"
+     r"process_backlog|__dev_queue_xmit|dev_hard_start_xmit|netif_rx\w*|__netif_rx\w*|"
+     r"enqueue_to_backlog|handle_softirqs|__do_softirq|do_softirq\w*|net_tx_action|"
+     r"skb_do_redirect|__bpf_redirect\w*|tcf_classify|tcx_run|tc_run|"
+     r"sch_handle_(ingress|egress)\w*)$", None),
+    ("scheduler and timers", r"^(__schedule|schedule\w*|finish_task_switch\S*|"
+     r"try_to_wake_up|hrtimer_\w+|__hrtimer_\w+|tick_\w+|__sysvec_\w+|sysvec_\w+)$", None),
+]
+USER_PROCS = {"iperf3": "iperf3", "bwm-ng": "bwm-ng", "ss": "ss", "python": "dcrepro (Python)",
+              "python3": "dcrepro (Python)", "dcrepro": "dcrepro (Python)",
+              "ovs-vswitchd": "ovs-vswitchd", "perf": "perf itself"}
+COMPILED = [(name, re.compile(f), re.compile(c) if c else None) for name, f, c in RULES]
+_HEADER = re.compile(r"^(\S.*?)\s+(\d+)/(\d+)\s+\[(\d+)\]")
+
+
+def classify(comm: str, frames: list[tuple[str, str]]) -> str:
+    """The component of one sample: ``frames`` are its (address, symbol) from the leaf up;
+    ``comm`` is the process name (parse_script renames processes that are not the run's)."""
+    syms = [sym for _, sym in frames]
+    for i, sym in enumerate(syms):
+        for name, frame, caller in COMPILED:
+            if frame.match(sym) and (caller is None or any(
+                    caller.match(s) for s in syms[i + 1:i + 4])):
+                return name
+    user = USER_PROCS.get(comm, f"{comm} (other process)")
+    in_kernel = bool(frames) and frames[0][0].startswith("ffff")
+    return f"kernel, other ({user})" if in_kernel else user
+
+
+def parse_script(text: str, mine: set[int] | None = None) -> Counter[str]:
+    """Samples per component from `perf script` output (header line, then one frame a
+    line: address and symbol).  With ``mine`` (the run's pids), a Python process that is not
+    the run's counts as another process (a test suite beside the bench, say)."""
+    out: Counter[str] = Counter()
+    comm: str | None = None
+    frames: list[tuple[str, str]] = []
+    for line in text.splitlines() + [""]:
+        if not line.strip():
+            if comm is not None:
+                out[classify(comm, frames)] += 1
+            comm, frames = None, []
+            continue
+        m = _HEADER.match(line)
+        if m and not line.startswith(("\t", " ")):
+            comm, frames = m.group(1).strip(), []
+            if mine is not None and comm.startswith("python") and int(m.group(2)) not in mine:
+                comm = "python, not this run"
+            continue
+        parts = line.split(None, 1)
+        if comm is not None and len(parts) == 2:
+            # symbol without its offset and without a compiler suffix (.isra.0, .constprop.0)
+            frames.append((parts[0], parts[1].split("+")[0].strip().split(".")[0]))
+    return out
+
+
+def switch_rx_packets() -> tuple[int, int]:
+    """(packets received by every switch port, by the ports that face a host): root
+    namespace veths named <switch>-eth<N>; a host-facing one has its peer in another
+    network namespace (``link_netnsid``), a switch-to-switch one has both ends here."""
+    links = json.loads(subprocess.run(["ip", "-j", "link", "show"], capture_output=True,
+                                      text=True, check=True).stdout or "[]")
+    total = host = 0
+    for link in links:
+        dev = link["ifname"]
+        if not re.search(r"-eth\d+$", dev):
+            continue
+        try:
+            n = int(Path(f"/sys/class/net/{dev}/statistics/rx_packets").read_text())
+        except OSError:
+            continue
+        total += n
+        host += n if "link_netnsid" in link else 0
+    return total, host
+
+
+def run_pids(root: int) -> set[int]:
+    """``root`` and every process below it (the run's own processes)."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        pid, ppid = (int(x) for x in line.split())
+        children.setdefault(ppid, []).append(pid)
+    seen, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo += children.get(p, [])
+    return seen
+
+
+def first_client(timeout: float) -> bool:
+    """Wait until an iperf3 client runs (the traffic started); False after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if subprocess.run(["pgrep", "-f", "iperf3 -c"], capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def report(counts: Counter[str], seconds: float, hops: int, cpus: int,
+           entering: int = 0) -> None:
+    """Print the table (``entering``: packets that entered the fabric from a host)."""
+    busy = sum(n for c, n in counts.items() if c != "idle")
+    total = sum(counts.values())
+    print(f"samples {total} on {cpus} CPUs over {seconds:.1f} s; busy {busy / max(1, total):.1%}"
+          f"; packet-hops {hops} ({hops / seconds:.0f}/s), {entering} of them entering the "
+          f"fabric from a host")
+    small = Counter({c: n for c, n in counts.items() if c != "idle" and n < 0.003 * busy})
+    shown = [(c, n) for c, n in counts.most_common() if c != "idle" and c not in small]
+    if small:
+        shown.append((f"everything else ({len(small)} components under 0.3 %)",
+                      sum(small.values())))
+    for comp, n in shown:
+        cpu_s = n / total * cpus * seconds
+        per = f"{1e9 * cpu_s / hops:8.0f} ns/packet-hop" if hops else ""
+        print(f"  {comp:48s} {n / busy:6.1%} of busy  {cpu_s / seconds:5.3f} CPU  {per}")
+    for comp in [c for c in counts if c.startswith("socket release")]:
+        if entering:
+            cpu_s = counts[comp] / total * cpus * seconds
+            print(f"  {comp}: {1e9 * cpu_s / entering:.0f} ns per packet entering the fabric")
+    ours = sum(n for c, n in counts.items() if c != "idle" and "(other process)" not in c)
+    for label, n in (("all busy CPU", busy), ("busy CPU of this run (no other process)", ours)):
+        cpu_s = n / total * cpus * seconds
+        per = f"{1e9 * cpu_s / hops:8.0f} ns/packet-hop" if hops else ""
+        print(f"  {label:48s} {n / max(1, busy):6.1%} of busy  {cpu_s / seconds:5.3f} CPU  {per}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=10.0, help="how long perf records")
+    ap.add_argument("--delay", type=float, default=8.0,
+                    help="seconds after the first iperf3 client before recording")
+    ap.add_argument("--freq", type=int, default=499, help="samples per second per CPU")
+    ap.add_argument("--perf-data", default=None, help="classify this recording, run nothing")
+    ap.add_argument("command", nargs="*", help="dcrepro arguments (after --)")
+    args = ap.parse_args()
+    if shutil.which("perf") is None:
+        print("bench_profile: perf is missing (apt-get install linux-perf)", file=sys.stderr)
+        return 2
+    cpus = os.cpu_count() or 1
+    if args.perf_data:
+        text = subprocess.run(["perf", "script", "-i", args.perf_data, "-F",
+                               "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
+                              check=True).stdout
+        report(parse_script(text), args.seconds, 0, cpus)
+        return 0
+    if not args.command:
+        ap.error("give a dcrepro command after --, e.g. -- run permutation --transport tcp")
+    tmp = Path(tempfile.mkdtemp(prefix="dcrepro-profile-"))
+    run = subprocess.Popen([str(REPO / ".venv/bin/dcrepro"), *args.command,
+                            *([] if "--out" in args.command else ["--out", str(tmp)])],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        if not first_client(120):
+            print("bench_profile: no iperf3 client started within 120 s", file=sys.stderr)
+            return 1
+        time.sleep(args.delay)
+        data = tmp / "perf.data"
+        (h0, e0), t0 = switch_rx_packets(), time.monotonic()
+        subprocess.run(["perf", "record", "-a", "-g", "-F", str(args.freq), "-o", str(data),
+                        "--", "sleep", str(args.seconds)], capture_output=True, check=True)
+        (h1, e1), seconds = switch_rx_packets(), time.monotonic() - t0
+        mine = run_pids(run.pid)
+        _, err = run.communicate(timeout=600)
+        if run.returncode != 0:
+            print(f"bench_profile: the run failed ({err.strip()[-300:]})", file=sys.stderr)
+        text = subprocess.run(["perf", "script", "-i", str(data), "-F",
+                               "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
+                              check=True).stdout
+        print(f"bench_profile: dcrepro {' '.join(args.command)}")
+        report(parse_script(text, mine), seconds, h1 - h0, cpus, e1 - e0)
+    finally:
+        if run.poll() is None:
+            run.terminate()
+            run.wait(timeout=120)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

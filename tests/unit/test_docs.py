@@ -1,0 +1,88 @@
+"""The README and docs/ hold together: every relative link points to a file that exists, and
+CI runs exactly the README's two commands (the test suite, then the quick reproduction)."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+#: [text](target) and ![alt](target); the target ends at a space (a title) or ')'
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+FENCE = re.compile(r"^```.*?^```", flags=re.M | re.S)
+
+
+def relative_links(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text())
+    text = re.sub(r"`[^`\n]*`", "", text)  # code spans are not links
+    return [t for t in LINK.findall(text)
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", t, flags=re.I) and not t.startswith("#")]
+
+
+def test_there_are_docs_pages_and_the_readme_links_them():
+    readme = relative_links(REPO / "README.md")
+    docs = [p for p in PAGES if p.parent != REPO]
+    assert len(docs) >= 8
+    linked = {(REPO / t.split("#")[0]).resolve() for t in readme}
+    assert {p.resolve() for p in docs if p.parent == REPO / "docs"} <= linked
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to '-'."""
+    headings = re.findall(r"^#+\s+(.*)$", FENCE.sub("", page.read_text()), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])
+def test_every_relative_link_points_to_a_file_that_exists(page):
+    missing = [t for t in relative_links(page)
+               if not (page.parent / t.split("#")[0]).resolve().exists()]
+    assert not missing, f"{page.relative_to(REPO)}: {missing}"
+    broken = [t for t in relative_links(page) if "#" in t and t.split("#")[0].endswith(".md")
+              and t.split("#")[1] not in anchors((page.parent / t.split("#")[0]).resolve())]
+    assert not broken, f"{page.relative_to(REPO)}: no such heading: {broken}"
+
+
+def test_the_link_check_sees_links():
+    """(a regex that matched nothing would pass every page)"""
+    assert "docs/usage.md#setup" in relative_links(REPO / "README.md")
+    assert any(t.endswith(".png") for t in relative_links(REPO / "docs/results/index.md"))
+
+
+def readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    block = text[text.index("<!-- commands:begin"):text.index("<!-- commands:end -->")]
+    return [line.split("#")[0].strip() for line in block.splitlines()
+            if line.startswith("./")]
+
+
+def test_the_readme_names_the_test_command_then_the_reproduction_without_sudo():
+    commands = readme_commands()
+    assert commands == ["./scripts/test.sh", "./scripts/reproduce.sh"]
+    for c in commands:
+        assert (REPO / c).stat().st_mode & 0o111, c
+    assert "sudo" not in "\n".join(commands)
+
+
+def test_ci_runs_exactly_the_readme_commands():
+    listed = subprocess.run([str(REPO / ".ci" / "run"), "--list"], cwd="/", text=True,
+                            capture_output=True, check=True).stdout.splitlines()
+    assert listed == readme_commands()
+
+
+@pytest.mark.parametrize("script", sorted((REPO / "scripts").glob("*.sh")) + [REPO / ".ci/run"],
+                         ids=lambda p: p.name)
+def test_no_usage_text_asks_for_sudo(script):
+    """A fresh Debian 12 root shell has no sudo: usage text says 'as root'."""
+    comments = [line for line in script.read_text().splitlines() if line.startswith("#")]
+    assert not [line for line in comments if re.search(r"\bsudo \S", line)]
+
+
+def test_the_readme_keeps_a_place_for_the_verdict_table():
+    """`dcrepro report` writes the reference runs' verdicts between these two markers."""
+    text = (REPO / "README.md").read_text()
+    assert text.index("<!-- verdicts:begin -->") < text.index("<!-- verdicts:end -->")
+    assert text.index("## What reproduced") < text.index("<!-- verdicts:begin -->")
