@@ -202,7 +202,7 @@ class Run:
                            if str(r.get("suspect", "")).lower() == "true"]
                 if flagged:
                     found.append(f"{name}: {len(flagged)} row(s) marked suspect")
-        if self.invalid:
+        if self.invalid and not found:
             found.append(f"kept as invalid by its sweep: {self.invalid}")
         return list(dict.fromkeys(found))
 
