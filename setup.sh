@@ -4,14 +4,18 @@
 #   Mininet) with dcrepro installed -> a short environment report.
 #   --with-slurm: also the sweep launchers' engines: GNU parallel, Slurm and munge
 #   (`dcrepro sweep --engine parallel|slurm`; the test suite runs a one-node Slurm).
+#   --with-browser: also Debian's Chromium, in which the test suite opens the report page
+#   (`dcrepro report`) headless; nothing else needs it.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 with_slurm=0
+with_browser=0
 for arg in "$@"; do
   case "$arg" in
     --with-slurm) with_slurm=1 ;;
-    *) echo "setup.sh: unknown option $arg (known: --with-slurm)" >&2; exit 2 ;;
+    --with-browser) with_browser=1 ;;
+    *) echo "setup.sh: unknown option $arg (known: --with-slurm, --with-browser)" >&2; exit 2 ;;
   esac
 done
 
@@ -26,6 +30,9 @@ PKGS=(mininet openvswitch-switch iperf3 bwm-ng mptcpize ethtool iputils-ping ipr
 # only when asked: a plain machine needs none of them for `dcrepro run` or a local sweep
 if [ "$with_slurm" -eq 1 ]; then
   PKGS+=(parallel slurm-wlm munge)
+fi
+if [ "$with_browser" -eq 1 ]; then
+  PKGS+=(chromium)
 fi
 missing=()
 for p in "${PKGS[@]}"; do

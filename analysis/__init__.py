@@ -6,7 +6,8 @@ from pathlib import Path
 
 
 def plot(run_dir: str | Path) -> list[Path]:
-    """Draw every figure of a finished run folder; return their paths."""
+    """Draw every figure of a finished run folder and judge the paper's claims on it
+    (claims.csv, claims.md: analysis.claims); return the figures' paths."""
     from store import plottable, status_of
 
     path = Path(run_dir)
@@ -14,8 +15,16 @@ def plot(run_dir: str | Path) -> list[Path]:
     if not plottable(status):
         raise ValueError(f"{path}: run is '{status['status']}' ({status.get('error')}); "
                          "a failed run is never plotted as data")
-    from store.registry import EXPERIMENTS, plotter
+    from store.registry import EXPERIMENTS, claims, plotter
+
+    from .claims import write_run_claims
+    from .figures import NOTES
     config = json.loads((path / "config.json").read_text())
     if config["experiment"] not in EXPERIMENTS:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")
-    return plotter(config["experiment"])(path, config)
+    (path / NOTES).unlink(missing_ok=True)    # the figures' notes are written anew
+    figures = plotter(config["experiment"])(path, config)
+    found = claims(config["experiment"])
+    if found:        # after the figures: their summary.csv is what most claims read
+        write_run_claims(path, found)
+    return figures

@@ -1,9 +1,12 @@
-"""Figure helpers every experiment's figures.py shares: the caption, rank curves and plots,
-the fidelity plot, the suspect note."""
+"""Figure helpers every experiment's figures.py shares: the title, the notes on how a figure
+is made, rank curves and plots, the fidelity plot.
+
+A figure's own header stays short (what it shows, which run); the parameters, the run's
+fidelity verdict and its reasons, and how the figure is made belong to the report page
+(analysis/report.py), which reads the last from ``figures.json`` (``note``)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +19,29 @@ import numpy as np  # noqa: E402
 from store import read_csv  # noqa: E402
 
 
-def caption(config: dict[str, Any], extra: str = "") -> str:
-    """Figure title: experiment, backend, run id and every parameter, wrapped to fit."""
-    p = config["params"]
-    keys = ("topo", "routing", "bw", "queue", "duration", "trim", "runs", "seed", "cc",
-            "subflows", "backend", "dataplane")
-    backend = p.get("backend", "emulated")
-    text = ", ".join(f"{k}={p[k]}" for k in keys if k in p and
-                     not (k == "dataplane" and backend == "model"))
-    lines = [f"{config['experiment']} [{backend}] {config['run_id']}", text, *extra.split("\n")]
-    return "\n".join(textwrap.fill(line, 100) for line in lines if line)
+#: how each figure of a run folder is made: figure file name -> text, in drawing order
+NOTES = "figures.json"
+
+
+def caption(config: dict[str, Any], headline: str = "") -> str:
+    """A figure's title: what it shows (``headline``, one short line) over which run it is
+    (experiment, backend, run id).  Parameters and methods go to ``note``."""
+    backend = config["params"].get("backend", "emulated")
+    run = f"{config['experiment']} [{backend}] {config['run_id']}"
+    return f"{headline}\n{run}" if headline else run
+
+
+def note(path: Path, *text: str) -> Path:
+    """Record how the figure at ``path`` is made (``figures.json`` beside it) for the report
+    page, which shows it under the figure; returns ``path``."""
+    where = Path(path).parent / NOTES
+    try:
+        notes = json.loads(where.read_text())
+    except (OSError, ValueError):
+        notes = {}
+    notes[Path(path).name] = "\n".join(t.strip("\n") for t in text if t and t.strip())
+    where.write_text(json.dumps(notes, indent=1) + "\n")
+    return Path(path)
 
 
 def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np.ndarray,
@@ -59,22 +75,11 @@ def rank_plot(path: Path, series: list[Series], title: str,
     ax.set_ylim(0, 1.1)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    ax.set_title(title, fontsize=8)
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def suspect_note(run_dir: Path) -> str:
-    """Caption line naming why a run's numbers are suspect ('' if they are not)."""
-    path = run_dir / "fidelity.json"
-    if not path.exists():
-        return ""
-    reasons = [f"{f.get('transport', '')} run {f.get('run')}: {r}"
-               for f in json.loads(path.read_text()).get("reports", [])
-               for r in f.get("reasons", [])]
-    return ("\nSUSPECT: " + "; ".join(reasons)) if reasons else ""
 
 
 def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
@@ -92,7 +97,7 @@ def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    ax.set_title(title, fontsize=7)
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

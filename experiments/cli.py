@@ -1,5 +1,5 @@
-"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | list | clean |
-calibrate | env."""
+"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | report | list |
+clean | calibrate | env."""
 from __future__ import annotations
 
 import argparse
@@ -63,6 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
                        help="results root folder (default: the one RUN_DIR is in)")
     plot = sub.add_parser("plot", help="(re)draw the figures of a run folder (no root needed)")
     plot.add_argument("run_dir", help="results/<experiment>/<run id>")
+    rep = sub.add_parser("report", help="which of the papers' claims hold: one page "
+                         "(index.html), report.md and verdicts.json, and one line per claim",
+                         description="Judge every experiment's paper claims on the newest "
+                         "complete run under a results folder, or on the runs and sweeps "
+                         "given, and write a self-contained page that can be copied.")
+    rep.add_argument("paths", nargs="*", metavar="RESULTS_DIR | RUN_OR_SWEEP",
+                     help="a results folder (default: results), run folders or sweep "
+                          "folders")
+    rep.add_argument("--out", default=None,
+                     help="report folder (default: report/ in the results folder of the "
+                          "first path)")
+    rep.add_argument("--markdown-table", action="store_true",
+                     help="print only the verdict table as markdown (the README's, for "
+                          "results/reference) and write nothing")
     lst = sub.add_parser("list", help="the experiments of the registry (store/registry.py)")
     what = lst.add_mutually_exclusive_group()
     what.add_argument("--markdown", action="store_true",
@@ -327,6 +341,27 @@ def _plot(run_dir: Path) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """The report of analysis.report: every path made absolute here, once."""
+    from analysis import report
+    paths = [Path(p).resolve() for p in (args.paths or ["results"])]
+    try:
+        root, sources = report.gather(paths)
+        judged = report.build(root, sources)
+        if args.markdown_table:
+            print(report.markdown_table(judged), end="")
+            return 0
+        out = Path(args.out).resolve() if args.out else root / "report"
+        report.check_out(out)
+    except ValueError as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    page, lines = report.render(judged, out)
+    print("\n".join(lines))
+    print(f"report: {page}")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """Names and one-line help, the README table, or the sweep scripts, from the registry."""
     from store import registry
@@ -434,6 +469,8 @@ def _main(argv: list[str] | None) -> int:
                   file=sys.stderr)
             return 2
         return _plot(where)
+    if args.command == "report":
+        return cmd_report(args)
     if args.command == "list":
         return cmd_list(args)
     if args.command == "clean":

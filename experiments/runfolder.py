@@ -6,12 +6,13 @@ import json
 import logging
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import Any
 
 from dataplane.proc import pid_alive
 from dataplane.registry import STATE_DIR
-from dataplane.sysinfo import environment, git_state
+from dataplane.sysinfo import cpu_model, environment, git_state
 from store import FINAL
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,6 +42,8 @@ class RunFolder:
         self.config: dict[str, Any] = {
             "experiment": experiment, "run_id": self.id, "params": params,
             "git": git_state(str(REPO)), "environment": environment(), "runtime": {},
+            # which machine (the report's provenance; a sweep's fingerprint.json has it too)
+            "machine": {"host": socket.gethostname(), "cpu_model": cpu_model()},
             "started_utc": stamp}
         self.write_config()
         self.set_status("running")

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Reproduce every experiment's figures: installs what is missing (setup.sh), then runs each
-# sweep in quick mode (default) or at paper length (--full), and prints where figures are.
-# Exits non-zero only when setup or a sweep failed (not when a paper's claim does not hold).
+# sweep in quick mode (default) or at paper length (--full), prints where figures are, and
+# ends with the report over the runs it made: one line per paper claim, and a page
+# (results/report/index.html).
+# Exits non-zero only when setup, a sweep or the report failed (not when a paper's claim
+# does not hold).
 # As root:
 #   ./scripts/reproduce.sh          # quick
 #   ./scripts/reproduce.sh --full   # paper-length runs (hours)
@@ -25,7 +28,16 @@ done
 echo
 echo "figures made by this reproduction:"
 find results -newer "$stamp" -name '*.png' | sort | sed 's/^/  /'
+# which claims hold: the run folders made here (results/<experiment>/<UTC time>-<id>/)
+mapfile -t made < <(find "$PWD/results" -mindepth 2 -maxdepth 2 -type d -newer "$stamp" \
+                      -name '*T*Z-*' | sort)
 rm -f "$stamp"
+echo
+if [ "${#made[@]}" -gt 0 ]; then
+  .venv/bin/dcrepro report "${made[@]}" || failed+=("dcrepro report")
+else
+  echo "reproduce: no run folder was made, so there is no report" >&2
+fi
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "reproduce: these sweeps failed (their run folders say why): ${failed[*]}" >&2
   exit 1

@@ -2,8 +2,9 @@
 
 An experiment is one folder ``experiments/<name>/``: ``experiment.py`` (``NAME``, ``HELP``,
 ``DEFAULTS``, ``QUICK``, ``add_arguments``, ``validate``, ``run``, ``PAPER`` for the README
-table, optionally ``SWEEP``: the script reproduce.sh runs) and ``figures.py``, which reads its
-run folders only (tests/unit/test_layers.py holds it to analysis' imports).  Adding one is
+table, optionally ``SWEEP``: the script reproduce.sh runs), ``figures.py``, which reads its
+run folders only (tests/unit/test_layers.py holds it to analysis' imports), and optionally
+``claims.py``: the paper's claims it judges (``CLAIMS``, analysis.claims.Claim; same rule).  Adding one is
 that folder and one line here (tests/unit/test_new_experiment.py shows it).  It lives in the store, the bottom layer, so that ``analysis`` finds a run
 folder's plotter without importing the experiments (modules are imported by name).
 """
@@ -37,6 +38,19 @@ def plotter(name: str) -> Callable[..., Any]:
     """The function that draws ``name``'s figures from a run folder."""
     mod, func = EXPERIMENTS[name][1].split(":")
     return getattr(importlib.import_module(mod), func)
+
+
+def claims(name: str) -> list[Any]:
+    """The paper's claims ``name`` judges: ``CLAIMS`` of the ``claims`` module beside its
+    experiment module (one folder may hold several experiments' claims), [] without one."""
+    wanted = EXPERIMENTS[name][0].rsplit(".", 1)[0] + ".claims"
+    try:
+        mod = importlib.import_module(wanted)
+    except ModuleNotFoundError as exc:
+        if not exc.name or not wanted.startswith(exc.name):
+            raise               # a claims module that imports something missing is a bug
+        return []
+    return [c for c in getattr(mod, "CLAIMS", []) if c.experiment == name]
 
 
 def backends(name: str) -> str:

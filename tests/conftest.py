@@ -35,3 +35,65 @@ def golden():  # type: ignore[no-untyped-def]
         assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
         assert text == path.read_text(), f"{name} differs from its golden file"
     return compare
+
+
+@pytest.fixture
+def run_folder(tmp_path):  # type: ignore[no-untyped-def]
+    """make(experiment, tables, params=..., ...): a run folder of CSV tables (lists of dict
+    rows by file name) with config.json and status.json, as experiments write them; the
+    run id sorts by ``started`` (so that the newest is the last made unless given)."""
+    import itertools
+    import json
+
+    from store import write_csv
+    made = itertools.count()
+
+    def make(experiment: str, tables: dict, params: dict | None = None, status: str = "ok",
+             suspect: list | None = None, started: str | None = None, root=None,
+             data: dict | None = None) -> Path:
+        n = next(made)
+        started = started or f"20300101T0000{n:02d}Z"
+        path = (root or tmp_path / "results") / experiment / f"{started}-{n:06x}"
+        path.mkdir(parents=True)
+        for name, rows in tables.items():
+            write_csv(path / name, rows)
+        for name, body in (data or {}).items():
+            (path / name).write_text(json.dumps(body))
+        config = {"experiment": experiment, "run_id": path.name, "started_utc": started,
+                  "params": params or {}, "git": {"commit": "0" * 40, "dirty": False},
+                  "environment": {"cpus": 2, "versions": {"kernel": "test"}}}
+        if suspect:
+            config["suspect"] = suspect
+        (path / "config.json").write_text(json.dumps(config))
+        (path / "status.json").write_text(json.dumps(
+            {"status": status, "error": None if status == "ok" else "test failure",
+             **({"suspect": suspect} if suspect and status == "ok" else {})}))
+        return path
+    return make
+
+
+@pytest.fixture
+def judge():  # type: ignore[no-untyped-def]
+    """judge(experiment, *run_dirs) -> {claim label: Verdict}: the registry's claims of the
+    experiment, judged on those run folders (each its own source)."""
+    from analysis.claims import Run, evaluate_all
+    from store import registry
+
+    def run(experiment: str, *dirs: Path) -> dict:
+        found = evaluate_all(registry.claims(experiment), [[Run.open(d)] for d in dirs])
+        return {v.label: v for v in found}
+    return run
+
+
+@pytest.fixture
+def verdict_table():  # type: ignore[no-untyped-def]
+    """check(text, root=results/reference): ``text`` (e.g. the README) holds the verdict table
+    that `dcrepro report --markdown-table ROOT` prints for those runs."""
+    from analysis import report
+
+    def check(text: str, root: Path = Path(__file__).resolve().parents[1] / "results" /
+              "reference") -> None:
+        table = report.markdown_table(report.build(*report.gather([Path(root).resolve()])))
+        assert table in text, ("the verdict table is not the one the runs give: run "
+                               f"`dcrepro report --markdown-table {root}`")
+    return check

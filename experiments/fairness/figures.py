@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 
 from store import cell, read_csv, write_csv  # noqa: E402
 
-from analysis.figures import caption, rank_plot  # noqa: E402
+from analysis.figures import caption, note, rank_plot  # noqa: E402
 from analysis.summaries import group_stats  # noqa: E402
 
 MODEL_METRICS = ("norm_model", "norm_model_aggregate")
@@ -113,6 +113,7 @@ def _label(_topo: str, rows: list[dict[str, str]]) -> str:
 
 
 def _extra(config: dict[str, Any]) -> str:
+    """The networks compared, for the figures' notes."""
     p = config["params"]
     parts = [f"fattree={p.get('fattree')}", f"jellyfish={p.get('jellyfish')} (seed per run)",
              f"ksp k={p.get('k')}", f"transport={p.get('transport')}"]
@@ -120,7 +121,7 @@ def _extra(config: dict[str, Any]) -> str:
         parts.append(f"extra_servers={p['extra_servers']}")
     if p.get("grow") is not None:
         parts.append(f"grow={p['grow']}")
-    return "\n" + ", ".join(parts)
+    return ", ".join(parts)
 
 
 def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> list[Path]:
@@ -128,40 +129,46 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
     emulated = config["params"].get("backend", "emulated") == "emulated"
     groups = _groups(rows)
     out = []
+    nets = _extra(config)
     if emulated:
-        how = ("\nthroughput: bwm-ng at each receiver's switch port (L2 frames), as the paper; "
-               "mean over runs, shaded min-max")
-        out.append(rank_plot(run_dir / "rank.png",
-                             [(_label(t, rs), rs, "norm_bwm") for t, rs in groups.items()],
-                             caption(config, _extra(config) + how)))
+        out.append(note(rank_plot(
+            run_dir / "rank.png",
+            [(_label(t, rs), rs, "norm_bwm") for t, rs in groups.items()],
+            caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)")),
+            nets, "throughput: bwm-ng at each receiver's switch port (L2 frames), as the "
+            "paper; flows sorted within each run, mean over runs at each rank, shaded min-max"))
         series = []
         for t, rs in groups.items():
             series += [(f"{_label(t, rs)} emulated", rs, "norm_bwm"),
                        (f"{_label(t, rs)} model", rs, "norm_model")]
-        out.append(rank_plot(run_dir / "rank_vs_model.png", series, caption(
-            config, _extra(config) + "\nmodel: same plans, CRC32 hash per switch of the run's "
-            "real subflow 5-tuples, independent max-min subflows (upstream MPTCP, no coupled CC)")))
+        out.append(note(rank_plot(run_dir / "rank_vs_model.png", series, caption(
+            config, "emulated vs flow model, by rank of flow")), nets,
+            "model: same plans, CRC32 hash per switch of the run's real subflow 5-tuples, "
+            "independent max-min subflows (upstream MPTCP, no coupled CC)"))
         series = []
         for t, rs in groups.items():
             series += [(f"{_label(t, rs)} iperf3", rs, "norm_iperf"),
                        (f"{_label(t, rs)} bwm-ng", rs, "norm_bwm")]
-        out.append(rank_plot(run_dir / "iperf_vs_bwm.png", series, caption(
-            config, "\niperf3: receiver payload; bwm-ng: receiver port, L2 frames "
-            "(1514 B per 1448 B of payload)")))
+        out.append(note(rank_plot(run_dir / "iperf_vs_bwm.png", series, caption(
+            config, "iperf3 vs bwm-ng, by rank of flow")),
+            "iperf3: receiver payload; bwm-ng: receiver port, L2 frames (1514 B per 1448 B "
+            "of payload)"))
     else:
-        how = ("\nflow-level model over the routing plans (CRC32 hash per switch of synthetic "
-               "5-tuples); independent max-min subflows (upstream MPTCP: no coupled CC); "
-               "shaded min-max over runs")
-        out.append(rank_plot(run_dir / "rank.png",
-                             [(_label(t, rs), rs, "norm_model") for t, rs in groups.items()],
-                             caption(config, _extra(config) + how)))
+        out.append(note(rank_plot(
+            run_dir / "rank.png",
+            [(_label(t, rs), rs, "norm_model") for t, rs in groups.items()],
+            caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)")),
+            nets, "flow-level model over the routing plans (CRC32 hash per switch of "
+            "synthetic 5-tuples); independent max-min subflows (upstream MPTCP: no coupled "
+            "CC); shaded min-max over runs"))
         if any(cell(r.get("norm_model_aggregate")) == cell(r.get("norm_model_aggregate"))
                for r in rows):
-            out.append(rank_plot(
+            out.append(note(rank_plot(
                 run_dir / "rank_aggregate.png",
                 [(_label(t, rs), rs, "norm_model_aggregate") for t, rs in groups.items()],
-                caption(config, _extra(config) + "\nflow-level model, coupled MPTCP ideal "
-                         "(aggregate max-min over each connection's paths)")))
+                caption(config, "coupled-MPTCP ideal, by rank of flow")), nets,
+                "flow-level model, coupled MPTCP ideal (aggregate max-min over each "
+                "connection's paths)"))
     return out
 
 
@@ -195,13 +202,14 @@ def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
     ax2.set_ylim(0, 1.05)
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=8)
-    fig.suptitle(caption(config, "\nshortest paths computed from the graphs; Jellyfish: mean "
-                          "over runs (one random graph per run), bars min-max"), fontsize=8)
+    fig.suptitle(caption(config, "path lengths between servers (Jellyfish paper, Fig. 1)"),
+                 fontsize=9)
     fig.tight_layout()
     path = run_dir / "path_lengths.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return path
+    return note(path, "shortest paths computed from the graphs; Jellyfish: mean over runs "
+                "(one random graph per run), bars min-max")
 
 
 def core_balance(links: list[dict[str, str]]) -> dict[str, float]:
@@ -243,13 +251,12 @@ def plot_utilisation(run_dir: Path, config: dict[str, Any]) -> Path | None:
     cv_text = ", ".join(f"{t} agg-core CV {v}" for t, v in cv.items())
     how = ("port counters (L2 bytes) over the trimmed window" if source == "measured"
            else "flow-level model loads (payload)")
-    ax.set_title(caption(config, f"\n{how}; every directed link of every run"
-                          + (f"\n{cv_text}" if cv_text else "")), fontsize=8)
+    ax.set_title(caption(config, "link utilisation by switch layer"), fontsize=9)
     fig.tight_layout()
     path = run_dir / "utilisation.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return path
+    return note(path, f"{how}; every directed link of every run", cv_text)
 
 
 def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:

@@ -1,9 +1,9 @@
-"""Summaries, paper claims and the figure of the ``grin`` experiment (003_…, Figs. 6/7 style).
+"""Summaries and the figure of the ``grin`` experiment (003_…, Figs. 6/7 style).
 
 Reads flows.csv (one row per connection, degree, active share and run) and, for emulated
-runs, each point's fidelity.json.  Writes summary.csv, claims.csv, claims.md and
-throughput.png: per-server throughput vs % of active servers, one colour per network
-(original, GRIN degrees, multihomed),
+runs, each point's fidelity.json.  Writes summary.csv and throughput.png (the paper's
+claims are in claims.py beside this file): per-server throughput vs % of active servers, one
+colour per network (original, GRIN degrees, multihomed),
 normalized to the original network's best result; emulated (solid), the independent-
 subflow model on the same subflows (dotted) and the paper's h1 optimum (dashed).
 """
@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from store import cell, read_csv, write_csv  # noqa: E402
 
-from analysis.figures import caption, suspect_note  # noqa: E402
+from analysis.figures import caption, note  # noqa: E402
 
 
 def network_label(network: str) -> str:
@@ -30,8 +30,6 @@ def network_label(network: str) -> str:
         return "original"
     return f"multihomed (+{network[2:]} NIC)" if network.startswith("mh") else network.upper()
 
-#: the issue's goals at the lowest active share: GRIN1 >= 1.8x, GRIN2 >= 2.6x the original
-GOALS = {"grin1": 1.8, "grin2": 2.6}
 COLUMNS = {"mbps": "emulated", "uncoupled_model_mbps": "model: independent subflows",
            "h1_optimum_mbps": "model: h1 optimum (paper)"}
 
@@ -74,41 +72,6 @@ def summarize(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     return out
 
 
-def _ratio(at: dict[str, dict[str, Any]], a: str, b: str, col: str) -> float | None:
-    if a not in at or b not in at or at[a][col] == "" or at[b][col] == "" or not at[b][col]:
-        return None
-    return at[a][col] / at[b][col]
-
-
-def claims(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """At the lowest active share: GRIN1/GRIN2 over the original (the issue's goals), and
-    the paper's ordering against dual-homing (GRIN2 at least as good, GRIN1 below it), by
-    the emulation when it ran, and by both models."""
-    low = min(r["active_pct"] for r in summary)
-    at = {r["network"]: r for r in summary if r["active_pct"] == low}
-    out = []
-    for col, how in COLUMNS.items():
-        for net, goal in GOALS.items():
-            ratio = _ratio(at, net, "grin0", col)
-            if ratio is not None:
-                out.append({"claim": f"{net.upper()} vs original at {low:g} % active ({how})",
-                            "paper": "close to +100 % per extra port",
-                            "measured": f"{ratio:.2f}x", "criterion": f">= {goal}x",
-                            "holds": "yes" if ratio >= goal else "no"})
-        for net, paper, ok in (
-                ("grin2", "GRIN2 and GRIN3 better than multihoming up to 40 % active",
-                 lambda x: x >= 1.0),
-                ("grin1", "multihoming outperforms GRIN1", lambda x: x < 1.0)):
-            ratio = _ratio(at, net, "mh1", col)
-            if ratio is not None:
-                out.append({"claim": f"{net.upper()} vs multihomed (+1 NIC) at {low:g} % "
-                                     f"active ({how})", "paper": paper,
-                            "measured": f"{ratio:.2f}x",
-                            "criterion": ">= 1x" if net == "grin2" else "< 1x",
-                            "holds": "yes" if ok(ratio) else "no"})
-    return out
-
-
 def _fidelity_line(run_dir: Path) -> str:
     reports = [json.loads(p.read_text()) for p in sorted(run_dir.glob("run*/*/fidelity.json"))]
     if not reports:
@@ -128,33 +91,24 @@ def _fidelity_line(run_dir: Path) -> str:
 
 
 def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """summary.csv, claims.csv, claims.md and throughput.png."""
+    """summary.csv and throughput.png."""
     run_dir = Path(run_dir)   # (analysis.plot has refused a run that is not ok)
     rows = read_csv(run_dir / "flows.csv")
     if not rows:
         raise ValueError(f"{run_dir}: flows.csv has no connections")
     summary = summarize(rows)
     write_csv(run_dir / "summary.csv", summary)
-    found = claims(summary)
-    write_csv(run_dir / "claims.csv", found)
-    lines = [f"# grin {config.get('run_id', '')}: claims vs this run", "",
-             "| claim | paper | measured | criterion | holds |", "|---|---|---|---|---|"]
-    lines += ["| " + " | ".join(str(c[k]) for k in ("claim", "paper", "measured", "criterion",
-                                                    "holds")) + " |" for c in found]
-    (run_dir / "claims.md").write_text("\n".join(lines) + "\n")
     p = config["params"]
     where = (f"k={p.get('k')} fat tree (ECMP), racks = edge switches"
              if p.get("base") == "fattree" else
              f"{p.get('racks')} racks x {p.get('servers')} servers on one switch")
-    notes = (f"\n{where}, "
-             f"placement={p.get('placement')}, pattern={p.get('pattern')}, MPTCP (upstream, "
-             f"uncoupled, default scheduler)\n{_fidelity_line(run_dir)}" + suspect_note(run_dir))
-    flagged = [s for s in config.get("suspect", [])][:2]
-    if flagged:
-        notes += "\nSUSPECT: " + "; ".join(str(s) for s in flagged)
-    title = caption(config, "per-server throughput vs active servers" + notes)
-    fig, ax = plt.subplots(figsize=(7.5, 5.2 + 0.14 * title.count("\n")))
-    fig.suptitle(title, fontsize=7)
+    notes = (f"{where}, placement={p.get('placement')}, pattern={p.get('pattern')}, MPTCP "
+             f"(upstream, uncoupled, default scheduler)\n{_fidelity_line(run_dir)}\n"
+             "normalized to the original network's best; solid: emulated, dotted: the "
+             "independent-subflow model on the same subflows, dashed: the paper's h1 optimum")
+    fig, ax = plt.subplots(figsize=(7.5, 5.4))
+    fig.suptitle(caption(config, "per-server throughput vs active servers (003 Figs. 6/7)"),
+                 fontsize=10)
     styles = {"mbps": "-o", "uncoupled_model_mbps": ":", "h1_optimum_mbps": "--"}
     for i, net in enumerate(sorted({r["network"] for r in summary}, key=_order)):
         color = f"C{i}"
@@ -174,4 +128,4 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     path = run_dir / "throughput.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path]
+    return [note(path, notes)]

@@ -1,11 +1,11 @@
-"""Summaries, paper claims and figures of the ``orca`` experiment (in-network multicast vs
+"""Summaries and figures of the ``orca`` experiment (in-network multicast vs
 application-layer unicast, 001_da816e6d87c9a0a9.txt).
 
 Reads the run folder only: transfers.csv (one row per 33-round transfer), rounds.csv (one
 row per round) and, for emulated runs, receivers.csv (one row per receiver and round).
-Writes summary.csv, claims.csv, claims.md and exec_time.png (Fig. 5), send_cdf.png (Fig. 6),
+Writes summary.csv and exec_time.png (Fig. 5), send_cdf.png (Fig. 6),
 wait_cdf.png (Fig. 7, emulated only), procs.png (Fig. 8).  Model runs draw the model's
-bounds, labelled as such.
+bounds, labelled as such.  The paper's claims are in claims.py beside this file.
 """
 from __future__ import annotations
 
@@ -21,12 +21,8 @@ import numpy as np  # noqa: E402
 
 from store import cell, read_csv, write_csv  # noqa: E402
 
-from analysis.figures import caption, suspect_note  # noqa: E402
+from analysis.figures import caption, note  # noqa: E402
 
-PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1.4 GB)
-PAPER_PROCS_GAIN = 0.85   # Fig. 8: "improves the total application running time by 85%"
-SPEEDUP_TOLERANCE = 0.15  # the speedup claim holds within 15 % of the paper's
-COPIES_LIMIT = 1.05       # multicast: each file byte at most once on the sender's link
 MODES = ("multicast", "unicast")
 COLORS = {"multicast": "tab:blue", "unicast": "tab:orange"}
 
@@ -76,89 +72,10 @@ def _mean_present(values: Any) -> Any:
     return round(mean(v), 1) if v else ""
 
 
-def _claim(claim: str, paper: Any, measured: Any, criterion: str, holds: bool | None,
-           detail: str = "") -> dict[str, Any]:
-    return {"claim": claim, "paper": paper, "measured": measured, "criterion": criterion,
-            "holds": "n/a" if holds is None else ("yes" if holds else "no"), "detail": detail}
-
-
-def claims(summary: list[dict[str, Any]], receivers: list[dict[str, str]],
-           rounds: list[dict[str, str]], paced: bool = True) -> list[dict[str, Any]]:
-    """The paper's claims against this run (model runs: the bound's answer, marked)."""
-    out = []
-    regime = ("link-bound (paced sender): the copies each mode puts on the sender's link "
-              "set the ratio" if paced else "unpaced sender: losses at its own queue and "
-              "their repair add to the link's time")
-    uni1 = [r for r in summary if r["mode"] == "unicast" and r["procs"] == 1
-            and "speedup_of_multicast" in r]
-    measured = bool(summary) and summary[0]["measured"]
-    if uni1:
-        top = max(uni1, key=lambda r: r["workload"])
-        s = top["speedup_of_multicast"]
-        out.append(_claim(
-            "Fig. 5: multicast speedup over single-process unicast at the largest workload",
-            f"{PAPER_SPEEDUP}x (1.4 GB)", f"{s:.2f}x ({top['total_mb']} MB)",
-            f"within {SPEEDUP_TOLERANCE:.0%} of {PAPER_SPEEDUP}x",
-            abs(s - PAPER_SPEEDUP) <= SPEEDUP_TOLERANCE * PAPER_SPEEDUP,
-            regime if measured else "model bound, not a measurement"))
-    multi = [r for r in summary if r["mode"] == "unicast" and r["procs"] > 1
-             and "speedup_of_multicast" in r]
-    if multi:
-        most = max(multi, key=lambda r: r["procs"])
-        s = most["speedup_of_multicast"]
-        out.append(_claim(
-            f"Fig. 8: multicast vs unicast with {most['procs']} sending processes",
-            f"{PAPER_PROCS_GAIN:.0%} better (read as unicast time = "
-            f"{1 + PAPER_PROCS_GAIN:.2f}x multicast's)",
-            f"unicast time = {s:.2f}x multicast's", "unicast/multicast >= 1.85",
-            s >= 1 + PAPER_PROCS_GAIN,
-            "more processes cannot beat the link the copies share; the paper's sender was "
-            "CPU-bound" if measured else "model bound, not a measurement"))
-    if measured:
-        mc = [r for r in summary if r["mode"] == "multicast"]
-        worst = max(r["copies_max"] for r in mc) if mc else float("nan")
-        out.append(_claim("goal: multicast carries each file byte at most once on the "
-                          "sender's link (plus repairs)", "-", f"max {worst:.3f} copies",
-                          f"<= {COPIES_LIMIT}", worst <= COPIES_LIMIT,
-                          "copies = link bytes / bytes of one copy of every file with headers"))
-        un = [r for r in summary if r["mode"] == "unicast"]
-        n = len({r["receiver"] for r in receivers})
-        if un and n:
-            lo = min(r["copies"] for r in un)
-            out.append(_claim("goal: unicast carries each byte once per receiver behind the "
-                              "sender's link", "-", f"min {lo:.3f} copies for {n} receivers",
-                              f">= {n}", lo >= n - 0.01))
-        sizes = {(r["run"], r["workload"], r["mode"], r["procs"], r["round"]): r["size_bytes"]
-                 for r in rounds}
-        bad = [r for r in receivers if r["complete"] != "True" or sizes.get(
-            (r["run"], r["workload"], r["mode"], r["procs"], r["round"])) != r["bytes_received"]]
-        out.append(_claim("goal: no round completes with missing data", "-",
-                          f"{len(receivers) - len(bad)}/{len(receivers)} receiver-rounds "
-                          "complete with every byte", "all", not bad and bool(receivers)))
-        lost = sum(int(r["lost_before_repair"]) for r in receivers)
-        rep = sum(int(r["repaired"]) for r in receivers)
-        out[-1]["detail"] = f"datagrams lost before repair {lost}, repaired {rep}"
-    return out
-
-
-def claims_markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
-    """claims.md: a markdown table of claims() rows."""
-    p = config["params"]
-    how = "model bounds, not measurements" if p.get("backend") == "model" else "measured"
-    lines = [f"# orca {config.get('run_id', '')}: paper claims vs this run", "",
-             f"backend={p.get('backend')}: {how}; bw={p.get('bw')} Mb/s, pace={p.get('pace')} "
-             f"(0 = unpaced), workloads x{p.get('workloads')}", "",
-             "| claim | paper | measured | criterion | holds | detail |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r[k]).replace("|", "\\|") for k in (
-            "claim", "paper", "measured", "criterion", "holds", "detail")) + " |")
-    return "\n".join(lines) + "\n"
-
-
 # -- figures ------------------------------------------------------------------------------
 
-def _notes(run_dir: Path, config: dict[str, Any]) -> str:
+def _notes(config: dict[str, Any]) -> str:
+    """Notes every figure shares (figures.json, on the report page)."""
     p = config["params"]
     model = p.get("backend") == "model"
     text = (f"workloads x{p.get('workloads')} of a {p.get('base_mb') or 'scaled'} MB base, "
@@ -166,18 +83,12 @@ def _notes(run_dir: Path, config: dict[str, Any]) -> str:
     text += ("backend=model: the busiest link's time for the mode's copies, not measurements"
              if model else "measured by the sender app: a round ends at the last receiver's "
                            "ACK; the model's bound is the busiest link's time")
-    note = suspect_note(run_dir)
-    flagged = [s for s in config.get("suspect", []) if str(s) not in note]
-    if flagged:
-        note += "\nSUSPECT: " + "; ".join(str(s) for s in flagged[:3])
-    return text + note
+    return text
 
 
 def _figure(ncols: int, title: str, width: float = 6.5) -> tuple[Any, np.ndarray]:
-    top_in = 0.14 * (title.count("\n") + 1) + 0.2
-    fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.3 + top_in),
-                             squeeze=False)
-    fig.suptitle(title, fontsize=7)
+    fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.8), squeeze=False)
+    fig.suptitle(title, fontsize=10)
     return fig, axes[0]
 
 
@@ -192,7 +103,7 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
                    notes: str) -> Path:
     """Fig. 5: total time per workload, multicast vs single-process unicast, runs' range as
     whiskers, the model's bound as a black tick, the speedup above each pair."""
-    fig, (ax,) = _figure(1, caption(config, "Fig. 5: execution time vs workload" + notes))
+    fig, (ax,) = _figure(1, caption(config, "execution time vs workload (001 Fig. 5)"))
     loads = sorted({r["workload"] for r in summary})
     x = np.arange(len(loads))
     for i, mode in enumerate(MODES):
@@ -218,7 +129,9 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    return _save(fig, run_dir / "exec_time.png")
+    return note(_save(fig, run_dir / "exec_time.png"), notes,
+                "multicast vs single-process unicast; whiskers: range over runs; black tick: "
+                "the model's bound; above each pair: unicast's time over multicast's")
 
 
 def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
@@ -228,9 +141,9 @@ def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
 
 
 def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]], col: str,
-              title: str, xlabel: str, name: str, notes: str) -> Path:
+              title: str, xlabel: str, name: str, notes: str, how: str) -> Path:
     """One panel per mode (single-process unicast), one CDF per workload (all runs)."""
-    fig, axes = _figure(2, caption(config, title + notes), width=4.5)
+    fig, axes = _figure(2, caption(config, title), width=4.5)
     loads = sorted({int(r["workload"]) for r in rows})
     for ax, mode in zip(axes, MODES):
         for w in loads:
@@ -243,7 +156,7 @@ def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
         ax.legend(title="workload", fontsize=7, loc="lower right")
-    return _save(fig, run_dir / name)
+    return note(_save(fig, run_dir / name), notes, how)
 
 
 def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
@@ -255,8 +168,8 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     mc = [r for r in summary if r["workload"] == top and r["mode"] == "multicast"]
     if not uni or not mc:
         return None
-    fig, (ax,) = _figure(1, caption(config, f"Fig. 8: unicast sending processes, workload "
-                                             f"x{top}" + notes))
+    fig, (ax,) = _figure(1, caption(config, f"unicast sending processes, workload x{top} "
+                                             "(001 Fig. 8)"))
     labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
     ys = [r["time_s"] for r in uni] + [mc[0]["time_s"]]
     lo = [r["time_s"] - r["time_min_s"] for r in (*uni, mc[0])]
@@ -269,11 +182,13 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, run_dir / "procs.png")
+    return note(_save(fig, run_dir / "procs.png"), notes,
+                "unicast with 1, 2, ... sending processes against multicast, at the largest "
+                "workload; whiskers: range over runs; black tick: the model's bound")
 
 
 def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """summary.csv, claims.csv, claims.md and every figure; returns the figures drawn."""
+    """summary.csv and every figure; returns the figures drawn."""
     run_dir = Path(run_dir)   # (analysis.plot has refused a run that is not ok)
     transfers = read_csv(run_dir / "transfers.csv")
     if not transfers:
@@ -283,21 +198,20 @@ def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     receivers = read_csv(recv_path) if recv_path.exists() else []
     summary = summarize(transfers)
     write_csv(run_dir / "summary.csv", summary)
-    found = claims(summary, receivers, rounds, paced=config["params"].get("pace", 1) > 0)
-    write_csv(run_dir / "claims.csv", found)
-    (run_dir / "claims.md").write_text(claims_markdown(found, config))
-    notes = "\n" + _notes(run_dir, config)
+    notes = _notes(config)
     out = [plot_exec_time(run_dir, config, summary, notes)]
     send_col = "round_s" if rounds and rounds[0].get("round_s", "") != "" else "bound_s"
     out.append(plot_cdfs(run_dir, config, rounds, send_col,
-                         "Fig. 6: per-round send time (first datagram to last ACK)",
-                         "send time (s)", "send_cdf.png", notes))
+                         "per-round send time (001 Fig. 6)", "send time (s)", "send_cdf.png",
+                         notes, "send time: a round's first datagram to its last ACK; one CDF "
+                         "per workload, every run"))
     if receivers:
         first = sorted({r["receiver"] for r in receivers})[0]
         mine = [r for r in receivers if r["receiver"] == first]
         out.append(plot_cdfs(run_dir, config, mine, "wait_s",
-                             f"Fig. 7: wait time of receiver {first} (its ACK of file i to "
-                             "file i+1's arrival)", "wait time (s)", "wait_cdf.png", notes))
+                             f"wait time of receiver {first} (001 Fig. 7)", "wait time (s)",
+                             "wait_cdf.png", notes, f"wait time: {first}'s ACK of file i to "
+                             "file i+1's arrival; one CDF per workload, every run"))
     procs = plot_procs(run_dir, config, summary, notes)
     if procs is not None:
         out.append(procs)

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.fidelity import validity_caption  # noqa: E402
+from analysis.figures import caption, note  # noqa: E402
 from store import cell, read_csv, write_csv  # noqa: E402
 
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
@@ -40,8 +41,10 @@ def _jain(values: list[float]) -> float:
 
 
 def _extra(params: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> str:
+    """Notes every figure shares (figures.json, on the report page)."""
     rto = params.get("rto_min") or "kernel default (200ms)"
-    return f", rto_min={rto}, interval={params.get('interval')}s" + validity_caption(rows or [])
+    return (f"rto_min={rto}, interval={params.get('interval')}s, cc={params.get('cc')}, "
+            f"queue={params.get('queue')} packets" + validity_caption(rows or []))
 
 
 # -- summaries ------------------------------------------------------------------------------
@@ -217,12 +220,6 @@ def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[st
     ax.legend(fontsize=6)
 
 
-def caption(config: dict[str, Any], extra: str = "") -> str:
-    # imported late: analysis/figures.py imports this module to register the plot functions
-    from analysis.figures import caption
-    return caption(config, extra)
-
-
 def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
     from store import plottable, status_of
     status = status_of(run_dir)
@@ -262,15 +259,13 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                    f"{st['lone_share_of_fair']} of fair share")
         _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and d["run"] == run0],
                     [d for d in drops if int(d["flows"]) == n and d["run"] == run0])
-        fig.suptitle(f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 port 3 "
-                     f"(bottleneck s1 port 1 -> recv)", fontsize=11)
-        fig.text(0.01, 0.005, caption(config, _extra(params, mine) + f"\n{DROP_METHOD}"),
-                 fontsize=6.5, va="bottom")
-        fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+        fig.suptitle(caption(config, f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 "
+                                     "port 3 (bottleneck s1 port 1 -> recv)"), fontsize=11)
+        fig.tight_layout()
         path = run_dir / f"outcast_n{n:02d}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
-        figs.append(path)
+        figs.append(note(path, _extra(params, mine), DROP_METHOD))
     fig, ax = plt.subplots(figsize=(7, 4.8))
     for label, pick, color in (("lone flow (own port)", lambda r: r["role"] == "lone", "black"),
                                ("flows behind s2 (mean)", lambda r: r["role"] != "lone",
@@ -294,12 +289,14 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.set_xticks(ns)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(caption(config, _extra(params, rows) + "\ndots: single runs"), fontsize=7)
+    ax.set_title(caption(config, "lone flow's share of its fair share vs N (002 Fig. 4)"),
+                 fontsize=9)
     fig.tight_layout()
     path = run_dir / "outcast_share.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    figs.append(path)
+    figs.append(note(path, _extra(params, rows), "lines: mean over runs; dots: single runs; "
+                     "fair share = link / (N + 1)"))
     return figs
 
 
@@ -343,15 +340,14 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     _bar_panel(axes[1, 0], rows, senders, local, fair, "average goodput per sender")
     _drop_panel(axes[1, 1], [d for d in dseries if d["run"] == run0],
                 [d for d in drops if d["run"] == run0])
-    fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}, "
-                 f"receiver {params['receiver']}", fontsize=11)
-    fig.text(0.01, 0.005, caption(config, _extra(params, rows) + f", receiver={params['receiver']}"
-                                   f"\n{DROP_METHOD}"), fontsize=6.5, va="bottom")
-    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+    fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
+                                 f"{params['routing']}, receiver {params['receiver']} (002 "
+                                 "Figs. 5/6)"), fontsize=11)
+    fig.tight_layout()
     path = run_dir / "fattree_outcast.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path, _plot_runs(run_dir, config, rows)]
+    return [note(path, _extra(params, rows), DROP_METHOD), _plot_runs(run_dir, config, rows)]
 
 
 def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> Path:
@@ -391,11 +387,11 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     ax.set_ylabel("mean goodput of the senders at that distance (Mb/s)")
     ax.set_title("per run (dots) and median (red) by hop distance", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
-    fig.suptitle(f"TCP Outcast in {params['topo']}, routing {params['routing']}: "
-                 f"{len(runs)} runs", fontsize=11)
-    fig.text(0.01, 0.005, caption(config, _extra(params, rows)), fontsize=6.5, va="bottom")
-    fig.tight_layout(rect=(0, 0.13, 1, 0.94))
+    fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
+                                 f"{params['routing']}: {len(runs)} runs"), fontsize=11)
+    fig.tight_layout()
     path = run_dir / "fattree_outcast_runs.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return path
+    return note(path, _extra(params, rows), "left: the local sender's goodput over the "
+                "remote senders' mean, one dot per run; right: mean goodput by hop distance")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.figures import caption, fidelity_plot, rank_plot, suspect_note
+from analysis.figures import caption, fidelity_plot, note, rank_plot
 from store import read_csv
 
 
@@ -16,19 +16,27 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     routing = config["params"].get("routing", "")
     emulated = config["params"].get("backend", "emulated") == "emulated"
     metric = "norm_iperf" if emulated else "norm_model"
-    note = suspect_note(run_dir)
-    out = [rank_plot(run_dir / "rank.png",
-                     [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
-                     caption(config, "\nshaded: min-max over runs" + note))]
+    how = ("iperf3 goodput at the receiver" if emulated else
+           "flow-model max-min rates on the routing plan's paths") + " over the link rate"
+    out = [note(rank_plot(run_dir / "rank.png",
+                          [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
+                          caption(config, "throughput by rank of flow (000 Fig. 4)")),
+                f"{how}; flows sorted within each run, mean over runs at each rank, shaded: "
+                "min-max over runs")]
     if emulated:
         t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
-        out.append(rank_plot(
+        out.append(note(rank_plot(
             run_dir / "iperf_vs_bwm.png",
             [("iperf3 (receiver payload)", by_t[t], "norm_iperf"),
              ("bwm-ng (receiver port, L2 frames)", by_t[t], "norm_bwm")],
-            caption(config, f"\n{t.upper()}; a frame carries 1514 B per 1448 B of payload")))
-        out.append(fidelity_plot(run_dir / "fidelity.png",
-                                 [(t.upper(), rs, "norm_iperf") for t, rs in by_t.items()],
-                                 caption(config, note)))
+            caption(config, f"iperf3 vs bwm-ng, {t.upper()} (000 Fig. 5)")),
+            "iperf3: payload goodput at the receiver; bwm-ng: L2 frames at the receiver's "
+            "switch port, so a frame carries 1514 B per 1448 B of payload (ratio 1.046)"))
+        out.append(note(fidelity_plot(run_dir / "fidelity.png",
+                                      [(t.upper(), rs, "norm_iperf") for t, rs in by_t.items()],
+                                      caption(config, "emulated vs flow model, per flow")),
+                        "each flow's iperf3 goodput against the max-min rate the flow model "
+                        "gives it on the paths its packets took; on the diagonal the "
+                        "emulator behaves as a perfect network"))
     return out
 

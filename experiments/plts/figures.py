@@ -1,9 +1,9 @@
-"""Summaries, paper claims and figures of the ``plts`` experiment (packet-level traffic
-splitting vs ECMP, Dixit, Prakash and Kompella, SIGCOMM'11 poster).
+"""Summaries and figures of the ``plts`` experiment (packet-level traffic splitting vs ECMP,
+Dixit, Prakash and Kompella, SIGCOMM'11 poster); its paper's claims are in claims.py.
 
 Reads the run folder only: flows.csv (one row per flow, scheme, run and recovery) and, for
-emulated runs, latency.csv (one row per sampled data packet).  Writes summary.csv, claims.csv,
-claims.md and the figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when
+emulated runs, latency.csv (one row per sampled data packet).  Writes summary.csv and the
+figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when
 there are latency samples) and flows_rank.png (Fig. 1c).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from store import cell, read_csv, write_csv  # noqa: E402
 from model import jain_index  # noqa: E402
 
-from analysis.figures import caption, rank_curves, suspect_note  # noqa: E402
+from analysis.figures import caption, note, rank_curves  # noqa: E402
 from analysis.summaries import group_stats  # noqa: E402
 
 SCHEMES = ("ecmp", "rnd", "cnt", "rr")
@@ -31,12 +31,6 @@ RECOVERIES = ("modern", "classic")
 LABELS = {"ecmp": "ECMP", "rnd": "PLTS-RND", "cnt": "PLTS-CNT", "rr": "PLTS-RR"}
 #: the paper's Fig. 1(a) numbers given in its text (% of ideal throughput)
 PAPER_PCT = {"rr": 92.0, "cnt": 81.0}
-PAPER_SPRAY_OVER_ECMP = 1.5       # "1.5x better throughput"
-PAPER_P90_RATIO = 1 / 3           # spray latency "one-third" of ECMP's at p90 ...
-PAPER_P99_RATIO = 1 / 6           # ... and "one-sixth" at p99
-PAPER_SPREAD = 10.0               # "an order of magnitude" between ECMP's best and worst flow
-#: a "RR ~ 92 %" claim holds when the measured mean is within this many percentage points
-PCT_TOLERANCE = 5.0
 TCP_COUNTERS = ("retrans", "reord_seen", "dsack_dups")
 LAT_SAMPLES_DRAWN = 2000          # points per ranked latency curve (quantiles, not thinning)
 
@@ -181,129 +175,26 @@ def summarize(flows_rows: list[dict[str, Any]],
     return out
 
 
-# -- paper claims -------------------------------------------------------------------------
-
-def _claim(rec: str, claim: str, paper: Any, measured: Any, criterion: str, holds: bool | None,
-           detail: str = "") -> dict[str, Any]:
-    return {"recovery": rec, "claim": claim, "paper": paper,
-            "measured": "" if holds is None else measured, "criterion": criterion,
-            "holds": "n/a" if holds is None else ("yes" if holds else "no"), "detail": detail}
-
-
-def _claims_of(rec: str, by: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    def val(scheme: str, col: str) -> float:
-        return cell(by[scheme].get(col)) if scheme in by else float("nan")
-
-    out = []
-    # "RR ~ 92 %", "CNT ~ 81 %": a point estimate read off a bar chart; within +-5 points
-    # counts as reproduced (the gap to the neighbouring scheme in the paper is 11 points)
-    for scheme, paper in PAPER_PCT.items():
-        m = val(scheme, "mean_pct_ideal")
-        out.append(_claim(rec, f"{scheme.upper()} % of ideal", paper, _r(m, 2),
-                          f"abs(measured - {paper:g}) <= {PCT_TOLERANCE:g} points",
-                          None if m != m else abs(m - paper) <= PCT_TOLERANCE))
-    means = {s: val(s, "mean_pct_ideal") for s in SPRAYS}
-    present = {s: m for s, m in means.items() if m == m}
-    detail = ", ".join(f"{s} {m:.1f} %" for s, m in present.items())
-    ok: bool | None = None
-    if len(present) == len(SPRAYS):
-        ok = means["rnd"] < means["cnt"] and means["rnd"] < means["rr"]
-    out.append(_claim(rec, "RND lowest of the three sprays", "yes",
-                      "yes" if ok else "no", "rnd mean < cnt and rr means", ok, detail))
-    ecmp = val("ecmp", "mean_pct_ideal")
-    ok = None if ecmp != ecmp or not present else all(m > ecmp for m in present.values())
-    out.append(_claim(rec, "every spray above ECMP", "yes", "yes" if ok else "no",
-                      "each spray's mean % of ideal > ECMP's", ok,
-                      f"ecmp {ecmp:.1f} %, {detail}" if ok is not None else ""))
-    ratio = _ratio(float(np.mean(list(present.values()))), ecmp) if present else float("nan")
-    out.append(_claim(
-        rec, "spray/ECMP throughput", PAPER_SPRAY_OVER_ECMP, _r(ratio, 3),
-        f"mean of the sprays' mean % of ideal / ECMP's >= {PAPER_SPRAY_OVER_ECMP:g}",
-        None if ratio != ratio else ratio >= PAPER_SPRAY_OVER_ECMP,
-        ", ".join(f"{s} {_ratio(m, ecmp):.2f}x" for s, m in present.items())
-        if ratio == ratio else ""))
-    for pct, paper in (("p90", PAPER_P90_RATIO), ("p99", PAPER_P99_RATIO)):
-        col = f"latency_{pct}_us"
-        base = val("ecmp", col)
-        lat = {s: val(s, col) for s in SPRAYS if val(s, col) == val(s, col)}
-        ratio = _ratio(float(np.mean(list(lat.values()))), base) if lat else float("nan")
-        # the spray's latency is at most that fraction of ECMP's
-        out.append(_claim(
-            rec, f"latency {pct} spray/ECMP", round(paper, 3), _r(ratio, 3),
-            f"mean of the sprays' {pct} / ECMP's {pct} <= {paper:.3f}",
-            None if ratio != ratio else ratio <= paper,
-            f"ecmp {base:g} us, " + ", ".join(f"{s} {v:g} us ({_ratio(v, base):.2f})"
-                                               for s, v in lat.items())
-            if ratio == ratio else ""))
-    # order of magnitude between the best and worst flow, per run (median over runs)
-    s_ecmp = val("ecmp", "max_over_min_run_median")
-    out.append(_claim(rec, "ECMP per-flow max/min >= 10", f">= {PAPER_SPREAD:g}", _r(s_ecmp, 2),
-                      "median over runs of per-run max/min >= 10",
-                      None if s_ecmp != s_ecmp else s_ecmp >= PAPER_SPREAD,
-                      f"pooled over runs {_r(val('ecmp', 'max_over_min'), 2)}"
-                      if s_ecmp == s_ecmp else ""))
-    sp = {s: val(s, "max_over_min_run_median") for s in SPRAYS}
-    sp = {s: v for s, v in sp.items() if v == v}
-    worst = max(sp.values()) if sp else float("nan")
-    out.append(_claim(rec, "spray per-flow max/min < 10", f"< {PAPER_SPREAD:g}", _r(worst, 2),
-                      "largest spray's median over runs of per-run max/min < 10",
-                      None if worst != worst else worst < PAPER_SPREAD,
-                      ", ".join(f"{s} {v:.2f}" for s, v in sp.items())))
-    return out
-
-
-def claims(summary_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The paper's claims against the summary, per recovery: rows {recovery, claim, paper,
-    measured, criterion, holds, detail}; ``holds`` is yes, no or n/a (inputs missing, e.g. no
-    latency samples for the model backend).  Accepts summarize() rows or summary.csv rows."""
-    out = []
-    recs = _ordered((str(r.get("recovery", "")) for r in summary_rows), RECOVERIES)
-    for rec in recs:
-        by = {str(r["scheme"]): r for r in summary_rows if str(r.get("recovery", "")) == rec}
-        out += _claims_of(rec, by)
-    return out
-
-
-def claims_markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
-    """claims.md: a small markdown table of claims() rows."""
-    backend = config["params"].get("backend", "emulated")
-    how = "flow-model numbers, not measurements" if backend == "model" else "measured"
-    lines = [f"# {config['experiment']} {config.get('run_id', '')}: paper claims vs this run",
-             "", f"backend={backend}: {how}; {NO_RED}.", "",
-             "| recovery | claim | paper | measured | criterion | holds | detail |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r[k]).replace("|", "\\|") for k in (
-            "recovery", "claim", "paper", "measured", "criterion", "holds", "detail")) + " |")
-    return "\n".join(lines) + "\n"
-
-
 # -- figures ------------------------------------------------------------------------------
 
-def _notes(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> str:
-    """Caption lines shared by every figure: schemes, the queue, the backend, suspicion."""
+def _notes(config: dict[str, Any], rows: list[dict[str, str]]) -> str:
+    """Notes every figure shares (figures.json, on the report page): schemes, the queue,
+    the backend, the validity numbers of the flows."""
     from analysis.fidelity import validity_caption  # CPU, off-queue losses, SUSPECT past limits
     p = config["params"]
     backend = p.get("backend", "emulated")
     how = ("backend=model: flow-model numbers, not measurements" if backend == "model" else
            "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
            "goodput / payload ceiling of one host link")
-    text = f"\nschemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
-    if backend != "model":
-        text += validity_caption(rows)
-    note = suspect_note(run_dir)
-    flagged = [s for s in config.get("suspect", []) if str(s) not in note]
-    if flagged:
-        note += "\nSUSPECT: " + "; ".join(str(s) for s in flagged)
-    return text + note
+    text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
+    return text + (validity_caption(rows) if backend != "model" else "")
 
 
 def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
-    """One panel per recovery side by side; the figure grows by the caption's height."""
-    top_in = 0.14 * (title.count("\n") + 1) + 0.2
-    fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.3 + top_in),
+    """One panel per recovery side by side under a short title."""
+    fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.8),
                              squeeze=False)
-    fig.suptitle(title, fontsize=7)
+    fig.suptitle(title, fontsize=10)
     return fig, axes[0]
 
 
@@ -323,10 +214,8 @@ def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]
 def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(a): mean % of ideal per scheme, per-flow min-max whiskers, paper markers."""
-    title = caption(config, notes + "\nbars: mean % of ideal over every flow of every run;"
-                       " whiskers: per-flow min-max; red diamonds: the paper (RR 92 %, CNT 81 %)"
-                       "; the paper cites MPTCP ~90 % on this setup (not measured here)")
-    fig, axes = _figure(len(recs), title)
+    fig, axes = _figure(len(recs), caption(config, "average throughput per scheme (004 Fig. "
+                                                   "1a)"))
     for ax, rec in zip(axes, recs):
         srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
         x = np.arange(len(srows))
@@ -356,15 +245,16 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
         ax.grid(alpha=0.3, axis="y")
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return _save(fig, run_dir / "throughput.png")
+    return note(_save(fig, run_dir / "throughput.png"), notes,
+                "bars: mean % of ideal over every flow of every run; whiskers: per-flow "
+                "min-max; red diamonds: the paper (RR 92 %, CNT 81 %); the paper cites MPTCP "
+                "~90 % on this setup (not measured here)")
 
 
 def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
                       recs: list[str], notes: str) -> Path:
     """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
-    title = caption(config, notes + f"\n{LATENCY_DEF}; every run's samples pooled, each "
-                       f"curve drawn at {LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
-    fig, axes = _figure(len(recs), title)
+    fig, axes = _figure(len(recs), caption(config, "packet latency, ranked (004 Fig. 1b)"))
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(latency, rec).items():
             v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
@@ -386,16 +276,15 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="best", fontsize=7)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return _save(fig, run_dir / "latency_rank.png")
+    return note(_save(fig, run_dir / "latency_rank.png"), notes,
+                f"{LATENCY_DEF}; every run's samples pooled, each curve drawn at "
+                f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
 
 
 def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(c): per-flow % of ideal ranked per run, mean over runs of the rank curves."""
-    title = caption(config, notes + "\nper-flow throughput sorted within each run, then the "
-                       "mean over runs at each rank (shaded: min-max over runs; runs cut to the "
-                       "smallest flow count); max/min: median over runs of the per-run spread")
-    fig, axes = _figure(len(recs), title)
+    fig, axes = _figure(len(recs), caption(config, "throughput by rank of flow (004 Fig. 1c)"))
     for ax, rec in zip(axes, recs):
         for scheme, mine in _by(rows, rec).items():
             valid = [r for r in mine if cell(r.get("pct_ideal")) == cell(r.get("pct_ideal"))]
@@ -416,11 +305,14 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return _save(fig, run_dir / "flows_rank.png")
+    return note(_save(fig, run_dir / "flows_rank.png"), notes,
+                "per-flow throughput sorted within each run, then the mean over runs at each "
+                "rank (shaded: min-max over runs; runs cut to the smallest flow count); "
+                "max/min: median over runs of the per-run spread")
 
 
 def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
-    """summary.csv, claims.csv, claims.md and the figures throughput.png, flows_rank.png and
+    """summary.csv and the figures throughput.png, flows_rank.png and
     (only when latency.csv has samples) latency_rank.png; one panel per recovery value.
     Returns the figures drawn."""
     from store import plottable, status_of
@@ -436,11 +328,8 @@ def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     latency = read_csv(lat_path) if lat_path.exists() else []
     summary = summarize(rows, latency)
     write_csv(run_dir / "summary.csv", summary)
-    found = claims(summary)
-    write_csv(run_dir / "claims.csv", found)
-    (run_dir / "claims.md").write_text(claims_markdown(found, config))
     recs = _ordered((r.get("recovery", "") for r in rows), RECOVERIES)
-    notes = _notes(run_dir, config, rows)
+    notes = _notes(config, rows)
     out = [plot_throughput(run_dir, config, summary, recs, notes)]
     if _finite(r.get("latency_us") for r in latency):
         lat_recs = _ordered((r.get("recovery", "") for r in latency), RECOVERIES)

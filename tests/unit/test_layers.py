@@ -45,6 +45,8 @@ def test_no_package_imports_one_above_it(package):
 
 
 FIGURES = sorted((REPO / "experiments").glob("*/figures.py"))
+#: an experiment's claims (analysis.claims.Claim) are held to the same rule as its figures
+READERS = FIGURES + sorted((REPO / "experiments").glob("*/claims.py"))
 
 
 def _from_imports(path: Path) -> list[tuple[int, str]]:
@@ -52,10 +54,11 @@ def _from_imports(path: Path) -> list[tuple[int, str]]:
     return [(n.level, n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
 
 
-@pytest.mark.parametrize("path", FIGURES, ids=[p.parent.name for p in FIGURES])
+@pytest.mark.parametrize("path", READERS, ids=[f"{p.parent.name}/{p.stem}" for p in READERS])
 def test_an_experiments_figures_read_run_folders_only(path):
-    """figures.py sits in its experiment's folder but is held to analysis' imports: besides
-    those it may use another experiment's figures, never run code (relative or absolute)."""
+    """figures.py and claims.py sit in their experiment's folder but are held to analysis'
+    imports: besides those they may use an experiment's figures, never run code (relative
+    or absolute)."""
     wrong = _imports(path) - ALLOWED["analysis"] - {"analysis", "experiments"}
     run_code = [f"{'.' * lvl}{mod}" for lvl, mod in _from_imports(path)
                 if (lvl and mod != "figures") or

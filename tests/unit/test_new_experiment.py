@@ -1,9 +1,11 @@
 """Adding an experiment is one folder and one registry line: a toy experiment written into a
 temporary folder, registered with one line, is offered by `run`, `sweep`, `list` and
 `--help`, appears in the README table the registry generates and in reproduce.sh's list,
-runs through the real CLI (model backend: no root, no network), and is redrawn by `plot`."""
+runs through the real CLI (model backend: no root, no network), is redrawn by `plot`, and
+its paper claims, declared in its own folder (claims.py), are judged by `report`."""
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -82,6 +84,28 @@ def plot_toy(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     return [out]
 '''
 
+CLAIMS = '''
+"""Toy claims: from summary.csv alone."""
+from analysis.claims import Claim, Outcome, need_rows, num
+
+
+def mean_rate(runs, _cond):
+    (row,) = [r for r in need_rows(runs, "summary.csv") if r["metric"] == "mean_mbps"]
+    return Outcome(f"{num(row, 'value'):.2f} Mb/s", num(row, "value") > 0)
+
+
+def _never(runs, _cond):
+    return Outcome(f"{len(runs)} run", False)
+
+
+CLAIMS = [
+    Claim(experiment="toy", key="moves", text="flows move data", source="000_toy.txt, Fig. 1",
+          paper="> 0", criterion="mean > 0", reason="a test", measure=mean_rate),
+    Claim(experiment="toy", key="never", text="a claim that fails", source="000_toy.txt",
+          paper="-", criterion="never", reason="a test", measure=_never),
+]
+'''
+
 
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
@@ -90,6 +114,7 @@ def toy(tmp_path, monkeypatch):
     (pkg / "__init__.py").write_text("")
     (pkg / "experiment.py").write_text(EXPERIMENT)
     (pkg / "figures.py").write_text(FIGURES)
+    (pkg / "claims.py").write_text(CLAIMS)
     monkeypatch.syspath_prepend(str(tmp_path / "code"))
     # the one registry line
     monkeypatch.setitem(registry.EXPERIMENTS, "toy",
@@ -123,3 +148,14 @@ def test_a_new_experiment_is_one_folder_and_one_registry_line(toy, capsys):
     assert cli.main(["sweep", "toy", "--grid", "seed=1/2/3", "--out", str(out)]) == 0
     summary = read_csv(out / "sweeps" / "toy-seed=1_2_3" / "summary.csv")
     assert sorted(r["seed"] for r in summary) == ["1", "2", "3"]
+
+    assert [r["verdict"] for r in read_csv(run_dir / "claims.csv")] == ["holds",
+                                                                        "does not hold"]
+    capsys.readouterr()
+    assert cli.main(["report", str(out)]) == 0
+    toy_lines = [x for x in capsys.readouterr().out.splitlines() if " toy " in x]
+    assert [x.split("  ")[0].strip() for x in toy_lines] == ["holds", "does not hold"]
+    data = json.loads((out / "report" / "verdicts.json").read_text())
+    toy = next(e for e in data["experiments"] if e["experiment"] == "toy")
+    assert toy["counts"] == {"holds": 1, "does not hold": 1, "not measured": 0,
+                             "run not trusted": 0}

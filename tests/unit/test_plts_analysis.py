@@ -1,4 +1,5 @@
-"""experiments/plts/figures.py without root: summary numbers, paper claims and figures from tiny CSVs."""
+"""experiments/plts/figures.py without root: summary numbers and figures from tiny CSVs (the
+paper's claims: tests/unit/test_claims.py)."""
 from __future__ import annotations
 
 import json
@@ -6,8 +7,9 @@ import math
 
 import pytest
 
+import analysis
 from experiments.plts import figures as plts
-from experiments.plts.figures import claims, plot_plts, spread, summarize
+from experiments.plts.figures import plot_plts, spread, summarize
 from store import read_csv, write_csv
 
 COLS = ("run,scheme,recovery,src,dst,ideal_mbps,mbps,pct_ideal,model_mbps,retrans,reord_seen,"
@@ -77,71 +79,6 @@ def test_spread_edge_cases():
     assert math.isnan(spread([0, 0])) and math.isnan(spread([]))
 
 
-def summary_row(scheme, pct, p90="", p99="", spread_=1.2, recovery="modern"):
-    return {"scheme": scheme, "recovery": recovery, "flows": 27, "mean_pct_ideal": pct,
-            "latency_p90_us": p90, "latency_p99_us": p99, "max_over_min_run_median": spread_}
-
-
-def holds(rows, recovery="modern"):
-    return {r["claim"]: r["holds"] for r in rows if r["recovery"] == recovery}
-
-
-def test_claims_hold():
-    rows = [summary_row("ecmp", 55, 300, 1200, 12), summary_row("rnd", 78, 90, 150),
-            summary_row("cnt", 82, 90, 150), summary_row("rr", 93, 90, 150, 1.1)]
-    got = claims(rows)
-    assert holds(got) == {
-        "RR % of ideal": "yes", "CNT % of ideal": "yes", "RND lowest of the three sprays": "yes",
-        "every spray above ECMP": "yes", "spray/ECMP throughput": "yes",
-        "latency p90 spray/ECMP": "yes", "latency p99 spray/ECMP": "yes",
-        "ECMP per-flow max/min >= 10": "yes", "spray per-flow max/min < 10": "yes"}
-    by = {r["claim"]: r for r in got}
-    assert by["spray/ECMP throughput"]["measured"] == round((78 + 82 + 93) / 3 / 55, 3)
-    assert by["spray/ECMP throughput"]["paper"] == 1.5
-    assert by["latency p90 spray/ECMP"]["measured"] == 0.3
-    assert by["latency p99 spray/ECMP"]["measured"] == 0.125
-    assert by["RR % of ideal"]["measured"] == 93 and by["RR % of ideal"]["paper"] == 92
-    assert set(got[0]) == {"recovery", "claim", "paper", "measured", "criterion", "holds",
-                           "detail"}
-
-
-def test_claims_do_not_hold():
-    rows = [summary_row("ecmp", 70, 300, 1200, 5), summary_row("rnd", 85, 200, 600, 2),
-            summary_row("cnt", 74, 200, 600, 11), summary_row("rr", 80, 200, 600)]
-    assert holds(claims(rows)) == {
-        "RR % of ideal": "no", "CNT % of ideal": "no", "RND lowest of the three sprays": "no",
-        "every spray above ECMP": "yes", "spray/ECMP throughput": "no",
-        "latency p90 spray/ECMP": "no", "latency p99 spray/ECMP": "no",
-        "ECMP per-flow max/min >= 10": "no", "spray per-flow max/min < 10": "no"}
-    # CNT at exactly 5 points away still counts; a spray below ECMP breaks "every spray"
-    rows = [summary_row("ecmp", 80), summary_row("cnt", 86), summary_row("rnd", 79)]
-    got = holds(claims(rows))
-    assert got["CNT % of ideal"] == "yes" and got["every spray above ECMP"] == "no"
-
-
-def test_claims_not_applicable_without_inputs():
-    rows = [summary_row(s, p, recovery=rec) for rec in ("classic", "modern")
-            for s, p in (("ecmp", 60), ("rnd", 80), ("cnt", 81), ("rr", 92))]
-    got = claims(rows)
-    assert [r["recovery"] for r in got][::9] == ["modern", "classic"]
-    for rec in ("modern", "classic"):
-        h = holds(got, rec)
-        assert h["latency p90 spray/ECMP"] == h["latency p99 spray/ECMP"] == "n/a"
-        assert h["RR % of ideal"] == "yes"
-    na = [r for r in got if r["holds"] == "n/a"]
-    assert na and all(r["measured"] == "" for r in na)
-    # only ECMP measured: every claim about sprays is n/a, ECMP's own spread is judged
-    only_ecmp = holds(claims([summary_row("ecmp", 60)]))
-    assert only_ecmp.pop("ECMP per-flow max/min >= 10") == "no"
-    assert set(only_ecmp.values()) == {"n/a"}
-
-
-def test_claims_from_summary_csv_equal_claims_from_summarize(tmp_path):
-    summary = summarize(*tiny())
-    write_csv(tmp_path / "summary.csv", summary)
-    assert claims(read_csv(tmp_path / "summary.csv")) == claims(summary)
-
-
 def folder(tmp_path, backend, status="measured"):
     run_dir = tmp_path / backend
     run_dir.mkdir()
@@ -186,7 +123,7 @@ def captions(monkeypatch):
 
 def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
     run_dir, config = folder(tmp_path, "emulated")
-    out = plot_plts(run_dir, config)
+    out = analysis.plot(run_dir)          # plot_plts, then the claims (analysis.claims)
     assert [p.name for p in out] == ["throughput.png", "latency_rank.png", "flows_rank.png"]
     for name in ("throughput.png", "latency_rank.png", "flows_rank.png", "summary.csv",
                  "claims.csv", "claims.md"):
@@ -196,30 +133,35 @@ def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
         (rec, s) for rec in ("modern", "classic") for s in ("ecmp", "rnd", "cnt", "rr")]
     assert summary[0]["latency_samples"] == "100" and summary[0]["max_over_min"] == "18.0"
     found = read_csv(run_dir / "claims.csv")
-    assert len(found) == 18 and list(found[0]) == ["recovery", "claim", "paper", "measured",
-                                                   "criterion", "holds", "detail"]
-    assert {r["holds"] for r in found if "latency" in r["claim"]} == {"yes"}
+    assert len(found) == 18 and list(found[0])[:2] == ["claim", "condition"]
+    assert {r["verdict"] for r in found if "latency" in r["claim"]} == {"holds"}
     md = (run_dir / "claims.md").read_text()
-    assert "| modern | RR % of ideal | 92.0 |" in md and "backend=emulated" in md
-    flat = [" ".join(c.split()) for c in captions]  # captions are wrapped at 100 columns
-    assert len(flat) == 3 and all(plts.NO_RED in c for c in flat)
-    assert plts.LATENCY_DEF in flat[1] and "backend=emulated: iperf3 goodput" in flat[0]
-    assert all("test-emulated" in c and "[emulated]" in c for c in captions)
+    assert "| RR % of ideal [recovery=modern] | 92 % |" \
+        in md and "backend=emulated" in md
+    # short titles; the methods are the figures' notes, which the report page shows
+    assert len(captions) == 3 and all(c.count("\n") == 1 for c in captions)
+    assert all(c.endswith("plts [emulated] test-emulated") for c in captions)
+    notes = json.loads((run_dir / "figures.json").read_text())
+    assert list(notes) == ["throughput.png", "latency_rank.png", "flows_rank.png"]
+    assert all(plts.NO_RED in n for n in notes.values())
+    assert plts.LATENCY_DEF in notes["latency_rank.png"]
+    assert "backend=emulated: iperf3 goodput" in notes["throughput.png"]
 
 
 def test_plot_plts_model_omits_latency(tmp_path, captions):
     run_dir, config = folder(tmp_path, "model")
-    out = plot_plts(run_dir, config)
+    out = analysis.plot(run_dir)
     assert [p.name for p in out] == ["throughput.png", "flows_rank.png"]
     assert not (run_dir / "latency_rank.png").exists()
     found = read_csv(run_dir / "claims.csv")
-    assert {r["holds"] for r in found if "latency" in r["claim"]} == {"n/a"}
+    assert {r["verdict"] for r in found if "latency" in r["claim"]} == {"not measured"}
     summary = read_csv(run_dir / "summary.csv")
     assert all(r["retrans_sum"] == "" and r["latency_samples"] == "0" for r in summary)
     assert "flow-model numbers, not measurements" in (run_dir / "claims.md").read_text()
-    flat = [" ".join(c.split()) for c in captions]
-    assert len(flat) == 2 and all(plts.NO_RED in c for c in flat)
-    assert all("backend=model: flow-model numbers, not measurements" in c for c in flat)
+    notes = json.loads((run_dir / "figures.json").read_text())
+    assert len(captions) == 2 and list(notes) == ["throughput.png", "flows_rank.png"]
+    assert all(plts.NO_RED in n and "backend=model: flow-model numbers, not measurements" in n
+               for n in notes.values())
 
 
 def test_plot_plts_refuses_a_failed_run(tmp_path):

@@ -1,0 +1,464 @@
+"""``dcrepro report``: which of the papers' claims hold, on one page that can be copied.
+
+Input: results roots (every run folder ``<root>/<experiment>/<run id>/``; a claim is judged
+on the newest complete run it accepts), run folders and sweep folders (a sweep's complete
+runs are one source, its ``.invalid`` runs come along flagged).  Output, in one folder
+(default ``<results root>/report``): ``index.html`` (no script, no network: every figure is
+copied under ``figures/<experiment>/<run id>/`` and linked relatively), ``report.md`` and
+``verdicts.json``; the terminal gets one line per claim.  Every registry experiment has a
+section, measured or not, so the table always says what was not reproduced.
+
+Only run folders' files are read; the claims, their evaluation and their rendering as lines
+come from analysis.claims.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store import registry
+
+from .figures import NOTES
+from .claims import (NOT_MEASURED, VERDICTS, Run, Verdict, counts, evaluate_all, summary_line,
+                     terminal_line)
+
+#: what marks a folder as a report this command wrote (it may then be replaced)
+MARKER = "verdicts.json"
+#: the colours of the four verdicts (page and legend)
+COLOURS = {"holds": "#1a7f37", "does not hold": "#cf222e", "not measured": "#6e7781",
+           "run not trusted": "#9a6700"}
+MEANING = {"holds": "the criterion is met",
+           "does not hold": "measured, and the criterion is not met",
+           "not measured": "no complete run has what the claim needs",
+           "run not trusted": "measured, but the run's fidelity check flagged it"}
+
+
+@dataclass
+class Section:
+    """One experiment: its verdicts and the runs they used."""
+    experiment: str
+    paper: str
+    verdicts: list[Verdict]
+    runs: list[Run] = field(default_factory=list)     # used by some verdict, newest first
+    others: list[Run] = field(default_factory=list)   # given but used by none
+
+
+@dataclass
+class Report:
+    root: Path                      # the results root (default output: root/report)
+    sources: list[list[Run]]
+    sections: list[Section]
+
+
+# -- input ----------------------------------------------------------------------------------
+
+def _is_run(path: Path) -> bool:
+    return (path / "status.json").is_file() and (path / "config.json").is_file()
+
+
+def sweep_runs(sweep_dir: Path) -> list[Run]:
+    """A sweep folder's finished runs: complete ones, and invalid ones flagged as such."""
+    out = []
+    for path in sorted((sweep_dir / "runs").glob("*")) if (sweep_dir / "runs").is_dir() else []:
+        if not path.is_dir() or not _is_run(path):
+            continue
+        if path.name.endswith(".invalid"):
+            status = json.loads((path / "status.json").read_text())
+            why = (status.get("suspect") or ["suspect"])[0]
+            out.append(Run.open(path, invalid=str(why)))
+        else:
+            out.append(Run.open(path))
+    return out
+
+
+def root_runs(root: Path) -> list[Run]:
+    """Every run folder ``root/<experiment>/<id>/`` of a registry experiment."""
+    return [Run.open(p) for name in registry.EXPERIMENTS if (root / name).is_dir()
+            for p in sorted((root / name).iterdir()) if p.is_dir() and _is_run(p)]
+
+
+def gather(paths: list[Path]) -> tuple[Path, list[list[Run]]]:
+    """(results root, sources) from absolute paths: results roots, experiment folders, run
+    folders and sweep folders.  ValueError (one line) for anything else."""
+    sources: list[list[Run]] = []
+    root: Path | None = None
+    for path in paths:
+        if not path.is_dir():
+            raise ValueError(f"{path}: no such folder")
+        if _is_run(path):
+            run = Run.open(path)
+            if run.experiment not in registry.EXPERIMENTS:
+                raise ValueError(f"{path}: unknown experiment {run.experiment!r}")
+            sources.append([run])
+            here = path.parent.parent
+        elif (path / "manifest.jsonl").is_file():
+            sources.append(sweep_runs(path))
+            here = path.parent.parent                  # <root>/sweeps/<name>
+        elif any((path / n).is_dir() for n in registry.EXPERIMENTS):
+            runs = root_runs(path)
+            if not runs:
+                raise ValueError(f"{path}: no run folders of any experiment in it")
+            sources += [[r] for r in runs]
+            here = path
+        elif path.name in registry.EXPERIMENTS and any(_is_run(p) for p in path.iterdir()):
+            sources += [[Run.open(p)] for p in sorted(path.iterdir()) if _is_run(p)]
+            here = path.parent
+        else:
+            raise ValueError(f"{path}: not a run folder, sweep folder or results folder "
+                             "(results/<experiment>/<run id>/)")
+        root = root or here
+    if root is None:
+        raise ValueError("nothing to report on")
+    return root, sources
+
+
+def build(root: Path, sources: list[list[Run]]) -> Report:
+    """Every registry experiment's claims judged on the sources."""
+    sections = []
+    for name in registry.EXPERIMENTS:
+        verdicts = evaluate_all(registry.claims(name), sources)
+        used = {rid for v in verdicts for rid in v.runs}
+        mine = sorted((r for src in sources for r in src if r.experiment == name),
+                      key=lambda r: r.started, reverse=True)
+        sections.append(Section(name, getattr(registry.module(name), "PAPER", ""), verdicts,
+                                [r for r in mine if r.run_id in used],
+                                [r for r in mine if r.run_id not in used]))
+    return Report(root, sources, sections)
+
+
+# -- facts about a run ----------------------------------------------------------------------
+
+def _when(stamp: str) -> str:
+    try:
+        return dt.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return stamp or "unknown"
+
+
+def provenance(run: Run) -> dict[str, str]:
+    """Where a run comes from and how to make it again (every value a string)."""
+    git = run.config.get("git") or {}
+    env = run.config.get("environment") or {}
+    fp = {**(run.config.get("machine") or {}), **(run.data("fingerprint.json") or {})}
+    commit = str(git.get("commit") or "unknown")[:12] + ("-dirty" if git.get("dirty") else "")
+    machine = ", ".join(x for x in (
+        str(fp.get("host") or ""), str(fp.get("cpu_model") or ""),
+        f"{env.get('cpus')} CPUs" if env.get("cpus") else "",
+        f"kernel {(env.get('versions') or {}).get('kernel')}"
+        if (env.get("versions") or {}).get("kernel") else "") if x) or "not recorded"
+    emulated = run.backend == "emulated"
+    return {"run id": run.run_id, "status": str(run.status.get("status")),
+            "backend": run.backend,
+            "dataplane": str(run.params.get("dataplane", "")) if emulated else "none (model)",
+            "commit": commit, "machine": machine, "date": _when(run.started),
+            "rerun": f"dcrepro rerun {run.path}", "folder": str(run.path)}
+
+
+def fidelity(run: Run) -> tuple[str, list[str]]:
+    """The run's fidelity verdict in words and the reasons behind it."""
+    reasons = run.suspects()
+    if run.backend == "model":
+        return "model run: flow-model numbers, nothing emulated to check", reasons
+    if not run.ok:
+        return f"run is '{run.status.get('status')}': {run.status.get('error')}", reasons
+    if reasons:
+        return f"flagged: {len(reasons)} reason{'s' if len(reasons) > 1 else ''}", reasons
+    return "not flagged: every check of the run passed", reasons
+
+
+def figures_of(run: Run) -> list[Path]:
+    """The run's figures (its PNG files): in the order they were drawn when figures.json
+    says it, the others after by name."""
+    drawn = list(figure_notes(run))
+    found = sorted(p for p in run.path.glob("*.png") if p.is_file())
+    return sorted(found, key=lambda p: (drawn.index(p.name) if p.name in drawn
+                                        else len(drawn), p.name))
+
+
+def figure_notes(run: Run) -> dict[str, str]:
+    """How each figure was made (figures.json: name -> text, written by the figures code)."""
+    got = run.data(NOTES)
+    return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
+
+# -- writing --------------------------------------------------------------------------------
+
+def check_out(out: Path) -> None:
+    """The output folder may be written: new, empty, or a report this command wrote."""
+    if out.exists() and (not out.is_dir() or
+                         (any(out.iterdir()) and not (out / MARKER).is_file())):
+        raise ValueError(f"--out {out}: exists and is not a dcrepro report folder")
+    parent = out.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {parent} is not writable")
+
+
+def write(report: Report, out: Path) -> Path:
+    """index.html, report.md, verdicts.json and figures/ in ``out`` (replaced whole, so no
+    stale figure stays); returns the page."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        figs = _copy_figures(report, tmp)
+        (tmp / "index.html").write_text(page(report, out, figs), encoding="utf-8")
+        (tmp / "report.md").write_text(markdown(report, out, figs), encoding="utf-8")
+        (tmp / MARKER).write_text(json.dumps(as_json(report), indent=1) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out / "index.html"
+
+
+def _copy_figures(report: Report, where: Path) -> dict[str, list[str]]:
+    """Copy every used run's figures into where/figures/<experiment>/<run id>/; run id ->
+    their paths relative to the report folder."""
+    out: dict[str, list[str]] = {}
+    for sec in report.sections:
+        for run in sec.runs:
+            rel = []
+            for fig in figures_of(run):
+                dest = where / "figures" / sec.experiment / run.run_id / fig.name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(fig, dest)
+                rel.append(dest.relative_to(where).as_posix())
+            out[run.run_id] = rel
+    return out
+
+
+def as_json(report: Report) -> dict[str, Any]:
+    """verdicts.json: every verdict, and per experiment its counts and runs."""
+    return {"generated_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "results_root": str(report.root), "verdicts": list(VERDICTS),
+            "experiments": [{
+                "experiment": s.experiment, "paper": s.paper, "counts": counts(s.verdicts),
+                "runs": [{**provenance(r), "fidelity": fidelity(r)[0],
+                          "fidelity_reasons": fidelity(r)[1]} for r in s.runs],
+                "verdicts": [v.as_dict() for v in s.verdicts]} for s in report.sections]}
+
+
+def terminal(report: Report) -> list[str]:
+    """One line per claim, then one per experiment: what `dcrepro report` prints."""
+    width = max(len(s.experiment) for s in report.sections)
+    lines = [terminal_line(v, width) for s in report.sections for v in s.verdicts]
+    return lines + [""] + [summary_line(s.experiment, s.verdicts) for s in report.sections]
+
+
+def _runs_text(sec: Section) -> str:
+    return ", ".join(f"{r.run_id} ({r.backend})" for r in sec.runs) or "none"
+
+
+def markdown_table(report: Report) -> str:
+    """The verdict table (one row per experiment), as the README shows it for the
+    committed reference runs: `dcrepro report --markdown-table results/reference`."""
+    head = ["experiment", "runs", "claims", *VERDICTS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in report.sections:
+        c = counts(s.verdicts)
+        cells = [f"`{s.experiment}`", _runs_text(s), str(len(s.verdicts)),
+                 *(str(c[k]) for k in VERDICTS)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _md(x: Any) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
+    """report.md: the table, then per experiment its verdicts, runs and figures."""
+    lines = ["# Which of the papers' claims hold", "",
+             f"Results: `{report.root}`.  Verdicts: "
+             + "; ".join(f"**{k}**: {v}" for k, v in MEANING.items()) + ".", "",
+             markdown_table(report)]
+    for s in report.sections:
+        lines += [f"## {s.experiment}", "", f"Paper: {s.paper}", "",
+                  "| claim | source | paper | measured | criterion | verdict | detail |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(_md(x) for x in (
+            v.label, v.source, v.paper, v.measured, v.criterion, f"**{v.verdict}**",
+            v.detail)) + " |" for v in s.verdicts]
+        for run in s.runs:
+            p = provenance(run)
+            verdict, reasons = fidelity(run)
+            lines += ["", f"### run {run.run_id}", "",
+                      f"- fidelity: {verdict}", *(f"  - {r}" for r in reasons),
+                      *(f"- {k}: `{v}`" for k, v in p.items() if k != "run id"),
+                      f"- run folder: [{run.run_id}]({_rel(run.path, out)})", ""]
+            lines += [f"![{Path(f).name}]({f})" for f in figs.get(run.run_id, [])]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _rel(path: Path, out: Path) -> str:
+    """A link from the report folder to ``path`` (relative, so that a copied results
+    folder keeps its links)."""
+    return Path(os.path.relpath(path, out)).as_posix()
+
+
+# -- the page -------------------------------------------------------------------------------
+
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+ margin:0;color:#1f2328;background:#fff}
+main{max-width:1500px;margin:0 auto;padding:18px 28px 60px}
+h1{font-size:26px;margin:4px 0 2px}h2{font-size:21px;margin:0 0 4px}
+h3{font-size:15px;margin:14px 0 6px}
+.sub{color:#59636e;margin:0 0 14px}
+table{border-collapse:collapse;width:100%}
+th,td{border-bottom:1px solid #d1d9e0;padding:6px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}
+table.summary{font-size:16px;margin-bottom:8px}
+table.summary td.n{text-align:center;font-weight:700;font-size:18px;width:9%}
+table.summary td.zero{color:#c4cbd2;font-weight:400}
+.v{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:13px;
+ font-weight:600;white-space:nowrap}
+.legend{font-size:13px;color:#59636e;margin:6px 0 22px}
+.legend span.v{margin-right:4px}
+section{border-top:3px solid #d1d9e0;padding-top:14px;margin-top:26px}
+.cols{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:22px}
+@media (max-width:1000px){.cols{grid-template-columns:1fr}}
+table.claims{font-size:13.5px}
+.claim{font-weight:600}.src{color:#59636e;font-size:12px}
+.quote{color:#3d444d;font-style:italic;font-size:12.5px}
+.detail{color:#59636e;font-size:12px}
+figure{margin:0 0 14px}figure img{width:100%;border:1px solid #d1d9e0}
+figcaption{font-size:12px;color:#59636e}
+details{font-size:12.5px;margin:2px 0}summary{cursor:pointer;color:#0969da}
+.box{background:#f6f8fa;border:1px solid #d1d9e0;border-radius:6px;padding:8px 12px;
+ margin:10px 0;font-size:13px}
+.box dt{float:left;clear:left;width:90px;color:#59636e}.box dd{margin:0 0 2px 96px}
+code{font:12.5px ui-monospace,"DejaVu Sans Mono",monospace;background:#eff1f3;
+ padding:1px 4px;border-radius:4px;word-break:break-all}
+.flag{color:#9a6700;font-weight:600}.ok{color:#1a7f37;font-weight:600}
+a{color:#0969da}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _badge(verdict: str) -> str:
+    return f'<span class="v" style="background:{COLOURS[verdict]}">{_e(verdict)}</span>'
+
+
+def _paper_html(text: str) -> str:
+    """The registry's PAPER text (markdown backticks) as HTML."""
+    parts = _e(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
+    """index.html: the summary table on top, then one section per experiment."""
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    nruns = len({r.run_id for s in report.sections for r in s.runs})
+    rows = []
+    for s in report.sections:
+        c = counts(s.verdicts)
+        cells = "".join(
+            f'<td class="n{" zero" if not c[k] else ""}" style="color:'
+            f'{COLOURS[k] if c[k] else ""}">{c[k]}</td>' for k in VERDICTS)
+        rows.append(f'<tr class="total" data-experiment="{_e(s.experiment)}">'
+                    f'<td><a href="#{_e(s.experiment)}"><b>{_e(s.experiment)}</b></a></td>'
+                    f"<td>{len(s.verdicts)}</td>{cells}"
+                    f'<td class="detail">{_e(_runs_text(s))}</td></tr>')
+    head = "".join(f"<th>{_badge(k)}</th>" for k in VERDICTS)
+    legend = " ".join(f"{_badge(k)} {_e(m)}." for k, m in MEANING.items())
+    body = [f"<h1>Which of the papers' claims hold</h1>",
+            f'<p class="sub">dcrepro report, {_e(now)}: {nruns} run'
+            f'{"s" if nruns != 1 else ""} from <code>{_e(report.root)}</code></p>',
+            '<table class="summary"><thead><tr><th>experiment</th><th>claims</th>'
+            f'{head}<th>runs judged</th></tr></thead><tbody>{"".join(rows)}</tbody></table>',
+            f'<p class="legend">{legend}</p>']
+    body += [_section(s, out, figs) for s in report.sections]
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<title>dcrepro: which of the papers' claims hold</title>"
+            f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body)
+            + "\n</main></body></html>\n")
+
+
+def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
+    rows = []
+    for v in s.verdicts:
+        quote = f'<div class="quote">&ldquo;{_e(v.quote)}&rdquo;</div>' if v.quote else ""
+        why = (f"<details><summary>why this criterion</summary>{_e(v.reason)}</details>"
+               if v.reason else "")
+        measured = _e(v.measured) + (' <span class="src">(model)</span>'
+                                     if v.basis == "model" and v.measured else "")
+        rows.append(
+            f'<tr class="claim" data-experiment="{_e(v.experiment)}" '
+            f'data-verdict="{_e(v.verdict)}">'
+            f'<td><div class="claim label">{_e(v.label)}</div>{quote}'
+            f'<div class="src">{_e(v.source)}</div></td>'
+            f"<td>{_e(v.paper)}</td><td>{measured}"
+            f'<div class="detail">{_e(v.detail)}</div></td>'
+            f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}</td></tr>")
+    table = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
+             "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>"
+             f"<tbody>{''.join(rows)}</tbody></table>")
+    runs_html = "".join(_run_box(r, out) for r in s.runs)
+    if s.others:
+        runs_html += ('<p class="detail">also given, used by no claim (older, incomplete '
+                      "or of other parameters): "
+                      + ", ".join(f'<a href="{_e(_rel(r.path, out))}">{_e(r.run_id)}</a> '
+                                  f"({_e(r.status.get('status'))})" for r in s.others)
+                      + "</p>")
+    figures = []
+    for run in s.runs:
+        notes = figure_notes(run)
+        for rel in figs.get(run.run_id, []):
+            name = Path(rel).name
+            note = (f"<details><summary>how this figure is made</summary>"
+                    f"{_e(notes[name])}</details>" if name in notes else "")
+            figures.append(f'<figure><a href="{_e(rel)}"><img src="{_e(rel)}" '
+                           f'alt="{_e(name)} of run {_e(run.run_id)}"></a>'
+                           f"<figcaption>{_e(name)}, run {_e(run.run_id)}{note}"
+                           "</figcaption></figure>")
+    if not figures:
+        figures.append('<p class="detail">no figures: no run judged these claims</p>'
+                       if not s.runs else '<p class="detail">the run has no figures</p>')
+    missing = all(v.verdict == NOT_MEASURED for v in s.verdicts) and not s.runs
+    return (f'<section id="{_e(s.experiment)}"><h2>{_e(s.experiment)}</h2>'
+            f'<p class="sub">{_paper_html(s.paper)}'
+            + (" &mdash; <b>no complete run</b>" if missing else "") + "</p>"
+            f'<div class="cols"><div>{table}{runs_html}</div>'
+            f'<div>{"".join(figures)}</div></div></section>')
+
+
+def _run_box(run: Run, out: Path) -> str:
+    p = provenance(run)
+    verdict, reasons = fidelity(run)
+    cls = "flag" if reasons or not run.ok else "ok"
+    listing = ""
+    if reasons:
+        items = "".join(f"<li>{_e(r)}</li>" for r in reasons)
+        listing = (f"<details{' open' if len(reasons) <= 3 else ''}><summary>"
+                   f"{len(reasons)} reason{'s' if len(reasons) > 1 else ''}</summary>"
+                   f"<ul>{items}</ul></details>")
+    rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in p.items()
+                   if k not in ("rerun", "folder", "run id"))
+    params = ", ".join(f"{k}={v}" for k, v in run.params.items())
+    return (f'<div class="box"><b>run {_e(run.run_id)}</b> &middot; '
+            f'<a href="{_e(_rel(run.path, out))}">run folder</a>'
+            f'<div>fidelity: <span class="{cls}">{_e(verdict)}</span>{listing}</div>'
+            f"<dl>{rows}<dt>rerun</dt><dd><code>{_e(p['rerun'])}</code></dd></dl>"
+            f"<details><summary>parameters</summary><code>{_e(params)}</code></details>"
+            "</div>")
+
+
+def render(report: Report, out: Path) -> tuple[Path, list[str]]:
+    """Write the report folder; the page and the terminal lines."""
+    return write(report, out), terminal(report)

@@ -1,0 +1,169 @@
+"""The claims of 002_b94e7e7e77304abe.txt (Exploring Outcast) that the two TCP Outcast
+experiments judge: ``outcast`` (its Fig. 4, one lone flow against N flows into one tail-drop
+port) and ``outcast-fattree`` (its Figs. 5 and 6, a k=4 fat tree under spanning-tree and
+hashed routing).
+
+Every criterion below, with its reason, was written down before any run was looked at.
+The write-up gives no numbers for these figures, only words; each criterion says how the
+words are read.  Read from summary.csv (rows ``run=all``: pooled over a run's repetitions)
+and flows.csv only.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.claims import (Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows,
+                             num)
+
+PAPER = "002_b94e7e7e77304abe.txt"
+#: "drops dramatically" / "does not even register": below half of the fair share
+OUTCAST_SHARE = 0.5
+#: "share bandwidth fairly equally": Jain's index of the N flows at least this
+EQUAL_JAIN = 0.9
+
+
+# -- outcast (linear topology, Fig. 4) --------------------------------------------------------
+
+def lone_shares(runs: list[Run]) -> dict[int, float]:
+    """N -> the lone flow's mean goodput over its fair share (pooled over the run's
+    repetitions); a sweep's runs add N values (the newest run that has an N gives it)."""
+    out: dict[int, float] = {}
+    for r in need_rows(runs, "summary.csv"):
+        if r.get("run") == "all" and (n := int(num(r, "flows"))) not in out:
+            out[n] = num(r, "lone_share_of_fair")
+    if not out:
+        raise Missing("summary.csv has no pooled (run=all) rows")
+    return out
+
+
+def _share_at(n: int) -> Any:
+    def measure(runs: list[Run], _cond: str) -> Outcome:
+        shares = lone_shares(runs)
+        if n not in shares:
+            raise Missing(f"no run with N = {n} (measured: N = "
+                          f"{', '.join(map(str, sorted(shares)))})")
+        return Outcome(f"{fmt(shares[n])} of its fair share", shares[n] < OUTCAST_SHARE,
+                       f"fair share = link / (N + 1) = 1/{n + 1} of the link")
+    return measure
+
+
+def share_falls(runs: list[Run], _cond: str) -> Outcome:
+    shares = lone_shares(runs)
+    ns = sorted(shares)
+    if len(ns) < 2:
+        raise Missing(f"one N only ({ns[0]}); the fall needs two or more")
+    text = ", ".join(f"N={n}: {fmt(shares[n])}" for n in ns)
+    return Outcome(text, all(shares[a] > shares[b] for a, b in zip(ns, ns[1:])),
+                   "lone flow's share of its fair share, by N")
+
+
+def others_jain(runs: list[Run], _cond: str) -> Outcome:
+    """Jain's index of the N flows behind s2, per (N, repetition), averaged over
+    repetitions; the smallest over N is judged."""
+    groups = grouped(need_rows(runs, "flows.csv"), "iperf_mbps", lambda r: (
+        int(num(r, "flows")), r["_run"], r.get("run")) if r.get("role") != "lone" else None)
+    if not groups:
+        raise Missing("no flow behind s2")
+    mean = {n: mean_jain(g for (m, _, _), g in groups.items() if m == n)
+            for n in sorted({k[0] for k in groups})}
+    worst = min(mean, key=lambda n: mean[n])
+    return Outcome(f"lowest Jain {fmt(mean[worst], 3)} (N = {worst})",
+                   mean[worst] >= EQUAL_JAIN,
+                   ", ".join(f"N={n}: {fmt(j, 3)}" for n, j in mean.items()))
+
+
+# -- outcast-fattree (Figs. 5 and 6) ----------------------------------------------------------
+
+def _local_below_half(runs: list[Run], _cond: str) -> Outcome:
+    """Runs in which the local sender got under half the remote senders' mean goodput,
+    over all repetitions of the chosen runs (each run folder's pooled row)."""
+    total = below = 0
+    medians = []
+    for r in need_rows(runs, "summary.csv"):
+        if r.get("run") == "all":
+            total += int(num(r, "runs"))
+            below += int(num(r, "runs_local_below_half"))
+            medians.append(fmt(num(r, "local_over_remote_median")))
+    if not total:
+        raise Missing("summary.csv has no pooled (run=all) row")
+    return Outcome(f"{below} of {total} runs below half", below * 2 > total,
+                   f"median local/remote {', '.join(medians)}")
+
+
+def _claim(**kw: Any) -> Claim:
+    return Claim(pools=True, **kw)   # a sweep's runs add N values or repetitions
+
+
+CLAIMS = [
+    _claim(experiment="outcast", key="lone-n6",
+           text="With N = 6 competing flows the lone flow gets well below its fair share",
+           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
+           paper="drops dramatically (no number)",
+           quote="as the number of competing flows increase, the throughput of the "
+                 "single-flow drops dramatically",
+           criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = 6",
+           reason="The write-up gives no number.  'Drops dramatically' is read as below half "
+                  "of the fair share (link / (N + 1)): a deficit that a fairly treated TCP "
+                  "flow's run-to-run variation does not produce, and the line "
+                  "outcast_share.png draws.  Goodput averaged over the run's repetitions.",
+           measure=_share_at(6), needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
+    _claim(experiment="outcast", key="lone-n12",
+           text="With N = 12 competing flows the lone flow gets well below its fair share",
+           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
+           paper="drops dramatically (no number)",
+           quote="as the number of competing flows increase, the throughput of the "
+                 "single-flow drops dramatically",
+           criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = 12",
+           reason="As for N = 6: below half of the fair share.",
+           measure=_share_at(12), needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
+    _claim(experiment="outcast", key="lone-falls",
+           text="The lone flow's share falls as N grows",
+           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
+           paper="falls with N",
+           quote="as the number of competing flows increase, the throughput of the "
+                 "single-flow drops dramatically",
+           criterion="share of its fair share strictly lower at each larger N measured",
+           reason="The sentence states an ordering, not a value: every step to a larger N "
+                  "(2, 6, 12 in the script) must lower the lone flow's share of its fair "
+                  "share.  Needs two N or more, from one run or a sweep's runs.",
+           measure=share_falls, needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
+    _claim(experiment="outcast", key="others-equal",
+           text="The N flows entering on the shared port split their bandwidth fairly equally",
+           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
+           paper="fairly equal (no number)",
+           quote="the flows coming in within the larger set share bandwidth fairly equally",
+           criterion=f"Jain's index of the N flows >= {EQUAL_JAIN:g} at every N",
+           reason="No number in the text.  Jain's index 0.9 is a coefficient of variation "
+                  "of 1/3 among the flows' goodputs: 'fairly equally', not exactly.  Per "
+                  "repetition (its flows compete together), averaged over repetitions; the "
+                  "lowest N's value is judged.",
+           measure=others_jain),
+    _claim(experiment="outcast-fattree", key="st-outcast",
+           text="Under spanning-tree routing the sender on the receiver's edge switch gets "
+                "well below the remote senders",
+           source=f"{PAPER}, Fig. 5 (Effects of Topology and Routing)",
+           paper="does not even register",
+           quote="These results show an extreme occurrence of Outcast where the throughput "
+                 "of the isolated sender does not even register",
+           criterion=f"local / remote senders' mean goodput < {OUTCAST_SHARE:g} in more than "
+                     "half of the runs",
+           reason="Issue #20 reads Fig. 5 as 'well below the remote senders in most runs'.  "
+                  "'Well below' is under half, as for the linear topology; 'most' is a "
+                  "strict majority of the repetitions, since TCP's losses make single runs "
+                  "differ (one repetition in quick mode: that one must).",
+           measure=_local_below_half, select={"routing": ("st",)},
+           needs="scripts/fattree-outcast-sweep.sh -r st makes one"),
+    _claim(experiment="outcast-fattree", key="hashed-outcast",
+           text="Hashed routing does not remove it: the local sender stays well below",
+           source=f"{PAPER}, Fig. 6 (Effects of Topology and Routing)",
+           paper="no improvement",
+           quote="We actually observe no improvement to the throughput of the outcasted "
+                 "node as a result of this",
+           criterion=f"under hashed routing, local / remote < {OUTCAST_SHARE:g} in more than "
+                     "half of the runs",
+           reason="'No improvement' is judged by the same test as Fig. 5, on a run with "
+                  "hashed routing: if hashing removed the outcast, the local sender would "
+                  "reach half the remote mean in most runs.",
+           measure=_local_below_half, select={"routing": ("hashed",)},
+           needs="scripts/fattree-outcast-sweep.sh -r hashed makes one"),
+]

@@ -1,0 +1,123 @@
+"""The claims of 000_b87022286e416fdf.txt (the Jellyfish/MPTCP fairness write-up) that the
+permutation experiment judges: single-path TCP vs MPTCP under ECMP on a k=4 fat tree (its
+Fig. 4) and its two measurement tools (its Fig. 5).
+
+Every criterion below, with its reason, was written down before any run was looked at.
+Read from flows.csv only; every chosen run's flows are pooled (a sweep over seeds adds
+permutations, as the write-up's 8 runs do).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows
+from store import cell
+
+PAPER = "000_b87022286e416fdf.txt"
+#: bwm-ng counts Ethernet frames at the receiver's switch port: 1514 B per 1448 B of payload
+FRAME_OVER_PAYLOAD = 1514 / 1448
+#: "roughly the same": the tools' median ratio within 5 % of the framing ratio
+TOOLS_TOLERANCE = 0.05
+
+
+def _same_backend(runs: list[Run]) -> list[Run]:
+    """Runs of the newest run's backend only (model and emulated rates are not pooled)."""
+    return [r for r in runs if r.backend == runs[0].backend]
+
+
+def _metric(runs: list[Run]) -> str:
+    """iperf3 goodput for emulated runs (what rank.png draws), the model's rate otherwise."""
+    return "norm_iperf" if runs[0].backend == "emulated" else "norm_model"
+
+
+def _per_run(runs: list[Run], transport: str) -> list[list[float]]:
+    """Per repetition (run folder, run): the transport's flows' normalized throughputs."""
+    runs = _same_backend(runs)
+    metric = _metric(runs)
+    groups = grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
+        r["_run"], r.get("run")) if r.get("transport") == transport else None)
+    if not groups:
+        raise Missing(f"no {transport} flows with {metric} (run with --transport tcp,mptcp)")
+    return list(groups.values())
+
+
+def _mean(groups: list[list[float]]) -> float:
+    flat = [x for g in groups for x in g]
+    return sum(flat) / len(flat)
+
+
+def mean_over_tcp(runs: list[Run], _cond: str) -> Outcome:
+    """MPTCP's mean over TCP's mean, every flow of every repetition."""
+    tcp, mptcp = _mean(_per_run(runs, "tcp")), _mean(_per_run(runs, "mptcp"))
+    if tcp <= 0:
+        raise Missing("TCP's mean throughput is 0")
+    ratio = mptcp / tcp
+    return Outcome(f"{fmt(ratio)}x", ratio > 1.0,
+                   f"mean normalized throughput MPTCP {fmt(mptcp, 3)}, TCP {fmt(tcp, 3)}")
+
+
+def jain_over_tcp(runs: list[Run], _cond: str) -> Outcome:
+    tcp, mptcp = mean_jain(_per_run(runs, "tcp")), mean_jain(_per_run(runs, "mptcp"))
+    return Outcome(f"Jain MPTCP {fmt(mptcp, 3)} vs TCP {fmt(tcp, 3)}", mptcp > tcp,
+                   "mean over repetitions of each one's Jain index")
+
+
+def tools_agree(runs: list[Run], _cond: str) -> Outcome:
+    """Median over MPTCP flows of bwm-ng's over iperf3's rate, against the framing ratio."""
+    if runs[0].backend != "emulated":
+        raise Missing("the model backend runs neither iperf3 nor bwm-ng")
+    ratios = []
+    for r in need_rows(_same_backend(runs), "flows.csv"):
+        ipf, bwm = cell(r.get("iperf_mbps")), cell(r.get("bwm_mbps"))
+        if r.get("transport") == "mptcp" and ipf > 0 and bwm == bwm:
+            ratios.append(bwm / ipf)
+    if not ratios:
+        raise Missing("no MPTCP flow with both an iperf3 and a bwm-ng rate")
+    ratios.sort()
+    mid = len(ratios) // 2
+    med = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    off = med / FRAME_OVER_PAYLOAD - 1
+    return Outcome(f"bwm-ng/iperf3 {fmt(med, 3)} ({off:+.1%} from {fmt(FRAME_OVER_PAYLOAD, 3)})",
+                   abs(off) <= TOOLS_TOLERANCE, f"median of {len(ratios)} MPTCP flows")
+
+
+def _claim(**kw: Any) -> Claim:
+    return Claim(experiment="permutation", pools=True, **kw)
+
+
+CLAIMS = [
+    _claim(key="mptcp-mean", text="MPTCP's mean throughput above single-path TCP's",
+           source=f"{PAPER}, Fig. 4 (and the MPTCP paper's Fig. 3 it shows)",
+           paper="MPTCP above TCP (no number)",
+           quote="we confirmed that MPTCP was indeed working and providing the advertised "
+                 "fairness benefits",
+           criterion="MPTCP mean / TCP mean > 1",
+           reason="The write-up shows MPTCP 'providing the advertised fairness benefits' over "
+                  "single-path TCP on a 16-host fat tree with ECMP and gives no number, so the "
+                  "criterion is the ordering itself.  Means over every flow of every run (the "
+                  "write-up averages its runs); iperf3 goodput for emulated runs, as our "
+                  "rank.png draws, the flow model's rates for model runs.",
+           measure=mean_over_tcp, needs="run permutation with --transport tcp,mptcp"),
+    _claim(key="mptcp-jain", text="MPTCP shares the fabric more fairly than single-path TCP",
+           source=f"{PAPER}, Fig. 4",
+           paper="MPTCP fairer (no number)",
+           quote="MPTCP shows better fairness compared to Single Path TCP",
+           criterion="Jain's index of MPTCP > Jain's index of TCP",
+           reason="Jain's index over the flows' normalized throughputs is the one-number "
+                  "form of the fairness the figure shows; it is computed per run (that run's "
+                  "flows share the fabric) and averaged over runs; the text gives no value, "
+                  "so any increase counts.",
+           measure=jain_over_tcp, needs="run permutation with --transport tcp,mptcp"),
+    _claim(key="tools-agree", text="iperf3 and bwm-ng report roughly the same throughput",
+           source=f"{PAPER}, Fig. 5 (MPTCP, k=4 fat tree, ECMP)",
+           paper="roughly the same",
+           quote="both tools provided roughly the same readings",
+           criterion=f"median MPTCP flow's bwm-ng / iperf3 within {TOOLS_TOLERANCE:.0%} of "
+                     "1514/1448",
+           reason="bwm-ng counts Ethernet frames at the receiver's switch port, 1514 B per "
+                  "1448 B of payload, so equal readings give a ratio of 1.046, not 1.  "
+                  "'Roughly the same' is read as within 5 % of that for the median flow, a "
+                  "tolerance about the size of the framing overhead itself.  Emulated runs "
+                  "only: the model measures nothing.",
+           measure=tools_agree, needs="an emulated run (the model has no measuring tools)"),
+]

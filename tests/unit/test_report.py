@@ -1,0 +1,289 @@
+"""`dcrepro report` (analysis/report.py) without root: over copies of the committed reference
+runs and small synthetic run folders.  The page is self-contained (relative links that
+resolve, no network), its verdicts and counts are the terminal's, bad input is one line and
+exit 2 with nothing created, and relative paths work from any folder."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from analysis import report as R
+from analysis.claims import VERDICTS
+from experiments import cli
+from store import registry
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "results" / "reference"
+
+
+class Page(HTMLParser):
+    """What a reader sees of the page: the per-experiment totals, the claim rows (label,
+    verdict), every image source and every link."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.totals: dict[str, list[str]] = {}
+        self.claims: list[tuple[str, str, str]] = []
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self._row: dict | None = None
+        self._cell: list[str] | None = None
+        self._label: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = a.get("class") or ""
+        if tag == "tr" and cls in ("claim", "total"):
+            self._row = {"kind": cls, "experiment": a.get("data-experiment"),
+                         "verdict": a.get("data-verdict"), "cells": [], "badge": ""}
+        elif tag == "td" and self._row is not None:
+            self._cell = []
+        elif tag == "div" and "label" in cls.split() and self._row is not None:
+            self._label = []
+        elif tag == "img":
+            self.images.append(a["src"])
+        elif tag == "a":
+            self.links.append(a.get("href", ""))
+        elif tag in ("script", "link", "iframe", "object"):
+            self.links.append(f"<{tag}>")
+
+    def handle_data(self, data):
+        if self._label is not None:
+            self._label.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._label is not None:
+            self._row["label"] = "".join(self._label)
+            self._label = None
+        elif tag == "td" and self._cell is not None:
+            self._row["cells"].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            row, self._row = self._row, None
+            if row["kind"] == "claim":
+                self.claims.append((row["experiment"], row["label"], row["cells"][-1]))
+            else:
+                self.totals[row["experiment"]] = row["cells"][2:2 + len(VERDICTS)]
+
+
+@pytest.fixture(scope="module")
+def reference_report(tmp_path_factory):
+    """`dcrepro report` over a copy of results/reference: (results root, stdout lines)."""
+    root = tmp_path_factory.mktemp("ref") / "results"
+    shutil.copytree(REFERENCE, root)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(["report", str(root)]) == 0
+    out = buf.getvalue().splitlines()
+    return root, out
+
+
+def test_the_page_and_the_terminal_agree(reference_report):
+    root, lines = reference_report
+    page = Page((root / "report" / "index.html").read_text())
+    claim_lines = [x for x in lines if x.split("  ")[0].strip() in VERDICTS]
+    assert len(page.claims) == len(claim_lines) >= 2 * len(registry.EXPERIMENTS)
+    for (experiment, label, verdict), line in zip(page.claims, claim_lines):
+        assert line.startswith(verdict + " ") and f" {experiment} " in line, line
+        assert label in line, (label, line)
+    # the table on top counts the rows below it, and the terminal's summary says the same
+    for name in registry.EXPERIMENTS:
+        mine = [v for e, _, v in page.claims if e == name]
+        assert page.totals[name] == [str(mine.count(k)) for k in VERDICTS]
+        summary = next(x for x in lines if x.startswith(f"{name}: "))
+        assert summary == f"{name}: {len(mine)} claims: " + ", ".join(
+            f"{mine.count(k)} {k}" for k in VERDICTS)
+    assert lines[-1] == f"report: {root / 'report' / 'index.html'}"
+
+
+def test_the_page_is_self_contained_and_can_be_copied(reference_report, tmp_path):
+    root, _ = reference_report
+    text = (root / "report" / "index.html").read_text()
+    page = Page(text)
+    assert not re.search(r"(src|href)=\"(https?:)?//", text), "no network"
+    assert "<script" not in text and not [x for x in page.links if x.startswith("<")]
+    assert len(page.images) >= len(registry.EXPERIMENTS)
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(root / "report", copy)
+    for src in page.images:
+        assert not src.startswith("/") and src.startswith("figures/"), src
+        assert (copy / src).stat().st_size > 5_000, src
+    # run-folder links are relative, and resolve beside the report
+    runs = [x for x in page.links if not x.startswith(("#", "figures/"))]
+    assert runs and all(not x.startswith("/") and (root / "report" / x).is_dir() for x in runs)
+    verdicts = json.loads((root / "report" / "verdicts.json").read_text())
+    assert [e["experiment"] for e in verdicts["experiments"]] == list(registry.EXPERIMENTS)
+    assert sum(len(e["verdicts"]) for e in verdicts["experiments"]) == len(page.claims)
+    md = (root / "report" / "report.md").read_text()
+    assert R.markdown_table(R.build(*R.gather([root]))) in md
+
+
+def test_each_section_has_provenance_fidelity_and_the_rerun_command(reference_report):
+    root, _ = reference_report
+    data = json.loads((root / "report" / "verdicts.json").read_text())
+    text = (root / "report" / "index.html").read_text()
+    for exp in data["experiments"]:
+        assert exp["runs"], exp["experiment"]
+        for run in exp["runs"]:
+            assert run["rerun"] == f"dcrepro rerun {run['folder']}"
+            assert Path(run["folder"]).is_absolute() and Path(run["folder"]).is_dir()
+            for key in ("commit", "dataplane", "machine", "date", "run id"):
+                assert run[key] and run[key] != "unknown", (key, run)
+            assert run["rerun"] in text and run["fidelity"]
+    plts = next(e for e in data["experiments"] if e["experiment"] == "plts")
+    assert plts["runs"][0]["fidelity"].startswith("flagged: 6 reasons")
+    assert all(v["verdict"] == "run not trusted" for v in plts["verdicts"])
+
+
+def test_newest_complete_run_by_default_and_failed_runs_are_named(run_folder, tmp_path):
+    rows = [{"routing": "st", "run": "all", "runs": 2, "runs_local_below_half": n,
+             "local_over_remote_median": 0.3} for n in (2,)]
+    old = run_folder("outcast-fattree", {"summary.csv": rows}, params={"routing": "st"})
+    new = run_folder("outcast-fattree", {"summary.csv": [{**rows[0],
+                                                          "runs_local_below_half": 0}]},
+                     params={"routing": "st"})
+    run_folder("outcast-fattree", {}, params={"routing": "hashed"}, status="failed")
+    judged = R.build(*R.gather([tmp_path / "results"]))
+    sec = next(s for s in judged.sections if s.experiment == "outcast-fattree")
+    assert [r.run_id for r in sec.runs] == [new.name]
+    assert {r.run_id for r in sec.others} >= {old.name}
+    st, hashed = sec.verdicts
+    assert st.verdict == "does not hold" and hashed.verdict == "not measured"
+    assert "'failed' (test failure)" in hashed.detail
+    # every registry experiment has a section: the ones without runs say so
+    perm = next(s for s in judged.sections if s.experiment == "permutation")
+    assert not perm.runs and {v.verdict for v in perm.verdicts} == {"not measured"}
+
+
+def test_bad_input_is_one_line_exit_2_and_creates_nothing(tmp_path, run_folder, capsys):
+    not_a_run = tmp_path / "empty"
+    not_a_run.mkdir()
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("not a report")
+    good = run_folder("outcast", {"summary.csv": []})
+    for argv, msg in (
+            (["report", str(tmp_path / "nowhere")], "no such folder"),
+            (["report", str(not_a_run)], "not a run folder, sweep folder or results folder"),
+            (["report", str(good), "--out", str(taken)], "is not a dcrepro report folder")):
+        before = sorted(p for p in tmp_path.rglob("*"))
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and msg in err and err.startswith("dcrepro: error:"), err
+        assert sorted(p for p in tmp_path.rglob("*")) == before
+    assert (taken / "mine.txt").read_text() == "not a report"
+
+
+def test_relative_paths_from_any_folder_and_a_report_replaced_whole(tmp_path, run_folder,
+                                                                     monkeypatch, capsys):
+    rows = [{"flows": n, "run": "all", "lone_share_of_fair": s}
+            for n, s in ((2, 0.9), (6, 0.3), (12, 0.2))]
+    run = run_folder("outcast", {"summary.csv": rows}, params={"flows": "2,6,12"})
+    (run / "outcast_share.png").write_bytes((REFERENCE / "outcast").glob(
+        "*/outcast_share.png").__next__().read_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rel = os.path.relpath(run, elsewhere)
+    assert cli.main(["report", rel, "--out", "rep"]) == 0
+    out = elsewhere / "rep"
+    assert (out / "index.html").is_file()
+    assert f"report: {out / 'index.html'}" in capsys.readouterr().out
+    assert (out / "figures" / "outcast" / run.name / "outcast_share.png").is_file()
+    data = json.loads((out / "verdicts.json").read_text())
+    assert data["results_root"] == str(tmp_path / "results")
+    # the default output is the results folder's report/; a second report replaces the first
+    monkeypatch.chdir(tmp_path)
+    (out / "figures" / "stale.png").write_bytes(b"x")
+    assert cli.main(["report", "results"]) == 0
+    assert (tmp_path / "results" / "report" / "index.html").is_file()
+    assert cli.main(["report", str(run), "--out", str(out)]) == 0
+    assert not (out / "figures" / "stale.png").exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".rep-")]
+
+
+def test_a_sweep_folder_is_judged_on_its_runs(tmp_path, capsys):
+    """A real model-backend sweep (no root): its complete runs are one source."""
+    assert cli.main(["sweep", "orca", "--backend", "model", "--quick", "--grid",
+                     "pace=0.95/0", "--out", str(tmp_path)]) == 0
+    (sweep,) = (tmp_path / "sweeps").iterdir()
+    capsys.readouterr()
+    assert cli.main(["report", str(sweep)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    orca = [x for x in lines if " orca " in x]
+    assert len(orca) == len(registry.claims("orca"))
+    assert any(x.startswith(("holds ", "does not hold ")) and "(model)" in x for x in orca)
+    data = json.loads((tmp_path / "report" / "verdicts.json").read_text())
+    runs = next(e for e in data["experiments"] if e["experiment"] == "orca")["runs"]
+    assert len(runs) == 1 and runs[0]["folder"].startswith(str(sweep / "runs"))
+
+
+def test_markdown_table_prints_and_writes_nothing(reference_report, tmp_path, capsys,
+                                                  verdict_table):
+    root = tmp_path / "results"
+    shutil.copytree(REFERENCE, root)
+    before = sorted(root.rglob("*"))
+    assert cli.main(["report", "--markdown-table", str(root)]) == 0
+    table = capsys.readouterr().out
+    assert sorted(root.rglob("*")) == before
+    assert table.startswith("| experiment | runs | claims | holds |")
+    assert len(table.strip().splitlines()) == 2 + len(registry.EXPERIMENTS)
+    readme = f"# dcrepro\n\nintro\n\n{table}\nmore\n"
+    verdict_table(readme, root)                      # the helper accepts the current table
+    with pytest.raises(AssertionError, match="dcrepro report --markdown-table"):
+        verdict_table(readme.replace("| 2 |", "| 3 |", 1), root)
+
+
+def test_reproduce_ends_with_the_report_over_its_own_runs(tmp_path, run_folder):
+    """The end of scripts/reproduce.sh, run as it is: the run folders made after its stamp
+    (not older ones) get the report, one line per claim, the page agreeing; exit 0 although
+    claims do not hold."""
+    text = (REPO / "scripts" / "reproduce.sh").read_text()
+    tail = text[text.index("# which claims hold"):]
+    repo = tmp_path / "repo"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    cli_sh = repo / ".venv" / "bin" / "dcrepro"
+    cli_sh.write_text(f'#!/bin/sh\nexec {sys.executable} -m experiments.cli "$@"\n')
+    cli_sh.chmod(0o755)
+    rows = [{"flows": n, "run": "all", "lone_share_of_fair": s}
+            for n, s in ((2, 0.9), (6, 0.7), (12, 0.2))]
+    old = run_folder("outcast", {"summary.csv": rows}, root=repo / "results")
+    os.utime(old, (1e9, 1e9))
+    stamp = repo / "stamp"
+    stamp.write_text("")
+    os.utime(stamp, (1.5e9, 1.5e9))
+    new = run_folder("outcast", {"summary.csv": rows}, root=repo / "results")
+    (repo / "results" / "reference" / "outcast").mkdir(parents=True)   # not a run folder
+    script = f"set -uo pipefail\nfailed=()\nstamp={stamp}\n{tail}"
+    done = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    claim_lines = [x for x in lines if x.split("  ")[0].strip() in VERDICTS]
+    page = Page((repo / "results" / "report" / "index.html").read_text())
+    assert [v for _, _, v in page.claims] == [x.split("  ")[0].strip() for x in claim_lines]
+    data = json.loads((repo / "results" / "report" / "verdicts.json").read_text())
+    runs = {r["run id"] for e in data["experiments"] for r in e["runs"]}
+    assert runs == {new.name}
+    assert any(x.startswith("does not hold ") and " outcast " in x for x in claim_lines)
+    assert not stamp.exists()
+
+
+def test_the_suite_installs_its_browser():
+    """tests/unit/test_report_browser.py needs Chromium: scripts/test.sh asks setup.sh."""
+    setup = (REPO / "setup.sh").read_text()
+    assert "--with-browser) with_browser=1" in setup and "PKGS+=(chromium)" in setup
+    assert "./setup.sh --with-slurm --with-browser" in (REPO / "scripts" / "test.sh").read_text()
