@@ -155,11 +155,16 @@ def test_only_queued_packets_make_samples():
             drained(a, "qg0")
             single = probe.read()[(a, "qg0")]
         with QueueGapProbe({(a, "qg0"): 10}, BPFFS_DIR / f"dcqg-{os.getpid()}+qgap") as probe:
+            before = htb_packets(a)
             sh("ip", "netns", "exec", a, sys.executable, "-c", BURSTS, "50", "10", "0.02")
             drained(a, "qg0")
             bursts = probe.read()[(a, "qg0")]
+            released = htb_packets(a) - before
     assert single.diag["releases"] >= 50 and single.all.samples == 0, single.diag
-    assert bursts.diag["releases"] >= 500 and bursts.diag["qlen_backlog_disagree"] == 0
+    # every packet HTB released was seen by the probe (once in a while one of the 500
+    # datagrams never reaches the qdisc: the probe must agree with HTB, not with the sender)
+    assert bursts.diag["releases"] == released >= 490, (bursts.diag, released)
+    assert bursts.diag["qlen_backlog_disagree"] == 0
     assert 50 * 5 <= bursts.full.samples <= 50 * 9, bursts.diag
     s = summarize(bursts)["full_size"]
     assert s["median_ratio"] == 1.0 and s["within_10pct"] > 0.8, s
