@@ -102,6 +102,30 @@ def limits_note(flows: list[dict[str, Any]]) -> str | None:
             f"(median {flight:g} packets in flight, cwnd {cwnd:g}): held back by {cause}")
 
 
+def measurement_reasons(meas: dict[str, Any]) -> list[str]:
+    """The reasons to doubt one measurement that every experiment judges alike, from what
+    its runner recorded (experiments/traffic.run_iperf's facts, or the same keys from another
+    runner): CPU saturation, losses outside the tail-drop queues, links not sending at their
+    rate, partial measurements, TCP flows not limited by congestion, stalled flows."""
+    reasons = []
+    sat = meas.get("cpu_saturated_share")
+    if sat is not None and sat > SUSPECT_CPU_SHARE:
+        reasons.append(f"CPU above 90 % in {sat:.0%} of samples")
+    loss = meas.get("emulator_loss_share")
+    if loss is not None and loss > SUSPECT_LOSS:
+        reasons.append(f"the software switch lost {loss:.2%} of packets outside the "
+                       "tail-drop queues")
+    gaps = gap_share(meas.get("dequeue_gaps"))
+    if gaps is not None and gaps < SUSPECT_GAPS:
+        reasons.append(f"only {gaps:.1%} of busy-link dequeue gaps within 10 % of the "
+                       "packet time")
+    if meas.get("measurement_note"):
+        reasons.append(meas["measurement_note"])
+    limits = meas.get("tcp_limits") or {}
+    reasons += [limits[k] for k in ("note", "stall_note") if limits.get(k)]
+    return reasons
+
+
 def report(emulated: dict[str, float], model: dict[str, float], bw: float,
            cpu_saturated_share: float | None,
            calibration: dict[str, Any] | None = None,
@@ -117,20 +141,11 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
     mod = np.array([model[s] for s in srcs])
     ratio = emu / mod
     agg = float(emu.sum() / mod.sum()) if mod.sum() > 0 else float("nan")
-    reasons = []
-    if cpu_saturated_share is not None and cpu_saturated_share > SUSPECT_CPU_SHARE:
-        reasons.append(f"CPU above 90 % in {cpu_saturated_share:.0%} of samples")
-    if emulator_loss_share is not None and emulator_loss_share > SUSPECT_LOSS:
-        reasons.append(f"the software switch lost {emulator_loss_share:.2%} of packets "
-                       "outside the tail-drop queues")
     gaps = gap_share(dequeue_gaps)
-    if gaps is not None and gaps < SUSPECT_GAPS:
-        reasons.append(f"only {gaps:.1%} of busy-link dequeue gaps within 10 % of the "
-                       "packet time")
-    if measurement_note:
-        reasons.append(measurement_note)
-    if tcp_limits and tcp_limits.get("note"):
-        reasons.append(tcp_limits["note"])
+    reasons = measurement_reasons({
+        "cpu_saturated_share": cpu_saturated_share, "emulator_loss_share": emulator_loss_share,
+        "dequeue_gaps": dequeue_gaps, "measurement_note": measurement_note,
+        "tcp_limits": tcp_limits})
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {

@@ -86,14 +86,22 @@ class Emulation:
 
     def _lock(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self._lock_fh = open(STATE_DIR / "lock", "w")  # noqa: SIM115 - released in _down
+        # "a+": opening must not truncate what the holder wrote (its run id and pid)
+        self._lock_fh = open(STATE_DIR / "lock", "a+")  # noqa: SIM115 - released in _down
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            self._lock_fh.seek(0)
+            holder = self._lock_fh.read().strip() or "a run that did not say which"
             self._lock_fh.close()
             self._lock_fh = None
-            raise RunError("another dcrepro emulation is running on this machine (one at a "
-                           "time: they would share the CPU and distort each other)") from None
+            raise RunError(f"another dcrepro emulation is running on this machine ({holder}); "
+                           "one at a time: they would share the CPU and distort each "
+                           "other") from None
+        self._lock_fh.seek(0)
+        self._lock_fh.truncate()
+        self._lock_fh.write(f"run {self.run_id}, pid {os.getpid()}\n")
+        self._lock_fh.flush()
 
     def _set_cc(self) -> None:
         # Congestion control is per namespace and a host cannot set its own here: set it in
