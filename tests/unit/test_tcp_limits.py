@@ -91,4 +91,4 @@ def test_every_experiment_judges_a_measurement_by_the_same_reasons():
                                "dequeue_gaps": {"full_size": {"within_10pct": 0.5}},
                                "measurement_note": "bwm-ng partial",
                                "tcp_limits": {"note": "held back", "stall_note": "stalled"}})
-    assert len(got) == 6 and got[0].startswith("CPU above 90 % in 80 %")
+    assert len(got) == 6 and got[0] == "CPU above 90 % in 80% of samples"
