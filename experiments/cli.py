@@ -434,9 +434,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("dcrepro: error: clean needs root", file=sys.stderr)
         return 2
+    from dataplane.registry import NOT_DONE
     done = clean_all(force=args.force) + mark_killed_runs()
     print("\n".join(done) if done else "nothing to clean")
-    return 0
+    return 1 if any(line.startswith(NOT_DONE) for line in done) else 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
