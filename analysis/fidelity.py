@@ -31,6 +31,9 @@ CALIBRATION_FILE = "calibration.json"
 LIMIT_LINK_SHARE = 0.8     # a flow below 80 % of its access link is judged ...
 LIMIT_CWND_SHARE = 0.5     # ... and held back if cwnd-limited in fewer than half the samples
 LIMIT_MIN_SAMPLES = 4      # fewer samples say nothing
+LIMIT_MIN_FRACTION = 0.25  # ... and only when the held-back flows are a quarter of all
+                           # sampled TCP flows: "mostly", not two flows of 54 (added after
+                           # the plts reference run flagged 2 of 54 sprayed flows)
 
 
 def gap_share(gaps: dict[str, Any] | None) -> float | None:
@@ -80,15 +83,17 @@ def limits_note(flows: list[dict[str, Any]]) -> str | None:
     link's rate).  A flow at its own link's rate may be limited by its sender (as a real host
     is by its NIC); one well below it (LIMIT_LINK_SHARE) should be limited by its congestion
     window.  When more than half of those flows (with LIMIT_MIN_SAMPLES samples) were
-    cwnd-limited in fewer than LIMIT_CWND_SHARE of their samples, something that a real
-    network's flows do not meet held them back (the receive window, the send buffer, or
+    cwnd-limited in fewer than LIMIT_CWND_SHARE of their samples, and they are at least
+    LIMIT_MIN_FRACTION of all sampled TCP flows, something that a real network's flows do
+    not meet held them back (the receive window, the send buffer, or
     neither: the sender's own stack, e.g. TCP Small Queues counting packets in the fabric).
     """
-    judged = [f for f in flows if (f.get("samples") or 0) >= LIMIT_MIN_SAMPLES and
-              f.get("cwnd_limited") is not None and f.get("link_share") is not None and
-              f["link_share"] < LIMIT_LINK_SHARE]
+    sampled = [f for f in flows if (f.get("samples") or 0) >= LIMIT_MIN_SAMPLES and
+               f.get("cwnd_limited") is not None and f.get("link_share") is not None]
+    judged = [f for f in sampled if f["link_share"] < LIMIT_LINK_SHARE]
     held = [f for f in judged if f["cwnd_limited"] < LIMIT_CWND_SHARE]
-    if not judged or 2 * len(held) <= len(judged):
+    if not judged or 2 * len(held) <= len(judged) or \
+            len(held) < LIMIT_MIN_FRACTION * len(sampled):
         return None
     rwnd = sum((f.get("rwnd_limited") or 0) >= 0.5 for f in held)
     sndbuf = sum((f.get("sndbuf_limited") or 0) >= 0.5 for f in held)

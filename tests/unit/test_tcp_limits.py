@@ -56,6 +56,9 @@ def test_congestion_limited_flows_and_flows_at_their_link_rate_do_not():
     assert limits_note([flow(0.0, 0.3)] * 6 + [flow(1.0, 0.3)] * 6) is None
     # too few samples say nothing
     assert limits_note([flow(0.0, 0.3, n=3)] * 12) is None
+    # two held-back flows among 54 that run at their link's rate: not "mostly" (plts, RR)
+    assert limits_note([flow(0.0, 0.7)] * 2 + [flow(0.0, 0.95)] * 52) is None
+    assert limits_note([flow(0.0, 0.7)] * 14 + [flow(0.0, 0.95)] * 40) is not None
 
 
 def test_the_note_names_the_receive_window_when_that_held_them():
