@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -39,10 +40,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from dataplane.registry import BPFFS_DIR, machine_leftovers  # noqa: E402
-from dataplane.sysinfo import vswitchd_pid  # noqa: E402
+from dataplane.sysinfo import ovsdb_pid, vswitchd_pid  # noqa: E402
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": []}
-PHASES = ("bring-up", "traffic", "after traffic", "plotting")
+PHASES = ("bring-up", "traffic", "after traffic", "plotting")  # ("before": ahead of start)
 CLIENTS = 16                       # a k=4 permutation
 
 
@@ -58,10 +59,12 @@ def pids(pattern: str) -> list[int]:
 
 
 def start(out: Path, dataplane: str, duration: str = "10") -> subprocess.Popen:
-    return subprocess.Popen([*cli(), "run", "permutation", "--runs", "1", "--duration",
-                             duration, "--trim", "2", "--transport", "tcp", "--dataplane",
-                             dataplane, "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p = subprocess.Popen([*cli(), "run", "permutation", "--runs", "1", "--duration",
+                          duration, "--trim", "2", "--transport", "tcp", "--dataplane",
+                          dataplane, "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p.out_root = out  # type: ignore[attr-defined]
+    return p
 
 
 def finish(p: subprocess.Popen, timeout: float) -> tuple[str, bool]:
@@ -144,6 +147,69 @@ def _unmount_bpf_pins(_p: subprocess.Popen) -> str:
     return mounts[0]
 
 
+def _switch_link(_p: subprocess.Popen | None) -> str:
+    """A switch-to-switch veth of the run (both ends in this namespace), e.g. aggregation
+    to core: ``ip -j link`` shows no peer namespace for it."""
+    links = json.loads(subprocess.run(["ip", "-j", "link", "show", "type", "veth"],
+                                      capture_output=True, text=True, timeout=10).stdout or "[]")
+    inside = sorted(l["ifname"] for l in links if "link_netnsid" not in l and
+                    "-eth" in l["ifname"])
+    return inside[-1] if inside else ""
+
+
+def _delete_link(p: subprocess.Popen | None) -> str:
+    intf = _switch_link(p)
+    if intf:
+        subprocess.run(["ip", "link", "del", intf], check=False, timeout=10)
+    return intf
+
+
+def _detach_port_program(p: subprocess.Popen | None) -> str:
+    """Remove the BPF switch's filter from one switch port's ingress (clsact stays)."""
+    intf = _switch_link(p)
+    if intf:
+        subprocess.run(["tc", "filter", "del", "dev", intf, "ingress"], check=False,
+                       timeout=10)
+    return intf
+
+
+def _kill_ovsdb(_p: subprocess.Popen | None) -> str:
+    pid = ovsdb_pid()
+    if not pid:
+        return ""
+    os.kill(pid, signal.SIGKILL)
+    return f"pid {pid}"
+
+
+def _stop_client(seconds: float) -> Callable[[subprocess.Popen | None], str]:
+    """SIGSTOP one iperf3 client, SIGCONT it ``seconds`` later (a stalled flow)."""
+    def act(_p: subprocess.Popen | None) -> str:
+        found = pids("iperf3 -c")
+        if not found:
+            return ""
+        os.kill(found[0], signal.SIGSTOP)
+        threading.Timer(seconds, lambda: _cont(found[0])).start()
+        return f"pid {found[0]} for {seconds:g} s"
+    return act
+
+
+def _cont(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+def _fill_disk(p: subprocess.Popen | None) -> str:
+    """Fill the file system of the run's results (the trial's own small tmpfs)."""
+    root = getattr(p, "out_root", None)
+    if root is None:
+        return ""
+    subprocess.run(["sh", "-c", f"cat /dev/zero > {root}/filler"], check=False, timeout=60,
+                   capture_output=True)
+    return str(root)
+
+
 #: fault -> (action, dataplanes it applies to, phases it applies to, expected ending)
 FAULTS: dict[str, tuple[Callable[[subprocess.Popen], str], tuple[str, ...], tuple[str, ...],
                         str]] = {
@@ -160,7 +226,21 @@ FAULTS: dict[str, tuple[Callable[[subprocess.Popen], str], tuple[str, ...], tupl
                            "failed"),
     "SIGKILL ovs-vswitchd": (_kill_vswitchd, ("ovs",), ("traffic",), "failed"),
     "unmount BPF pins": (_unmount_bpf_pins, ("bpf",), ("traffic",), "failed"),
+    "delete a switch-to-switch link": (_delete_link, ("bpf", "ovs"), ("traffic",), "failed"),
+    "detach a port's program": (_detach_port_program, ("bpf",), ("traffic",), "failed"),
+    "SIGKILL ovsdb-server": (_kill_ovsdb, ("ovs",), ("traffic",), "failed"),
+    "ovsdb-server dead before the run": (_kill_ovsdb, ("ovs",), ("before",), "failed"),
+    "SIGSTOP an iperf3 client 10 s": (_stop_client(10.0), ("bpf", "ovs"), ("traffic",),
+                                      "suspect"),
+    "fill the results disk": (_fill_disk, ("bpf",), ("traffic",), "failed"),
 }
+#: what the one-line error (or, for "suspect", a suspect reason) must name
+NAMES = {"delete a switch-to-switch link": "link", "detach a port's program": "no longer "
+         "attached", "SIGKILL ovsdb-server": "ovsdb-server", "ovsdb-server dead before the "
+         "run": "ovsdb-server", "SIGSTOP an iperf3 client 10 s": "stalled",
+         "fill the results disk": "no space left"}
+#: faults after which ./setup.sh must restart Open vSwitch before the next run
+RESTART_OVS = ("SIGKILL ovs-vswitchd", "SIGKILL ovsdb-server", "ovsdb-server dead before the run")
 EXIT = {"SIGINT dcrepro": 130, "SIGTERM dcrepro": 143, "SIGKILL dcrepro": -9}
 
 
@@ -169,17 +249,37 @@ def trial(fault: str, phase: str, dataplane: str, rng: random.Random, root: Path
     """One run, one fault: what happened."""
     act, _, _, expected = FAULTS[fault]
     out = Path(tempfile.mkdtemp(prefix="trial-", dir=root))
-    p = start(out, dataplane)
+    if fault == "fill the results disk":   # a file system of its own, filled by the fault
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300m", "tmpfs", str(out)],
+                       check=True, timeout=10)
     row: dict[str, Any] = {"fault": fault, "phase": phase, "dataplane": dataplane}
-    if not wait_phase(p, out, phase):
+    try:
+        return _trial(act, expected, fault, phase, dataplane, rng, root, out, row)
+    finally:
+        if fault == "fill the results disk":
+            subprocess.run(["umount", "-l", str(out)], check=False, timeout=10)
+
+
+def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: str,
+           phase: str, dataplane: str, rng: random.Random, root: Path, out: Path,
+           row: dict[str, Any]) -> dict[str, Any]:
+    if phase == "before":
+        t = time.monotonic()
+        victim = act(None)
+        p = start(out, dataplane)
+        phase_seen = "-"
+    else:
+        p = start(out, dataplane)
+    if phase != "before" and not wait_phase(p, out, phase):
         finish(p, 120)
         row.update(note="the run ended before the phase", exit=p.returncode)
         return row
     if phase == "traffic":
         time.sleep(rng.uniform(0.5, 3.0))
-    phase_seen = status(run_folder(out)).get("status", "-")
-    t = time.monotonic()
-    victim = act(p)
+    if phase != "before":
+        phase_seen = status(run_folder(out)).get("status", "-")
+        t = time.monotonic()
+        victim = act(p)
     _, hung = finish(p, 180)
     if hung:
         row["hung"] = True
@@ -189,10 +289,11 @@ def trial(fault: str, phase: str, dataplane: str, rng: random.Random, root: Path
     row.update(victim=victim or "(not found)", status_at_fault=phase_seen, exit=p.returncode,
                fault_to_exit_s=round(took, 2), status=st.get("status"),
                error=(st.get("error") or "")[:140])
+    row["suspect"] = "; ".join(st.get("suspect") or [])[:140]
     left = machine_leftovers()
-    if fault == "SIGKILL ovs-vswitchd":
+    if fault in RESTART_OVS:
         subprocess.run([str(REPO / "setup.sh")], capture_output=True, timeout=300, check=False)
-        row["note"] = "setup.sh restarted ovs-vswitchd before the next run"
+        row["note"] = "setup.sh restarted Open vSwitch before the next run"
     nxt = start(root / "next", dataplane, duration="6")
     ntext, _ = finish(nxt, 180)
     row["next_run_ok"] = nxt.returncode == 0
@@ -211,8 +312,11 @@ def trial(fault: str, phase: str, dataplane: str, rng: random.Random, root: Path
     elif expected == "interrupted":
         correct = (row["status"] == "interrupted" and p.returncode == EXIT[fault]) \
             or ok_after_completion
+    elif expected == "suspect":
+        correct = row["status"] == "ok" and NAMES[fault] in row["suspect"]
     else:
         correct = row["status"] == "failed" and p.returncode == 1 and "\n" not in row["error"]
+        correct = correct and NAMES.get(fault, "") in row["error"]
     row["correct"] = bool(correct) and not row.get("hung")
     return row
 
@@ -223,6 +327,8 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dataplanes", default="bpf,ovs")
+    ap.add_argument("--faults", default=None,
+                    help="comma list of fault names to draw from (default: all)")
     ap.add_argument("--out", default=None, help="folder for the trials' runs (default: temp)")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -235,14 +341,20 @@ def main() -> int:
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     dps = args.dataplanes.split(",")
+    chosen = set(args.faults.split(",")) if args.faults else set(FAULTS)
+    unknown = chosen - set(FAULTS)
+    if unknown:
+        print(f"bench_faults: unknown faults {sorted(unknown)}; known: {sorted(FAULTS)}",
+              file=sys.stderr)
+        return 2
     combos = [(f, ph, dp) for f, (_, fdps, phs, _) in FAULTS.items() for dp in dps
-              if dp in fdps for ph in phs]
+              if dp in fdps and f in chosen for ph in phs]
     # every combination once (shuffled), then random ones, up to --trials
     plan = rng.sample(combos, len(combos))[:args.trials]
     plan += [rng.choice(combos) for _ in range(args.trials - len(plan))]
     print(f"bench_faults: {len(plan)} trials of {len(combos)} combinations; runs in {root}")
     cols = ("fault", "phase", "dataplane", "status_at_fault", "exit", "fault_to_exit_s",
-            "status", "correct", "leftovers", "next_run_ok", "error")
+            "status", "correct", "leftovers", "next_run_ok", "error", "suspect")
     print(" | ".join(cols))
     rows = []
     for fault, phase, dp in plan:

@@ -28,12 +28,15 @@ from . import hostnet, shaping
 from .base import Dataplane, make
 from .proc import (RunError, check, in_ns, kill_namespace_strays, pid_alive, signals_deferred,
                    stop_all)
-from .registry import BPFFS_DIR, STATE_DIR, Registry, clean_all, clean_state
+from .registry import (BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all,
+                       clean_state, list_bridges)
 from .shaping import LinkSpec
 from .sysinfo import read_sysctl
 
 LOG = logging.getLogger("dcrepro")
 DEFAULT_DATAPLANE = "bpf"
+#: how often check_alive looks at every link (seconds): a fault is named within this
+LINK_LOOK_S = 0.5
 
 
 @dataclass
@@ -69,6 +72,8 @@ class Emulation:
         self.host_pids: dict[str, int] = {}
         self.host_intf: dict[str, str] = {}
         self._lock_fh: Any = None
+        self._next_link_look = 0.0
+        self._link_names: dict[str, str] = {}
         self._saved_cc: str | None = None
         self.link_group = 4096 + secrets.randbelow(2**30)
 
@@ -76,6 +81,12 @@ class Emulation:
     def __enter__(self) -> "Emulation":
         try:
             self._up()
+        except SystemExit as exc:
+            # Mininet gives up with exit() (e.g. when Open vSwitch does not answer): a
+            # failure of this run like any other, not the end of the process
+            self._down()
+            raise RunError(f"Mininet gave up bringing the network up (exit({exc.code})); "
+                           "its own message is above") from None
         except BaseException:
             self._down()
             raise
@@ -86,14 +97,22 @@ class Emulation:
 
     def _lock(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self._lock_fh = open(STATE_DIR / "lock", "w")  # noqa: SIM115 - released in _down
+        # "a+": opening must not truncate what the holder wrote (its run id and pid)
+        self._lock_fh = open(STATE_DIR / "lock", "a+")  # noqa: SIM115 - released in _down
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            self._lock_fh.seek(0)
+            holder = self._lock_fh.read().strip() or "a run that did not say which"
             self._lock_fh.close()
             self._lock_fh = None
-            raise RunError("another dcrepro emulation is running on this machine (one at a "
-                           "time: they would share the CPU and distort each other)") from None
+            raise RunError(f"another dcrepro emulation is running on this machine ({holder}); "
+                           "one at a time: they would share the CPU and distort each "
+                           "other") from None
+        self._lock_fh.seek(0)
+        self._lock_fh.truncate()
+        self._lock_fh.write(f"run {self.run_id}, pid {os.getpid()}\n")
+        self._lock_fh.flush()
 
     def _set_cc(self) -> None:
         # Congestion control is per namespace and a host cannot set its own here: set it in
@@ -250,8 +269,30 @@ class Emulation:
         return self.dataplane.trace(self, src, dst, five_tuple, proto)
 
     def check_alive(self) -> None:
-        """Raise RunError if the dataplane (controller, switch programs) died."""
+        """Raise RunError naming what broke: a link (its veth deleted, or down), or the
+        dataplane (controller, switch daemon, database, BPF program or its attachment).
+        Called every 0.2 s while traffic runs; the link look is a few sysfs reads, taken
+        every LINK_LOOK_S."""
+        now = time.monotonic()
+        if self.net is not None and now >= self._next_link_look:
+            self._next_link_look = now + LINK_LOOK_S
+            self._check_links()
         self.dataplane.check_alive()
+
+    def _check_links(self) -> None:
+        if not self._link_names:
+            self._link_names = {f"{n}-eth{p}": f"{n} port {p} (to {peer})"
+                                for n, p, peer in shaping.link_ends(self.topo)
+                                if self.topo.is_switch(n)}
+        for intf, what in self._link_names.items():
+            try:
+                state = Path(f"/sys/class/net/{intf}/operstate").read_text().strip()
+            except OSError:
+                raise RunError(f"link {what} is gone: its interface {intf} was deleted "
+                               "during the run") from None
+            if state not in ("up", "unknown"):
+                raise RunError(f"link {what} is {state}: interface {intf} (or its peer) "
+                               "went down during the run")
 
     # ---- processes ----
     def host(self, name: str) -> Any:
@@ -315,6 +356,7 @@ class Emulation:
 
     def _teardown(self) -> None:
         t0 = time.monotonic()
+        keep_record = False
         try:
             stop_all(self.procs)
             if self.net is not None:
@@ -336,23 +378,27 @@ class Emulation:
             if self.registry is not None:
                 # whatever the fast path missed (or an early failure left) goes one by one
                 st = self.registry.state
-                existing = set(subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"],
-                                              capture_output=True, text=True, check=False,
-                                              timeout=20).stdout.split()) if st["bridges"] else set()
+                existing = list_bridges() if st["bridges"] else []
                 links = set(os.listdir("/sys/class/net"))
                 for line in clean_state({
-                        "bridges": [b for b in st["bridges"] if b in existing],
+                        # "could not ask" is not "none left": then try every recorded one
+                        "bridges": [b for b in st["bridges"]
+                                    if existing is None or b in existing],
                         "intfs": [i for i in st["intfs"] if i in links],
                         "pids": [p for p in st["pids"] if pid_alive(p)],
                         "bpffs": [d for d in st["bpffs"] if os.path.exists(d)]}):
                     LOG.warning("teardown sweep: %s", line)
+                    keep_record = keep_record or line.startswith(NOT_DONE)
             if self._saved_cc:
                 subprocess.run(["sysctl", "-qw",
                                 f"net.ipv4.tcp_congestion_control={self._saved_cc}"],
                                check=False, timeout=10)
                 self.facts.cc_restored_to = self._saved_cc
-            if self.registry is not None:
+            if self.registry is not None and not keep_record:
                 self.registry.remove()
+            elif self.registry is not None:
+                LOG.warning("teardown: some of the run's resources are left (above); their "
+                            "record stays in %s for `dcrepro clean`", STATE_DIR)
         finally:
             if self._lock_fh is not None:
                 self._lock_fh.close()

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .base import Dataplane
-from .proc import RunError, check, free_port, how_ended, pid_alive, stop_process
+from .proc import RunError, check, free_port, how_ended, pid_alive, run, stop_process
 from .registry import delete_bridges
-from .sysinfo import ovs_datapath, vswitchd_answers, vswitchd_pid
+from .sysinfo import ovs_datapath, ovsdb_pid, vswitchd_answers, vswitchd_pid
 
 if TYPE_CHECKING:
     from .emulation import Emulation
@@ -135,9 +135,16 @@ class OvsDataplane(Dataplane):
         self.controller: Controller | None = None
         self.datapath = ""
         self.vswitchd: int | None = None
+        self.ovsdb: int | None = None
 
     def prepare(self, emu: "Emulation") -> None:
         """Check the switch daemon, start the controller on the run's plan, wait for it."""
+        # the database first: without it Mininet's own check exits the process
+        self.ovsdb = ovsdb_pid()
+        if self.ovsdb is None or run(["ovs-vsctl", "--timeout=3", "show"], timeout=10,
+                                     ok=True).returncode != 0:
+            raise RunError("Open vSwitch's database server (ovsdb-server) is not running or "
+                           "not answering; ./setup.sh restarts it")
         if not vswitchd_answers():
             raise RunError("Open vSwitch's switch daemon (ovs-vswitchd) is not answering; "
                            "./setup.sh restarts it")
@@ -183,6 +190,9 @@ class OvsDataplane(Dataplane):
         """Raise if the switch daemon or the controller died (cheap: called every 0.2 s)."""
         if self.vswitchd is not None and not pid_alive(self.vswitchd):
             raise RunError(f"Open vSwitch's switch daemon ovs-vswitchd (pid {self.vswitchd}) "
+                           "died during the run; ./setup.sh restarts it")
+        if self.ovsdb is not None and not pid_alive(self.ovsdb):
+            raise RunError(f"Open vSwitch's database server ovsdb-server (pid {self.ovsdb}) "
                            "died during the run; ./setup.sh restarts it")
         c = self.controller
         if c is not None and (c.failed or c.proc.poll() is not None):

@@ -95,13 +95,19 @@ def free_port() -> int:
 
 
 def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists."""
+    """True if a process with this pid exists and is not a zombie (a zombie has ended: only
+    its parent's reaping is pending, so there is nothing left to stop or wait for)."""
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            # "pid (comm) S ...": the state follows the last ')' (comm may hold one)
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
         return True
 
 

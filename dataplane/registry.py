@@ -83,11 +83,23 @@ def remove_bpffs(path: str) -> bool:
     return not os.path.exists(path)
 
 
+#: how a line of clean_state/delete_bridges says something is left that a later clean must try
+NOT_DONE = "could not"
+
+
+def list_bridges() -> list[str] | None:
+    """The bridges Open vSwitch lists, or None when it could not be asked (its database
+    server does not answer): "none left" and "could not ask" are different answers."""
+    p = _run(["ovs-vsctl", "--timeout=10", "list-br"])
+    return p.stdout.split() if p.returncode == 0 else None
+
+
 def delete_bridges(bridges: list[str]) -> list[str]:
     """Delete bridges in one OVS transaction, then check that each is gone.
 
     With the switch daemon dead, ``--no-wait``: otherwise ovs-vsctl waits for a daemon that
-    will never confirm (10 s per bridge before this).
+    will never confirm (10 s per bridge before this).  With the database server dead nothing
+    can be deleted or checked: every bridge is reported as not done.
     """
     if not bridges:
         return []
@@ -95,9 +107,12 @@ def delete_bridges(bridges: list[str]) -> list[str]:
     wait = [] if vswitchd_pid() else ["--no-wait"]
     p = _run(["ovs-vsctl", "--timeout=10", *wait,
               *[a for b in bridges for a in ("--", "--if-exists", "del-br", b)]], timeout=30)
-    left = set(_run(["ovs-vsctl", "--timeout=10", "list-br"]).stdout.split())
+    left = list_bridges()
+    if left is None:
+        return [f"{NOT_DONE} delete bridge {b}: Open vSwitch's database (ovsdb-server) does "
+                "not answer" for b in bridges]
     return [f"deleted bridge {b}" if b not in left else
-            f"could not delete bridge {b}: {p.stderr.strip()[:200] or 'still listed'}"
+            f"{NOT_DONE} delete bridge {b}: {p.stderr.strip()[:200] or 'still listed'}"
             for b in bridges]
 
 
@@ -148,12 +163,21 @@ def clean_all(force: bool = False) -> list[str]:
         if pid_alive(state.get("pid", -1)) and state.get("pid") != os.getpid() and not force:
             done.append(f"skipped run {state.get('run')}: its process {state['pid']} is alive")
             continue
-        done += clean_state(state)
+        lines = clean_state(state)
+        done += lines
+        if any(line.startswith(NOT_DONE) for line in lines):
+            # keep the record: a later clean (once OVS answers again) must find the rest
+            done.append(f"kept the record of run {state.get('run')}: something is left")
+            continue
         path.unlink(missing_ok=True)
     live = {json.loads(p.read_text()).get("run") for p in STATE_DIR.glob("*.json")}
     # bridges tagged as ours whose registry entry was lost (e.g. /run wiped)
-    out = _run(["ovs-vsctl", "--timeout=10", "--columns=name,external_ids", "--format=json",
-                "list", "bridge"]).stdout
+    ovs = _run(["ovs-vsctl", "--timeout=10", "--columns=name,external_ids", "--format=json",
+                "list", "bridge"])
+    out = ovs.stdout
+    if ovs.returncode != 0 and Path("/var/run/openvswitch").exists():
+        done.append(f"{NOT_DONE} look for orphan bridges: Open vSwitch's database does not "
+                    "answer (./setup.sh restarts it)")
     if out:
         for name, ext in json.loads(out)["data"]:
             tags = dict(ext[1]) if isinstance(ext, list) and ext[0] == "map" else {}

@@ -45,16 +45,26 @@ def ovs_datapath() -> str:
 
 
 OVS_VSWITCHD_PID = "/var/run/openvswitch/ovs-vswitchd.pid"
+OVSDB_SERVER_PID = "/var/run/openvswitch/ovsdb-server.pid"
 
 
-def vswitchd_pid() -> int | None:
-    """Pid of a live ovs-vswitchd (the switch daemon itself), or None."""
+def _live_pid(pidfile: str) -> int | None:
     try:
-        pid = int(open(OVS_VSWITCHD_PID, encoding="ascii").read().strip())
+        pid = int(open(pidfile, encoding="ascii").read().strip())
         os.kill(pid, 0)
         return pid
     except (OSError, ValueError):
         return None
+
+
+def vswitchd_pid() -> int | None:
+    """Pid of a live ovs-vswitchd (the switch daemon itself), or None."""
+    return _live_pid(OVS_VSWITCHD_PID)
+
+
+def ovsdb_pid() -> int | None:
+    """Pid of a live ovsdb-server (Open vSwitch's database server), or None."""
+    return _live_pid(OVSDB_SERVER_PID)
 
 
 def vswitchd_answers(timeout: float = 3.0) -> bool:

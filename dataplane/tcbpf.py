@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .emulation import Emulation
 
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
+#: how often check_alive asks the kernel where the program is attached (seconds)
+ATTACH_LOOK_S = 1.0
 
 
 class TraceError(RunError):
@@ -53,6 +55,7 @@ class BpfDataplane(Dataplane):
         #: kernel's own behaviour, which caps TCP by TCP Small Queues; for ablations only
         self.keep_socket = keep_socket
         self.runtime: Any = None  # bpfswitch.SwitchRuntime once prepared
+        self._next_attach_look = 0.0
         self.obj: Path | None = None
         self.entries = 0
         self.install_s = 0.0
@@ -105,9 +108,21 @@ class BpfDataplane(Dataplane):
         self.install_s = round(time.monotonic() - t0, 3)
 
     def check_alive(self) -> None:
-        """The program and its maps must still be pinned (a crashed clean could remove them)."""
-        if self.runtime is not None and not self.runtime.alive():
+        """The program and its maps must still be pinned (a crashed clean could remove them),
+        and, looked at every ATTACH_LOOK_S (one bpftool call), still attached to every port."""
+        if self.runtime is None:
+            return
+        if not self.runtime.alive():
             raise RunError("the BPF switch program or its maps disappeared during the run")
+        now = time.monotonic()
+        if self.runtime.attached and now >= self._next_attach_look:
+            self._next_attach_look = now + ATTACH_LOOK_S
+            gone = sorted(set(self.runtime.attached) - set(self.runtime.attached_to()))
+            if gone:
+                raise RunError(f"the BPF switch program is no longer attached to switch port"
+                               f"{'s' if len(gone) > 1 else ''} {', '.join(gone[:4])}"
+                               f"{' ...' if len(gone) > 4 else ''}: packets arriving there "
+                               "are no longer forwarded")
 
     def _flow_ports(self, sw: int, ft: dict[str, Any], proto: int) -> list[tuple[int, int, int]]:
         key = (sw, ft["src_ip"], ft["dst_ip"], int(ft["src_port"]), int(ft["dst_port"]), proto)

@@ -3,6 +3,7 @@ clean | calibrate | env."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -135,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         params = resolve(args, mod.DEFAULTS, mod.QUICK)
         if hasattr(mod, "validate"):
             mod.validate(params)
-        _check_writable(Path(args.out))
+        _check_writable(Path(args.out), str(params.get("backend", "emulated")))
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -278,10 +279,15 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
     if os.geteuid() == 0:
         for line in mark_killed_runs():
             print(f"dcrepro: {line}", file=sys.stderr)
-    folder = RunFolder(out, mod.NAME, dict(params))
-    if extra:
-        folder.config.update(extra)
-        folder.write_config()
+    try:
+        folder = RunFolder(out, mod.NAME, dict(params))
+        if extra:
+            folder.config.update(extra)
+            folder.write_config()
+    except OSError as exc:
+        why = "no space left on the device" if no_space(exc) else exc.strerror or str(exc)
+        print(f"dcrepro: error: cannot start a run folder under {out}: {why}", file=sys.stderr)
+        return 1
     print(f"run folder: {folder.path}", flush=True)
     measured = False
     try:
@@ -303,27 +309,71 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
     except KeyboardInterrupt as exc:
         what = "figures not drawn; `dcrepro plot` redraws them" if measured else \
             "partial data left"
-        folder.set_status("interrupted", error=f"{exc or 'SIGINT'}", data_complete=measured)
-        print(f"dcrepro: interrupted ({exc or 'SIGINT'}); {what} in {folder.path}",
+        kept = _final_status(folder, "interrupted", f"{exc or 'SIGINT'}", measured)
+        print(f"dcrepro: interrupted ({exc or 'SIGINT'}); {what} in {folder.path}{kept}",
               file=sys.stderr)
         return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
         kind = "" if isinstance(exc, RunError) else f"{type(exc).__name__}: "
-        folder.log.error("run failed: %s\n%s", exc, traceback.format_exc())
-        folder.set_status("failed", error=f"{kind}{exc}", data_complete=measured)
-        print(f"dcrepro: run failed: {kind}{exc}\n  details: {folder.path}/log.txt",
+        error = f"no space left on the device of {folder.path}" if no_space(exc) else \
+            f"{kind}{exc}"
+        try:
+            folder.log.error("run failed: %s\n%s", exc, traceback.format_exc())
+        except OSError:
+            pass     # the log is on the same full disk; the line below says what happened
+        kept = _final_status(folder, "failed", error, measured)
+        print(f"dcrepro: run failed: {error}\n  details: {folder.path}/log.txt{kept}",
               file=sys.stderr)
         return 1
 
 
-def _check_writable(root: Path) -> None:
-    """The results root exists (or can be made) and is writable: else one line, exit 2."""
+def _final_status(folder: Any, status: str, error: str, measured: bool) -> str:
+    """Write the final status; '' or, when even that is impossible (a full disk), what the
+    user should know."""
+    from .runfolder import keep_final_status
+    try:
+        folder.set_status(status, error=error, data_complete=measured)
+        return ""
+    except OSError as exc:
+        later = ("the next dcrepro run or `dcrepro clean` writes it once there is room"
+                 if keep_final_status(folder, status, error) else "nor kept elsewhere")
+        return f"\n  (its status.json could not be written: {exc.strerror}; {later})"
+
+
+#: free space a run needs under its results root, MB: an emulated run writes iperf3 reports,
+#: bwm-ng, tcp_info and port samples (a k=6 plts run about 60 MB), a model run a few tables
+SPACE_NEEDED_MB = {"emulated": 200, "model": 20}
+
+
+def _check_writable(root: Path, backend: str = "emulated") -> None:
+    """The results root exists (or can be made), is writable and has room for a run: else
+    one line, exit 2."""
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"--out {root}: cannot create it ({exc.strerror})") from None
     if not os.access(root, os.W_OK | os.X_OK):
         raise ValueError(f"--out {root}: not writable")
+    st = os.statvfs(root)
+    free_mb = st.f_bavail * st.f_frsize / 1e6
+    need = SPACE_NEEDED_MB.get(backend, SPACE_NEEDED_MB["emulated"])
+    if free_mb < need:
+        raise ValueError(f"--out {root}: {free_mb:.0f} MB free, a {backend} run needs about "
+                         f"{need} MB")
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether a failure comes from a full disk (ENOSPC anywhere in its chain, or a tool's
+    own words for it)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC or \
+                "No space left on device" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _plot(run_dir: Path) -> int:
@@ -384,9 +434,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("dcrepro: error: clean needs root", file=sys.stderr)
         return 2
+    from dataplane.registry import NOT_DONE
     done = clean_all(force=args.force) + mark_killed_runs()
     print("\n".join(done) if done else "nothing to clean")
-    return 0
+    return 1 if any(line.startswith(NOT_DONE) for line in done) else 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -91,9 +91,24 @@ class RunFolder:
                 pass  # not root (model runs): nobody can SIGKILL-orphan an emulation then
 
 
+def keep_final_status(folder: "RunFolder", status: str, error: str) -> bool:
+    """A final status that could not be written into the folder (its disk is full) is kept
+    in the run's live marker (under /run, another file system) for mark_killed_runs to
+    write later; False if that failed too."""
+    marker = LIVE_DIR / f"{folder.id}.json"
+    try:
+        LIVE_DIR.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"path": str(folder.path.resolve()), **folder.owner,
+                                      "final": {"status": status, "error": error}}))
+        return True
+    except OSError:
+        return False
+
+
 def mark_killed_runs() -> list[str]:
     """Give every run folder whose dcrepro process died without a final status (SIGKILL,
-    power loss) the status ``killed``; return what was marked."""
+    power loss) the status ``killed``, and every one whose final status could not be written
+    (a full disk: keep_final_status) that status; return what was marked."""
     done = []
     for marker in sorted(LIVE_DIR.glob("*.json")) if LIVE_DIR.exists() else []:
         try:
@@ -101,7 +116,8 @@ def mark_killed_runs() -> list[str]:
         except (OSError, ValueError):
             marker.unlink(missing_ok=True)
             continue
-        if pid_alive(m["pid"]) and process_start(m["pid"]) == m.get("start"):
+        final = m.get("final")    # the run is over even if its process lives on (a sweep)
+        if not final and pid_alive(m["pid"]) and process_start(m["pid"]) == m.get("start"):
             continue
         status_path = Path(m["path"]) / "status.json"
         try:
@@ -109,14 +125,19 @@ def mark_killed_runs() -> list[str]:
         except (OSError, ValueError):
             status = {"status": "running"}
         if status.get("status") not in FINAL:
-            status.update(status="killed", error=f"the dcrepro process (pid {m['pid']}) died "
-                          f"without recording a final status (SIGKILL or power loss) while "
-                          f"the run was '{status.get('status')}'",
-                          time_utc=dt.datetime.now(dt.timezone.utc).isoformat())
+            now = dt.datetime.now(dt.timezone.utc).isoformat()
+            if final:
+                status.update(**final, time_utc=now,
+                              note="written later: there was no room when the run ended")
+            else:
+                status.update(status="killed", error=f"the dcrepro process (pid {m['pid']}) "
+                              "died without recording a final status (SIGKILL or power "
+                              f"loss) while the run was '{status.get('status')}'",
+                              time_utc=now)
             try:
                 status_path.write_text(json.dumps(status, indent=1))
-                done.append(f"marked run {m['path']} killed")
             except OSError:
-                pass
+                continue          # still no room: keep the marker for the next look
+            done.append(f"marked run {m['path']} {status['status']}")
         marker.unlink(missing_ok=True)
     return done

@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import shlex
 import socket
 import sys
@@ -220,25 +221,56 @@ class Progress:
         self.log.close()
 
 
+def point(x: dict[str, Any], lines: list[dict[str, Any]]) -> str:
+    """'[i/N]': the run's place in the whole manifest."""
+    return f"[{lines.index(x) + 1}/{len(lines)}]"
+
+
+_STARTED = re.compile(r"^\[\d+/\d+\] (.+) \((\S+)\)(, ETA \S+)?$")
+_ENDED = re.compile(r"^\[\d+/\d+\] (.+?): .* in \d+ s$")
+
+
+def started_not_ended(log: Path) -> set[str]:
+    """Run ids whose start progress.log records with no end line after it (the sweep was
+    killed, or the machine stopped, during that run)."""
+    if not log.exists():
+        return set()
+    open_ids: dict[str, str] = {}     # label -> run id of a point started and not ended
+    for line in log.read_text(errors="replace").splitlines():
+        text = line.split(" ", 1)[1] if " " in line else ""
+        if m := _STARTED.match(text):
+            open_ids[m.group(1)] = m.group(2)
+        elif m := _ENDED.match(text):
+            open_ids.pop(m.group(1), None)
+    return set(open_ids.values())
+
+
 def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
               execute: Callable[[dict[str, Any], Path], int], mixed: bool = False,
               with_invalid: bool = False) -> int:
     """The local launcher: run_one for every run that is not complete, in order; stop at an
     interrupted one (exit 130/143), go on after a failed one.  0 when all are complete."""
+    unfinished = started_not_ended(sweep_dir / "progress.log")
     say = Progress(sweep_dir)
     pending = todo(sweep_dir, lines)
     say(f"{len(lines)} runs, {len(lines) - len(pending)} already complete, "
         f"{len(pending)} to run")
+    # a point whose start the log records without an end: the sweep died during it
+    for x in lines:
+        if x["run_id"] in unfinished:
+            say(f"{point(x, lines)} {x['label']}: ended without a result in an earlier "
+                "launch (killed or the machine stopped)")
     code, spent = 0, []
     try:
         for n, x in enumerate(pending, start=1):
             eta = (f", ETA {_eta(sum(spent) / len(spent) * (len(pending) - n + 1))}"
                    if spent else "")
-            say(f"[{n}/{len(pending)}] {x['label']} ({x['run_id']}){eta}")
+            # counted in the whole manifest, so that a resumed sweep says where it is
+            say(f"{point(x, lines)} {x['label']} ({x['run_id']}){eta}")
             t0 = time.monotonic()
             rc, what = run_one(sweep_dir, x, experiment, execute)
             spent.append(time.monotonic() - t0)
-            say(f"[{n}/{len(pending)}] {x['label']}: {what} in {spent[-1]:.0f} s")
+            say(f"{point(x, lines)} {x['label']}: {what} in {spent[-1]:.0f} s")
             if rc != 0:
                 code = code or rc
                 if rc >= 128:

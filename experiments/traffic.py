@@ -42,6 +42,7 @@ class Flow:
     series: list[tuple[float, float]] = field(default_factory=list)
     connected: bool = True  # False: its connection never got through (run_iperf may_not_connect)
     restarts: int = 0       # times its transfer was started again before its window opened
+    silent_s: float = 0.0   # seconds inside its window in which its receiver got nothing
 
     @property
     def name(self) -> str:
@@ -318,6 +319,14 @@ def window_retransmits(client_report: dict[str, Any], t0: float, t1: float) -> i
                if iv["sum"]["start"] >= t0 - 1e-6 and iv["sum"]["end"] <= t1 + 1e-6)
 
 
+def silent_seconds(report: dict[str, Any], t0: float, t1: float) -> float:
+    """Seconds of the intervals inside [t0, t1] s of an iperf3 server report in which not a
+    byte arrived (a stalled or starved flow)."""
+    return round(sum(iv["sum"]["seconds"] for iv in report.get("intervals", [])
+                     if iv["sum"]["start"] >= t0 - 1e-6 and iv["sum"]["end"] <= t1 + 1e-6
+                     and iv["sum"]["bytes"] == 0), 3)
+
+
 def iperf_window_mbps(report: dict[str, Any], t0: float, t1: float) -> float:
     """Mean received rate (Mb/s) over intervals inside [t0, t1] s of an iperf3 server report."""
     total_bytes = total_time = 0.0
@@ -428,6 +437,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         f.retransmits = window_retransmits(client, trim, duration - trim)
         report = read_report(f.server_report(out), f"server on {f.dst}:{f.port} (from {f.src})")
         f.iperf_mbps = iperf_window_mbps(report, trim, duration - trim)
+        f.silent_s = silent_seconds(report, trim, duration - trim)
         # iperf3's last interval is a fraction of one: too short to be a rate sample
         f.series = [(round(iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
                      iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
@@ -437,7 +447,17 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst), f.start + trim,
                             f.start + duration - trim)
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
-    write_rows(out / "tcp_limits.csv", limits.pop("per_socket"))
+    per_socket = limits.pop("per_socket")
+    write_rows(out / "tcp_limits.csv", per_socket)
+    # per flow: its best-limited socket (an MPTCP flow is congestion-limited if a subflow is)
+    cwnd: dict[str, float | None] = {}
+    for row in per_socket:
+        share = row["cwnd_limited"]
+        if share is not None:
+            cwnd[row["flow"]] = max(share, cwnd.get(row["flow"]) or 0.0)
+    limits["stall_note"] = stall_note([
+        {"flow": f.name, "silent_s": f.silent_s, "cwnd_limited": cwnd.get(f.name)}
+        for f in flows if f.connected])
     window = [u for t, u in samples if t0 <= t <= t1]
     rx = sum(p["rx_packets"] for p in ports)
     return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
@@ -451,6 +471,25 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             if window else None,
             "window_s": [trim, duration - trim], "dequeue_gaps": gaps,
             "bwm_incomplete": incomplete, "measurement_note": coverage_note(incomplete)}
+
+
+#: a flow silent this long inside its window, while not held by congestion, stalled
+STALL_S = 2.0
+
+
+def stall_note(flows: list[dict[str, Any]]) -> str | None:
+    """A suspect reason when a flow's receiver got nothing for STALL_S s or more of its
+    window while the flow was not congestion-limited (cwnd-limited in under half of its
+    tcp_info samples, or never sampled): its sender or receiver stopped, not the network.
+    A flow starved by congestion (RTO backoff behind a full tail-drop queue, the Outcast)
+    stays cwnd-limited and is the experiment's result, not a fault."""
+    stalled = [f for f in flows if f["silent_s"] >= STALL_S and
+               (f["cwnd_limited"] is None or f["cwnd_limited"] < 0.5)]
+    if not stalled:
+        return None
+    worst = max(stalled, key=lambda f: f["silent_s"])
+    return (f"{len(stalled)} flow(s) stalled without being held by congestion, e.g. "
+            f"{worst['flow']}: nothing received for {worst['silent_s']:g} s of its window")
 
 
 def flow_limits(emu: Emulation, flows: list[Flow], transport: str,

@@ -27,7 +27,7 @@ from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
 from topos.traffic import permutation as traffic_permutation
 
-from analysis.fidelity import gap_share
+from analysis.fidelity import gap_share, measurement_reasons
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError
 from dataplane.shaping import LinkSpec
@@ -414,8 +414,8 @@ def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = Non
                 pred, _ = model_rates(topo, plan, pairs, real, params["bw"], agg)
                 facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
                 folder.record(f"run{r:02d}-{label}", facts)
-                if meas["tcp_limits"]["note"]:
-                    folder.flag(f"run {r} {label}: {meas['tcp_limits']['note']}")
+                for why in measurement_reasons(meas):      # as every experiment judges
+                    folder.flag(f"run {r} {label}: {why}")
                 for f in flows:
                     rows.append({**base, "src": f.src, "dst": f.dst,
                                  "iperf_mbps": round(f.iperf_mbps, 4),

@@ -42,6 +42,7 @@ from typing import Any
 import routing
 import topos
 from apps.filexfer import protocol
+from analysis.fidelity import measurement_reasons
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError, how_ended
 from dataplane.shaping import LinkSpec
@@ -170,7 +171,14 @@ def validate(params: dict[str, Any]) -> None:
         raise ValueError(f"--base-mb must be >= 0, got {params['base_mb']}")
     schedule(base_bytes(params))
     topo = topos.build(params["topo"])
-    if not hasattr(topo, "receivers") and not 1 <= params["members"] < len(topo.hosts()):
+    fixed = getattr(topo, "receivers", None)
+    if fixed is not None and params["members"] != len(fixed):
+        # the testbed's receivers are part of the topology: a different --members would be
+        # silently ignored, so it is refused
+        raise ValueError(f"--members {params['members']}: {params['topo']} has its own "
+                         f"{len(fixed)} receivers (give --members {len(fixed)}, or another "
+                         "--topo to draw a group from)")
+    if fixed is None and not 1 <= params["members"] < len(topo.hosts()):
         raise ValueError(f"--members {params['members']} must be 1..{len(topo.hosts()) - 1} "
                          f"on {params['topo']}")
     src, members = group_of(topo, params, 0)
@@ -415,13 +423,9 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                       f"(bound {t['bound_s']:.2f} s), copies on the sender's link "
                       f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %",
                       flush=True)
-                if (t["cpu_saturated_share"] or 0) > 0.25:
-                    folder.flag(f"run {r} x{w} {mode} x{procs}: CPU above 90 % in "
-                                f"{t['cpu_saturated_share']:.0%} of samples")
-                if t["gaps_within_10pct"] != "" and t["gaps_within_10pct"] < 0.95:
-                    folder.flag(f"run {r} x{w} {mode} x{procs}: only "
-                                f"{t['gaps_within_10pct']:.1%} of busy-link dequeue gaps "
-                                "within 10 %")
+                # the same judgement as every iperf3 experiment (analysis.fidelity)
+                for why in measurement_reasons(res):
+                    folder.flag(f"run {r} x{w} {mode} x{procs}: {why}")
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)
     if emulated:

@@ -45,6 +45,7 @@ from ..common import add_shared, run_rng
 from store import write_csv
 
 from ..runfolder import RunFolder
+from analysis.fidelity import measurement_reasons
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError, check, in_ns
@@ -421,8 +422,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                                        senders, topo.receiver, groups, rng)
             facts["topo"] = topo.spec
             folder.record(tag, facts)
-            if meas["tcp_limits"]["note"]:
-                folder.flag(f"{tag}: {meas['tcp_limits']['note']}")
+            for why in measurement_reasons(meas):          # as every experiment judges
+                folder.flag(f"{tag}: {why}")
             base = {"flows": n, "run": r}
             fair = params["bw"] / (n + 1)
             extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}

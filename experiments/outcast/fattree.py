@@ -23,6 +23,8 @@ import topos
 from routing.walk import first_choice, walk
 
 from ..common import add_shared, run_rng
+from analysis.fidelity import measurement_reasons
+
 from .experiment import (Group, Sender, add_tcp_arguments, emulate_once, sender_rows,
                       validate_tcp)
 from ..runfolder import RunFolder
@@ -124,6 +126,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
                                    senders, params["receiver"], groups, rng)
         folder.record(tag, facts)
+        for why in measurement_reasons(meas):      # as every experiment judges
+            folder.flag(f"{tag}: {why}")
         base = {"routing": plan.routing, "run": r}
         fair = params["bw"] / len(senders)
         rws, srs = sender_rows(senders, meas, base, fair, extra)

@@ -134,8 +134,16 @@ def validate(params: dict[str, Any]) -> None:
         dp = dataplanes.make(params["dataplane"])
         for s in names:
             dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
-    if len(topos.build(params["topo"]).hosts()) < 2:
+    topo = topos.build(params["topo"])
+    if len(topo.hosts()) < 2:
         raise ValueError(f"--topo {params['topo']} has fewer than two hosts")
+    # spraying spreads a flow over equal-cost paths: a network with one path between every
+    # pair of hosts has nothing to compare
+    plan = routing.make_plan(topo, "ecmp")
+    hosts = topo.hosts()
+    if all(len(split(topo, plan, hosts[0], d)) < 2 for d in hosts[1:]):
+        raise ValueError(f"--topo {params['topo']}: one path between its hosts, so spraying "
+                         "and ECMP cannot differ (use a fat tree with k >= 4)")
 
 
 def _row(run: int, scheme: str, recovery: str, src: str, dst: str, ideal: float,

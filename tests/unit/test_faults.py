@@ -165,3 +165,85 @@ def test_client_error_in_its_json_fails_at_once_unless_it_never_connected(tmp_pa
                    may_not_connect=True)
     s.kill()
     s.wait()
+
+
+def test_a_refused_second_emulation_names_the_run_that_holds_the_lock(tmp_path, monkeypatch):
+    import types
+
+    from dataplane import emulation
+    from dataplane.proc import RunError
+    monkeypatch.setattr(emulation, "STATE_DIR", tmp_path)
+    first = types.SimpleNamespace(run_id="20261124T100000Z-aaaaaa", _lock_fh=None)
+    second = types.SimpleNamespace(run_id="20261124T100001Z-bbbbbb", _lock_fh=None)
+    emulation.Emulation._lock(first)
+    try:
+        with pytest.raises(RunError, match=r"run 20261124T100000Z-aaaaaa, pid \d+"):
+            emulation.Emulation._lock(second)
+        assert second._lock_fh is None
+    finally:
+        first._lock_fh.close()
+    emulation.Emulation._lock(second)          # free again: the next run takes it
+    second._lock_fh.close()
+
+
+def test_a_zombie_is_not_alive():
+    """`dcrepro clean` must not report killing a process that had already ended."""
+    from dataplane.proc import pid_alive
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while pid_alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)   # ends at once; unreaped it stays a zombie
+    assert not pid_alive(child.pid) and os.path.exists(f"/proc/{child.pid}")
+    child.wait()
+    assert pid_alive(os.getpid())
+
+
+def _toy(run):
+    import types
+    # (a name of its own: params classes are made once per experiment name)
+    mod = types.ModuleType("diskfull")
+    mod.NAME, mod.DEFAULTS, mod.run = "diskfull", {"backend": "model", "seed": 1}, run
+    return mod
+
+
+def test_a_full_disk_during_a_run_ends_in_one_line_and_a_status_written_later(
+        tmp_path, monkeypatch, capsys):
+    import errno
+
+    from experiments import cli
+
+    monkeypatch.setattr(runfolder, "LIVE_DIR", tmp_path / "live")
+
+    def run(params, folder):
+        # the disk fills: the run's own write fails, and so would status.json
+        monkeypatch.setattr(runfolder.RunFolder, "set_status", _enospc)
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder.path / "x.csv"))
+
+    def _enospc(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    assert cli._execute(_toy(run), {"seed": 1}, tmp_path / "out") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("dcrepro: run failed: no space left on the device of ")
+    assert "Traceback" not in "\n".join(err) and len(err) == 3, err
+    assert "status.json could not be written" in err[2]
+    monkeypatch.undo()
+    monkeypatch.setattr(runfolder, "LIVE_DIR", tmp_path / "live")
+    # room again: the next look writes the status the run knew, not "killed"
+    (run_dir,) = (tmp_path / "out" / "diskfull").iterdir()
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "running"
+    assert runfolder.mark_killed_runs() == [f"marked run {run_dir.resolve()} failed"]
+    assert not list((tmp_path / "live").iterdir())
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "failed" and "no space left" in status["error"]
+
+
+def test_too_little_free_space_is_refused_before_anything_is_built(tmp_path, monkeypatch):
+    import types
+
+    from experiments import cli
+    monkeypatch.setattr(cli.os, "statvfs",
+                        lambda p: types.SimpleNamespace(f_bavail=10, f_frsize=4096))
+    with pytest.raises(ValueError, match=r"0 MB free, a emulated run needs about 200 MB"):
+        cli._check_writable(tmp_path / "r")
+    assert list((tmp_path / "r").iterdir()) == []

@@ -47,9 +47,18 @@ def test_positional_and_defaults():
     (["--cc", "nosuchcc"], "--cc nosuchcc: not available on this machine"),
     (["--dataplane", "p4"], "--dataplane must be one of bpf, ovs"),
     (["--dataplane", "ovs", "--routing", "spray,mode=rnd"], "use --dataplane bpf"),
+    (["--dataplane", "bpf,socket=drop"], "bpf takes no option 'socket=drop'"),
+    (["--dataplane", "ovs,socket=keep"], "ovs takes no option"),
+    # values the chosen set-up would ignore, or a network without what the run compares
+    ("plts --topo fattree,k=2", "one path between its hosts"),
+    ("plts --sample -1", "--sample must be >= 0"),
+    ("orca --members 0", "has its own 4 receivers"),
+    ("orca --topo fattree,k=4 --members 0", "--members 0 must be 1..15"),
 ])
 def test_cli_rejects_bad_values_before_building(args, msg, tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation",
+    exp, args = (args.split()[0], args.split()[1:]) if isinstance(args, str) else \
+        ("permutation", args)
+    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", exp,
                         "--out", str(tmp_path), *args], capture_output=True, text=True)
     assert p.returncode == 2
     assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr

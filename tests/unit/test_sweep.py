@@ -144,3 +144,18 @@ def test_a_suspect_run_is_kept_as_invalid_and_redone_by_the_next_launch(tmp_path
     assert state(sweep, lines[0]["run_id"]) == "invalid"
     rc, what = run_one(sweep, lines[0], "exp", lambda p, w: _ok_run(w) or 0)
     assert what == "complete" and state(sweep, lines[0]["run_id"]) == "complete"
+
+
+def test_a_resumed_sweep_counts_in_the_whole_manifest_and_closes_the_killed_point(tmp_path):
+    """progress.log after a kill: the point that was running has a start and no end; the
+    next launch says so, and numbers the remaining points by their place in the manifest."""
+    from experiments.sweep import point, started_not_ended
+    log = tmp_path / "progress.log"
+    log.write_text("2026-11-24T10:00:00 2 runs, 0 already complete, 2 to run\n"
+                   "2026-11-24T10:00:01 [1/2] seed=1 (r1)\n"
+                   "2026-11-24T10:00:09 [1/2] seed=1: complete in 8 s\n"
+                   "2026-11-24T10:00:09 [2/2] seed=2 (r2), ETA 0m08s\n")
+    assert started_not_ended(log) == {"r2"}
+    lines = [{"run_id": "r1", "label": "seed=1"}, {"run_id": "r2", "label": "seed=2"}]
+    assert point(lines[1], lines) == "[2/2]"
+    assert started_not_ended(tmp_path / "none.log") == set()

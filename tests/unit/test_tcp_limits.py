@@ -56,6 +56,9 @@ def test_congestion_limited_flows_and_flows_at_their_link_rate_do_not():
     assert limits_note([flow(0.0, 0.3)] * 6 + [flow(1.0, 0.3)] * 6) is None
     # too few samples say nothing
     assert limits_note([flow(0.0, 0.3, n=3)] * 12) is None
+    # two held-back flows among 54 that run at their link's rate: not "mostly" (plts, RR)
+    assert limits_note([flow(0.0, 0.7)] * 2 + [flow(0.0, 0.95)] * 52) is None
+    assert limits_note([flow(0.0, 0.7)] * 14 + [flow(0.0, 0.95)] * 40) is not None
 
 
 def test_the_note_names_the_receive_window_when_that_held_them():
@@ -69,3 +72,26 @@ def test_the_fidelity_report_flags_the_run_with_the_note():
     assert fid["suspect"] and "held back" in fid["reasons"]
     assert report({"a": 5.0}, {"a": 5.0}, 10.0, 0.0, tcp_limits={"note": None})["suspect"] \
         is False
+
+
+def test_a_stalled_flow_is_named_a_starved_one_is_the_result():
+    from experiments.traffic import STALL_S, stall_note
+    # SIGSTOP of a client 7 s into a 20-s run: 10 s of silence, nothing in flight
+    note = stall_note([{"flow": "a -> b:5201", "silent_s": 10.0, "cwnd_limited": 0.0},
+                       {"flow": "c -> d:5202", "silent_s": 0.0, "cwnd_limited": 1.0}])
+    assert note is not None and "a -> b:5201" in note and "10 s" in note
+    # behind a full tail-drop queue in RTO backoff (the Outcast): cwnd-limited, not a fault
+    assert stall_note([{"flow": "lone", "silent_s": 12.0, "cwnd_limited": 0.95}]) is None
+    assert stall_note([{"flow": "x", "silent_s": STALL_S - 0.5, "cwnd_limited": 0.0}]) is None
+    assert stall_note([{"flow": "never sampled", "silent_s": 4.0, "cwnd_limited": None}])
+
+
+def test_every_experiment_judges_a_measurement_by_the_same_reasons():
+    from analysis.fidelity import measurement_reasons
+    assert measurement_reasons({"cpu_saturated_share": 0.2, "emulator_loss_share": 0.0,
+                                "tcp_limits": {"note": None, "stall_note": None}}) == []
+    got = measurement_reasons({"cpu_saturated_share": 0.8, "emulator_loss_share": 0.01,
+                               "dequeue_gaps": {"full_size": {"within_10pct": 0.5}},
+                               "measurement_note": "bwm-ng partial",
+                               "tcp_limits": {"note": "held back", "stall_note": "stalled"}})
+    assert len(got) == 6 and got[0] == "CPU above 90 % in 80% of samples"
