@@ -94,9 +94,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: task flag in /proc/<pid>/stat (field 9): the process is in exit, past any signal
+PF_EXITING = 0x4
+
+
 def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists and is not a zombie (a zombie has ended: only
-    its parent's reaping is pending, so there is nothing left to stop or wait for)."""
+    """True if a process with this pid exists and is neither a zombie nor exiting.
+
+    A zombie has ended: only its parent's reaping is pending. An exiting process (a SIGKILLed
+    ovs-vswitchd closing its hundreds of packet sockets, each waiting for an RCU grace
+    period) stays in /proc for 1-10 s while it can do nothing more: it is dead already."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -105,9 +112,11 @@ def pid_alive(pid: int) -> bool:
         pass
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
-            # "pid (comm) S ...": the state follows the last ')' (comm may hold one)
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
+            # "pid (comm) S ppid ...": the fields follow the last ')' (comm may hold one);
+            # the state is the first of them, the flags the seventh
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return fields[0] != b"Z" and not int(fields[6]) & PF_EXITING
+    except (OSError, IndexError, ValueError):
         return True
 
 

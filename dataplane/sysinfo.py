@@ -49,12 +49,14 @@ OVSDB_SERVER_PID = "/var/run/openvswitch/ovsdb-server.pid"
 
 
 def _live_pid(pidfile: str) -> int | None:
+    """The pid in a pidfile if that process lives (not a zombie, not exiting: a SIGKILLed
+    ovs-vswitchd takes 1-10 s to exit, and waiting on it for those seconds is pointless)."""
+    from .proc import pid_alive
     try:
         pid = int(open(pidfile, encoding="ascii").read().strip())
-        os.kill(pid, 0)
-        return pid
     except (OSError, ValueError):
         return None
+    return pid if pid_alive(pid) else None
 
 
 def vswitchd_pid() -> int | None:

@@ -247,3 +247,22 @@ def test_too_little_free_space_is_refused_before_anything_is_built(tmp_path, mon
     with pytest.raises(ValueError, match=r"0 MB free, a emulated run needs about 200 MB"):
         cli._check_writable(tmp_path / "r")
     assert list((tmp_path / "r").iterdir()) == []
+
+
+def test_an_exiting_process_is_not_alive(monkeypatch):
+    """A SIGKILLed ovs-vswitchd stays in /proc, in state D with PF_EXITING, for seconds while
+    it closes its sockets: the run must be told it died at once (CI: 10 s late)."""
+    import io
+
+    from dataplane import proc
+    line = {"flags": 0x400140}
+
+    def fake_open(path, mode="r"):  # type: ignore[no-untyped-def]
+        state = b"D" if line["flags"] & proc.PF_EXITING else b"S"
+        return io.BytesIO(b"4242 (ovs-vswitchd) " + state + b" 1 1 1 0 -1 "
+                          + str(line["flags"]).encode() + b" 0 0 0")
+    monkeypatch.setattr(proc.os, "kill", lambda pid, sig: None)
+    monkeypatch.setattr(proc, "open", fake_open, raising=False)
+    assert proc.pid_alive(4242)
+    line["flags"] = 0x40054c     # as read 0.05 s after the SIGKILL
+    assert not proc.pid_alive(4242)
