@@ -81,8 +81,10 @@ def test_no_usage_text_asks_for_sudo(script):
     assert not [line for line in comments if re.search(r"\bsudo \S", line)]
 
 
-def test_the_readme_keeps_a_place_for_the_verdict_table():
-    """`dcrepro report` writes the reference runs' verdicts between these two markers."""
+def test_the_readme_shows_the_current_verdict_table(verdict_table):
+    """Between the two markers: what `dcrepro report --markdown-table results/reference`
+    prints for the committed reference runs, now (a reference rerun must update it)."""
     text = (REPO / "README.md").read_text()
-    assert text.index("<!-- verdicts:begin -->") < text.index("<!-- verdicts:end -->")
-    assert text.index("## What reproduced") < text.index("<!-- verdicts:begin -->")
+    begin, end = text.index("<!-- verdicts:begin"), text.index("<!-- verdicts:end -->")
+    assert text.index("## What reproduced") < begin < end
+    verdict_table(text[begin:end])
