@@ -113,6 +113,22 @@ def test_dead_switch_daemon_is_named_during_and_before_a_run(tmp_path):
         _restart_ovs()
 
 
+def test_a_deleted_link_is_named_at_once(tmp_path):
+    """`ip link del` of a switch-to-switch veth: the kernel's link event makes the next watch
+    look, and the run fails naming the link (on bpf the teardown takes about 0.1 s)."""
+    p = _start(tmp_path, "bpf")
+    run = _wait_traffic(p, tmp_path)
+    links = json.loads(subprocess.run(["ip", "-j", "link", "show", "type", "veth"],
+                                      capture_output=True, text=True, timeout=10).stdout)
+    # both ends in this namespace: a switch-to-switch link (host links have a peer netns)
+    victim = sorted(l["ifname"] for l in links if "link_netnsid" not in l
+                    and "-eth" in l["ifname"])[-1]
+    t = time.monotonic()
+    subprocess.run(["ip", "link", "del", victim], check=True, timeout=10)
+    error = _ends_failed(p, run, t, "is gone", victim)
+    assert error.startswith("link "), error
+
+
 def test_sigkilled_run_is_marked_killed_by_the_next_run(tmp_path):
     p = _start(tmp_path, "bpf")
     run = _wait_traffic(p, tmp_path)
