@@ -31,6 +31,23 @@ def test_ss_groups_mptcp_subflows_by_peer_token_including_initial_subflow():
     assert parse_ss_subflows(text, 5201) == {}
 
 
+def test_the_control_connection_alone_is_no_data_connection():
+    """Control and data both get 8 subflows; with only the control connection up (its data
+    connection never came), no subflows are found, so start-up restarts the flow."""
+    text = (DATA / "ss-mptcp-0_0_2.txt").read_text()
+    control = min(parse_ss_subflows(text, 5202).values(),
+                  key=lambda g: sum(s["bytes_acked"] for s in g))
+    ports = {str(s["src_port"]) for s in control}
+    lines = text.splitlines()
+    # keep every socket line (and its info line) of the control connection only
+    kept = [ln for i, ln in enumerate(lines)
+            if (":5202" in ln and any(f":{p} " in ln for p in ports))
+            or (i > 0 and ":5202" in lines[i - 1] and any(f":{p} " in lines[i - 1]
+                                                          for p in ports))]
+    assert len(parse_ss_subflows("\n".join(kept), 5202)) == 1
+    assert data_subflows("\n".join(kept), 5202) == []
+
+
 def test_tcp_tuple_picks_the_busiest_socket():
     text = ("ESTAB 0 0 10.0.0.2:40000 10.1.0.2:5201 ino:1\n\t cubic bytes_acked:10 x\n"
             "ESTAB 0 0 10.0.0.2:40002 10.1.0.2:5201 ino:2\n\t cubic bytes_acked:900 "
@@ -111,9 +128,10 @@ def test_model_mptcp_subflows_use_distinct_extra_addresses():
 
 
 def _ss(n: int, dport: int, token: str = "8df767ae") -> str:
-    """`ss -Hntie` text of one MPTCP data connection with ``n`` subflows to ``dport``."""
+    """`ss -Hntie` text of one MPTCP data connection with ``n`` subflows to ``dport`` (100 kB
+    acked on each: alone, a connection counts as the data connection once it carried data)."""
     return "".join(f"ESTAB 0 0 10.{128 + i}.0.1%h-eth0:{40000 + i} 10.2.1.2:{dport} x\n"
-                   f"\t cubic bytes_acked:{1000 + i} tcp-ulp-mptcp token:0(id:0)/{token}"
+                   f"\t cubic bytes_acked:{100000 + i} tcp-ulp-mptcp token:0(id:0)/{token}"
                    f"(id:{i})\n" for i in range(n))
 
 
