@@ -313,7 +313,14 @@ class Emulation:
             if link_events_pending(self._link_events) or now >= self._next_link_look:
                 self._next_link_look = now + LINK_LOOK_S
                 self._check_links()
-        self.dataplane.check_alive()
+        try:
+            self.dataplane.check_alive()
+        except RunError:
+            # a port whose program is gone may be a port that is gone (its link event not
+            # read yet): name the link then, the more precise cause
+            if self.net is not None:
+                self._check_links()
+            raise
 
     def _check_links(self) -> None:
         if not self._link_names:
