@@ -220,6 +220,8 @@ class Emulation:
         self.dataplane.install(self)
         self.facts.rules_s = round(time.monotonic() - t1, 3)
         self.facts.bringup_s = round(time.monotonic() - t0, 3)
+        # from here on a deleted or downed port is reported by the kernel (check_alive)
+        self._link_events = link_event_socket()
         self.facts.qdisc = self.verify_qdiscs()
         self.facts.cc_in_hosts = self.host_cmd(
             self.net.hosts[0], ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).strip()
@@ -308,8 +310,6 @@ class Emulation:
         LINK_LOOK_S in any case."""
         now = time.monotonic()
         if self.net is not None:
-            if self._link_events is None and self._next_link_look == 0.0:
-                self._link_events = link_event_socket()   # before the first look: no gap
             if link_events_pending(self._link_events) or now >= self._next_link_look:
                 self._next_link_look = now + LINK_LOOK_S
                 self._check_links()

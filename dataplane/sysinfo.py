@@ -9,6 +9,8 @@ import subprocess
 from functools import lru_cache
 from typing import Any
 
+from .proc import pid_alive
+
 
 def run_text(argv: list[str], timeout: float = 10) -> str:
     """stdout+stderr of a command, or '' if it is missing or fails to start."""
@@ -51,7 +53,6 @@ OVSDB_SERVER_PID = "/var/run/openvswitch/ovsdb-server.pid"
 def _live_pid(pidfile: str) -> int | None:
     """The pid in a pidfile if that process lives (not a zombie, not exiting: a SIGKILLed
     ovs-vswitchd takes 1-10 s to exit, and waiting on it for those seconds is pointless)."""
-    from .proc import pid_alive
     try:
         pid = int(open(pidfile, encoding="ascii").read().strip())
     except (OSError, ValueError):

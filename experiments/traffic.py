@@ -282,11 +282,12 @@ def data_subflows(text: str, dport: int) -> list[dict[str, Any]]:
     connection found alone counts only once it has carried data: taking a lone control
     connection for the data connection hid a test whose data connection never came (the
     control connection closed during set-up) from the start-up restart."""
-    groups = list(parse_ss_subflows(text, dport).values())
-    busiest = max(groups, key=lambda g: sum(s["bytes_acked"] for s in g), default=[])
-    if len(groups) == 1 and sum(s["bytes_acked"] for s in busiest) < DATA_CONNECTION_BYTES:
+    groups = [(g, sum(s["bytes_acked"] for s in g))
+              for g in parse_ss_subflows(text, dport).values()]
+    if not groups:
         return []
-    return busiest
+    busiest, carried = max(groups, key=lambda gc: gc[1])
+    return [] if len(groups) == 1 and carried < DATA_CONNECTION_BYTES else busiest
 
 
 def tcp_tuple(text: str, dport: int) -> list[dict[str, Any]]:
