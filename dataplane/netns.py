@@ -1,0 +1,227 @@
+"""Work inside the hosts' network namespaces without a process per host.
+
+Bring-up used to fork an ``ethtool``/``ping`` for every interface and host pair: at k=6 (54
+hosts, 324 interfaces) that was 1.0 s of offload settings and 2.7 s of all-pairs pings per
+network (bench/bench_bringup.py).  Here one short-lived thread enters each namespace in turn
+(``setns`` changes only the calling thread's namespace, so the process and its other threads
+never leave the root one), opens a socket there, and returns; a socket keeps the namespace
+it was made in, so the sockets are then used from any thread.
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import re
+import select
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+CLONE_NEWNET = 0x40000000
+SIOCETHTOOL = 0x8946
+ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS, ETHTOOL_GFEATURES, ETHTOOL_SFEATURES = \
+    0x37, 0x1B, 0x3A, 0x3B
+ETH_SS_FEATURES = 4
+ETH_GSTRING_LEN = 32
+#: the features ``ethtool -K IF tx off tso off gso off gro off rx off`` turns off, by the
+#: kernel's names: tx = every tx-checksum-*, tso = every TCP segmentation (ecn, mangleid,
+#: tcp6, accecn: the tcp-segmentation-offload group), gso, gro, rx = rx-checksum
+OFF = re.compile(r"tx-checksum-.*|tx-tcp.*-segmentation|tx-generic-segmentation|rx-gro"
+                 r"|rx-checksum")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+T = TypeVar("T")
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+def in_namespaces(pids: Iterable[int | None], make: Callable[[int | None], T]) -> list[T]:
+    """``make(pid)`` called inside the network namespace of each process ``pid`` (None: the
+    caller's own), in order, on one throw-away thread; returns the results."""
+    pids = list(pids)
+    out: list[T] = []
+    error: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for pid in pids:
+                if pid is None:
+                    with open("/proc/self/ns/net") as own:   # (the process's, at start)
+                        _setns(own.fileno())
+                else:
+                    with open(f"/proc/{pid}/ns/net") as ns:
+                        _setns(ns.fileno())
+                out.append(make(pid))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            error.append(exc)
+
+    t = threading.Thread(target=work, name="netns", daemon=True)
+    t.start()
+    t.join()
+    if error:
+        raise error[0]
+    return out
+
+
+def _ethtool(sock: socket.socket, intf: str, request: bytes) -> bytes:
+    """One ethtool ioctl on ``intf`` with ``request`` (its struct); returns the struct."""
+    buf = ctypes.create_string_buffer(request, len(request))
+    fcntl.ioctl(sock.fileno(), SIOCETHTOOL,
+                struct.pack("16sP", intf.encode(), ctypes.addressof(buf)))
+    return buf.raw
+
+
+def _feature_names(sock: socket.socket, intf: str) -> list[str]:
+    """The kernel's feature names, in bit order (ETH_SS_FEATURES)."""
+    info = _ethtool(sock, intf, struct.pack("IIQI", ETHTOOL_GSSET_INFO, 0,
+                                            1 << ETH_SS_FEATURES, 0))
+    count = struct.unpack("I", info[16:20])[0]
+    raw = _ethtool(sock, intf, struct.pack("III", ETHTOOL_GSTRINGS, ETH_SS_FEATURES, count)
+                   + bytes(count * ETH_GSTRING_LEN))[12:]
+    return [raw[i * ETH_GSTRING_LEN:(i + 1) * ETH_GSTRING_LEN].split(b"\0")[0].decode()
+            for i in range(count)]
+
+
+def _features_off(sock: socket.socket, intf: str, names: list[str]) -> list[str]:
+    """Request the OFF features off (ETHTOOL_SFEATURES); returns those still active."""
+    bits = [i for i, n in enumerate(names) if OFF.fullmatch(n)]
+    blocks = (len(names) + 31) // 32
+    valid = [0] * blocks
+    for b in bits:
+        valid[b // 32] |= 1 << (b % 32)
+    _ethtool(sock, intf, struct.pack("II", ETHTOOL_SFEATURES, blocks) +
+             b"".join(struct.pack("II", v, 0) for v in valid))
+    got = _ethtool(sock, intf, struct.pack("II", ETHTOOL_GFEATURES, blocks) +
+                   bytes(16 * blocks))
+    active = [struct.unpack("I", got[8 + 16 * k + 8:8 + 16 * k + 12])[0]
+              for k in range(blocks)]
+    return [names[b] for b in bits if active[b // 32] >> (b % 32) & 1]
+
+
+RTM_NEWLINK, NLM_F_REQUEST, NLM_F_ACK, NLMSG_ERROR = 16, 1, 4, 2
+IFLA_GSO_MAX_SEGS = 40
+IFF_UP = 0x1
+
+
+def _setlink(nl: socket.socket, intf: str, seq: int, flags: int = 0, change: int = 0,
+             attrs: bytes = b"") -> None:
+    """One acknowledged rtnetlink RTM_NEWLINK on an existing ``intf`` (``ip link set``)."""
+    body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, socket.if_nametoindex(intf), flags,
+                       change) + attrs
+    nl.send(struct.pack("IHHII", 16 + len(body), RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK,
+                        seq, 0) + body)
+    reply = nl.recv(65536)
+    _, kind, _, _, _ = struct.unpack("IHHII", reply[:16])
+    if kind == NLMSG_ERROR:
+        err = struct.unpack("i", reply[16:20])[0]
+        if err:
+            raise OSError(-err, f"ip link set {intf}: {os.strerror(-err)}")
+
+
+def _set_gso_max_segs(nl: socket.socket, intf: str, segs: int, seq: int) -> None:
+    """``ip link set dev INTF gso_max_segs SEGS``."""
+    _setlink(nl, intf, seq, attrs=struct.pack("HHI", 8, IFLA_GSO_MAX_SEGS, segs))
+
+
+def links_up(where: dict[int | None, list[str]]) -> None:
+    """``ip link set dev X up`` for the interfaces of each namespace (pid -> names; None:
+    this process's), in one thread."""
+    def up(pid: int | None) -> None:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+            for seq, intf in enumerate(where[pid], 1):
+                _setlink(nl, intf, seq, flags=IFF_UP, change=IFF_UP)
+    in_namespaces(list(where), up)
+
+
+def offloads_off(pid: int | None, intfs: list[str]) -> dict[str, list[str]]:
+    """In ``pid``'s namespace (None: this one), on each of ``intfs``: checksum, TSO, GSO and
+    GRO off and ``gso_max_segs`` 1 (why: hostnet.offloads_off); the offloads read back
+    after; returns interface -> the ones still on (empty when all went off)."""
+    def apply(_: int | None) -> dict[str, list[str]]:
+        still: dict[str, list[str]] = {}
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, \
+                socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+            for seq, intf in enumerate(intfs, 1):
+                on = _features_off(s, intf, _feature_names(s, intf))
+                _set_gso_max_segs(nl, intf, 1, seq)
+                if on:
+                    still[intf] = on
+        return still
+    return in_namespaces([pid], apply)[0]
+
+
+def _checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+def _echo(ident: int, seq: int) -> bytes:
+    header = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
+    payload = b"dcrepro-reach"
+    return struct.pack("!BBHHH", 8, 0, _checksum(header + payload), ident, seq) + payload
+
+
+def reach_all(hosts: dict[str, tuple[int, str]], timeout: float = 2.0,
+              round_gap: float = 0.001) -> list[tuple[str, str]]:
+    """All-pairs reachability by ICMP echo through the emulated network: ``hosts`` maps a
+    name to (namespace pid, address); returns the (src, dst) pairs with no reply within
+    ``timeout`` s of the last request.  One raw socket per host.  The requests go in rounds
+    (in round j host i asks host i+j), ``round_gap`` apart, so each host port queues at
+    most one request and one reply per round however many hosts there are."""
+    names = list(hosts)
+    n = len(names)
+    if n < 2:
+        return []
+    socks = in_namespaces([hosts[h][0] for h in names], lambda _: socket.socket(
+        socket.AF_INET, socket.SOCK_RAW | socket.SOCK_NONBLOCK, socket.IPPROTO_ICMP))
+    ident = {h: (os.getpid() + 7919 * i) & 0xFFFF for i, h in enumerate(names)}
+    by_fd = {s.fileno(): i for i, s in enumerate(socks)}
+    addr_index = {hosts[h][1]: j for j, h in enumerate(names)}
+    missing = {(i, (i + j) % n) for i in range(n) for j in range(1, n)}
+    try:
+        poller = select.poll()
+        for s in socks:
+            poller.register(s.fileno(), select.POLLIN)
+
+        def drain(wait_s: float) -> None:
+            for fd, _ in poller.poll(max(0, int(wait_s * 1000))):
+                i = by_fd[fd]
+                while True:
+                    try:
+                        data, (src, _) = socks[i].recvfrom(2048)
+                    except BlockingIOError:
+                        break
+                    ihl = (data[0] & 0x0F) * 4
+                    if len(data) < ihl + 8:
+                        continue
+                    kind, _, _, rid, _ = struct.unpack("!BBHHH", data[ihl:ihl + 8])
+                    if kind == 0 and rid == ident[names[i]] and src in addr_index:
+                        missing.discard((i, addr_index[src]))
+
+        for j in range(1, n):
+            for i, s in enumerate(socks):
+                dst = hosts[names[(i + j) % n]][1]
+                try:
+                    s.sendto(_echo(ident[names[i]], j), (dst, 0))
+                except OSError:
+                    pass   # (full buffer, no route, port down): that pair stays missing
+            drain(round_gap)
+        deadline = time.monotonic() + timeout
+        while missing and time.monotonic() < deadline:
+            drain(min(0.05, deadline - time.monotonic()))
+    finally:
+        for s in socks:
+            s.close()
+    return sorted((names[i], names[k]) for i, k in missing)
