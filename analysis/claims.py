@@ -13,7 +13,8 @@ rendering live here, so there is one of each.
 
 A claim is judged on the runs chosen for it (``evaluate``): the newest complete run whose
 parameters it accepts (``select``), or, for a claim that ``pools``, every such run of one
-sweep, so that a claim that needs several runs (e.g. one run per N) can have them.  The verdict is one of ``VERDICTS``:
+sweep, so that a claim that needs several runs (e.g. one run per N) can have them.  The
+verdict is one of ``VERDICTS``:
 
 * ``holds`` / ``does not hold``: the criterion met or not;
 * ``not measured``: no complete run has what the claim needs (the reason is said);
@@ -25,9 +26,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from model import jain_index
 from store import cell, read_csv, write_csv
@@ -73,7 +75,7 @@ class Claim:
     #: run parameters a run must have to be used: name -> accepted values
     select: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     #: one verdict per condition the runs hold (e.g. plts' TCP loss recoveries), or one
-    conditions: Callable[[list["Run"]], list[str]] | None = None
+    conditions: Callable[[list[Run]], list[str]] | None = None
     #: what makes a run that this claim can use (said when it is not measured)
     needs: str = ""
     #: the paper's own words for it
@@ -129,7 +131,7 @@ class Run:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, path: Path, invalid: str = "") -> "Run":
+    def open(cls, path: Path, invalid: str = "") -> Run:
         """Read config.json and status.json (ValueError, one line, if it is not a run)."""
         path = Path(path)
         try:

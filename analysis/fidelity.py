@@ -180,13 +180,25 @@ def calibration_key(topo_spec: str, bw: float, dataplane: str) -> str:
     return f"{topo_spec}|{bw:g}|{dataplane}"
 
 
-def load_calibration(results_root: Path, topo_spec: str, bw: float,
+def calibration_file(run_path: Path) -> Path | None:
+    """The calibration a run folder sees: the nearest ``calibration.json`` in a folder above
+    it.  A run's results root holds it (``dcrepro calibrate --out ROOT``), and a sweep's
+    runs sit below the root they were started in (``ROOT/sweeps/NAME/work/TMP/...``)."""
+    for folder in run_path.resolve().parents:
+        if (folder / CALIBRATION_FILE).is_file():
+            return folder / CALIBRATION_FILE
+    return None
+
+
+def load_calibration(run_path: Path, topo_spec: str, bw: float,
                      dataplane: str) -> dict[str, Any] | None:
-    """The stored single-flow calibration for this topology, link rate and dataplane."""
-    path = results_root / CALIBRATION_FILE
-    if not path.exists():
+    """The stored single-flow calibration for this topology, link rate and dataplane, as
+    the run folder ``run_path`` sees it (calibration_file); None when there is none."""
+    path = calibration_file(run_path)
+    if path is None:
         return None
-    return json.loads(path.read_text()).get(calibration_key(topo_spec, bw, dataplane))
+    found = json.loads(path.read_text()).get(calibration_key(topo_spec, bw, dataplane))
+    return None if found is None else {**found, "file": str(path)}
 
 
 def headline(fid: dict[str, Any]) -> str:
@@ -197,7 +209,8 @@ def headline(fid: dict[str, Any]) -> str:
                 if cal else ", not calibrated (dcrepro calibrate)")
     gaps = fid.get("gaps_within_10pct")
     gap_text = f", busy-link dequeue gaps within 10 %: {gaps:.1%}" if gaps is not None else ""
-    return (f"emulated/model aggregate {fid['aggregate_ratio']:.2f}{gap_text}, median per-flow error "
+    return (f"emulated/model aggregate {fid['aggregate_ratio']:.2f}{gap_text}, "
+            f"median per-flow error "
             f"{fid['median_abs_error']:.2f}, Jain emulated {fid['jain_emulated']:.2f} vs model "
             f"{fid['jain_model']:.2f}{cal_text} -> {flag}")
 

@@ -13,11 +13,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from store import read_csv  # noqa: E402
-
+import matplotlib.pyplot as plt
+import numpy as np
 
 #: how each figure of a run folder is made: figure file name -> text, in drawing order
 NOTES = "figures.json"
@@ -89,7 +86,8 @@ def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
         pts = [(float(r["norm_model"]), float(r[metric])) for r in rows
                if r.get(metric) not in (None, "") and r.get("norm_model") not in (None, "")]
         if pts:
-            ax.scatter(*zip(*pts), s=14, alpha=0.7, label=label)
+            xs, ys = zip(*pts)
+            ax.scatter(xs, ys, s=14, alpha=0.7, label=label)
     ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="perfect emulator")
     ax.set_xlabel("model (max-min on traced paths)")
     ax.set_ylabel("emulated (iperf3)")

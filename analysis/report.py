@@ -25,9 +25,17 @@ from typing import Any
 
 from store import registry
 
+from .claims import (
+    NOT_MEASURED,
+    VERDICTS,
+    Run,
+    Verdict,
+    counts,
+    evaluate_all,
+    summary_line,
+    terminal_line,
+)
 from .figures import NOTES
-from .claims import (NOT_MEASURED, VERDICTS, Run, Verdict, counts, evaluate_all, summary_line,
-                     terminal_line)
 
 #: what marks a folder as a report this command wrote (it may then be replaced)
 MARKER = "verdicts.json"
@@ -239,7 +247,7 @@ def _copy_figures(report: Report, where: Path) -> dict[str, list[str]]:
 
 def as_json(report: Report) -> dict[str, Any]:
     """verdicts.json: every verdict, and per experiment its counts and runs."""
-    return {"generated_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    return {"generated_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "results_root": str(report.root), "verdicts": list(VERDICTS),
             "experiments": [{
                 "experiment": s.experiment, "paper": s.paper, "counts": counts(s.verdicts),
@@ -362,7 +370,7 @@ def _paper_html(text: str) -> str:
 
 def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
     """index.html: the summary table on top, then one section per experiment."""
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     nruns = len({r.run_id for s in report.sections for r in s.runs})
     rows = []
     for s in report.sections:
@@ -376,7 +384,7 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
                     f'<td class="detail">{_e(_runs_text(s))}</td></tr>')
     head = "".join(f"<th>{_badge(k)}</th>" for k in VERDICTS)
     legend = " ".join(f"{_badge(k)} {_e(m)}." for k, m in MEANING.items())
-    body = [f"<h1>Which of the papers' claims hold</h1>",
+    body = ["<h1>Which of the papers' claims hold</h1>",
             f'<p class="sub">dcrepro report, {_e(now)}: {nruns} run'
             f'{"s" if nruns != 1 else ""} from <code>{_e(report.root)}</code></p>',
             '<table class="summary"><thead><tr><th>experiment</th><th>claims</th>'

@@ -1,13 +1,14 @@
 """Per-run summaries written next to the raw data (flows.csv, summary.csv)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from store import write_csv
 from model import jain_index
+from store import write_csv
 
 MEASURES = ("norm_iperf", "norm_bwm", "norm_model")
 

@@ -11,14 +11,13 @@ experiment.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from store import read_csv  # noqa: E402
+from store import read_csv
 
 MAX_PANELS = 8
 #: columns that identify rows rather than measure something

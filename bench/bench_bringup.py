@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import routing  # noqa: E402
-import topos  # noqa: E402
-from dataplane import netns  # noqa: E402
-from dataplane.emulation import Emulation  # noqa: E402
-from dataplane.proc import in_ns  # noqa: E402
-from dataplane.shaping import LinkSpec  # noqa: E402
+import routing
+import topos
+from dataplane import netns
+from dataplane.emulation import Emulation
+from dataplane.proc import in_ns
+from dataplane.shaping import LinkSpec
 
 
 def ping_processes(emu: Emulation, timeout: float = 2.0) -> list[tuple[str, str]]:

@@ -38,7 +38,7 @@ def loud(handler):  # type: ignore[no-untyped-def]
     def wrapper(self, ev):  # type: ignore[no-untyped-def]
         try:
             return handler(self, ev)
-        except Exception:  # noqa: BLE001 - every failure must end the run
+        except Exception:
             fail(traceback.format_exc().replace("\n", " | "))
     wrapper.__name__ = handler.__name__
     return wrapper

@@ -1,7 +1,8 @@
 """Pure translation of plan rules into OpenFlow 1.3 messages (no I/O, testable offline)."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from os_ken.ofproto import nicira_ext
 
@@ -13,7 +14,7 @@ NX_HASH_FIELDS_SYMMETRIC_L3L4_UDP = 3
 
 
 def to_actions(parser: Any, actions: Iterable[tuple]) -> list[Any]:
-    """OpenFlow action objects for plan actions (see routing/plan.py for the vocabulary)."""
+    """OpenFlow action objects for OpenFlow-plan actions (the vocabulary: controller/ofplan.py)."""
     out: list[Any] = []
     for act in actions:
         op = act[0]

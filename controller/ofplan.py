@@ -27,8 +27,9 @@ the plan interpreter (routing/walk.py), the way Faucet checks its messages.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from routing.plan import LABEL_ANY, Action, SwitchPlan
 
@@ -55,7 +56,7 @@ class Rule:
     actions: tuple[tuple[Any, ...], ...]
 
     @staticmethod
-    def make(table: int, priority: int, match: dict[str, Any], actions: list[list[Any]]) -> "Rule":
+    def make(table: int, priority: int, match: dict[str, Any], actions: list[list[Any]]) -> Rule:
         """Build a Rule from dict/list literals, checking the vocabulary."""
         for key in match:
             if key not in MATCH_KEYS:

@@ -42,7 +42,7 @@ class Dataplane(ABC):
         """check_modes for a built plan."""
         self.check_modes(plan.routing, plan.modes())
 
-    def prepare(self, emu: "Emulation") -> None:
+    def prepare(self, emu: Emulation) -> None:
         """Work before the Mininet network is built (default: none)."""
 
     @abstractmethod
@@ -54,18 +54,18 @@ class Dataplane(ABC):
         return None
 
     @abstractmethod
-    def install(self, emu: "Emulation") -> None:
+    def install(self, emu: Emulation) -> None:
         """Install the plan on every switch and return once each has confirmed it."""
 
     def check_alive(self) -> None:
         """Raise RunError if a component the switches depend on died."""
 
     @abstractmethod
-    def trace(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
+    def trace(self, emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],
               proto: str = "tcp") -> list[str]:
         """Switch names a packet of ``five_tuple`` from ``src`` to ``dst`` crosses."""
 
-    def stop(self, emu: "Emulation") -> None:
+    def stop(self, emu: Emulation) -> None:
         """Remove what prepare/install created (links and switch interfaces are gone)."""
 
     def facts(self) -> dict[str, Any]:

@@ -8,13 +8,21 @@ for OpenFlow.
 from __future__ import annotations
 
 import socket
-from typing import Callable
+from collections.abc import Callable
 
 from routing.plan import LABEL_ANY, Plan, SwitchPlan
 from topos.base import Topology
 
-from .bpfswitch import (ACT_FORWARD, ACT_REPLICATE, KIND_ARP, KIND_ETH, MODES, PORT_HOST,
-                        FibAction, FibKey)
+from .bpfswitch import (
+    ACT_FORWARD,
+    ACT_REPLICATE,
+    KIND_ARP,
+    KIND_ETH,
+    MODES,
+    PORT_HOST,
+    FibAction,
+    FibKey,
+)
 
 
 def mac_bytes(mac: str) -> bytes:

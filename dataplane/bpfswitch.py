@@ -24,8 +24,9 @@ import shutil
 import socket
 import struct
 import subprocess
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from .bpfsys import BpfMap
 from .proc import RunError, run
@@ -612,7 +613,7 @@ class SwitchRuntime:
             self.close()
             raise
 
-    def __enter__(self) -> "SwitchRuntime":
+    def __enter__(self) -> SwitchRuntime:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -11,7 +11,7 @@ import ctypes
 import ctypes.util
 import os
 import platform
-from typing import Iterator
+from collections.abc import Iterator
 
 # bpf(2) commands (include/uapi/linux/bpf.h)
 BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM = 1, 2, 3
@@ -104,7 +104,7 @@ class BpfMap:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> "BpfMap":
+    def __enter__(self) -> BpfMap:
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -119,7 +119,8 @@ class BpfMap:
     def update(self, key: bytes, value: bytes) -> None:
         """Insert or replace one entry."""
         self._check(key, value)
-        k, v = ctypes.create_string_buffer(key, len(key)), ctypes.create_string_buffer(value, len(value))
+        k = ctypes.create_string_buffer(key, len(key))
+        v = ctypes.create_string_buffer(value, len(value))
         try:
             _bpf(BPF_MAP_UPDATE_ELEM, _ElemAttr(map_fd=self.fd, key=ctypes.addressof(k),
                                                 value=ctypes.addressof(v), flags=BPF_ANY))

@@ -17,20 +17,27 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from routing.plan import Plan
 from topos.base import Topology
 
 from . import hostnet, netns, shaping
 from .base import Dataplane, make
-from .proc import (RunError, check, in_ns, kill_namespace_strays, pid_alive, signals_deferred,
-                   stop_all)
-from .registry import (BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all,
-                       clean_state, list_bridges)
+from .proc import (
+    RunError,
+    check,
+    in_ns,
+    kill_namespace_strays,
+    pid_alive,
+    signals_deferred,
+    stop_all,
+)
+from .registry import BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all, clean_state, list_bridges
 from .shaping import LinkSpec
 from .sysinfo import read_sysctl
 
@@ -122,7 +129,7 @@ class Emulation:
         self.link_group = 4096 + secrets.randbelow(2**30)
 
     # ---- bring-up ----
-    def __enter__(self) -> "Emulation":
+    def __enter__(self) -> Emulation:
         try:
             self._up()
         except SystemExit as exc:
@@ -309,7 +316,8 @@ class Emulation:
         result["worst_links"] = sorted(({"link": n, **s} for n, s in busy.items()),
                                        key=lambda r: r["within_10pct"])[:3]
 
-    def trace(self, src: str, dst: str, five_tuple: dict[str, Any], proto: str = "tcp") -> list[str]:
+    def trace(self, src: str, dst: str, five_tuple: dict[str, Any],
+              proto: str = "tcp") -> list[str]:
         """The switch path of a 5-tuple, as the datapath forwards it."""
         return self.dataplane.trace(self, src, dst, five_tuple, proto)
 
@@ -424,11 +432,11 @@ class Emulation:
             if self.net is not None:
                 try:
                     self._stop_links()
-                except Exception as exc:  # noqa: BLE001 - keep cleaning; the check follows
+                except Exception as exc:
                     LOG.warning("link teardown: %s", exc)
             try:
                 self.dataplane.stop(self)
-            except Exception as exc:  # noqa: BLE001 - the registry sweep below catches it
+            except Exception as exc:
                 LOG.warning("dataplane teardown: %s", exc)
             if self.net is not None:
                 self._stop_shells()

@@ -60,7 +60,7 @@ def in_namespaces(pids: Iterable[int | None], make: Callable[[int | None], T]) -
                     with open(f"/proc/{pid}/ns/net") as ns:
                         _setns(ns.fileno())
                 out.append(make(pid))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:
             error.append(exc)
 
     t = threading.Thread(target=work, name="netns", daemon=True)

@@ -17,9 +17,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .base import Dataplane
 from .proc import RunError, check, free_port, how_ended, pid_alive, run, stop_process
@@ -137,7 +138,7 @@ class OvsDataplane(Dataplane):
         self.vswitchd: int | None = None
         self.ovsdb: int | None = None
 
-    def prepare(self, emu: "Emulation") -> None:
+    def prepare(self, emu: Emulation) -> None:
         """Check the switch daemon, start the controller on the run's plan, wait for it."""
         # the database first: without it Mininet's own check exits the process
         self.ovsdb = ovsdb_pid()
@@ -170,12 +171,12 @@ class OvsDataplane(Dataplane):
             decode the binary HELLO it gets back; dcrepro's readiness signal is READY lines.
             """
 
-            def checkListening(self) -> None:  # noqa: N802 - Mininet's name
+            def checkListening(self) -> None:
                 return None
         assert self.controller is not None
         return _External("c0", ip="127.0.0.1", port=self.controller.port)
 
-    def install(self, emu: "Emulation") -> None:
+    def install(self, emu: Emulation) -> None:
         """Tag the bridges with the run id, then wait for every switch's barrier."""
         assert emu.registry is not None and self.controller is not None
         names = [s.name for s in emu.net.switches]
@@ -204,7 +205,7 @@ class OvsDataplane(Dataplane):
             raise RunError(f"the os-ken controller failed during the run: {why}"
                            + (f"; last log lines: {tail}" if tail else ""))
 
-    def trace(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
+    def trace(self, emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],
               proto: str = "tcp") -> list[str]:
         """Follow ofproto/trace hop by hop, carrying the packet as each bridge modified it."""
         topo = emu.topo
@@ -235,7 +236,7 @@ class OvsDataplane(Dataplane):
                 return path
             sw = peer
 
-    def stop(self, emu: "Emulation") -> None:
+    def stop(self, emu: Emulation) -> None:
         """Delete the run's bridges in one OVS transaction, then stop the controller."""
         bridges = [s.name for s in emu.net.switches] if emu.net is not None else []
         try:

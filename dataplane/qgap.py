@@ -26,9 +26,10 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any
 
 from .bpfsys import BpfMap, obj_get, raw_tracepoint_open
 from .proc import RunError
@@ -48,7 +49,7 @@ WATCH_VAL = struct.Struct("<QII")             # rate (bit/s), overhead (bytes), 
 _HIST = f"4Q{NBUCKETS}Q"                      # samples, within10, sum_gap_ns, sum_ideal_ns, buckets
 STATS = struct.Struct(f"<QIIIIQ{len(DIAG)}Q{_HIST}{_HIST}")   # last_*, diag, all, full
 
-LinkRef = Union[str, tuple[Union[str, int], str]]
+LinkRef = str | tuple[str | int, str]
 
 
 @dataclass
@@ -61,7 +62,7 @@ class GapHist:
     sum_gap_ns: int = 0
     sum_ideal_ns: int = 0
 
-    def __add__(self, other: "GapHist") -> "GapHist":
+    def __add__(self, other: GapHist) -> GapHist:
         return GapHist([a + b for a, b in zip(self.buckets, other.buckets)],
                        self.samples + other.samples, self.within10 + other.within10,
                        self.sum_gap_ns + other.sum_gap_ns, self.sum_ideal_ns + other.sum_ideal_ns)
@@ -76,7 +77,7 @@ class LinkGaps:
     full: GapHist = field(default_factory=GapHist)
     diag: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DIAG, 0))
 
-    def __add__(self, other: "LinkGaps") -> "LinkGaps":
+    def __add__(self, other: LinkGaps) -> LinkGaps:
         return LinkGaps(self.all + other.all, self.full + other.full,
                         {k: self.diag.get(k, 0) + other.diag.get(k, 0) for k in DIAG})
 
@@ -206,7 +207,7 @@ class QueueGapProbe:
         self.maps: dict[str, BpfMap] = {}
         self.slots: dict[LinkRef, int] = {}
 
-    def __enter__(self) -> "QueueGapProbe":
+    def __enter__(self) -> QueueGapProbe:
         """Load, fill the watch map, attach.  Any failure (clang missing, a link that does
         not exist, the kernel refusing the program) is a RunError, with nothing left."""
         from .bpfswitch import load_pinned

@@ -221,7 +221,7 @@ class HostSockets:
             self.close()
             raise
 
-    def __enter__(self) -> "HostSockets":
+    def __enter__(self) -> HostSockets:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -54,7 +54,8 @@ def _live_pid(pidfile: str) -> int | None:
     """The pid in a pidfile if that process lives (not a zombie, not exiting: a SIGKILLed
     ovs-vswitchd takes 1-10 s to exit, and waiting on it for those seconds is pointless)."""
     try:
-        pid = int(open(pidfile, encoding="ascii").read().strip())
+        with open(pidfile, encoding="ascii") as fh:
+            pid = int(fh.read().strip())
     except (OSError, ValueError):
         return None
     return pid if pid_alive(pid) else None
@@ -85,8 +86,9 @@ def mininet_version() -> str:
     if spec is None or not spec.submodule_search_locations:
         return "missing"
     try:
-        text = open(os.path.join(list(spec.submodule_search_locations)[0], "net.py"),
-                    encoding="utf-8").read()
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "net.py"),
+                  encoding="utf-8") as fh:
+            text = fh.read()
     except OSError:
         return "missing"
     m = re.search(r"^VERSION\s*=\s*['\"]([^'\"]+)", text, re.M)
@@ -107,7 +109,7 @@ def versions() -> dict[str, str]:
     try:
         from importlib.metadata import version
         out["os-ken"] = version("os-ken")
-    except Exception:  # noqa: BLE001 - report, never crash the report
+    except Exception:
         out["os-ken"] = "missing"
     out["mininet"] = mininet_version()
     out["clang"] = first(run_text(["clang", "--version"]))

@@ -61,7 +61,7 @@ class BpfDataplane(Dataplane):
         self.install_s = 0.0
         self._flows: dict[tuple, list[tuple[int, int, int]]] = {}
 
-    def prepare(self, emu: "Emulation") -> None:
+    def prepare(self, emu: Emulation) -> None:
         """Build (cached) and load the program, pinned on the run's private bpffs."""
         from . import bpfswitch
         why = bpf_unavailable()
@@ -82,11 +82,11 @@ class BpfDataplane(Dataplane):
             def start(self, _controllers: Any) -> None:
                 """Nothing to start: install() attaches the program once the maps hold the plan."""
 
-            def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's name
+            def stop(self, deleteIntfs: bool = True) -> None:
                 """Nothing to stop: the emulation removes every link in one batch."""
         return BpfSwitch
 
-    def install(self, emu: "Emulation") -> None:
+    def install(self, emu: Emulation) -> None:
         """Fill the maps from the plan, read them back, then attach to every switch port."""
         from . import bpfswitch
         assert self.runtime is not None
@@ -136,7 +136,7 @@ class BpfDataplane(Dataplane):
                                                       rec["out_label"]))
         return self._flows.get(key, [])
 
-    def spread(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
+    def spread(self, emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],
                proto: str = "tcp") -> dict[str, dict[int, int]]:
         """Packets of one flow per output port at every switch that forwarded it."""
         num = 6 if proto == "tcp" else 17
@@ -151,7 +151,7 @@ class BpfDataplane(Dataplane):
                 out[name] = {port: pk for port, pk, _ in recs}
         return out
 
-    def trace(self, emu: "Emulation", src: str, dst: str, five_tuple: dict[str, Any],
+    def trace(self, emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],
               proto: str = "tcp") -> list[str]:
         """The path the flow's packets took, from the switches' own records (the port most of
         its packets left by, hop by hop; per-packet spraying: see ``spread``)."""
@@ -195,7 +195,7 @@ class BpfDataplane(Dataplane):
         assert self.runtime is not None
         return self.runtime.counters()
 
-    def stop(self, emu: "Emulation") -> None:
+    def stop(self, emu: Emulation) -> None:
         """Detach (the ports are mostly gone already), unmount the bpffs."""
         if self.runtime is not None:
             self.runtime.close()

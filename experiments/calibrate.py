@@ -15,10 +15,9 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import calibration_key
-from model import goodput_capacity
-
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
+from model import goodput_capacity
 
 from .traffic import Flow, run_iperf
 
@@ -33,7 +32,7 @@ def calibrate(topo_spec: str, rates: list[float], duration: float, trim: float,
     store_path = out_root / "calibration.json"
     store = json.loads(store_path.read_text()) if store_path.exists() else {}
     results = {}
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     for bw in rates:
         run_dir = out_root / "calibration" / f"{stamp}-{bw:g}"
         with Emulation(topo, plan, LinkSpec(bw, queue), run_dir, f"cal-{stamp}-{bw:g}",

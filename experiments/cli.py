@@ -31,8 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
         mod = _module(name)
         p = exps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
         mod.add_arguments(p)
-    sweep = sub.add_parser("sweep", help="run an experiment over a grid of parameter values "
-                           "(root for emulated runs); the same command again resumes")
+    sweep = sub.add_parser(
+        "sweep", help="run an experiment over a grid of parameter values (root for emulated "
+        "runs); the same command again resumes",
+        description="Run an experiment over a grid of parameter values (--grid KEY=V1/V2); "
+        "the same command again resumes.  Every EXPERIMENT takes its own flags, the grid, "
+        "and the launch options: --engine local|parallel|slurm (who runs the runs: this "
+        "process, GNU parallel over --hosts, or a Slurm job array), --retries, "
+        "--concurrency, --launch-timeout.  See `dcrepro sweep EXPERIMENT --help`.")
     sexps = sweep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name in EXPERIMENTS:
         mod = _module(name)
@@ -313,7 +319,7 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
         print(f"dcrepro: interrupted ({exc or 'SIGINT'}); {what} in {folder.path}{kept}",
               file=sys.stderr)
         return exit_code(exc)
-    except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
+    except Exception as exc:
         kind = "" if isinstance(exc, RunError) else f"{type(exc).__name__}: "
         error = f"no space left on the device of {folder.path}" if no_space(exc) else \
             f"{kind}{exc}"
@@ -442,11 +448,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Validate, then measure and store the single-flow calibration."""
-    from .calibrate import calibrate
     from dataplane.base import default_name as default_dataplane
-
-    from .common import validate
     from dataplane.proc import RunError, exit_code
+
+    from .calibrate import calibrate
+    from .common import validate
     try:
         try:
             rates = [float(x) for x in args.bw.split(",")]

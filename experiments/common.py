@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 import random
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import routing
 import topos
-
 from dataplane import base as dataplanes
 from dataplane.shaping import LinkSpec
 
@@ -50,8 +50,9 @@ def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
 def add_backend(p: Any) -> None:
     """The --backend flag (shared by experiments that have a model backend)."""
     p.add_argument("--backend", default=None, choices=list(BACKENDS),
-                   help="emulated: Mininet + OVS + os-ken (root); model: flow-level model "
-                        "on the same routing plan, no root, any size (default: emulated)")
+                   help="emulated: Mininet with the --dataplane's switches (root); model: "
+                        "flow-level model on the same routing plan, no root, any size "
+                        "(default: emulated)")
 
 
 def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],

@@ -23,9 +23,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .sweep import Progress, _eta, check_code, finish, read_manifest, state, todo
 

@@ -34,7 +34,7 @@ class RunFolder:
     """results/<experiment>/<UTC timestamp>-<short id>/ with config.json and status.json."""
 
     def __init__(self, root: Path, experiment: str, params: dict[str, Any]) -> None:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         self.id = f"{stamp}-{secrets.token_hex(3)}"
         self.path = root / experiment / self.id
         self.path.mkdir(parents=True, exist_ok=False)
@@ -75,7 +75,7 @@ class RunFolder:
         """running | measured | ok | failed | interrupted | killed, with the error that ended
         it.  ``measured``: every table is written, figures are not yet; ``ok`` comes last."""
         body = {"status": status, "error": error,
-                "time_utc": dt.datetime.now(dt.timezone.utc).isoformat(), **self.owner,
+                "time_utc": dt.datetime.now(dt.UTC).isoformat(), **self.owner,
                 **extra}
         tmp = self.path / "status.json.tmp"
         tmp.write_text(json.dumps(body, indent=1))
@@ -91,7 +91,7 @@ class RunFolder:
                 pass  # not root (model runs): nobody can SIGKILL-orphan an emulation then
 
 
-def keep_final_status(folder: "RunFolder", status: str, error: str) -> bool:
+def keep_final_status(folder: RunFolder, status: str, error: str) -> bool:
     """A final status that could not be written into the folder (its disk is full) is kept
     in the run's live marker (under /run, another file system) for mark_killed_runs to
     write later; False if that failed too."""
@@ -125,7 +125,7 @@ def mark_killed_runs() -> list[str]:
         except (OSError, ValueError):
             status = {"status": "running"}
         if status.get("status") not in FINAL:
-            now = dt.datetime.now(dt.timezone.utc).isoformat()
+            now = dt.datetime.now(dt.UTC).isoformat()
             if final:
                 status.update(**final, time_utc=now,
                               note="written later: there was no room when the run ended")

@@ -14,8 +14,9 @@ import csv
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dataplane.proc import RunError
 
@@ -71,7 +72,7 @@ class Sampler(threading.Thread, Generic[T]):
                 self._take()
             while not self._halt.wait(self.interval):
                 self._take()
-        except Exception as exc:  # noqa: BLE001 - kept, raised by stop()
+        except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self._first.set()

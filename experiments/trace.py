@@ -1,7 +1,7 @@
 """Traced paths: ask the datapath which way each recorded (sub)flow went (never recompute it).
 
 The dataplane answers (dataplane/ovs.py: ofproto/trace through the real OpenFlow tables;
-dataplane/bpf.py: the switch program's own record of every flow it forwarded).
+dataplane/bpfswitch.py: the switch program's own record of every flow it forwarded).
 """
 from __future__ import annotations
 

@@ -10,16 +10,17 @@ import logging
 import re
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any, Callable, Sequence
+from typing import Any
 
+from analysis.fidelity import limit_shares, limits_note
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError, check, how_ended, stop_process
 
-from analysis.fidelity import limit_shares, limits_note
-
+from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
 from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler
 
 BASE_PORT = 5201
@@ -56,12 +57,6 @@ class Flow:
     def server_report(self, out: Path) -> Path:
         """The iperf3 server's JSON report in ``out``."""
         return out / f"iperf-server-{self.dst}-{self.port}.json"
-
-
-def receiver_intf(emu: Emulation, host: str) -> str:
-    """The switch-side interface that delivers traffic to ``host`` (bwm-ng reads its tx)."""
-    sw = emu.topo.access_switch(host)
-    return f"{sw}-eth{emu.topo.port(sw, host)}"
 
 
 def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
@@ -179,51 +174,6 @@ def read_report(path: Path, who: str) -> dict[str, Any]:
     if "error" in report:
         raise RunError(f"iperf3 {who}: {report['error']} (report {path})")
     return report
-
-
-def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
-                      t0: float, t1: float, interval: float) -> dict[str, str]:
-    """Interfaces bwm-ng did not sample across their measurement window ([t0, t1], or per
-    interface when ``intfs`` maps it to its own window: flows start one after another),
-    each with what was covered.  Up to two intervals plus a second, or a tenth of the
-    window, may be missing at an edge."""
-    windows = intfs if isinstance(intfs, dict) else {i: (t0, t1) for i in intfs}
-    seen: dict[str, list[float]] = {i: [] for i in windows}
-    if path.exists():
-        with open(path, encoding="ascii", errors="replace") as fh:
-            for row in csv.reader(fh):
-                if len(row) > 3 and row[1] in seen:
-                    seen[row[1]].append(float(row[0]))
-    problems = {}
-    for intf, ts in seen.items():
-        t0, t1 = windows[intf]
-        slack = max(2 * interval + 1, 0.1 * (t1 - t0))
-        inside = [t for t in ts if t0 <= t <= t1]
-        if not inside or min(inside) > t0 + slack or max(inside) < t1 - slack:
-            covered = f"{min(inside) - t0:.1f}-{max(inside) - t0:.1f} s" if inside else "none"
-            problems[intf] = f"{covered} of {t1 - t0:.1f} s"
-    return problems
-
-
-def check_coverage(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
-                   t0: float, t1: float, interval: float) -> None:
-    """Fail unless bwm-ng sampled every interface across its window (bwm-ng is the
-    measurement itself, as in Outcast's offered-rate series)."""
-    problems = coverage_problems(path, intfs, t0, t1, interval)
-    if problems:
-        intf, covered = next(iter(problems.items()))
-        raise RunError(f"bwm-ng sampled {intf} over {covered} of the measurement window"
-                       f"{f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''}: "
-                       f"its data is incomplete ({path})")
-
-
-def coverage_note(problems: dict[str, str]) -> str | None:
-    """One suspect reason for incomplete bwm-ng cross-check data ('None' if complete)."""
-    if not problems:
-        return None
-    intf, covered = next(iter(problems.items()))
-    return (f"bwm-ng (the cross-check of iperf3) sampled {len(problems)} interface(s) only "
-            f"partly, e.g. {intf}: {covered}; their bwm-ng rates are left empty")
 
 
 #: Subflows are read from one `ss` snapshot during traffic; under loss a subflow's SYN can be
@@ -350,16 +300,6 @@ def iperf_window_mbps(report: dict[str, Any], t0: float, t1: float) -> float:
     return 8 * total_bytes / total_time / 1e6 if total_time > 0 else float("nan")
 
 
-def bwm_window_mbps(path: Path, intf: str, t0: float, t1: float) -> float:
-    """Mean transmit rate (Mb/s, L2 bytes) of ``intf`` between wall-clock t0 and t1."""
-    rates = []
-    with open(path, encoding="ascii", errors="replace") as fh:
-        for row in csv.reader(fh):
-            if len(row) > 3 and row[1] == intf and t0 <= float(row[0]) <= t1:
-                rates.append(float(row[2]))
-    return 8 * sum(rates) / len(rates) / 1e6 if rates else float("nan")
-
-
 def _server(emu: Emulation, f: Flow, wrap: list[str], interval: float,
             out: Path) -> tuple[Flow, Any, subprocess.Popen]:
     """Start the iperf3 server of one flow (one test, then it exits); its report file."""
@@ -405,7 +345,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     want = None if transport != "mptcp" or subflows is None else \
         {f.name: subflows if isinstance(subflows, int) else subflows[(f.src, f.dst)]
          for f in flows}
-    intfs = sorted({receiver_intf(emu, f.dst) for f in flows} | set(watch_intfs))
+    intfs = sorted({host_port(emu.topo, f.dst) for f in flows} | set(watch_intfs))
     bwm_path = out / "bwm.csv"
     bwm = emu.popen(None, ["bwm-ng", "-o", "csv", "-t", str(round(interval * 1000)), "-T",
                            "rate", "-u", "bytes", "-C", ",", "-F", str(bwm_path),
@@ -436,7 +376,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     t1 = max(f.start for f in flows) + duration - trim
     # iperf3 is the measurement here and bwm-ng its cross-check: a bwm-ng that stayed alive
     # but fell behind (54 hosts under MPTCP load) makes the run suspect, not failed.
-    incomplete = coverage_problems(bwm_path, {receiver_intf(emu, f.dst): (
+    incomplete = coverage_problems(bwm_path, {host_port(emu.topo, f.dst): (
         f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, interval)
     shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
     for f in flows:
@@ -454,9 +394,9 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         f.series = [(round(iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
                      iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
                     if iv["sum"]["seconds"] >= interval / 2]
-        f.bwm_mbps = float("nan") if receiver_intf(emu, f.dst) in incomplete or \
+        f.bwm_mbps = float("nan") if host_port(emu.topo, f.dst) in incomplete or \
             f.dst in shared else \
-            bwm_window_mbps(bwm_path, receiver_intf(emu, f.dst), f.start + trim,
+            window_mbps(bwm_path, host_port(emu.topo, f.dst), f.start + trim,
                             f.start + duration - trim)
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
     per_socket = limits.pop("per_socket")
@@ -528,7 +468,7 @@ def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
             mine = {k: mine[k]}
         try:
             link = emu.topo.link_bw(f.src, emu.topo.access_switch(f.src), emu.link.bw)
-        except Exception:  # noqa: BLE001 - a multi-homed host has no one access link
+        except Exception:
             link = None
         share = round(f.iperf_mbps / link, 4) if link and transport == "tcp" else None
         for k, rows in sorted(mine.items()):
@@ -768,7 +708,8 @@ def counter_delta(before: dict[tuple[str, int], PortCounters],
     for key, a in sorted(after.items()):
         b = before[key]
         rows.append({"switch": key[0], "port": key[1],
-                     **{f: getattr(a, f) - getattr(b, f) for f in PortCounters.__dataclass_fields__}})
+                     **{f: getattr(a, f) - getattr(b, f)
+                        for f in PortCounters.__dataclass_fields__}})
     return rows
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -36,7 +37,9 @@ __all__ = [
 Link = Hashable
 Path = Sequence[Hashable]
 Flow = Sequence[Path]
-Capacities = Mapping[Hashable, float]
+#: link -> capacity; Any, not Hashable: Mapping is invariant in its key, so a
+#: dict[tuple[str, str], float] would not be a Mapping[Hashable, float]
+Capacities = Mapping[Any, float]
 
 # A link counts as saturated when its spare capacity is below this fraction of
 # its capacity: the water level is computed in floating point, so demanding an
@@ -478,7 +481,7 @@ def max_concurrent_flow_graph(
     d = _demand_array(demands, n)
     nodes: dict = {}
     eu, ev, ecap = [], [], []
-    for link, value in capacities.items():
+    for link in capacities:
         if not (isinstance(link, tuple) and len(link) == 2):
             raise ValueError(f"link id {link!r} is not a (u, v) tuple")
         u, v = link
@@ -538,7 +541,7 @@ def max_concurrent_flow_graph(
     cols = [np.arange(n_vars), np.flatnonzero(out_ok)]
     vals = [np.ones(n_vars), -np.ones(len(r_out))]
     dem_rows, dem_vals = [], []
-    for k, (s, dst) in enumerate(by_src.items()):
+    for k, dst in enumerate(by_src.values()):
         for t, dem in dst.items():
             dem_rows.append(new_id[k * N + t])
             dem_vals.append(-dem)
@@ -568,7 +571,7 @@ def max_concurrent_flow_graph(
     return max(float(res.x[lam]), 0.0)
 
 
-def jain_index(values: Sequence[float]) -> float:
+def jain_index(values: Sequence[float] | np.ndarray) -> float:
     """Jain's fairness index (sum x)^2 / (n * sum x^2); NaN when all values are zero."""
     x = np.asarray(values, dtype=float).reshape(-1)
     if x.size == 0:

@@ -68,8 +68,9 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from topos.overlay import PLACEMENTS, grin_overlay
-from topos.traffic import GROUP_SIZE, make as make_traffic
+from topos.overlay import grin_overlay
+from topos.traffic import GROUP_SIZE
+from topos.traffic import make as make_traffic
 
 __all__ = [
     "CORE",
@@ -131,7 +132,8 @@ class GrinTopology:
         placement: str = "custom",
     ) -> None:
         if racks < 1 or servers_per_rack < 1:
-            raise ValueError(f"need at least one rack and one server per rack, got {racks}x{servers_per_rack}")
+            raise ValueError("need at least one rack and one server per rack, got "
+                             f"{racks}x{servers_per_rack}")
         self.racks = racks
         self.servers_per_rack = servers_per_rack
         self.n_servers = racks * servers_per_rack
@@ -142,7 +144,8 @@ class GrinTopology:
         links: set[tuple[int, int]] = set()
         for a, b in grin_links:
             if not (0 <= a < self.n_servers and 0 <= b < self.n_servers):
-                raise ValueError(f"GRIN link ({a}, {b}) names a server outside 0..{self.n_servers - 1}")
+                raise ValueError(f"GRIN link ({a}, {b}) names a server outside "
+                                 f"0..{self.n_servers - 1}")
             if a == b:
                 raise ValueError(f"GRIN link ({a}, {b}) is a self-loop")
             key = (min(a, b), max(a, b))
@@ -201,7 +204,8 @@ class GrinTopology:
         return g
 
     def __repr__(self) -> str:
-        return (f"GrinTopology({self.racks}x{self.servers_per_rack}, {len(self.grin_links)} GRIN links, "
+        return (f"GrinTopology({self.racks}x{self.servers_per_rack}, "
+                f"{len(self.grin_links)} GRIN links, "
                 f"placement={self.placement!r}, tor_uplink={self.tor_uplink:g})")
 
 
@@ -462,7 +466,8 @@ def _path_lp(topo: GrinTopology, columns: Sequence[Sequence[int]],
     """LP with one column per edge list; capacity rows on every edge."""
     n = len(columns)
     lens = np.fromiter((len(c) for c in columns), dtype=np.int64, count=n)
-    rows = np.fromiter(itertools.chain.from_iterable(columns), dtype=np.int64, count=int(lens.sum()))
+    rows = np.fromiter(itertools.chain.from_iterable(columns), dtype=np.int64,
+                       count=int(lens.sum()))
     cols = np.repeat(np.arange(n), lens)
     A_ub = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(topo.edges), n))
     return _solve_max(n, A_ub, topo.capacity, np.ones(n) if objective is None else objective, A_eq)
@@ -487,7 +492,8 @@ def _compact_lp(topo: GrinTopology, pp: _Paths, conns: Sequence[Connection]) -> 
     optimum equals the path LP's, with far fewer columns.
     """
     if not topo.non_blocking:
-        raise ValueError("the compact h_n formulation needs non-blocking ToR uplinks; use formulation='path'")
+        raise ValueError("the compact h_n formulation needs non-blocking ToR uplinks; "
+                         "use formulation='path'")
     ei = topo.edge_index
     srcs = list(dict.fromkeys(s for s, _ in conns))
     dsts = list(dict.fromkeys(t for _, t in conns))
@@ -658,7 +664,8 @@ def _row(degree: int, pattern: str, pct: float, res: list[InstanceResult]) -> Ho
     return HopRow(
         degree, pattern, pct, len(res), mean("connections"), mean("opt"), mean("h1"), mean("h2"),
         mean("sampled_h1"), mean("sampled_h2"),
-        float(rs["h1"].mean()), float(rs["h1"].min()), float(rs["h2"].mean()), float(rs["h2"].min()),
+        float(rs["h1"].mean()), float(rs["h1"].min()),
+        float(rs["h2"].mean()), float(rs["h2"].min()),
         float(rs["sampled_h1"].mean()), float(rs["sampled_h1"].min()),
         float(rs["sampled_h2"].mean()), float(rs["sampled_h2"].min()),
         float(sum(r.seconds for r in res)),
@@ -692,7 +699,8 @@ def hop_count_table(
             for pct in active_pcts:
                 res = []
                 for seed in range(seeds):
-                    topo = grin_topology(racks, servers_per_rack, degree, placement=placement, seed=seed)
+                    topo = grin_topology(racks, servers_per_rack, degree,
+                                         placement=placement, seed=seed)
                     rng = random.Random(f"grin-traffic-{seed}-{pattern}-{pct}")
                     act = active_servers(topo.n_servers, pct, rng)
                     conns = make_traffic(pattern, act, rng, **pattern_options(

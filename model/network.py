@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from routing.plan import Plan
 from routing.walk import all_paths, walk
 from topos.base import Topology
 
-from .flowmodel import (connection_rates, goodput_capacity, max_concurrent_flow,
-                        max_concurrent_flow_graph)
+from .flowmodel import (
+    connection_rates,
+    goodput_capacity,
+    max_concurrent_flow,
+    max_concurrent_flow_graph,
+)
 
 Link = tuple[str, str]
 

@@ -1,7 +1,8 @@
-"""Routing registry: ``make_plan(topo, "ecmp")`` -> Plan.  Adding a strategy = one entry here."""
+"""Routing registry: ``make_plan(topo, "ecmp")`` -> Plan.  Adding a strategy = its function
+in routing/strategies.py and one entry in _REGISTRY here."""
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from topos.base import Topology
 from topos.spec import Param, Spec, describe, parse_spec, positive_int
@@ -9,25 +10,21 @@ from topos.spec import Param, Spec, describe, parse_spec, positive_int
 from . import strategies
 from .plan import Action, Choice, Match, Plan, SwitchPlan
 
-_REGISTRY: dict[str, tuple[Callable[..., Plan], Mapping[str, Param]]] = {
-    "st": (strategies.plan_st, {}),
-    "ecmp": (strategies.plan_ecmp, {}),
-    "hashed": (strategies.plan_hashed, {}),
+_REGISTRY: dict[str, tuple[Callable[..., Plan], Mapping[str, Param],
+                           Callable[[Spec], set[str]]]] = {
+    # name: (plan function, spec parameters, the plan ops / select modes it uses: a
+    # dataplane must carry all of them)
+    "st": (strategies.plan_st, {}, lambda _s: {"forward"}),
+    "ecmp": (strategies.plan_ecmp, {}, lambda _s: {"forward", "hash"}),
+    "hashed": (strategies.plan_hashed, {}, lambda _s: {"forward", "hash"}),
     "ksp": (strategies.plan_ksp, {"k": Param(int, 8, "paths per switch pair", positive_int,
-                                             "> 0")}),
+                                             "> 0")}, lambda _s: {"forward", "hash"}),
     "spray": (strategies.plan_spray, {"mode": Param(
         str, "rr", "per-packet choice: rnd (random), rr (round robin per flow), cnt (least "
-        "bytes sent on the port)", lambda m: m in ("rnd", "rr", "cnt"), "rnd, rr or cnt")}),
+        "bytes sent on the port)", lambda m: m in ("rnd", "rr", "cnt"), "rnd, rr or cnt")},
+        lambda s: {"forward", s["mode"]}),
 }
-#: the plan ops / select modes each strategy uses (a dataplane must carry all of them)
-_MODES: dict[str, Callable[[Spec], set[str]]] = {
-    "st": lambda _s: {"forward"},
-    "ecmp": lambda _s: {"forward", "hash"},
-    "hashed": lambda _s: {"forward", "hash"},
-    "ksp": lambda _s: {"forward", "hash"},
-    "spray": lambda s: {"forward", s["mode"]},
-}
-SCHEMAS = {name: schema for name, (_, schema) in _REGISTRY.items()}
+SCHEMAS = {name: schema for name, (_, schema, _) in _REGISTRY.items()}
 
 
 def parse(text: str) -> Spec:
@@ -38,7 +35,7 @@ def parse(text: str) -> Spec:
 def make_plan(topo: Topology, spec: str | Spec) -> Plan:
     """The routing plan for ``topo`` under ``spec``."""
     parsed = parse(spec) if isinstance(spec, str) else spec
-    fn, _ = _REGISTRY[parsed.name]
+    fn, _, _ = _REGISTRY[parsed.name]
     plan = fn(topo, **parsed.params)
     plan.routing = str(parsed)
     return plan
@@ -47,7 +44,7 @@ def make_plan(topo: Topology, spec: str | Spec) -> Plan:
 def modes(spec: str | Spec) -> set[str]:
     """Plan ops and select modes the strategy needs, known before any plan is built."""
     parsed = parse(spec) if isinstance(spec, str) else spec
-    return _MODES[parsed.name](parsed)
+    return _REGISTRY[parsed.name][2](parsed)
 
 
 def help_text() -> str:
@@ -55,4 +52,5 @@ def help_text() -> str:
     return describe(SCHEMAS)
 
 
-__all__ = ["Action", "Choice", "Match", "Plan", "SwitchPlan", "make_plan", "modes", "parse", "help_text", "SCHEMAS"]
+__all__ = ["SCHEMAS", "Action", "Choice", "Match", "Plan", "SwitchPlan", "help_text",
+           "make_plan", "modes", "parse"]

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 LABEL_ANY = 0xFFFF
 MAX_LABEL = 4094
@@ -93,12 +94,12 @@ class Action:
             raise ValueError("replicate takes no mode")
 
     @staticmethod
-    def forward(port: int, push: int = 0, pop: bool = False) -> "Action":
+    def forward(port: int, push: int = 0, pop: bool = False) -> Action:
         """Send to one port."""
         return Action("forward", (Choice(port, push),), pop=pop)
 
     @staticmethod
-    def select(choices: Iterable[Choice], mode: str = "hash", pop: bool = False) -> "Action":
+    def select(choices: Iterable[Choice], mode: str = "hash", pop: bool = False) -> Action:
         """One of several choices by ``mode``; a single choice degenerates to forward."""
         cs = tuple(choices)
         if len(cs) == 1:
@@ -106,7 +107,7 @@ class Action:
         return Action("select", cs, mode, pop)
 
     @staticmethod
-    def replicate(choices: Iterable[Choice], pop: bool = False) -> "Action":
+    def replicate(choices: Iterable[Choice], pop: bool = False) -> Action:
         """A copy to every choice."""
         return Action("replicate", tuple(choices), pop=pop)
 
@@ -121,7 +122,7 @@ class Action:
         return d
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "Action":
+    def from_json(d: dict[str, Any]) -> Action:
         """Inverse of to_json."""
         cs = tuple(Choice(*o) if isinstance(o, list) else Choice(o) for o in d["out"])
         return Action(d["op"], cs, d.get("mode", ""), bool(d.get("pop", False)))
@@ -216,7 +217,7 @@ class Plan:
         return "\n".join(out) + "\n"
 
     @staticmethod
-    def loads(text: str) -> "Plan":
+    def loads(text: str) -> Plan:
         """Parse a plan written by dumps()."""
         d = json.loads(text)
         switches = {}

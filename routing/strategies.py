@@ -15,7 +15,7 @@ controller round trip and nothing can time out.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import networkx as nx
 

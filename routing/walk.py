@@ -8,7 +8,7 @@ returns the index taken at ``switch``.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from topos.base import Topology
 

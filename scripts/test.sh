@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Install what is missing, then run the whole test suite (unit + integration as root).
+# Install what is missing, then run the code checks (ruff, mypy: pyproject.toml says what they
+# cover) and the whole test suite (unit + integration as root).
 # Extra arguments go to pytest, e.g. scripts/test.sh -m "not integration".
-# --with-slurm: the launcher tests run GNU parallel and a real one-node Slurm.
-# --with-browser: the report page is opened in headless Chromium (tests/unit/test_report_browser.py).
+# --checks-only: the code checks alone (seconds; no root needed once installed).
+# The launcher tests run GNU parallel and a real one-node Slurm, and the report page is opened
+# in headless Chromium (tests/unit/test_report_browser.py): setup.sh installs both here.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+checks_only=0
+if [ "${1:-}" = "--checks-only" ]; then checks_only=1; shift; fi
 ./setup.sh --with-slurm --with-browser
+echo "code checks: ruff, mypy"
+.venv/bin/ruff check --no-cache --quiet . || { echo "test.sh: ruff found problems (above)" >&2; exit 1; }
+typed=$(.venv/bin/mypy --no-incremental --cache-dir=/dev/null 2>&1) ||
+  { echo "$typed"; echo "test.sh: mypy found problems (above)" >&2; exit 1; }
+echo "$typed" | tail -1
+[ "$checks_only" -eq 0 ] || exit 0
 exec .venv/bin/python -m pytest "$@"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 #: statuses a run ends with; anything else means the run is (or was, when killed) running
 FINAL = ("ok", "failed", "interrupted", "killed")

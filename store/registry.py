@@ -4,15 +4,17 @@ An experiment is one folder ``experiments/<name>/``: ``experiment.py`` (``NAME``
 ``DEFAULTS``, ``QUICK``, ``add_arguments``, ``validate``, ``run``, ``PAPER`` for the README
 table, optionally ``SWEEP``: the script reproduce.sh runs), ``figures.py``, which reads its
 run folders only (tests/unit/test_layers.py holds it to analysis' imports), and optionally
-``claims.py``: the paper's claims it judges (``CLAIMS``, analysis.claims.Claim; same rule).  Adding one is
-that folder and one line here (tests/unit/test_new_experiment.py shows it).  It lives in the store, the bottom layer, so that ``analysis`` finds a run
+``claims.py``: the paper's claims it judges (``CLAIMS``, analysis.claims.Claim; same
+rule).  Adding one is that folder and one line here (tests/unit/test_new_experiment.py
+shows it).  It lives in the store, the bottom layer, so that ``analysis`` finds a run
 folder's plotter without importing the experiments (modules are imported by name).
 """
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 #: name -> (experiment module, "figures module:plot function"); an experiment is one folder
 #: under experiments/ (experiment.py + figures.py) and one line here

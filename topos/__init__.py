@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Mapping
+from collections.abc import Mapping
 
 from .base import Link, Node, Topology, TopologyError
 from .spec import Param, Spec, SpecError, describe, parse_spec, positive_int

@@ -8,8 +8,9 @@ that ``port(a, b)`` is the OpenFlow port number in the running switch.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import networkx as nx
 

@@ -6,7 +6,7 @@ and MAC ``00:00:00:p:s:h`` all follow from the id, so any process rebuilds the s
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .base import Topology, TopologyError, mac_from_octets
 

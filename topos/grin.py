@@ -250,7 +250,7 @@ class Multihomed(GrinTopology):
         ports = {(r, i, j): self._server(f"{server_name(r, i)}p{j}",
                                          n + (r * servers + i) * extra + j - 1, r)
                  for r in range(racks) for i in range(servers) for j in range(1, 1 + extra)}
-        for (r, j), tor in tors.items():
+        for tor in tors.values():
             self.add_link(tor, SWITCH, scale=servers / (1 + extra))
         for r in range(racks):
             for i in range(servers):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mininet.topo import Topo
 

@@ -44,7 +44,8 @@ def grin_overlay(
         if d >= s:
             raise ValueError(f"in-rack GRIN degree {d} needs more than {s} servers per rack")
         if (d * s) % 2:
-            raise ValueError(f"in-rack GRIN degree {d} cannot be matched: {s} servers x {d} ports is odd")
+            raise ValueError(f"in-rack GRIN degree {d} cannot be matched: {s} servers x {d} "
+                             "ports is odd")
         for r in range(racks):
             g = nx.random_regular_graph(d, s, seed=rng.randrange(2**32))
             out.extend((r * s + a, r * s + b) for a, b in g.edges)
@@ -56,10 +57,12 @@ def grin_overlay(
             raise ValueError("cross-rack GRIN placement needs at least two racks")
         if racks == 2:
             if d > s:
-                raise ValueError(f"cross-rack GRIN degree {d} exceeds the {s} servers of the other rack")
+                raise ValueError(f"cross-rack GRIN degree {d} exceeds the {s} servers of the "
+                                 "other rack")
             return [(a, s + b) for a, b in _regular_bipartite(s, d, rng)]
         if d % 2 and racks % 2:
-            raise ValueError(f"odd cross-rack GRIN degree {d} needs an even number of racks, got {racks}")
+            raise ValueError(f"odd cross-rack GRIN degree {d} needs an even number of racks, "
+                             f"got {racks}")
         # k[r] links per server between rack r and rack r+1 (mod racks).
         k = [d // 2 + (d % 2 if r % 2 == 0 else 0) for r in range(racks)]
         if max(k) > s:

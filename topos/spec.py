@@ -5,8 +5,9 @@ unknown keys and ill-typed values are errors, so a typo never silently becomes a
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 
 class SpecError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from random import Random
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 __all__ = ["PATTERNS", "GROUP_SIZE", "all_to_all", "group", "make", "many_to_one",
            "multicast", "pairing", "permutation", "random_peers"]
@@ -19,7 +19,7 @@ __all__ = ["PATTERNS", "GROUP_SIZE", "all_to_all", "group", "make", "many_to_one
 H = TypeVar("H", bound=Hashable)
 Pairs = list[tuple[H, H]]
 #: what ``make`` returns: pairs, or a multicast (sender, receivers)
-Traffic = Union[list[tuple[Any, Any]], tuple[Any, list[Any]]]
+Traffic = list[tuple[Any, Any]] | tuple[Any, list[Any]]
 
 GROUP_SIZE = 4  # GRIN's groups (paper 003, section 5.1)
 

@@ -259,7 +259,7 @@ def resolve_host(host: str) -> str:
     except ValueError:
         pass
     try:
-        return socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_DGRAM)[0][4][0]
+        return str(socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_DGRAM)[0][4][0])
     except (socket.gaierror, IndexError):
         raise ValueError(f"cannot resolve host {host!r}") from None
 

@@ -11,8 +11,8 @@ import select
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from . import protocol as p
 

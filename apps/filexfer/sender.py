@@ -21,8 +21,9 @@ import socket
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from . import protocol as p
 
@@ -508,7 +509,7 @@ class Runner:
     def close(self) -> None:
         if self.inline is not None:
             self.inline[0].close()
-        for proc, conn in self.procs:
+        for _proc, conn in self.procs:
             try:
                 conn.send(("stop",))
             except (BrokenPipeError, OSError):

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import routing
 import topos
+from analysis.fidelity import gap_share, measurement_reasons
+from dataplane.emulation import Emulation
+from dataplane.proc import RunError
 from model import connection_rates, maxmin_rates
 from model.network import capacities, path_links, route_by_hash, synthetic_subflows
 from topos.base import Topology, TopologyError
@@ -27,17 +29,11 @@ from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
 from topos.traffic import permutation as traffic_permutation
 
-from analysis.fidelity import gap_share, measurement_reasons
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError
-from dataplane.shaping import LinkSpec
-
 from ..common import add_backend, add_shared, run_rng, transports
 from ..runfolder import RunFolder
 from ..sampling import Sampler
-
-from ..traffic import (BASE_PORT, Flow, check_subflows, counter_delta,
-                      port_counters, run_iperf)
+from ..session import session
+from ..traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
 
 NAME = "fairness"
 HELP = ("Jellyfish + k-shortest paths vs fat tree + ECMP, MPTCP on both: normalized throughput "
@@ -47,7 +43,8 @@ PAPER = ('`000_…` Fig. 6 (Jellyfish paper Fig. 1/2): MPTCP, fat tree + ECMP vs
          'k-shortest paths, rank of flow, path lengths, per-layer utilisation')
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/jellyfish-sweep.sh"
-SWEEP_NOTE = '`--paper`: k=10 vs 125-switch Jellyfish through the model'  # other figures of the same script
+#: other figures of the same script
+SWEEP_NOTE = '`--paper`: k=10 vs 125-switch Jellyfish through the model'
 DEFAULTS: dict[str, Any] = {
     "fattree": "fattree,k=4", "jellyfish": "jellyfish,switches=20,ports=4,hosts=16", "k": 4,
     "backend": "emulated", "grow": None, "extra_servers": 0.0, "aggregate": "auto",
@@ -291,46 +288,22 @@ def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: floa
             for (u, v), mbps in sorted(load.items())]
 
 
-@contextmanager
-def emulation(topo: Topology, plan: Any, link: LinkSpec, run_dir: Path, run_id: str,
-              cc: str, timing: dict[str, float], dataplane: str) -> Iterator[Emulation]:
-    """An Emulation that fills ``timing`` with bringup_s and teardown_s."""
-    t1 = time.monotonic()
-    emu = Emulation(topo, plan, link, run_dir, run_id, cc=cc, dataplane=dataplane)
-    emu.__enter__()
-    timing["bringup_s"] = round(time.monotonic() - t1, 2)
-    try:
-        yield emu
-    finally:
-        t2 = time.monotonic()
-        emu.__exit__(None, None, None)
-        timing["teardown_s"] = round(time.monotonic() - t2, 2)
-
-
-
-
-Inspect = Callable[[Emulation, str, list[Flow]], None]
-
-
 def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
-            pairs: dict[str, str], run_dir: Path, run_id: str, r: int,
-            inspect: Inspect | None) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]],
-                                              dict[str, Any]]:
+            pairs: dict[str, str], run_dir: Path, run_id: str,
+            r: int) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """One topology of one run in Mininet: flows, measurement facts, link rows, facts."""
     transport = transports(params)[0]
     timing: dict[str, Any] = {}
-    link = LinkSpec(params["bw"], params["queue"])
-    with emulation(topo, plan, link, run_dir, run_id, params["cc"], timing,
-                   params["dataplane"]) as emu:
+    t = time.monotonic()
+    with session(topo, plan, params, run_dir, run_id, label) as s:
+        emu = s.emu
+        timing["bringup_s"] = round(time.monotonic() - t - s.facts["ping_s"], 2)
         t = time.monotonic()
-        failed = emu.ping_all()
-        if failed:
-            raise RunError(f"{label}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         if transport == "mptcp":
             emu.configure_mptcp(params["subflows"])
-        timing["ping_and_config_s"] = round(time.monotonic() - t, 2)
-        facts = emu.facts_dict()
-        flows = [Flow(s, d) for s, d in pairs.items()]
+        timing["ping_and_config_s"] = round(time.monotonic() - t + s.facts["ping_s"], 2)
+        flows = [Flow(src, dst) for src, dst in pairs.items()]
+        s.flows = flows
         sampler = counter_sampler(emu, flows, params["duration"], params["trim"])
         sampler.start()
         t = time.monotonic()
@@ -347,11 +320,8 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
             raise RunError(f"{label}: {meas['measurement_note']}: the bwm-ng data this "
                            "experiment plots is incomplete")
         if transport == "mptcp":
-            shortfall = check_subflows(flows, params["subflows"])
-            timing.update(shortfall)
-        if inspect is not None:
-            inspect(emu, label, flows)
-        facts["qdisc_after"] = emu.verify_qdiscs()
+            timing.update(check_subflows(flows, params["subflows"]))
+    facts = s.facts
     facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
         cpu_saturated_share=meas["cpu_saturated_share"],
@@ -363,102 +333,147 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
 
 # -- the experiment -------------------------------------------------------------------------
 
-def run(params: dict[str, Any], folder: RunFolder, inspect: Inspect | None = None) -> None:
-    """All repetitions; ``inspect(emu, label, flows)`` runs while each network is still up
-    (tests trace the subflows with it)."""
-    from .figures import write_fidelity, write_model_summary
-    from analysis.summaries import write_permutation_summary
+def run(params: dict[str, Any], folder: RunFolder) -> None:
+    """All repetitions, on the emulator or on the flow model (``--backend``)."""
+    if params["backend"] == "emulated":
+        run_emulated(params, folder)
+    else:
+        run_model(params, folder)
 
-    emulated = params["backend"] == "emulated"
-    transport = transports(params)[0]
-    ft_topo = topos.build(params["fattree"])
-    ft = (ft_topo, routing.make_plan(ft_topo, "ecmp"))
+
+def _networks(params: dict[str, Any], folder: RunFolder, r: int,
+              ft: tuple[Topology, Any]) -> tuple[list[tuple[str, Topology, Any, dict[str, str]]],
+                                                 dict[str, Any], float, Path]:
+    """Repetition ``r``'s two networks and permutations, recorded in its folder: (networks,
+    the model's synthetic subflows per network, seconds the plans took, the folder)."""
+    t = time.monotonic()
+    nets, tuples = run_networks(params, r, ft)
+    plan_s = round(time.monotonic() - t, 2)
+    run_dir = folder.path / f"run{r:02d}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "networks.json").write_text(json.dumps(
+        {label: {"spec": topo.spec, "routing": plan.routing, "permutation": pairs}
+         for label, topo, plan, pairs in nets}, indent=1))
+    for label, topo, plan, pairs in nets:
+        folder.log.info("run %d %s: %s, %s, permutation %s", r, label, topo.spec,
+                        plan.routing, pairs)
+    return nets, tuples, plan_s, run_dir
+
+
+def _base_row(r: int, label: str, topo: Topology, plan: Any) -> dict[str, Any]:
+    return {"run": r, "topology": label, "spec": topo.spec, "routing": plan.routing,
+            "servers": len(topo.hosts())}
+
+
+def _fat_tree(params: dict[str, Any]) -> tuple[Topology, Any]:
+    topo = topos.build(params["fattree"])
+    return topo, routing.make_plan(topo, "ecmp")
+
+
+def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
+    """Every repetition in Mininet: both networks, one after the other, each fresh."""
+    from analysis.summaries import write_permutation_summary
+    from store import write_csv
+
+    from .figures import write_fidelity
+
+    ft = _fat_tree(params)
     rows: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
     lengths: list[dict[str, Any]] = []
     t_start = time.monotonic()
     traffic_s = 0.0
     for r in range(params["runs"]):
-        t_net = time.monotonic()
-        nets, tuples = run_networks(params, r, ft)
-        plan_s = round(time.monotonic() - t_net, 2)
-        run_dir = folder.path / f"run{r:02d}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "networks.json").write_text(json.dumps(
-            {label: {"spec": topo.spec, "routing": plan.routing, "permutation": pairs}
-             for label, topo, plan, pairs in nets}, indent=1))
+        nets, tuples, plan_s, run_dir = _networks(params, folder, r, ft)
         for label, topo, plan, pairs in nets:
-            folder.log.info("run %d %s: %s, %s, permutation %s", r, label, topo.spec,
-                            plan.routing, pairs)
             lengths += path_length_rows(r, label, topo)
-            base = {"run": r, "topology": label, "spec": topo.spec, "routing": plan.routing,
-                    "servers": len(topo.hosts())}
-            agg = _aggregate_wanted(params, topo)
-            if emulated:
-                sub_dir = run_dir / label
-                flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
-                                                    f"{folder.id}-{r}-{label}", r, inspect)
-                traffic_s += params["duration"]
-                if facts.get("subflows_missing"):
-                    folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
-                                       "%s", r, label, facts["subflows_missing"],
-                                       facts["short_connections"])
-                links += lrows
-                (sub_dir / "flows.json").write_text(json.dumps(
-                    [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
-                    indent=1))
-                # fidelity: the model on the same plan with the 5-tuples the run really used
-                real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
-                                for s in f.subflows] or tuples[label][f.src] for f in flows}
-                t = time.monotonic()
-                pred, _ = model_rates(topo, plan, pairs, real, params["bw"], agg)
-                facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
-                folder.record(f"run{r:02d}-{label}", facts)
-                for why in measurement_reasons(meas):      # as every experiment judges
-                    folder.flag(f"run {r} {label}: {why}")
-                for f in flows:
-                    rows.append({**base, "src": f.src, "dst": f.dst,
-                                 "iperf_mbps": round(f.iperf_mbps, 4),
-                                 "bwm_mbps": round(f.bwm_mbps, 4),
-                                 "norm_iperf": round(f.iperf_mbps / params["bw"], 5),
-                                 "norm_bwm": round(f.bwm_mbps / params["bw"], 5),
-                                 "norm_model": round(pred[f.src]["mbps"] / params["bw"], 5),
-                                 "norm_model_aggregate": round(
-                                     pred[f.src]["aggregate_mbps"] / params["bw"], 5),
-                                 "subflows": len(f.subflows),
-                                 "src_addrs": len({s["src_ip"] for s in f.subflows}),
-                                 "model_paths": pred[f.src]["paths"],
-                                 "cpu_mean": meas["cpu_mean"],
-                                 "cpu_saturated_share": meas["cpu_saturated_share"],
-                                 "emulator_loss_share": meas["emulator_loss_share"],
-                                 "gaps_within_10pct": gap_share(meas["dequeue_gaps"])})
-            else:
-                t = time.monotonic()
-                pred, load = model_rates(topo, plan, pairs, tuples[label], params["bw"], agg)
-                folder.record(f"run{r:02d}-{label}", {
-                    "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
-                    "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
-                links += model_link_rows(topo, load, params["bw"], r, label)
-                for src, dst in pairs.items():
-                    rows.append({**base, "src": src, "dst": dst,
-                                 "model_mbps": round(pred[src]["mbps"], 4),
-                                 "norm_model": round(pred[src]["mbps"] / params["bw"], 5),
-                                 "norm_model_aggregate": round(
-                                     pred[src]["aggregate_mbps"] / params["bw"], 5),
-                                 "subflows": len(tuples[label][src]),
-                                 "model_paths": pred[src]["paths"]})
+            base = _base_row(r, label, topo, plan)
+            sub_dir = run_dir / label
+            flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
+                                                f"{folder.id}-{r}-{label}", r)
+            traffic_s += params["duration"]
+            if facts.get("subflows_missing"):
+                folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
+                                   "%s", r, label, facts["subflows_missing"],
+                                   facts["short_connections"])
+            links += lrows
+            (sub_dir / "flows.json").write_text(json.dumps(
+                [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
+                indent=1))
+            # fidelity: the model on the same plan with the 5-tuples the run really used
+            real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
+                            for s in f.subflows] or tuples[label][f.src] for f in flows}
+            t = time.monotonic()
+            pred, _ = model_rates(topo, plan, pairs, real, params["bw"],
+                                  _aggregate_wanted(params, topo))
+            facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
+            folder.record(f"run{r:02d}-{label}", facts)
+            for why in measurement_reasons(meas):      # as every experiment judges
+                folder.flag(f"run {r} {label}: {why}")
+            for f in flows:
+                rows.append({**base, "src": f.src, "dst": f.dst,
+                             "iperf_mbps": round(f.iperf_mbps, 4),
+                             "bwm_mbps": round(f.bwm_mbps, 4),
+                             "norm_iperf": round(f.iperf_mbps / params["bw"], 5),
+                             "norm_bwm": round(f.bwm_mbps / params["bw"], 5),
+                             "norm_model": round(pred[f.src]["mbps"] / params["bw"], 5),
+                             "norm_model_aggregate": round(
+                                 pred[f.src]["aggregate_mbps"] / params["bw"], 5),
+                             "subflows": len(f.subflows),
+                             "src_addrs": len({s["src_ip"] for s in f.subflows}),
+                             "model_paths": pred[f.src]["paths"],
+                             "cpu_mean": meas["cpu_mean"],
+                             "cpu_saturated_share": meas["cpu_saturated_share"],
+                             "emulator_loss_share": meas["emulator_loss_share"],
+                             "gaps_within_10pct": gap_share(meas["dequeue_gaps"])})
         # everything so far is on disk after every repetition
-        from store import write_csv
         write_csv(folder.path / "links.csv", links)
         write_csv(folder.path / "path_lengths.csv", lengths)
-        if emulated:
-            write_permutation_summary(folder.path, rows, params, key="topology")
-        else:
-            write_model_summary(folder.path, rows)
+        write_permutation_summary(folder.path, rows, params, key="topology")
     wall = time.monotonic() - t_start
     # overhead = everything but the traffic itself
     timing = {"wall_s": round(wall, 1), "traffic_s": round(traffic_s, 1),
               "overhead_share_of_traffic": round((wall - traffic_s) / traffic_s, 3)
-              if traffic_s else None, "transport": transport}
+              if traffic_s else None, "transport": transports(params)[0]}
     folder.record("timing", timing)
-    write_fidelity(folder.path, rows, timing, emulated)
+    write_fidelity(folder.path, rows, timing, True)
+
+
+def run_model(params: dict[str, Any], folder: RunFolder) -> None:
+    """Every repetition on the flow model: the same networks, plans and permutations."""
+    from store import write_csv
+
+    from .figures import write_fidelity, write_model_summary
+
+    ft = _fat_tree(params)
+    rows: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    lengths: list[dict[str, Any]] = []
+    t_start = time.monotonic()
+    for r in range(params["runs"]):
+        nets, tuples, plan_s, _ = _networks(params, folder, r, ft)
+        for label, topo, plan, pairs in nets:
+            lengths += path_length_rows(r, label, topo)
+            base = _base_row(r, label, topo, plan)
+            agg = _aggregate_wanted(params, topo)
+            t = time.monotonic()
+            pred, load = model_rates(topo, plan, pairs, tuples[label], params["bw"], agg)
+            folder.record(f"run{r:02d}-{label}", {
+                "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
+                "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
+            links += model_link_rows(topo, load, params["bw"], r, label)
+            for src, dst in pairs.items():
+                rows.append({**base, "src": src, "dst": dst,
+                             "model_mbps": round(pred[src]["mbps"], 4),
+                             "norm_model": round(pred[src]["mbps"] / params["bw"], 5),
+                             "norm_model_aggregate": round(
+                                 pred[src]["aggregate_mbps"] / params["bw"], 5),
+                             "subflows": len(tuples[label][src]),
+                             "model_paths": pred[src]["paths"]})
+        write_csv(folder.path / "links.csv", links)
+        write_csv(folder.path / "path_lengths.csv", lengths)
+        write_model_summary(folder.path, rows)
+    timing = {"wall_s": round(time.monotonic() - t_start, 1), "traffic_s": 0.0,
+              "overhead_share_of_traffic": None, "transport": transports(params)[0]}
+    folder.record("timing", timing)
+    write_fidelity(folder.path, rows, timing, False)

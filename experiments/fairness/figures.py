@@ -11,13 +11,12 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from store import cell, read_csv, write_csv  # noqa: E402
-
-from analysis.figures import caption, note, rank_plot  # noqa: E402
-from analysis.summaries import group_stats  # noqa: E402
+from analysis.figures import caption, note, rank_plot
+from analysis.summaries import group_stats
+from store import cell, read_csv, write_csv
 
 MODEL_METRICS = ("norm_model", "norm_model_aggregate")
 

@@ -9,7 +9,8 @@ chosen run (figures.summarize writes it from flows.csv).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from analysis.claims import Claim, Missing, Outcome, Run, need_rows
 from store import cell

@@ -29,26 +29,29 @@ uplinks divided evenly; topos/grin.py).  Their names in files: ``grin0`` (the or
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import routing
 import topos
-from analysis.fidelity import headline, report
-from dataplane.emulation import Emulation
+from analysis.fidelity import report
 from dataplane.hostnet import grin_mptcp_endpoints
-from dataplane.proc import RunError
-from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity, maxmin_rates
-from model.grin import (GROUP_SIZE, PATTERNS, active_servers, max_flow_hn, network_of,
-                        pattern_options, subflow_capacities)
+from model.grin import (
+    GROUP_SIZE,
+    PATTERNS,
+    active_servers,
+    max_flow_hn,
+    network_of,
+    pattern_options,
+    subflow_capacities,
+)
+from store import write_csv
 from topos.grin import FABRIC, GrinTopology, Multihomed
 from topos.traffic import make as make_traffic
 
 from ..common import add_backend, add_shared, run_rng
-from store import write_csv
-
 from ..runfolder import RunFolder
+from ..session import judge, session
 from ..traffic import Flow, run_iperf
 
 NAME = "grin"
@@ -249,18 +252,14 @@ def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, s
     run_dir = folder.path / f"run{r:02d}" / f"active{pct:g}-{d}"
     # one switch or a tree: one path, spanning tree; the fat tree's many: ECMP
     plan = routing.make_plan(topo, "ecmp" if params["base"] == "fattree" else "st")
-    with Emulation(topo, plan, LinkSpec(bw, params["queue"]), run_dir,
-                   f"{folder.id}-{r}-{int(pct)}-{d}", cc=params["cc"],
-                   dataplane=params["dataplane"]) as emu:
-        failed = emu.ping_all()
-        if failed:
-            raise RunError(f"{d}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
-        facts = {**emu.facts_dict(), **grin_mptcp_endpoints(topo, emu.host_pids)}
-        flows = [Flow(s, t) for s, t in pairs]
-        meas = run_iperf(emu, flows, "mptcp", params["duration"], params["trim"], run_dir,
+    with session(topo, plan, params, run_dir, f"{folder.id}-{r}-{int(pct)}-{d}", d) as s:
+        facts = s.facts
+        facts.update(grin_mptcp_endpoints(topo, s.emu.host_pids))
+        flows = [Flow(src, dst) for src, dst in pairs]
+        s.flows = flows
+        meas = run_iperf(s.emu, flows, "mptcp", params["duration"], params["trim"], run_dir,
                          subflows={(f.src, f.dst): len(designed[f"{f.src}->{f.dst}"])
                                    for f in flows})
-        facts["qdisc_after"] = emu.verify_qdiscs()
     facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
     folder.record(f"run{r:02d}-active{pct:g}-{d}", facts)
     seen = {f"{f.src}->{f.dst}": [_subflow_key(s) for s in f.subflows] for f in flows}
@@ -280,10 +279,7 @@ def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, s
                restarts=meas["restarts"],
                subflows_designed=wanted, cpu_mean=meas["cpu_mean"])
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
-    print(f"fidelity run {r} active {pct:g} % {d}: {headline(fid)}; subflows "
-          f"{wanted - missing}/{wanted}", flush=True)
-    if fid["suspect"]:
-        folder.flag(f"run {r} active {pct:g} % {d}: {'; '.join(fid['reasons'])}")
+    judge(folder, fid, f"run {r} active {pct:g} % {d}", f"; subflows {wanted - missing}/{wanted}")
     rows = []
     for f in flows:
         c = f"{f.src}->{f.dst}"

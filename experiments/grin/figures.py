@@ -17,11 +17,10 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from store import cell, read_csv, write_csv  # noqa: E402
-
-from analysis.figures import caption, note  # noqa: E402
+from analysis.figures import caption, note
+from store import cell, read_csv, write_csv
 
 
 def network_label(network: str) -> str:

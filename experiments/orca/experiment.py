@@ -42,20 +42,18 @@ from typing import Any
 import routing
 import topos
 from apps.filexfer import protocol
-from analysis.fidelity import measurement_reasons
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError, how_ended
-from dataplane.shaping import LinkSpec
 from model.network import path_links
 from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
+from store import write_csv
 from topos.traffic import multicast
 
 from ..common import add_backend, add_shared, run_rng
-from store import write_csv
-
 from ..runfolder import RunFolder
 from ..sampling import cpu_sampler
+from ..session import judge_measurement, session
 from ..traffic import port_counters
 
 NAME = "orca"
@@ -403,12 +401,9 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
             continue
         # the pacer counts IP bytes, the link's HTB Ethernet frames too
         rate = params["pace"] * bw * 1500 / (1500 + ETH_HEADER)
-        with Emulation(topo, plan, LinkSpec(bw, params["queue"]), run_dir,
-                       f"{folder.id}-{r}", dataplane=params["dataplane"]) as emu:
-            failed = emu.ping_all()
-            if failed:
-                raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
-            folder.record(f"run{r:02d}", emu.facts_dict())
+        with session(topo, plan, params, run_dir, f"{folder.id}-{r}") as s:
+            emu = s.emu
+            folder.record(f"run{r:02d}", s.facts)   # (again below, with the queue check)
             for i, (w, mode, procs) in enumerate(cases):
                 bounds = bound_s(sizes_of[w], copies[mode], bw)
                 folder.log.info("run %d: workload x%d, %s, %d process(es)", r, w, mode, procs)
@@ -424,8 +419,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                       f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %",
                       flush=True)
                 # the same judgement as every iperf3 experiment (analysis.fidelity)
-                for why in measurement_reasons(res):
-                    folder.flag(f"run {r} x{w} {mode} x{procs}: {why}")
+                judge_measurement(folder, res, f"run {r} x{w} {mode} x{procs}")
+        folder.record(f"run{r:02d}", s.facts)
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)
     if emulated:

@@ -16,12 +16,11 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from store import cell, read_csv, write_csv  # noqa: E402
-
-from analysis.figures import caption, note  # noqa: E402
+from analysis.figures import caption, note
+from store import cell, read_csv, write_csv
 
 MODES = ("multicast", "unicast")
 COLORS = {"multicast": "tab:blue", "unicast": "tab:orange"}
@@ -51,7 +50,8 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
             "total_mb": round(cell(mine[0]["total_bytes"]) / 1e6, 4),
             "time_s": round(mean(times), 4), "time_min_s": round(min(times), 4),
             "time_max_s": round(max(times), 4),
-            "bound_s": round(mean(cell(t["bound_s"]) for t in mine), 4), "measured": col == "total_s"}
+            "bound_s": round(mean(cell(t["bound_s"]) for t in mine), 4),
+            "measured": col == "total_s"}
         if col == "total_s":
             row["bound_over_time"] = round(row["bound_s"] / row["time_s"], 4)
             row["copies"] = round(mean(cell(t["copies"]) for t in mine), 4)

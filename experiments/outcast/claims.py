@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.claims import (Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows,
-                             num)
+from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows, num
 
 PAPER = "002_b94e7e7e77304abe.txt"
 #: "drops dramatically" / "does not even register": below half of the fair share

@@ -29,7 +29,6 @@ lost (entered s1, never reached the receiver).
 """
 from __future__ import annotations
 
-import csv
 import json
 import random
 import re
@@ -40,18 +39,17 @@ from typing import Any
 
 import routing
 import topos
-
-from ..common import add_shared, run_rng
-from store import write_csv
-
-from ..runfolder import RunFolder
-from analysis.fidelity import measurement_reasons
 from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
 from dataplane.proc import RunError, check, in_ns
-from ..sampling import Sampler
-from ..traffic import Flow, check_coverage, run_iperf
+from store import write_csv
 from topos.traffic import many_to_one
+
+from ..bwmng import check_coverage, host_port, rx_series
+from ..common import add_shared, run_rng
+from ..runfolder import RunFolder
+from ..sampling import Sampler
+from ..session import judge_measurement, session
+from ..traffic import Flow, run_iperf
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
@@ -279,18 +277,6 @@ class Sender:
     offered_mbps: float = float("nan")
 
 
-def _bwm_series(path: Path, intf: str) -> list[tuple[float, float]]:
-    """(unix time, Mb/s received by the switch on ``intf``) from a bwm-ng CSV."""
-    out = []
-    if not path.exists():
-        return out
-    with open(path, encoding="ascii", errors="replace") as fh:
-        for row in csv.reader(fh):
-            if len(row) > 3 and row[1] == intf:
-                out.append((float(row[0]), 8 * float(row[3]) / 1e6))  # bytes_in/s = rx
-    return out
-
-
 def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups: list[Group],
                     params: dict[str, Any], out: Path, rng: random.Random) -> dict[str, Any]:
     """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once,
@@ -301,13 +287,13 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     """
     out.mkdir(parents=True, exist_ok=True)
     duration, trim, interval = params["duration"], params["trim"], params["interval"]
-    access = {s.name: _access_intf(emu, s.name) for s in senders}
+    access = {s.name: host_port(emu.topo, s.name) for s in senders}
     pairs = dict(many_to_one([s.name for s in senders], receiver=receiver))
     for s in senders:
         s.flow = Flow(s.name, pairs[s.name])
     order = [s.flow for s in senders]
     rng.shuffle(order)  # start order from the run's seed: no sender always starts first
-    drops = Sampler("drop", DropReader(emu, receiver, _access_intf(emu, receiver), groups),
+    drops = Sampler("drop", DropReader(emu, receiver, host_port(emu.topo, receiver), groups),
                     interval)
     drops.start()
     try:
@@ -329,7 +315,7 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
-    offered = {s.name: _bwm_series(bwm_path, access[s.name]) for s in senders}  # read once
+    offered = {s.name: rx_series(bwm_path, access[s.name]) for s in senders}  # read once
     for s in senders:
         assert s.flow is not None
         bw = [r for t, r in offered[s.name]
@@ -338,11 +324,6 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     return {**meas, "t0": t0, "drops_series": series, "drops": totals,
             "bwm": {name: [(round(t - t0, 3), round(r, 4)) for t, r in rates]
                     for name, rates in offered.items()}}
-
-
-def _access_intf(emu: Emulation, host: str) -> str:
-    sw = emu.topo.access_switch(host)
-    return f"{sw}-eth{emu.topo.port(sw, host)}"
 
 
 def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any],
@@ -374,18 +355,13 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
                  senders: list[Sender], receiver: str, groups: list[Group],
                  rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     """Bring up one network, check it, run the flows, verify the queues again."""
-    link = LinkSpec(params["bw"], params["queue"])
-    with Emulation(topo, plan, link, run_dir, run_id, cc=params["cc"],
-                   dataplane=params["dataplane"]) as emu:
-        failed = emu.ping_all()
-        if failed:
-            raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
-        facts = emu.facts_dict()
+    with session(topo, plan, params, run_dir, run_id) as s:
+        facts = s.facts
         facts["rto_min_requested"] = params.get("rto_min")
-        facts["routes"] = set_rto_min(emu, [s.name for s in senders], receiver,
+        facts["routes"] = set_rto_min(s.emu, [x.name for x in senders], receiver,
                                       params.get("rto_min"))
-        meas = run_many_to_one(emu, senders, receiver, groups, params, run_dir, rng)
-        facts["qdisc_after"] = emu.verify_qdiscs()
+        meas = run_many_to_one(s.emu, senders, receiver, groups, params, run_dir, rng)
+        s.flows = [x.flow for x in senders]
         facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
         facts["drops"] = meas["drops"]
         facts["dequeue_gaps"] = meas["dequeue_gaps"]
@@ -422,8 +398,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                                        senders, topo.receiver, groups, rng)
             facts["topo"] = topo.spec
             folder.record(tag, facts)
-            for why in measurement_reasons(meas):          # as every experiment judges
-                folder.flag(f"{tag}: {why}")
+            judge_measurement(folder, meas, tag)
             base = {"flows": n, "run": r}
             fair = params["bw"] / (n + 1)
             extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}

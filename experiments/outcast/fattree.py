@@ -5,7 +5,8 @@ sender under the receiver's edge switch (``0_0_3``) enters that switch on its ow
 14 others arrive over the uplinks: under ``st`` all on one uplink port (the outcast
 pattern), under ``hashed``/``ecmp`` spread by the flow hash over both.
 
-Measured like the linear experiment (experiments/outcast/experiment.py): goodput per sender over time
+Measured like the linear experiment (experiments/outcast/experiment.py): goodput per sender
+over time
 (iperf3 server intervals), offered rate at each sender's access port (bwm-ng), averages
 grouped by hop distance (2 = same edge switch, 4 = same pod, 6 = other pod), and derived
 drops per input port of the receiver's edge switch.  Where a flow enters is known per port
@@ -23,11 +24,9 @@ import topos
 from routing.walk import first_choice, walk
 
 from ..common import add_shared, run_rng
-from analysis.fidelity import measurement_reasons
-
-from .experiment import (Group, Sender, add_tcp_arguments, emulate_once, sender_rows,
-                      validate_tcp)
 from ..runfolder import RunFolder
+from ..session import judge_measurement
+from .experiment import Group, Sender, add_tcp_arguments, emulate_once, sender_rows, validate_tcp
 
 NAME = "outcast-fattree"
 HELP = "TCP Outcast in a fat tree: 15 senders to one receiver, st vs hashed vs ecmp"
@@ -126,8 +125,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
                                    senders, params["receiver"], groups, rng)
         folder.record(tag, facts)
-        for why in measurement_reasons(meas):      # as every experiment judges
-            folder.flag(f"{tag}: {why}")
+        judge_measurement(folder, meas, tag)
         base = {"routing": plan.routing, "run": r}
         fair = params["bw"] / len(senders)
         rws, srs = sender_rows(senders, meas, base, fair, extra)

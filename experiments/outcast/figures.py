@@ -12,12 +12,12 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from analysis.fidelity import validity_caption  # noqa: E402
-from analysis.figures import caption, note  # noqa: E402
-from store import cell, read_csv, write_csv  # noqa: E402
+from analysis.fidelity import validity_caption
+from analysis.figures import caption, note
+from store import cell, read_csv, write_csv
 
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
                "- segments of its senders delivered to the receiver (tcp_info segs_in)")

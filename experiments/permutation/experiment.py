@@ -14,16 +14,13 @@ from typing import Any
 
 import routing
 import topos
-from analysis.fidelity import headline, load_calibration, report
-from model.network import lp_bounds
-from model.network import rates_on_paths, route_by_hash, synthetic_subflows
+from analysis.fidelity import load_calibration, report
+from model.network import lp_bounds, rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
 
 from ..common import add_backend, add_shared, run_rng, transports
 from ..runfolder import RunFolder
-from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
-from dataplane.proc import RunError
+from ..session import Session, judge, session
 from ..trace import trace_flows
 from ..traffic import BASE_PORT, Flow, check_subflows, run_iperf
 
@@ -55,15 +52,17 @@ def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float
     return row
 
 
-def drive(emu: Emulation, pairs: dict[str, str], params: dict[str, Any], run_dir: Path,
+def drive(s: Session, pairs: dict[str, str], params: dict[str, Any], run_dir: Path,
           run: int, calibration: dict | None) -> tuple[list[dict], list[dict]]:
     """Each transport over the same permutation on one network: rows and fidelity reports."""
+    emu = s.emu
     rows, reports = [], []
     bw = params["bw"]
     for i, transport in enumerate(transports(params)):
         if transport == "mptcp":
             emu.configure_mptcp(params["subflows"])
-        flows = [Flow(s, d) for s, d in pairs.items()]
+        flows = [Flow(src, dst) for src, dst in pairs.items()]
+        s.flows += flows
         out = run_dir / transport
         # each flow its own port; each transport its own range on the shared network
         meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
@@ -112,11 +111,9 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     rows: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
     bounds: dict[str, Any] = {}
-    link = LinkSpec(params["bw"], params["queue"])
     emulated = params["backend"] == "emulated"
-    calibration = load_calibration(folder.path.parent.parent, params["topo"], params["bw"],
-                                   params["dataplane"]) \
-        if emulated else None
+    calibration = load_calibration(folder.path, params["topo"], params["bw"],
+                                   params["dataplane"]) if emulated else None
     for r in range(params["runs"]):
         rng = run_rng(params["seed"], r)
         topo = topos.build(params["topo"])
@@ -131,21 +128,13 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         if not emulated:
             rows += model_drive(topo, plan, pairs, params, r, rng)
             continue
-        with Emulation(topo, plan, link, run_dir, f"{folder.id}-{r}", cc=params["cc"],
-                       dataplane=params["dataplane"]) as emu:
-            failed = emu.ping_all()
-            if failed:
-                raise RunError(f"{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
-            facts = emu.facts_dict()
-            new_rows, new_reports = drive(emu, pairs, params, run_dir, r, calibration)
-            rows += new_rows
-            reports += new_reports
-            facts["qdisc_after"] = emu.verify_qdiscs()
-            folder.record(f"run{r:02d}", facts)
+        with session(topo, plan, params, run_dir, f"{folder.id}-{r}") as s:
+            new_rows, new_reports = drive(s, pairs, params, run_dir, r, calibration)
+        rows += new_rows
+        reports += new_reports
+        folder.record(f"run{r:02d}", s.facts)
         for fid in new_reports:
-            print(f"fidelity run {r} {fid['transport']}: {headline(fid)}", flush=True)
-            if fid["suspect"]:
-                folder.flag(f"run {r} {fid['transport']}: {'; '.join(fid['reasons'])}")
+            judge(folder, fid, f"run {r} {fid['transport']}")
     write_permutation_summary(folder.path, rows, params, reports=reports)
     (folder.path / "fidelity.json").write_text(json.dumps(
         {"lp_bounds_normalized": bounds, "reports": reports}, indent=1))

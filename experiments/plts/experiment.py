@@ -37,20 +37,19 @@ from typing import Any
 
 import routing
 import topos
-from analysis.fidelity import headline, report
+from analysis.fidelity import report
 from dataplane import base as dataplanes
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError
-from dataplane.shaping import LinkSpec
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
+from store import write_csv
 from topos.traffic import pairing
 
 from ..common import add_backend, add_shared, run_rng
-from store import write_csv
-
 from ..runfolder import RunFolder
+from ..session import judge, session
 from ..trace import trace_flows
 from ..traffic import BASE_PORT, Flow, run_iperf
 
@@ -209,14 +208,12 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
     plan = routing.make_plan(topo, SCHEMES[scheme])
     bw, duration, trim = params["bw"], params["duration"], params["trim"]
     ideal = goodput_capacity(bw)
-    with Emulation(topo, plan, LinkSpec(bw, params["queue"]), run_dir, run_id,
-                   cc=params["cc"], dataplane=params["dataplane"]) as emu:
-        failed = emu.ping_all()
-        if failed:
-            raise RunError(f"{scheme}: {len(failed)} host pairs unreachable, e.g. {failed[:3]}")
-        facts = {**emu.facts_dict(), "recovery_sysctls": set_recovery(emu, recovery)}
+    with session(topo, plan, params, run_dir, run_id, scheme) as s:
+        emu = s.emu
+        s.facts["recovery_sysctls"] = set_recovery(emu, recovery)
         emu.dataplane.sample_latency(params["sample"])
-        flows = [Flow(s, d) for s, d in pairs.items()]
+        flows = [Flow(src, dst) for src, dst in pairs.items()]
+        s.flows = flows
         meas = run_iperf(emu, flows, "tcp", duration, trim, run_dir, port=BASE_PORT)
         samples, sampling = emu.dataplane.latency_samples()
         mono_to_wall = time.time() - time.monotonic()
@@ -228,7 +225,7 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
             spread = {f"{f.src}->{f.dst}": emu.dataplane.spread(emu, f.src, f.dst, f.subflows[0])
                       for f in flows}
             (run_dir / "spread.json").write_text(json.dumps(spread, indent=1))
-        facts["qdisc_after"] = emu.verify_qdiscs()
+    facts = s.facts
     facts["latency_sampling"] = sampling
     folder.record(f"run{r:02d}-{recovery}-{scheme}", facts)
     model = model_rates(topo, plan, scheme, bw, pairs, routed)
@@ -239,9 +236,7 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
     fid.update(run=r, scheme=scheme, recovery=recovery, cpu_mean=meas["cpu_mean"],
                latency_sampling=sampling)
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
-    print(f"fidelity run {r} {recovery} {scheme}: {headline(fid)}", flush=True)
-    if fid["suspect"]:
-        folder.flag(f"run {r} {recovery} {scheme}: {'; '.join(fid['reasons'])}")
+    judge(folder, fid, f"run {r} {recovery} {scheme}")
     rows = []
     for f in flows:
         tcp = f.subflows[0]

@@ -9,21 +9,21 @@ there are latency samples) and flows_rank.png (Fig. 1c).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import MaxNLocator
 
-from store import cell, read_csv, write_csv  # noqa: E402
-from model import jain_index  # noqa: E402
-
-from analysis.figures import caption, note, rank_curves  # noqa: E402
-from analysis.summaries import group_stats  # noqa: E402
+from analysis.figures import caption, note, rank_curves
+from analysis.summaries import group_stats
+from model import jain_index
+from store import cell, read_csv, write_csv
 
 SCHEMES = ("ecmp", "rnd", "cnt", "rr")
 SPRAYS = ("rnd", "cnt", "rr")

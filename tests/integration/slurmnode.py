@@ -70,7 +70,7 @@ class SlurmNode:
             f"PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP",
             ""])
 
-    def start(self) -> "SlurmNode":
+    def start(self) -> SlurmNode:
         """Key, config, the three daemons (foreground children), then wait for an idle node."""
         d = self.dir
         for sub in ("state", "spool"):
@@ -80,7 +80,7 @@ class SlurmNode:
         key.chmod(0o400)
         (d / "slurm.conf").write_text(self._config())
         os.environ["SLURM_CONF"] = self.env["SLURM_CONF"]
-        log = open(d / "daemons.out", "ab")  # noqa: SIM115 - closed with the daemons
+        log = open(d / "daemons.out", "ab")
         self._log = log
         # root runs munged here (a container has no munge service): --force allows that
         self._spawn([_exe("munged"), "-F", "--force", f"--key-file={key}",
@@ -93,11 +93,11 @@ class SlurmNode:
                    "the slurm node did not become idle")
         return self
 
-    def _spawn(self, argv: list[str], log) -> None:  # noqa: ANN001
+    def _spawn(self, argv: list[str], log) -> None:
         self.procs.append(subprocess.Popen(argv, env=self.env, stdout=log, stderr=log,
                                            start_new_session=True))
 
-    def _poll(self, ok, what: str) -> None:  # noqa: ANN001
+    def _poll(self, ok, what: str) -> None:
         deadline = time.monotonic() + self.timeout
         while not ok():
             dead = [p.args[0] for p in self.procs if p.poll() is not None]
@@ -144,7 +144,7 @@ class SlurmNode:
             os.environ["SLURM_CONF"] = self._old_conf
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def __enter__(self) -> "SlurmNode":
+    def __enter__(self) -> SlurmNode:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

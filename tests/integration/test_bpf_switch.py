@@ -24,8 +24,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -239,7 +240,7 @@ def receive(s: socket.socket, want: int, quiet: float = 0.5) -> list[bytes]:
     while len(got) < want:
         try:
             got.append(s.recv(65536))
-        except socket.timeout:
+        except TimeoutError:
             break
     return got
 

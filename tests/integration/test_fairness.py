@@ -8,15 +8,16 @@ import pytest
 
 import routing
 import topos
-from experiments.fairness.figures import plot_fairness
-from experiments import traffic
-from experiments.fairness import experiment as fairness
-from experiments.common import validate as validate_shared
-from experiments.runfolder import RunFolder
-from store import read_csv
 from dataplane.shaping import LinkSpec
+from experiments import traffic
+from experiments.common import validate as validate_shared
+from experiments.fairness import experiment as fairness
+from experiments.fairness.figures import plot_fairness
+from experiments.runfolder import RunFolder
+from experiments.session import observe
 from experiments.trace import trace_flow
 from routing.walk import all_paths
+from store import read_csv
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +66,8 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
             traced[label][f.src] = seen
 
     folder = RunFolder(tmp_path, "fairness", params)
-    fairness.run(params, folder, inspect=trace)
+    with observe(trace):
+        fairness.run(params, folder)
     folder.set_status("ok")
     run = folder.path
     config = json.loads((run / "config.json").read_text())

@@ -19,13 +19,13 @@ from routing.multicast import add_group
 pytestmark = pytest.mark.integration
 GROUP, PORT, COUNT = "239.1.2.3", 5400, 50
 
-RECEIVE = """
+RECEIVE = f"""
 import socket, struct, sys, time
 ip, ready = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("0.0.0.0", {port}))
+s.bind(("0.0.0.0", {PORT}))
 s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-             struct.pack("4s4s", socket.inet_aton("{group}"), socket.inet_aton(ip)))
+             struct.pack("4s4s", socket.inet_aton("{GROUP}"), socket.inet_aton(ip)))
 open(ready, "w").close()
 s.settimeout(1.5)
 n, end = 0, time.monotonic() + 6
@@ -37,17 +37,17 @@ while time.monotonic() < end:
         if n:
             break
 print(n)
-""".format(port=PORT, group=GROUP)
+"""
 
-SEND = """
+SEND = f"""
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(sys.argv[1]))
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 8)
-for i in range({count}):
-    s.sendto(b"x" * 200, ("{group}", {port}))
+for i in range({COUNT}):
+    s.sendto(b"x" * 200, ("{GROUP}", {PORT}))
     time.sleep(0.005)
-""".format(count=COUNT, group=GROUP, port=PORT)
+"""
 
 
 @pytest.mark.parametrize("dataplane", ["bpf", "ovs"])

@@ -10,14 +10,13 @@ import pytest
 
 import routing
 import topos
-from experiments.outcast.figures import plot_outcast
-from experiments.outcast import experiment as outcast
-from experiments.common import resolve
-from experiments.runfolder import RunFolder
-from store import read_csv
 from dataplane.emulation import Emulation
 from dataplane.shaping import LinkSpec
-
+from experiments.common import resolve
+from experiments.outcast import experiment as outcast
+from experiments.outcast.figures import plot_outcast
+from experiments.runfolder import RunFolder
+from store import read_csv
 
 pytestmark = pytest.mark.integration
 

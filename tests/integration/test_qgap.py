@@ -13,9 +13,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -100,7 +101,7 @@ def veth_pair(rate_mbit: float, limit: int = 100,
                 sh("ip", "-n", ns, "link", "set", "dev", intf, "gso_max_segs", "1")
             sh("ip", "-n", ns, "addr", "add", addr, "dev", intf)
             sh("ip", "-n", ns, "link", "set", intf, "up")
-        for cmd in (f"qdisc add dev qg0 root handle 1: htb default 1",
+        for cmd in ("qdisc add dev qg0 root handle 1: htb default 1",
                     f"class add dev qg0 parent 1: classid 1:1 htb rate {rate_mbit}mbit "
                     f"ceil {rate_mbit}mbit",
                     f"qdisc add dev qg0 parent 1:1 handle 10: pfifo limit {limit}"):

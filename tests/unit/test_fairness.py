@@ -9,13 +9,13 @@ import pytest
 
 import routing
 import topos
-from experiments.fairness.figures import core_balance, fidelity_rows, plot_fairness
-from experiments.fairness import experiment as fairness
-from experiments.common import validate as validate_shared
-from experiments.runfolder import RunFolder
-from store import read_csv
 from dataplane.proc import RunError
+from experiments.common import validate as validate_shared
+from experiments.fairness import experiment as fairness
+from experiments.fairness.figures import core_balance, fidelity_rows, plot_fairness
+from experiments.runfolder import RunFolder
 from experiments.traffic import Flow
+from store import read_csv
 
 
 def params(**over):

@@ -9,8 +9,8 @@ import pytest
 
 from dataplane.proc import Interrupted, RunError, exit_code, how_ended
 from experiments import runfolder
-from experiments.traffic import (check_coverage, coverage_note, coverage_problems, read_report,
-                                 wait_iperf)
+from experiments.bwmng import check_coverage, coverage_note, coverage_problems
+from experiments.traffic import read_report, wait_iperf
 
 
 def _proc(script: str) -> subprocess.Popen:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import topos
-from experiments.grin import figures as agrin
 from experiments import cli
 from experiments.grin import experiment as grin
+from experiments.grin import figures as agrin
 from model.flowmodel import goodput_capacity
 from model.grin import grin_overlay, network_of
 from topos.base import TopologyError
@@ -52,7 +52,7 @@ def test_subflow_paths_take_one_horizontal_hop_at_each_end():
     t = topos.build("grin,racks=2,servers=4,degree=1,seed=0")
     u, far = "r0s0", "r1s0"
     v, w = t.neighbours(u)[0], t.neighbours(far)[0]
-    ip = lambda h: t.node(h).ip  # noqa: E731
+    ip = lambda h: t.node(h).ip
     assert t.subflow_path(ip(u), ip(far)) == [u, "sw", far]
     assert t.subflow_path(t.outgoing[(u, v)], ip(far)) == [u, v, "sw", far]
     assert t.subflow_path(ip(u), t.secondary[(far, w)]) == [u, "sw", w, far]

@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 
 from experiments import cli, launch
-from experiments.launch import (Options, Slurm, parallel_argv, run_process, slurm_script,
-                                todo, write_ids)
+from experiments.launch import (
+    Options,
+    Slurm,
+    parallel_argv,
+    run_process,
+    slurm_script,
+    todo,
+    write_ids,
+)
 from experiments.sweep import points, read_manifest, state, write_manifest
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "seed=1/2/3"]

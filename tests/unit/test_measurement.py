@@ -9,10 +9,16 @@ import pytest
 import routing
 import topos
 from analysis.fidelity import report
-from experiments.traffic import (bwm_window_mbps, data_subflows, emulator_losses,
-                                 iperf_window_mbps, parse_ss_subflows, tcp_counters, tcp_tuple)
-from model.network import (capacities, path_links, rates_on_paths, route_by_hash,
-                           synthetic_subflows)
+from experiments.bwmng import window_mbps as bwm_window_mbps
+from experiments.traffic import (
+    data_subflows,
+    emulator_losses,
+    iperf_window_mbps,
+    parse_ss_subflows,
+    tcp_counters,
+    tcp_tuple,
+)
+from model.network import capacities, path_links, rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -9,9 +9,9 @@ import pytest
 
 import routing
 import topos
-from experiments.orca import figures as aorca
 from experiments import cli
 from experiments.orca import experiment as orca
+from experiments.orca import figures as aorca
 from routing.multicast import add_group
 
 

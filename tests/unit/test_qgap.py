@@ -3,8 +3,19 @@ import re
 
 import pytest
 
-from dataplane.qgap import (DIAG, NBUCKETS, SOURCE, STATS, GapHist, LinkGaps, merge,
-                            netns_path, summarize, summarize_hist, unpack_stats)
+from dataplane.qgap import (
+    DIAG,
+    NBUCKETS,
+    SOURCE,
+    STATS,
+    GapHist,
+    LinkGaps,
+    merge,
+    netns_path,
+    summarize,
+    summarize_hist,
+    unpack_stats,
+)
 
 
 def hist(counts: dict[int, int], within: int | None = None) -> GapHist:

@@ -65,7 +65,7 @@ def test_st_is_one_leftmost_path_and_concentrates_on_one_port():
         ["1_0_1", "1_2_1", "4_1_1", "0_2_1", "0_0_1"]
     # the outcast pattern: every sender outside the receiver's edge switch enters it on
     # one port; the neighbour under the same edge switch uses its own port
-    recv, edge = "0_0_2", "0_0_1"
+    recv = "0_0_2"
     entry = {}
     for s in FT4.hosts():
         if s == recv:

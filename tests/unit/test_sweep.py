@@ -11,8 +11,17 @@ import pytest
 
 from experiments import cli
 from experiments.orca import experiment as orca
-from experiments.sweep import (BUSY, parse_grid, points, read_manifest, run_id, run_one,
-                               run_sweep, state, write_manifest)
+from experiments.sweep import (
+    BUSY,
+    parse_grid,
+    points,
+    read_manifest,
+    run_id,
+    run_one,
+    run_sweep,
+    state,
+    write_manifest,
+)
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20/50",
         "--grid", "pace=0.5/0.95"]

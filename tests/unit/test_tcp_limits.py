@@ -2,8 +2,7 @@
 the run-level judgement (limits_note): flows held at two packets in flight by their own
 sender (TCP Small Queues counting the fabric) make a run suspect; congestion-limited flows,
 and flows at their own link's rate, do not."""
-from analysis.fidelity import (LIMIT_CWND_SHARE, LIMIT_LINK_SHARE, limit_shares, limits_note,
-                               report)
+from analysis.fidelity import LIMIT_CWND_SHARE, LIMIT_LINK_SHARE, limit_shares, limits_note, report
 
 
 def samples(n: int, cwnd: int, in_flight: int, rwnd_us_per_s: int = 0, t0: float = 100.0,

@@ -9,8 +9,17 @@ from collections import Counter
 
 import pytest
 
-from topos.traffic import (PATTERNS, all_to_all, group, make, many_to_one, multicast, pairing,
-                           permutation, random_peers)
+from topos.traffic import (
+    PATTERNS,
+    all_to_all,
+    group,
+    make,
+    many_to_one,
+    multicast,
+    pairing,
+    permutation,
+    random_peers,
+)
 
 HOSTS = [f"h{i}" for i in range(1, 9)]
 ACT = [0, 2, 3, 5, 7, 8, 11, 13, 14, 17]

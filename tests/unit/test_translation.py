@@ -12,8 +12,8 @@ import pytest
 
 import routing
 import topos
-from controller.ofplan import UnsupportedAction, openflow_groups, openflow_rules
 from controller.ofplan import Packet as OFPacket
+from controller.ofplan import UnsupportedAction, openflow_groups, openflow_rules
 from controller.ofplan import simulate as of_simulate
 from dataplane import bpfplan
 from routing.plan import Action, Choice, Match, Plan, SwitchPlan

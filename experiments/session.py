@@ -1,0 +1,98 @@
+"""One emulated network for one point of an experiment, the same for every experiment.
+
+``session`` brings the network up with the run's link rate, queue, congestion control and
+dataplane, checks that every host reaches every other, takes the machine and network facts
+and, after the experiment's traffic, checks that the queues are still as set; the network
+is torn down on every way out.  ``judge`` prints a fidelity report's one-line headline and
+flags the run when the report is suspect.  An experiment writes only its traffic and its
+rows between the two.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.fidelity import headline, measurement_reasons
+from dataplane.emulation import Emulation
+from dataplane.proc import RunError
+from dataplane.shaping import LinkSpec
+from routing.plan import Plan
+from topos.base import Topology
+
+from .runfolder import RunFolder
+
+
+def link_spec(params: Mapping[str, Any]) -> LinkSpec:
+    """The run's link: rate (Mb/s) and tail-drop queue (packets)."""
+    return LinkSpec(params["bw"], params["queue"])
+
+
+@dataclass
+class Session:
+    """A network that is up: its Emulation, the facts to record, what ran on it."""
+
+    emu: Emulation
+    label: str
+    #: machine and network facts (Emulation.facts_dict), then qdisc_after and teardown_s;
+    #: the experiment adds its own and records them (RunFolder.record)
+    facts: dict[str, Any]
+    #: the flows the experiment ran, for the observers (set by the experiment)
+    flows: list[Any] = field(default_factory=list)
+
+
+Observer = Callable[[Emulation, str, list[Any]], None]
+#: called as ``fn(emu, label, flows)`` at the end of every session whose body finished,
+#: while its network is still up (tests trace the subflows through the switches with it)
+_OBSERVERS: list[Observer] = []
+
+
+@contextmanager
+def observe(fn: Observer) -> Iterator[None]:
+    """Run ``fn`` at the end of every session opened inside this block."""
+    _OBSERVERS.append(fn)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(fn)
+
+
+@contextmanager
+def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path,
+            run_id: str, label: str = "") -> Iterator[Session]:
+    """The network of one point, up and checked (see the module text).  ``label`` names the
+    point in errors.  Raises RunError when a host pair is unreachable."""
+    where = f"{label}: " if label else ""
+    with Emulation(topo, plan, link_spec(params), run_dir, run_id,
+                   cc=params.get("cc", "cubic"), dataplane=params["dataplane"]) as emu:
+        t = time.monotonic()
+        failed = emu.ping_all()
+        if failed:
+            raise RunError(f"{where}{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
+        s = Session(emu, label, emu.facts_dict())
+        s.facts["ping_s"] = round(time.monotonic() - t, 2)
+        yield s
+        for fn in list(_OBSERVERS):
+            fn(emu, label, s.flows)
+        s.facts["qdisc_after"] = emu.verify_qdiscs()
+        t = time.monotonic()
+    s.facts["teardown_s"] = round(time.monotonic() - t, 2)
+
+
+def judge(folder: RunFolder, fid: Mapping[str, Any], where: str, extra: str = "") -> None:
+    """Print the fidelity headline of the point ``where`` (with ``extra`` after it) and
+    flag the run with the report's reasons when it is suspect."""
+    print(f"fidelity {where}: {headline(dict(fid))}{extra}", flush=True)
+    if fid["suspect"]:
+        folder.flag(f"{where}: {'; '.join(fid['reasons'])}")
+
+
+def judge_measurement(folder: RunFolder, meas: Mapping[str, Any], where: str) -> None:
+    """Flag the run with every reason a point's measurement facts (run_iperf's) give to
+    distrust it (analysis.fidelity.measurement_reasons), for experiments whose fidelity
+    report is not a comparison with the flow model."""
+    for why in measurement_reasons(dict(meas)):
+        folder.flag(f"{where}: {why}")
