@@ -647,8 +647,10 @@ class SwitchRuntime:
         got_ports = {k: tuple(v[:4]) for k, v in self.read_ports().items()}
         got_egress = {tuple(k): v.ifindex for k, v in self.read_egress().items()}
         want_ports = {k: tuple(PortInfo(*tuple(v)[:4]))[:4] for k, v in ports.items()}
-        for name, want, got in (("ports", want_ports, got_ports),
-                                ("egress", egress, got_egress), ("fib", fib, self.read_fib())):
+        tables: list[tuple[str, dict[Any, Any], dict[Any, Any]]] = [
+            ("ports", want_ports, got_ports), ("egress", egress, got_egress),
+            ("fib", fib, self.read_fib())]
+        for name, want, got in tables:
             if got != want:
                 extra = len(set(got) - set(want))
                 missing = len(set(want) - set(got))
@@ -703,7 +705,10 @@ class SwitchRuntime:
 
     def read_conf(self) -> Conf:
         """The sampling rate, the flags and the sampling counters."""
-        return unpack_conf(self.maps["conf"].lookup(pack_ifindex(0)))
+        raw = self.maps["conf"].lookup(pack_ifindex(0))
+        if raw is None:
+            raise RunError("the switch program's conf map has no entry 0")
+        return unpack_conf(raw)
 
     def read_latency(self) -> dict[LatKey, LatVal]:
         """Every measured segment: (5-tuple, seq) -> (arrival ns, latency ns)."""

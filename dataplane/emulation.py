@@ -25,6 +25,7 @@ from typing import Any
 
 from routing.plan import Plan
 from topos.base import Topology
+from topos.grin import GrinTopology
 
 from . import hostnet, netns, shaping
 from .base import Dataplane, make
@@ -236,7 +237,7 @@ class Emulation:
             hostnet.offloads_off(h.pid, [i.name for i in h.intfList() if i.name != "lo"])
         shaping.shape(self.topo, self.link, self.host_pids)
         hostnet.static_arp(self.topo, self.host_pids, self.host_intf)
-        if hasattr(self.topo, "secondary"):   # servers forwarding for neighbours (GRIN)
+        if isinstance(self.topo, GrinTopology):   # servers forwarding for neighbours
             macs = {(h.name, intf.link.intf2.node.name if intf.link.intf1 is intf else
                      intf.link.intf1.node.name): intf.MAC()
                     for h in self.net.hosts for intf in h.intfList() if intf.link}
@@ -276,7 +277,7 @@ class Emulation:
         emulated network (netns.reach_all, from raw sockets in the hosts' namespaces: k=6's
         2,862 pairs in ~0.1 s instead of 2.7 s of ping processes); returns the (src, dst)
         pairs with no reply within ``timeout`` s."""
-        return netns.reach_all({h.name: (h.pid, self.topo.node(h.name).ip)
+        return netns.reach_all({h.name: (h.pid, self.topo.ip(h.name))
                                 for h in self.net.hosts}, timeout)
 
     @contextmanager
@@ -290,11 +291,11 @@ class Emulation:
             result["skipped"] = why
             yield result
             return
-        from .qgap import QueueGapProbe, merge, summarize
+        from .qgap import LinkRef, QueueGapProbe, merge, summarize
         pin = BPFFS_DIR / f"{self.run_id}+qgap"
         assert self.registry is not None
         self.registry.add("bpffs", [str(pin)])
-        links = {f"{n}-eth{p}": self.topo.link_bw(n, peer, self.link.bw)
+        links: dict[LinkRef, float] = {f"{n}-eth{p}": self.topo.link_bw(n, peer, self.link.bw)
                  for n, p, peer in shaping.link_ends(self.topo) if self.topo.is_switch(n)}
         probe = QueueGapProbe(links, pin)
         try:

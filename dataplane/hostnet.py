@@ -5,6 +5,7 @@ import subprocess
 from typing import Any
 
 from topos.base import Topology
+from topos.grin import GrinTopology
 
 from . import netns
 from .proc import RunError, check, in_ns
@@ -89,7 +90,7 @@ def mptcp_endpoints(topo: Topology, host_pids: dict[str, int], host_intf: dict[s
         check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
 
 
-def host_forwarding(topo: Topology, host_pids: dict[str, int], host_intf: dict[str, str],
+def host_forwarding(topo: GrinTopology, host_pids: dict[str, int], host_intf: dict[str, str],
                     macs: dict[tuple[str, str], str]) -> None:
     """Servers that forward for their neighbours over horizontal (host-to-host) links.
 
@@ -138,7 +139,7 @@ def host_forwarding(topo: Topology, host_pids: dict[str, int], host_intf: dict[s
 ADD_ADDR_TIMEOUT = 1
 
 
-def grin_mptcp_endpoints(topo: Topology, host_pids: dict[str, int]) -> dict[str, Any]:
+def grin_mptcp_endpoints(topo: GrinTopology, host_pids: dict[str, int]) -> dict[str, Any]:
     """MPTCP over horizontal links: secondary addresses are announced ('signal'), outgoing
     ones open subflows ('subflow'); see topos/grin.py for why they are two.
 

@@ -261,7 +261,7 @@ def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
         if x["run_id"] in unfinished:
             say(f"{point(x, lines)} {x['label']}: ended without a result in an earlier "
                 "launch (killed or the machine stopped)")
-    code, spent = 0, []
+    code, spent = 0, list[float]()
     try:
         for n, x in enumerate(pending, start=1):
             eta = (f", ETA {_eta(sum(spent) / len(spent) * (len(pending) - n + 1))}"

@@ -523,7 +523,7 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
         times = [first + early]
         if duration - trim - 1.5 > early + 0.5:
             times.append(first + duration - trim - 1.5)
-    record = []
+    record: list[dict[str, Any]] = []
     for n, when in enumerate(times):
         while time.monotonic() < when:
             if any(p.poll() is not None for _, _, p in clients):
@@ -558,8 +558,8 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                     raise   # (a starved connection is wait_iperf's to record)
     missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
     if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
-        when = ", ".join(f"{r['began_s']} s" for r in record)
-        raise RunError(f"no socket snapshot ({when} after the first client started) found "
+        began_at = ", ".join(f"{rec['began_s']} s" for rec in record)
+        raise RunError(f"no socket snapshot ({began_at} after the first client started) found "
                        f"the connection of "
                        f"{len(missing)} flows (e.g. {', '.join(missing[:3])})")
 
@@ -570,7 +570,7 @@ def _client(emu: Emulation, f: Flow, wrap: list[str], duration: float,
     fh = open(f.client_report(out), "w")  # noqa: SIM115 - closed by the caller
     f.start = time.time()
     return (f, fh, emu.popen(
-        emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.node(f.dst).ip, "-p", str(f.port),
+        emu.host(f.src), [*wrap, "iperf3", "-c", emu.topo.ip(f.dst), "-p", str(f.port),
                           "-t", str(duration), "-J", "--connect-timeout", "5000"],
         stdout=fh, stderr=subprocess.STDOUT))
 
@@ -694,10 +694,11 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
         for port in emu.topo.ports(sw):
             intf = f"{sw}-eth{port}"
             base = Path("/sys/class/net") / intf / "statistics"
-            vals = [int((base / n).read_text()) for n in
-                    ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")]
+            rx_b, tx_b, rx_p, tx_p = (int((base / n).read_text()) for n in
+                                      ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"))
             drops, sent = qd.get(intf, (0, 0))
-            out[(sw, port)] = PortCounters(*vals, qdisc_drops=drops, qdisc_sent_packets=sent)
+            out[(sw, port)] = PortCounters(rx_b, tx_b, rx_p, tx_p, qdisc_drops=drops,
+                                           qdisc_sent_packets=sent)
     return out
 
 

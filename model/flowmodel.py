@@ -298,12 +298,12 @@ def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarra
         # frozen i (they keep their rate; relaxed by a hair so that rounding
         # in earlier answers can never make this LP infeasible).
         rows = [link_block, sp.hstack([-S[open_], sp.csr_matrix(np.ones((len(open_), 1)))])]
-        b = [b_link, np.zeros(len(open_))]
+        b_parts = [b_link, np.zeros(len(open_))]
         if len(done):
             rows.append(sp.hstack([-S[done], sp.csr_matrix((len(done), 1))]))
-            b.append(-rates[done] * (1 - _FREEZE_RELAX[ipm]))
+            b_parts.append(-rates[done] * (1 - _FREEZE_RELAX[ipm]))
         A = sp.vstack(rows, format="csr")
-        b = np.concatenate(b)
+        b = np.concatenate(b_parts)
         c = np.zeros(n_vars + 1)
         c[-1] = -1.0  # maximise the common level t
         res = _solve_lp(c, A, b, ipm=ipm)
@@ -480,7 +480,9 @@ def max_concurrent_flow_graph(
     n = len(pairs)
     d = _demand_array(demands, n)
     nodes: dict = {}
-    eu, ev, ecap = [], [], []
+    eu_list: list[int] = []
+    ev_list: list[int] = []
+    ecap_list: list[float] = []
     for link in capacities:
         if not (isinstance(link, tuple) and len(link) == 2):
             raise ValueError(f"link id {link!r} is not a (u, v) tuple")
@@ -488,9 +490,9 @@ def max_concurrent_flow_graph(
         if u == v:
             raise ValueError(f"link {link!r} is a self-loop")
         cap = _capacity(capacities, link)
-        eu.append(nodes.setdefault(u, len(nodes)))
-        ev.append(nodes.setdefault(v, len(nodes)))
-        ecap.append(cap)
+        eu_list.append(nodes.setdefault(u, len(nodes)))
+        ev_list.append(nodes.setdefault(v, len(nodes)))
+        ecap_list.append(cap)
     # Aggregate demands per source -> destination (duplicates add up).
     by_src: dict[int, dict[int, float]] = {}
     for (s, t), dem in zip(pairs, d.tolist()):
@@ -506,19 +508,19 @@ def max_concurrent_flow_graph(
     if not by_src:
         return math.inf
     N = len(nodes)
-    eu = np.asarray(eu, dtype=np.int64)
-    ev = np.asarray(ev, dtype=np.int64)
-    ecap = np.asarray(ecap, dtype=float)
+    eu = np.asarray(eu_list, dtype=np.int64)
+    ev = np.asarray(ev_list, dtype=np.int64)
+    ecap = np.asarray(ecap_list, dtype=float)
     E = len(eu)
 
-    var_src, var_edge = [], []
+    edge_parts, src_parts = [], []
     for k, s in enumerate(by_src):
         # Flow of commodity s never needs to re-enter s.
         e = np.flatnonzero(ev != s)
-        var_edge.append(e)
-        var_src.append(np.full(len(e), k, dtype=np.int64))
-    var_edge = np.concatenate(var_edge)
-    var_src = np.concatenate(var_src)
+        edge_parts.append(e)
+        src_parts.append(np.full(len(e), k, dtype=np.int64))
+    var_edge = np.concatenate(edge_parts)
+    var_src = np.concatenate(src_parts)
     n_vars = len(var_edge)
     srcs = np.fromiter(by_src, dtype=np.int64, count=len(by_src))
     lam = n_vars  # column of lambda

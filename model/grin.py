@@ -95,6 +95,8 @@ __all__ = [
 
 Node = Hashable
 Path = tuple[Node, ...]
+#: a path among servers only (over horizontal links): a Path whose nodes are all servers
+Segment = tuple[int, ...]
 Connection = tuple[int, int]
 
 CORE = "core"
@@ -267,12 +269,12 @@ class _Paths:
     def __init__(self, topo: GrinTopology, hops: int | None) -> None:
         self.topo = topo
         self.n = _max_hops(topo, hops)
-        self._from: dict[int, list[Path]] = {}
-        self._horiz: dict[int, dict[int, list[Path]]] = {}
+        self._from: dict[int, list[Segment]] = {}
+        self._horiz: dict[int, dict[int, list[Segment]]] = {}
 
-    def _simple_paths(self, src: int, limit: int) -> list[Path]:
-        out: list[Path] = []
-        stack: list[Path] = [(src,)]
+    def _simple_paths(self, src: int, limit: int) -> list[Segment]:
+        out: list[Segment] = []
+        stack: list[Segment] = [(src,)]
         nbrs = self.topo.neighbours
         while stack:  # iterative DFS: deterministic order, no recursion limit
             p = stack.pop()
@@ -283,24 +285,24 @@ class _Paths:
                         stack.append(p + (x,))
         return out
 
-    def segments_from(self, s: int) -> list[Path]:
+    def segments_from(self, s: int) -> list[Segment]:
         if s not in self._from:
             self._from[s] = self._simple_paths(s, self.n)
         return self._from[s]
 
-    def segments_into(self, t: int) -> list[Path]:
+    def segments_into(self, t: int) -> list[Segment]:
         return [p[::-1] for p in self.segments_from(t)]
 
-    def horizontal(self, s: int, t: int) -> list[Path]:
+    def horizontal(self, s: int, t: int) -> list[Segment]:
         if s not in self._horiz:
-            by_end: dict[int, list[Path]] = {}
+            by_end: dict[int, list[Segment]] = {}
             for p in self._simple_paths(s, min(2 * self.n, max(self.topo.n_servers - 1, 0))):
                 if len(p) > 1:
                     by_end.setdefault(p[-1], []).append(p)
             self._horiz[s] = by_end
         return self._horiz[s].get(t, [])
 
-    def join(self, seg1: Path, seg2: Path) -> Path | None:
+    def join(self, seg1: Segment, seg2: Segment) -> Path | None:
         """seg1 + switch + seg2, or None when the result would not be a simple path."""
         if set(seg1).intersection(seg2):
             return None
@@ -503,7 +505,7 @@ def _compact_lp(topo: GrinTopology, pp: _Paths, conns: Sequence[Connection]) -> 
     eq: list[tuple[int, int, float]] = []  # (row, column, value)
     obj: list[float] = []
 
-    def horiz_edges(seg: Path) -> list[int]:
+    def horiz_edges(seg: Segment) -> list[int]:
         return [ei[(a, b)] for a, b in zip(seg, seg[1:])]
 
     for s in srcs:
@@ -705,6 +707,7 @@ def hop_count_table(
                     act = active_servers(topo.n_servers, pct, rng)
                     conns = make_traffic(pattern, act, rng, **pattern_options(
                         pattern, group_size=group_size, a2a_cap=a2a_cap))
+                    assert isinstance(conns, list), "GRIN's patterns are unicast pairs"
                     res.append(evaluate_instance(topo, conns, n_paths=n_paths, seed=seed,
                                                  formulation=formulation))
                 row = _row(degree, pattern, pct, res)

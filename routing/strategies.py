@@ -50,12 +50,11 @@ def _deliver_local(topo: Topology, plan: Plan) -> None:
                                         if dist.get(n, -1) == dist[s] - 1))
                   for s in topo.switches() if s != dst and s in dist}
         for h in hosts:
-            node = topo.node(h)
             local = Action.forward(topo.port(dst, h))
-            plan.switches[dst].add(Match(node.mac), local)
-            plan.switches[dst].add(Match(node.ip, "arp"), local)
+            plan.switches[dst].add(Match(topo.mac(h)), local)
+            plan.switches[dst].add(Match(topo.ip(h), "arp"), local)
             for s, act in toward.items():
-                plan.switches[s].add(Match(node.ip, "arp"), act)
+                plan.switches[s].add(Match(topo.ip(h), "arp"), act)
 
 
 def _hosts_by_switch(topo: Topology) -> dict[str, list[str]]:
@@ -84,7 +83,7 @@ def per_hop(topo: Topology, routing: str, pick: Callable[[list[int]], list[int]]
                            if dist.get(n, -1) == dist[s] - 1)
             action = Action.select((Choice(p) for p in pick(ports)), mode)
             for h in hosts:
-                plan.switches[s].add(Match(topo.node(h).mac), action)
+                plan.switches[s].add(Match(topo.mac(h)), action)
     return plan
 
 
@@ -114,10 +113,10 @@ def pinned(topo: Topology, routing: str,
     edge = sorted({topo.access_switch(h) for h in topo.hosts()}, key=topo.switches().index)
     for dst in edge:
         dst_hosts = [h for h in topo.hosts() if topo.access_switch(h) == dst]
-        macs = [topo.node(h).mac for h in dst_hosts]
+        macs = [topo.mac(h) for h in dst_hosts]
         # the egress switch strips any label before delivering to its own hosts
         for h in dst_hosts:
-            plan.switches[dst].add(Match(topo.node(h).mac, label=LABEL_ANY),
+            plan.switches[dst].add(Match(topo.mac(h), label=LABEL_ANY),
                                    Action.forward(topo.port(dst, h), pop=True))
         label = 0
         for src in edge:

@@ -45,8 +45,7 @@ def step(plan: Plan, switch: str, kind: str, dst: str, label: int, in_port: int,
 def walk(topo: Topology, plan: Plan, src: str, dst: str, select: Select,
          eth_type: int = ETH_TYPE_IP) -> list[str]:
     """Switches a unicast packet from host ``src`` to host ``dst`` crosses; raises WalkError."""
-    d = topo.node(dst)
-    kind, key = ("arp", d.ip) if eth_type == ETH_TYPE_ARP else ("eth", d.mac)
+    kind, key = ("arp", topo.ip(dst)) if eth_type == ETH_TYPE_ARP else ("eth", topo.mac(dst))
     here, in_port, label = topo.access_switch(src), topo.port(topo.access_switch(src), src), 0
     path: list[str] = []
     while True:
@@ -79,7 +78,7 @@ def tree(topo: Topology, plan: Plan, src: str, dst_mac: str, select: Select,
     """
     got: dict[str, int] = {}
     sw = topo.access_switch(src)
-    stack = [(sw, topo.port(sw, src), 0, (sw,))]
+    stack: list[tuple[str, int, int, tuple[str, ...]]] = [(sw, topo.port(sw, src), 0, (sw,))]
     while stack:
         here, in_port, label, seen = stack.pop()
         if len(seen) > max_hops:

@@ -154,6 +154,20 @@ class Topology:
         except KeyError:
             raise TopologyError(f"unknown node {name}") from None
 
+    def ip(self, host: str) -> str:
+        """The primary address of ``host`` (TopologyError for a switch or unknown name)."""
+        ip = self.node(host).ip
+        if ip is None:
+            raise TopologyError(f"{host} is a switch: it has no address")
+        return ip
+
+    def mac(self, host: str) -> str:
+        """The MAC address of ``host`` (TopologyError for a switch or unknown name)."""
+        mac = self.node(host).mac
+        if mac is None:
+            raise TopologyError(f"{host} is a switch: it has no MAC address")
+        return mac
+
     def hosts(self) -> list[str]:
         """Host names in insertion order."""
         return [n.name for n in self._nodes.values() if n.kind == "host"]

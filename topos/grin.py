@@ -112,7 +112,7 @@ class GrinTopology(Topology):
         #: (t, s) -> the outgoing address on the same interface (see the module text)
         self.outgoing: dict[tuple[str, str], str] = {}
         for s in owners:
-            prefix = self.node(s).ip.rsplit(".", 1)[0]
+            prefix = self.ip(s).rsplit(".", 1)[0]
             for n, t in enumerate(self.neighbours(s)):
                 self.secondary[(t, s)] = f"{prefix}.{2 + n}"
                 self.outgoing[(t, s)] = f"{prefix}.{OUTGOING_ID + n}"
@@ -133,7 +133,7 @@ class GrinTopology(Topology):
 
     def addresses(self, host: str) -> list[str]:
         """Primary address first, then one per addressed horizontal link in port order."""
-        return [self.node(host).ip] + [self.secondary[(host, s)] for s in self.faces(host)]
+        return [self.ip(host)] + [self.secondary[(host, s)] for s in self.faces(host)]
 
     def owner(self, ip: str) -> str:
         """The host whose prefix holds ``ip`` (where the fabric delivers it)."""
@@ -174,7 +174,7 @@ class GrinTopology(Topology):
         reaches 2 links' worth even with uncoupled congestion control).  Star: the direct
         one, one from each outgoing address of the source to the destination's primary,
         one from the source's primary to each secondary address of the destination."""
-        s_ip, d_ip = self.node(src).ip, self.node(dst).ip
+        s_ip, d_ip = self.ip(src), self.ip(dst)
         if self.full_mesh():
             return [(a, b) for a in [s_ip] + self.outgoing_addresses(src)
                     for b in self.addresses(dst)]

@@ -70,7 +70,7 @@ def group(hosts: Sequence[H], rng: Random, size: int = GROUP_SIZE) -> Pairs:
         raise ValueError(f"group size must be >= 2, got {size}")
     order = act[:]
     rng.shuffle(order)
-    pairs = []
+    pairs: list[tuple[H, H]] = []
     for g in range(len(order) // size):
         members = order[g * size:(g + 1) * size]
         dst = rng.choice(members)

@@ -262,7 +262,7 @@ def counter_window(sampler: Sampler[Any]) -> CounterWindow:
 def measured_link_rows(topo: Topology, window: CounterWindow, bw: float, r: int,
                        label: str) -> list[dict[str, Any]]:
     """Utilisation of every directed link over the window (switch tx; host uplinks by rx)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     if window.before is None or window.after is None or window.window_s <= 0:
         return rows
     for d in counter_delta(window.before, window.after):

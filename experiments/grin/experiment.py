@@ -29,6 +29,7 @@ uplinks divided evenly; topos/grin.py).  Their names in files: ``grin0`` (the or
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import routing
@@ -186,7 +187,7 @@ def maxmin_mbps(topo: GrinTopology, bw: float,
             nodes = topo.subflow_path(s, d)
             keys.append(conn)
             paths.append(list(zip(nodes[:-1], nodes[1:])))
-    rates = maxmin_rates(caps, paths) if paths else []
+    rates: Sequence[float] = list(maxmin_rates(caps, paths)) if paths else []
     out = {c: 0.0 for c in subflows}
     for c, r in zip(keys, rates):
         out[c] += float(r)

@@ -221,6 +221,7 @@ def bound_s(sizes: list[int], copies: int, bw: float) -> list[float]:
 
 def _first_line(p: subprocess.Popen, deadline: float) -> str:
     """The process's first stdout line, waiting at most until ``deadline``."""
+    assert p.stdout is not None   # (started with stdout=PIPE)
     poller = select.poll()      # not select(): this process's fds can be above 1024
     poller.register(p.stdout, select.POLLIN)
     ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
@@ -255,7 +256,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
     recv_timeout = 30 + 2 * max(1.0, expected_s / len(sizes))  # silence a receiver accepts
     recvs = {}
     for i, r in enumerate(members, start=1):
-        ip = topo.node(r).ip
+        ip = topo.ip(r)
         args = ["recv", "--listen", f"0.0.0.0:{port}" if mode == "multicast" else f"{ip}:{port}",
                 "--id", str(i), "--report", str(out / f"recv-{r}.json"),
                 "--timeout", f"{recv_timeout:.0f}"]
@@ -267,11 +268,11 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
         line = _first_line(p, deadline)
         if not line.startswith("listening"):
             raise RunError(f"receiver {r} not ready in 30 s: {_tail(out / f'recv-{r}.log')}")
-    dest = ",".join(f"{topo.node(r).ip}:{port}" for r in members)
+    dest = ",".join(f"{topo.ip(r)}:{port}" for r in members)
     args = ["send", "--receivers", dest, "--mode", mode, "--procs", str(procs),
             "--sizes", ",".join(map(str, sizes)), "--payload", str(PAYLOAD),
             "--rate-mbps", f"{rate_mbps:.4f}", "--timeout", "20",
-            "--report", str(out / "sender.json"), "--mcast-if", topo.node(src).ip]
+            "--report", str(out / "sender.json"), "--mcast-if", topo.ip(src)]
     if mode == "multicast":
         args += ["--group", f"{GROUP}:{port}", "--ttl", "8"]
     before = port_counters(emu)

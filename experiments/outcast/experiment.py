@@ -42,6 +42,7 @@ import topos
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError, check, in_ns
 from store import write_csv
+from topos.outcast import OutcastLinear
 from topos.traffic import many_to_one
 
 from ..bwmng import check_coverage, host_port, rx_series
@@ -137,14 +138,14 @@ def validate(params: dict[str, Any]) -> None:
 def set_rto_min(emu: Emulation, senders: list[str], receiver: str,
                 rto: str | None) -> dict[str, str]:
     """Pin rto_min on each sender's route to the receiver; return `ip route get` read back."""
-    dst = emu.topo.node(receiver).ip
+    dst = emu.topo.ip(receiver)
     got = {}
     for s in senders:
         h = emu.host(s)
         if rto_min_ms(rto) is not None:
             intf = h.intfList()[0].name
             emu.host_cmd(h, ["ip", "route", "replace", f"{dst}/32", "dev", intf,
-                             "src", emu.topo.node(s).ip, "rto_min", str(rto)])
+                             "src", emu.topo.ip(s), "rto_min", str(rto)])
         # `ip route get` omits metrics; the table entry shows rto_min when it is set
         table = emu.host_cmd(h, ["ip", "route", "show", "match", dst]).strip()
         got[s] = " | ".join(line.strip() for line in table.splitlines())
@@ -193,7 +194,7 @@ class DropReader:
         self.groups = groups
         self.recv_pid = emu.host(receiver).pid
         self.bottleneck = bottleneck
-        self.ip_of = {s: emu.topo.node(s).ip for g in groups for s in g.senders}
+        self.ip_of = {s: emu.topo.ip(s) for g in groups for s in g.senders}
 
     def _rx(self) -> dict[str, int]:
         return {i: int(Path(f"/sys/class/net/{i}/statistics/rx_packets").read_text())
@@ -202,7 +203,7 @@ class DropReader:
     def _qdisc(self) -> tuple[int, int]:
         q = json.loads(check(["tc", "-s", "-j", "qdisc", "show", "dev", self.bottleneck],
                              timeout=5) or "[]")
-        pf = next((x for x in q if x.get("kind") == "pfifo"), {})
+        pf: dict[str, Any] = next((x for x in q if x.get("kind") == "pfifo"), {})
         return pf.get("drops", 0), pf.get("qlen", 0)
 
     def __call__(self) -> dict[str, Any]:
@@ -289,9 +290,9 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     duration, trim, interval = params["duration"], params["trim"], params["interval"]
     access = {s.name: host_port(emu.topo, s.name) for s in senders}
     pairs = dict(many_to_one([s.name for s in senders], receiver=receiver))
-    for s in senders:
-        s.flow = Flow(s.name, pairs[s.name])
-    order = [s.flow for s in senders]
+    order = [Flow(s.name, pairs[s.name]) for s in senders]
+    for s, f in zip(senders, order):
+        s.flow = f
     rng.shuffle(order)  # start order from the run's seed: no sender always starts first
     drops = Sampler("drop", DropReader(emu, receiver, host_port(emu.topo, receiver), groups),
                     interval)
@@ -384,6 +385,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
         for r in range(params["runs"]):
             rng = run_rng(params["seed"], 1000 * n + r)
             topo = topos.build(f"outcast,n={n}")
+            assert isinstance(topo, OutcastLinear)
             plan = routing.make_plan(topo, ROUTING)
             senders = [Sender(name, f"s1 port {topo.entry_port(name)}")
                        for name in topo.senders()]

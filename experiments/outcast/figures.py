@@ -319,7 +319,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax = axes[0, 1]
     hops = sorted({int(r["hops"]) for r in rows})
     for i, h in enumerate(hops):
-        per_sender = {}
+        per_sender: dict[str, list[float]] = {}
         for r in rows:
             if int(r["hops"]) == h:
                 per_sender.setdefault(r["sender"], []).append(cell(r["iperf_mbps"]))

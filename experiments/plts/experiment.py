@@ -41,6 +41,7 @@ from analysis.fidelity import report
 from dataplane import base as dataplanes
 from dataplane.emulation import Emulation
 from dataplane.proc import RunError
+from dataplane.tcbpf import BpfDataplane
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
@@ -191,12 +192,12 @@ def latency_rows(samples: list[dict[str, Any]], flows: list[Flow], trim: float,
         by_tuple[(sub["src_ip"], sub["dst_ip"], int(sub["src_port"]), int(sub["dst_port"]))] = f
     rows = []
     for s in samples:
-        f = by_tuple.get((s["saddr"], s["daddr"], s["sport"], s["dport"]))
-        if f is None:
+        flow = by_tuple.get((s["saddr"], s["daddr"], s["sport"], s["dport"]))
+        if flow is None:
             continue  # iperf3's control connection
         at = s["at_ns"] / 1e9 + mono_to_wall
-        if f.start + trim <= at <= f.start + duration - trim:
-            rows.append({**base, "src": f.src, "dst": f.dst,
+        if flow.start + trim <= at <= flow.start + duration - trim:
+            rows.append({**base, "src": flow.src, "dst": flow.dst,
                          "latency_us": round(s["latency_ns"] / 1000, 2)})
     return rows
 
@@ -210,19 +211,22 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
     ideal = goodput_capacity(bw)
     with session(topo, plan, params, run_dir, run_id, scheme) as s:
         emu = s.emu
+        dp = emu.dataplane
+        # latency samples and per-packet spreads are the BPF switch's (validate: bpf only)
+        assert isinstance(dp, BpfDataplane), dp
         s.facts["recovery_sysctls"] = set_recovery(emu, recovery)
-        emu.dataplane.sample_latency(params["sample"])
+        dp.sample_latency(params["sample"])
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows = flows
         meas = run_iperf(emu, flows, "tcp", duration, trim, run_dir, port=BASE_PORT)
-        samples, sampling = emu.dataplane.latency_samples()
+        samples, sampling = dp.latency_samples()
         mono_to_wall = time.time() - time.monotonic()
         if scheme == "ecmp":
             routed = trace_flows(emu, flows)
             (run_dir / "paths.json").write_text(json.dumps(routed, indent=1))
         else:
             routed = None
-            spread = {f"{f.src}->{f.dst}": emu.dataplane.spread(emu, f.src, f.dst, f.subflows[0])
+            spread = {f"{f.src}->{f.dst}": dp.spread(emu, f.src, f.dst, f.subflows[0])
                       for f in flows}
             (run_dir / "spread.json").write_text(json.dumps(spread, indent=1))
     facts = s.facts

@@ -204,3 +204,28 @@ def test_a_client_that_ended_during_set_up_is_started_again():
     emu = _Emu({"a": ""})
     short = tr._short_of_subflows(emu, [f], {f.name: 8}, {f.name: _Proc(code=1)})
     assert "client ended" in short[f.name] and emu.looks == 0
+
+
+def test_a_run_finds_the_calibration_of_the_results_root_it_sits_under(tmp_path):
+    """calibration.json of ROOT is seen by ROOT's runs, by a sweep's runs in progress
+    (ROOT/sweeps/NAME/work/TMP/EXPERIMENT/ID) and not by a run under another root; the
+    nearest one wins."""
+    from analysis.fidelity import CALIBRATION_FILE, calibration_key, load_calibration
+    root = tmp_path / "results"
+    entry = {"utilisation": 0.95}
+    root.mkdir()
+    (root / CALIBRATION_FILE).write_text(json.dumps(
+        {calibration_key("fattree,k=4", 10.0, "bpf"): entry}))
+    direct = root / "permutation" / "20261125T000000Z-aaaaaa"
+    in_sweep = root / "sweeps" / "s" / "work" / "tmp1" / "permutation" / "20261125T0Z-b"
+    elsewhere = tmp_path / "other" / "permutation" / "20261125T000000Z-cccccc"
+    for run in (direct, in_sweep, elsewhere):
+        run.mkdir(parents=True)
+    for run in (direct, in_sweep):
+        got = load_calibration(run, "fattree,k=4", 10.0, "bpf")
+        assert got == {**entry, "file": str((root / CALIBRATION_FILE).resolve())}
+    assert load_calibration(direct, "fattree,k=4", 20.0, "bpf") is None   # other rate
+    assert load_calibration(elsewhere, "fattree,k=4", 10.0, "bpf") is None
+    (root / "sweeps" / CALIBRATION_FILE).write_text(json.dumps(
+        {calibration_key("fattree,k=4", 10.0, "bpf"): {"utilisation": 0.5}}))
+    assert load_calibration(in_sweep, "fattree,k=4", 10.0, "bpf")["utilisation"] == 0.5
