@@ -79,15 +79,16 @@ fi
 # The kernel dataplane's programs, compiled once per source version (and kernel, for the
 # probe that reads kernel structs); a run would build them too, but a failure shows here.
 .venv/bin/python - <<'PY' || echo "setup: the bpf dataplane's programs did not build (above); use --dataplane ovs" >&2
-from dataplane.base import bpf_unavailable
+from emulator.bpfobj import bpf_unavailable
 if not bpf_unavailable():
-    from dataplane import bpfswitch, qgap
-    bpfswitch.build(qgap.BUILD_DIR)
-    bpfswitch.build(qgap.BUILD_DIR, qgap.SOURCE, kernel_types=True)
+    from dataplanes.bpf import switch as bpfswitch
+    from emulator import bpfobj, qgap
+    bpfswitch.build_program(qgap.BUILD_DIR)
+    bpfobj.build(qgap.BUILD_DIR, qgap.SOURCE, kernel_types=True)
 PY
 
 .venv/bin/python - <<'PY'
-from dataplane.sysinfo import environment
+from emulator.sysinfo import environment
 e = environment()
 v = e["versions"]
 print(f"dcrepro environment: BPF dataplane {e['bpf_dataplane']}; OVS datapath={e['ovs_datapath']} "

@@ -109,7 +109,7 @@ def limits_note(flows: list[dict[str, Any]]) -> str | None:
 
 def measurement_reasons(meas: dict[str, Any]) -> list[str]:
     """The reasons to doubt one measurement that every experiment judges alike, from what
-    its runner recorded (experiments/traffic.run_iperf's facts, or the same keys from another
+    its runner recorded (harness/traffic.run_iperf's facts, or the same keys from another
     runner): CPU saturation, losses outside the tail-drop queues, links not sending at their
     rate, partial measurements, TCP flows not limited by congestion, stalled flows."""
     reasons = []

@@ -1,5 +1,5 @@
 """Where a network's bring-up goes, and the two per-host steps done in this process
-(dataplane/netns.py) against the programs they replaced, side by side on the same network.
+(emulator/netns.py) against the programs they replaced, side by side on the same network.
 
     .venv/bin/python bench/bench_bringup.py [--specs fattree,k=4 fattree,k=6] [--reps 5]
 
@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import routing
 import topos
-from dataplane import netns
-from dataplane.emulation import Emulation
-from dataplane.proc import in_ns
-from dataplane.shaping import LinkSpec
+from emulator import netns
+from emulator.emulation import Emulation
+from emulator.proc import in_ns
+from emulator.shaping import LinkSpec
 
 
 def ping_processes(emu: Emulation, timeout: float = 2.0) -> list[tuple[str, str]]:

@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
-from dataplane.emulation import Emulation  # noqa: E402
-from dataplane.proc import install_signal_handlers  # noqa: E402
-from dataplane.shaping import LinkSpec  # noqa: E402
+from emulator.emulation import Emulation  # noqa: E402
+from emulator.proc import install_signal_handlers  # noqa: E402
+from emulator.shaping import LinkSpec  # noqa: E402
 
 
 def bringup_teardown(spec: str, dataplane: str, reps: int) -> None:

@@ -41,8 +41,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dataplane.registry import BPFFS_DIR, machine_leftovers  # noqa: E402
-from dataplane.sysinfo import ovsdb_pid, vswitchd_pid  # noqa: E402
+from emulator.registry import BPFFS_DIR, machine_leftovers  # noqa: E402
+from emulator.sysinfo import ovsdb_pid, vswitchd_pid  # noqa: E402
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": []}
 PHASES = ("bring-up", "traffic", "after traffic", "plotting")  # ("before": ahead of start)
@@ -51,7 +51,7 @@ CLIENTS = 16                       # a k=4 permutation
 
 def cli() -> list[str]:
     """The dcrepro command line (DCREPRO may name another one, as for the sweeps)."""
-    return os.environ.get("DCREPRO", "").split() or [sys.executable, "-m", "experiments.cli"]
+    return os.environ.get("DCREPRO", "").split() or [sys.executable, "-m", "dcrepro.cli"]
 
 
 def pids(pattern: str) -> list[int]:

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
-from experiments.sweep import read_manifest  # noqa: E402
+from dcrepro.sweep import read_manifest  # noqa: E402
 
 DCREPRO = [str(REPO / ".venv" / "bin" / "dcrepro")]
 RUN = ["orca", "--backend", "model", "--quick"]

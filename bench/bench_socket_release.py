@@ -31,10 +31,10 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
-from dataplane.emulation import Emulation  # noqa: E402
-from dataplane.proc import install_signal_handlers, stop_all  # noqa: E402
-from dataplane.shaping import LinkSpec  # noqa: E402
-from experiments.sampling import busy_cpu_seconds  # noqa: E402
+from emulator.emulation import Emulation  # noqa: E402
+from emulator.proc import install_signal_handlers, stop_all  # noqa: E402
+from emulator.shaping import LinkSpec  # noqa: E402
+from harness.sampling import busy_cpu_seconds  # noqa: E402
 from topos.traffic import permutation  # noqa: E402
 
 VARIANTS = ("bpf", "bpf,socket=keep")

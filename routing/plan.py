@@ -1,7 +1,7 @@
 """A routing plan: per switch, a small dataplane-neutral table, as plain comparable data.
 
 Both dataplanes translate from it (controller/ofplan.py to OpenFlow 1.3 for Open vSwitch,
-dataplane/bpfplan.py to the maps of the tc-BPF switch), and routing/walk.py interprets it, so
+dataplanes/bpf/plan.py to the maps of the tc-BPF switch), and routing/walk.py interprets it, so
 a golden file shows what every switch does whatever carries it.
 
 Match: what a packet is looked up by on one switch

@@ -1,5 +1,5 @@
 """Run-folder I/O: status, CSV tables and JSON files, with one-line errors for what is not a
-run folder.  A run folder is results/<experiment>/<UTC time>-<id>/ (experiments/runfolder.py
+run folder.  A run folder is results/<experiment>/<UTC time>-<id>/ (harness/runfolder.py
 creates them); its status.json says whether its tables are complete."""
 from __future__ import annotations
 

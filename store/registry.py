@@ -12,7 +12,7 @@ folder's plotter without importing the experiments (modules are imported by name
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -55,21 +55,25 @@ def claims(name: str) -> list[Any]:
     return [c for c in getattr(mod, "CLAIMS", []) if c.experiment == name]
 
 
-def backends(name: str) -> str:
-    """The backends column: emulated on which dataplanes, and the model where it has one."""
+def backends(name: str, dataplanes: Mapping[str, frozenset[str]]) -> str:
+    """The backends column: emulated on the dataplanes (name -> capabilities, as
+    emulator.dataplanes.capabilities() gives them) that offer everything the experiment
+    ``NEEDS``, and the model where it has one."""
     mod = module(name)
-    dps = ", ".join(f"`{d}`" for d in getattr(mod, "DATAPLANES", ("bpf", "ovs")))
+    needs = frozenset(getattr(mod, "NEEDS", ()))
+    dps = ", ".join(f"`{d}`" for d, offers in dataplanes.items() if needs <= offers)
     return f"emulated ({dps})" + (", model" if "backend" in mod.DEFAULTS else "")
 
 
-def markdown_table() -> str:
-    """The README's experiment table, one row per registry entry (`dcrepro list --markdown`)."""
+def markdown_table(dataplanes: Mapping[str, frozenset[str]]) -> str:
+    """The README's experiment table, one row per registry entry (`dcrepro list --markdown`);
+    ``dataplanes``: see backends."""
     rows = ["| experiment | paper | sweep script | backends |", "|---|---|---|---|"]
     for name in EXPERIMENTS:
         mod = module(name)
         note = getattr(mod, "SWEEP_NOTE", "")
         sweep = f"`{sweep_command(name)}`" + (f" ({note})" if note else "")
-        cells = [f"`{name}`", mod.PAPER, sweep, backends(name)]
+        cells = [f"`{name}`", mod.PAPER, sweep, backends(name, dataplanes)]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows) + "\n"
 

@@ -167,7 +167,7 @@ class GrinTopology(Topology):
 
     def designed_subflows(self, src: str, dst: str) -> list[tuple[str, str]]:
         """(source, destination) addresses of the subflows the path managers are set up to
-        open for a connection src -> dst (dataplane.hostnet.grin_mptcp_endpoints).
+        open for a connection src -> dst (emulator.hostnet.grin_mptcp_endpoints).
 
         Full mesh: every (src address, dst address) pair, so each horizontal link at either
         end has a subflow to and from each path of the other end (an isolated GRIN1 pair

@@ -20,20 +20,19 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import gap_share, measurement_reasons
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError
+from emulator.emulation import Emulation
+from emulator.proc import RunError
+from harness.common import add_backend, add_shared, run_rng, transports
+from harness.runfolder import RunFolder
+from harness.sampling import Sampler
+from harness.session import session
+from harness.traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
 from model import connection_rates, maxmin_rates
 from model.network import capacities, path_links, route_by_hash, synthetic_subflows
 from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
 from topos.traffic import permutation as traffic_permutation
-
-from ..common import add_backend, add_shared, run_rng, transports
-from ..runfolder import RunFolder
-from ..sampling import Sampler
-from ..session import session
-from ..traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
 
 NAME = "fairness"
 HELP = ("Jellyfish + k-shortest paths vs fat tree + ECMP, MPTCP on both: normalized throughput "

@@ -35,7 +35,11 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import report
-from dataplane.hostnet import grin_mptcp_endpoints
+from emulator.hostnet import grin_mptcp_endpoints
+from harness.common import add_backend, add_shared, run_rng
+from harness.runfolder import RunFolder
+from harness.session import judge, session
+from harness.traffic import Flow, run_iperf
 from model.flowmodel import goodput_capacity, maxmin_rates
 from model.grin import (
     GROUP_SIZE,
@@ -49,11 +53,6 @@ from model.grin import (
 from store import write_csv
 from topos.grin import FABRIC, GrinTopology, Multihomed
 from topos.traffic import make as make_traffic
-
-from ..common import add_backend, add_shared, run_rng
-from ..runfolder import RunFolder
-from ..session import judge, session
-from ..traffic import Flow, run_iperf
 
 NAME = "grin"
 HELP = ("GRIN: horizontal server-to-server links and h1 routing with MPTCP; per-server "

@@ -42,19 +42,18 @@ from typing import Any
 import routing
 import topos
 from apps.filexfer import protocol
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError, how_ended
+from emulator.emulation import Emulation
+from emulator.proc import RunError, how_ended
+from harness.common import add_backend, add_shared, run_rng
+from harness.runfolder import RunFolder
+from harness.sampling import cpu_sampler
+from harness.session import judge_measurement, session
+from harness.traffic import port_counters
 from model.network import path_links
 from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
 from store import write_csv
 from topos.traffic import multicast
-
-from ..common import add_backend, add_shared, run_rng
-from ..runfolder import RunFolder
-from ..sampling import cpu_sampler
-from ..session import judge_measurement, session
-from ..traffic import port_counters
 
 NAME = "orca"
 HELP = ("in-network multicast vs application-layer UDP unicast for an iterative 33-round "

@@ -39,18 +39,17 @@ from typing import Any
 
 import routing
 import topos
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError, check, in_ns
+from emulator.emulation import Emulation
+from emulator.proc import RunError, check, in_ns
+from harness.bwmng import check_coverage, host_port, rx_series
+from harness.common import add_shared, run_rng
+from harness.runfolder import RunFolder
+from harness.sampling import Sampler
+from harness.session import judge_measurement, session
+from harness.traffic import Flow, run_iperf
 from store import write_csv
 from topos.outcast import OutcastLinear
 from topos.traffic import many_to_one
-
-from ..bwmng import check_coverage, host_port, rx_series
-from ..common import add_shared, run_rng
-from ..runfolder import RunFolder
-from ..sampling import Sampler
-from ..session import judge_measurement, session
-from ..traffic import Flow, run_iperf
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"

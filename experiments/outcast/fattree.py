@@ -21,11 +21,11 @@ import networkx as nx
 
 import routing
 import topos
+from harness.common import add_shared, run_rng
+from harness.runfolder import RunFolder
+from harness.session import judge_measurement
 from routing.walk import first_choice, walk
 
-from ..common import add_shared, run_rng
-from ..runfolder import RunFolder
-from ..session import judge_measurement
 from .experiment import Group, Sender, add_tcp_arguments, emulate_once, sender_rows, validate_tcp
 
 NAME = "outcast-fattree"

@@ -15,14 +15,13 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import load_calibration, report
+from harness.common import add_backend, add_shared, run_rng, transports
+from harness.runfolder import RunFolder
+from harness.session import Session, judge, session
+from harness.trace import trace_flows
+from harness.traffic import BASE_PORT, Flow, check_subflows, run_iperf
 from model.network import lp_bounds, rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
-
-from ..common import add_backend, add_shared, run_rng, transports
-from ..runfolder import RunFolder
-from ..session import Session, judge, session
-from ..trace import trace_flows
-from ..traffic import BASE_PORT, Flow, check_subflows, run_iperf
 
 NAME = "permutation"
 HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank of flow"

@@ -16,7 +16,7 @@ from tcp_info in the middle of the run (cumulative since the connection began), 
 reorderings TCP detected, the DSACKs that reported spurious retransmissions, and the
 reordering degree TCP had adapted to.  Measured in the datapath: the one-way latency of
 sampled data segments from the ingress of their first switch to the ingress of their last
-one (dataplane/bpf/switch.bpf.c; the host links' own queues are not in it).
+one (dataplanes/bpf/switch.bpf.c; the host links' own queues are not in it).
 
 Differences from the paper, stated in every figure: the paper's ECMP ran RED/ECN queues;
 this kernel has no RED qdisc, so every scheme uses the same tail-drop pfifo.  The paper's
@@ -38,21 +38,20 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import report
-from dataplane import base as dataplanes
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError
-from dataplane.tcbpf import BpfDataplane
+from emulator import dataplanes
+from emulator.dataplane import LatencySampling, Spread
+from emulator.emulation import Emulation
+from emulator.proc import RunError
+from harness.common import add_backend, add_shared, run_rng
+from harness.runfolder import RunFolder
+from harness.session import judge, session
+from harness.trace import trace_flows
+from harness.traffic import BASE_PORT, Flow, run_iperf
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
 from store import write_csv
 from topos.traffic import pairing
-
-from ..common import add_backend, add_shared, run_rng
-from ..runfolder import RunFolder
-from ..session import judge, session
-from ..trace import trace_flows
-from ..traffic import BASE_PORT, Flow, run_iperf
 
 #: 5 Mb/s links: on this 2-core machine 10 Mb/s kept the CPU above 90 % for the sprayed
 #: schemes (96-98 % mean; ECMP 71 %), 5 Mb/s at 37-58 % with every dequeue-gap share >= 96 %
@@ -67,7 +66,10 @@ PAPER = ('`004_…` Fig. 1 (a)–(c): ECMP vs per-packet spraying (random, least
          "paper's TCP")
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/plts-sweep.sh"
-DATAPLANES = ('bpf',)  # spraying needs the BPF switch
+#: what the dataplane must offer besides forwarding (emulator/dataplane.py): the latency
+#: samples and the per-packet split of every flow (spraying itself is checked by the plan's
+#: modes)
+NEEDS = frozenset({"latency_sampling", "spread"})
 DEFAULTS: dict[str, Any] = {
     "topo": "fattree,k=6", "schemes": "ecmp,rnd,cnt,rr", "bw": 5.0, "queue": 100,
     "duration": 60.0, "trim": 10.0, "runs": 3, "seed": 1, "cc": "cubic",
@@ -127,11 +129,8 @@ def validate(params: dict[str, Any]) -> None:
     if params["sample"] < 0:
         raise ValueError(f"--sample must be >= 0, got {params['sample']}")
     if params["backend"] == "emulated":
-        if dataplanes.parse(params["dataplane"])[0] != "bpf":
-            raise ValueError(f"plts needs --dataplane bpf (per-packet spraying and the "
-                             f"latency samples live in the BPF switch), not "
-                             f"{params['dataplane']!r}")
         dp = dataplanes.make(params["dataplane"])
+        dp.check_needs("plts", NEEDS)
         for s in names:
             dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
     topo = topos.build(params["topo"])
@@ -212,8 +211,8 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
     with session(topo, plan, params, run_dir, run_id, scheme) as s:
         emu = s.emu
         dp = emu.dataplane
-        # latency samples and per-packet spreads are the BPF switch's (validate: bpf only)
-        assert isinstance(dp, BpfDataplane), dp
+        # validate checked the dataplane offers both (NEEDS)
+        assert isinstance(dp, LatencySampling) and isinstance(dp, Spread), dp
         s.facts["recovery_sysctls"] = set_recovery(emu, recovery)
         dp.sample_latency(params["sample"])
         flows = [Flow(src, dst) for src, dst in pairs.items()]

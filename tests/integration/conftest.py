@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from dataplane.registry import STATE_DIR, clean_all, machine_leftovers
+from emulator.registry import STATE_DIR, clean_all, machine_leftovers
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": []}
 

@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dataplane import bpfswitch as bs  # noqa: E402
-from dataplane.registry import BPFFS_DIR, bpf_mounts  # noqa: E402
-from dataplane.shaping import tc_lines  # noqa: E402
+from dataplanes.bpf import switch as bs  # noqa: E402
+from emulator.registry import BPFFS_DIR, bpf_mounts  # noqa: E402
+from emulator.shaping import tc_lines  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -287,7 +287,7 @@ def tcp_transfer(net: Net, src: str, dst: str, nbytes: int, port: int = 7100) ->
 
 @pytest.fixture(scope="module")
 def obj(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bs.build(tmp_path_factory.mktemp("bpf"))
+    return bs.build_program(tmp_path_factory.mktemp("bpf"))
 
 
 @pytest.fixture

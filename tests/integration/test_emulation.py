@@ -13,11 +13,11 @@ import pytest
 
 import routing
 import topos
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError, in_ns
-from dataplane.registry import machine_leftovers
-from dataplane.shaping import LinkSpec
-from experiments.traffic import Flow, run_iperf
+from emulator.emulation import Emulation
+from emulator.proc import RunError, in_ns
+from emulator.registry import machine_leftovers
+from emulator.shaping import LinkSpec
+from harness.traffic import Flow, run_iperf
 from model.flowmodel import goodput_capacity
 
 pytestmark = pytest.mark.integration
@@ -113,7 +113,7 @@ def test_wrong_congestion_control_is_refused(tmp_path):
 
 
 def _dcrepro(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "experiments.cli", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "dcrepro.cli", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
@@ -210,7 +210,7 @@ def _send_udp(emu, src, dst, ports):
 def test_traced_paths_match_the_plan(dataplane, spec, tmp_path):
     """Ask the datapath; st must equal the plan's single path, multipath must stay inside
     the plan's path set and actually use more than one path."""
-    from experiments.trace import trace_flow
+    from harness.trace import trace_flow
     from routing.walk import all_paths
 
     topo = topos.build("fattree,k=4")
@@ -243,7 +243,7 @@ def test_traced_paths_match_the_plan(dataplane, spec, tmp_path):
 def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
     """`mn --custom topos/mn.py --topo fattree,4 --controller remote` with the controller
     started on its own (the commands of docs/mininet.md), pingall through the routed-ARP plan."""
-    from dataplane.proc import free_port, stop_process
+    from emulator.proc import free_port, stop_process
 
     port = free_port()
     ctl = subprocess.Popen([sys.executable, "-m", "controller.launch", "--topo",
@@ -277,7 +277,7 @@ def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(dataplane, t
     p.wait(timeout=10)
     left = machine_leftovers()
     assert left["veths"] and (left["bridges"] if dataplane == "ovs" else left["bpffs"]), left
-    clean = subprocess.run([sys.executable, "-m", "experiments.cli", "clean"], cwd=REPO,
+    clean = subprocess.run([sys.executable, "-m", "dcrepro.cli", "clean"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0, clean.stderr
     assert ("deleted bridge" if dataplane == "ovs" else "removed bpffs") in clean.stdout

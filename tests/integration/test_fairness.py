@@ -8,14 +8,14 @@ import pytest
 
 import routing
 import topos
-from dataplane.shaping import LinkSpec
-from experiments import traffic
-from experiments.common import validate as validate_shared
+from emulator.shaping import LinkSpec
 from experiments.fairness import experiment as fairness
 from experiments.fairness.figures import plot_fairness
-from experiments.runfolder import RunFolder
-from experiments.session import observe
-from experiments.trace import trace_flow
+from harness import traffic
+from harness.common import validate as validate_shared
+from harness.runfolder import RunFolder
+from harness.session import observe
+from harness.trace import trace_flow
 from routing.walk import all_paths
 from store import read_csv
 

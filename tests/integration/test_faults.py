@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dataplane.sysinfo import vswitchd_answers, vswitchd_pid
+from emulator.sysinfo import vswitchd_answers, vswitchd_pid
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ SURFACE_S = 3.0  # the watch polls every 0.2 s; allow for process start-up noise
 
 def _start(tmp_path: Path, dataplane: str, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "experiments.cli", "run", "permutation", "--runs", "1",
+        [sys.executable, "-m", "dcrepro.cli", "run", "permutation", "--runs", "1",
          "--duration", "20", "--trim", "1", "--transport", "tcp", "--dataplane", dataplane,
          "--out", str(tmp_path), *extra], cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)

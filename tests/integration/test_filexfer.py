@@ -15,9 +15,9 @@ import pytest
 
 import routing
 import topos
-from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
-from experiments.traffic import port_counters
+from emulator.emulation import Emulation
+from emulator.shaping import LinkSpec
+from harness.traffic import port_counters
 from routing.multicast import add_group
 
 pytestmark = pytest.mark.integration

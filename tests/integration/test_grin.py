@@ -14,9 +14,9 @@ import pytest
 
 import routing
 import topos
-from dataplane.emulation import Emulation
-from dataplane.proc import in_ns
-from dataplane.shaping import LinkSpec
+from emulator.emulation import Emulation
+from emulator.proc import in_ns
+from emulator.shaping import LinkSpec
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def test_every_address_reaches_every_other(dataplane, spec, how, tmp_path):
 
 
 def test_short_grin_run_uses_the_horizontal_links(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "grin",
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "grin",
                         "--racks", "2", "--servers", "4", "--degrees", "0,1",
                         "--multihomed", "1",
                         "--active", "10", "--duration", "10", "--trim", "2", "--runs", "1",

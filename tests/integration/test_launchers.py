@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.launch import Slurm, run_array, runone_command, slurm_script, write_ids
-from experiments.sweep import read_manifest, state
+from dcrepro.launch import Slurm, run_array, runone_command, slurm_script, write_ids
+from dcrepro.sweep import read_manifest, state
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # tests/ is no package: the cluster helper is imported by path
@@ -23,7 +23,7 @@ from slurmnode import SlurmNode, leftovers, missing_programs  # noqa: E402
 
 pytestmark = pytest.mark.integration
 REPO = HERE.parents[1]
-DCREPRO = [sys.executable, "-m", "experiments.cli"]
+DCREPRO = [sys.executable, "-m", "dcrepro.cli"]
 #: the cheapest emulated run: two hosts, one 4-s TCP flow (about 7 s with set-up)
 TINY = ["permutation", "--topo", "fattree,k=2", "--runs", "1", "--duration", "4", "--trim",
         "1", "--transport", "tcp"]

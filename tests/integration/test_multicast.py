@@ -11,9 +11,9 @@ import pytest
 
 import routing
 import topos
-from dataplane.emulation import Emulation
-from dataplane.proc import in_ns
-from dataplane.shaping import LinkSpec
+from emulator.emulation import Emulation
+from emulator.proc import in_ns
+from emulator.shaping import LinkSpec
 from routing.multicast import add_group
 
 pytestmark = pytest.mark.integration

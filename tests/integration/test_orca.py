@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("dataplane", ["bpf", "ovs"])
 def test_short_orca_run(dataplane, tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "orca",
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "orca",
                         "--runs", "1", "--workloads", "1,2", "--procs", "1,2",
                         "--base-mb", "0.3", "--dataplane", dataplane, "--out", str(tmp_path)],
                        cwd=REPO, capture_output=True, text=True, timeout=300,

@@ -10,12 +10,12 @@ import pytest
 
 import routing
 import topos
-from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
-from experiments.common import resolve
+from emulator.emulation import Emulation
+from emulator.shaping import LinkSpec
 from experiments.outcast import experiment as outcast
 from experiments.outcast.figures import plot_outcast
-from experiments.runfolder import RunFolder
+from harness.common import resolve
+from harness.runfolder import RunFolder
 from store import read_csv
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ def _root_recovery() -> str:
 
 def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(tmp_path):
     before = _root_recovery()
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "plts",
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "plts",
                         "--topo", "fattree,k=4", "--schemes", "ecmp,rr", "--runs", "1",
                         "--duration", "8", "--trim", "2", "--sample", "4",
                         "--recovery", "classic", "--out", str(tmp_path)],

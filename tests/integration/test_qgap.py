@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dataplane.qgap import QueueGapProbe, summarize  # noqa: E402
-from dataplane.registry import BPFFS_DIR  # noqa: E402
+from emulator.qgap import QueueGapProbe, summarize  # noqa: E402
+from emulator.registry import BPFFS_DIR  # noqa: E402
 
 PORT = 5301
 RECEIVER = """

@@ -1,4 +1,4 @@
-"""Packets release their sender's socket at the first switch (dataplane/bpf/switch.bpf.c).
+"""Packets release their sender's socket at the first switch (dataplanes/bpf/switch.bpf.c).
 
 Without that, every packet anywhere in the emulated fabric counts against its sender's TCP
 Small Queues budget (about two packets at these rates), so a TCP flow never fills its
@@ -14,12 +14,12 @@ import statistics
 import pytest
 
 import routing
-from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
-from experiments.common import resolve
+from emulator.emulation import Emulation
+from emulator.shaping import LinkSpec
 from experiments.outcast import experiment as outcast
-from experiments.runfolder import RunFolder
-from experiments.traffic import Flow, run_iperf
+from harness.common import resolve
+from harness.runfolder import RunFolder
+from harness.traffic import Flow, run_iperf
 from store import read_csv
 from topos.base import Topology, mac_from_octets
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dataplane import bpfswitch as bs
+from dataplanes.bpf import switch as bs
+from emulator import bpfobj
 
 SOURCE = Path(bs.SOURCE).read_text()
 
@@ -59,7 +60,7 @@ def test_sizes_match_the_spec_and_the_c_source(name):
 @pytest.mark.skipif(not (shutil.which("clang") and shutil.which("bpftool")),
                     reason="needs clang and bpftool")
 def test_layouts_match_the_compiled_btf(tmp_path):
-    obj = bs.build(tmp_path)
+    obj = bs.build_program(tmp_path)
     dump = json.loads(subprocess.run(["bpftool", "-j", "btf", "dump", "file", str(obj)],
                                      capture_output=True, text=True, check=True,
                                      timeout=60).stdout)
@@ -76,17 +77,17 @@ def test_build_is_cached_by_source(tmp_path):
         pytest.skip("needs clang")
     src = tmp_path / "switch.bpf.c"
     src.write_text(SOURCE)
-    first = bs.build(tmp_path / "cache", src)
+    first = bpfobj.build(tmp_path / "cache", src)
     mtime = first.stat().st_mtime_ns
-    assert bs.build(tmp_path / "cache", src) == first and first.stat().st_mtime_ns == mtime
+    assert bpfobj.build(tmp_path / "cache", src) == first and first.stat().st_mtime_ns == mtime
     src.write_text(SOURCE + "\n/* changed */\n")
-    assert bs.build(tmp_path / "cache", src) != first
+    assert bpfobj.build(tmp_path / "cache", src) != first
 
 
 def test_build_without_clang_says_so(monkeypatch, tmp_path):
-    monkeypatch.setattr(bs.shutil, "which", lambda _: None)
+    monkeypatch.setattr(bpfobj.shutil, "which", lambda _: None)
     with pytest.raises(bs.RunError, match="clang is missing") as exc:
-        bs.build(tmp_path)
+        bs.build_program(tmp_path)
     assert "\n" not in str(exc.value)
 
 
@@ -172,7 +173,7 @@ def test_bad_keys_are_refused():
 
 
 def test_translation_tuples_pack_alike():
-    from dataplane.bpfplan import FibAction, FibKey
+    from dataplanes.bpf.plan import FibAction, FibKey
     key = FibKey(7, 3, 0xFFFF, 1, bytes.fromhex("000000010203"))
     act = FibAction(1, 2, 1, 9, (3, 4, 5), (0, 17, 4094))
     assert bs.pack_fib_key(key) == bs.pack_fib_key(bs.FibKey(*key))

@@ -346,7 +346,7 @@ def test_orca_claims_judge_the_measurements(run_folder, judge):
 
 
 def test_orca_model_runs_judge_bounds_and_measure_no_precondition(tmp_path, judge):
-    from experiments import cli
+    from dcrepro import cli
     assert cli.main(["run", "orca", "--backend", "model", "--quick", "--out",
                      str(tmp_path)]) == 0
     run = next((tmp_path / "orca").iterdir())

@@ -9,12 +9,12 @@ import pytest
 
 import routing
 import topos
-from dataplane.proc import RunError
-from experiments.common import validate as validate_shared
+from emulator.proc import RunError
 from experiments.fairness import experiment as fairness
 from experiments.fairness.figures import core_balance, fidelity_rows, plot_fairness
-from experiments.runfolder import RunFolder
-from experiments.traffic import Flow
+from harness.common import validate as validate_shared
+from harness.runfolder import RunFolder
+from harness.traffic import Flow
 from store import read_csv
 
 

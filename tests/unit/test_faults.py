@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from dataplane.proc import Interrupted, RunError, exit_code, how_ended
-from experiments import runfolder
-from experiments.bwmng import check_coverage, coverage_note, coverage_problems
-from experiments.traffic import read_report, wait_iperf
+from emulator.proc import Interrupted, RunError, exit_code, how_ended
+from harness import runfolder
+from harness.bwmng import check_coverage, coverage_note, coverage_problems
+from harness.traffic import read_report, wait_iperf
 
 
 def _proc(script: str) -> subprocess.Popen:
@@ -134,7 +134,7 @@ def test_a_killed_runs_folder_is_marked_killed(tmp_path, monkeypatch):
 
 
 def test_model_runs_never_import_mininet(tmp_path):
-    code = ("import sys; from experiments.cli import main; "
+    code = ("import sys; from dcrepro.cli import main; "
             "rc = main(['run', 'permutation', '--backend', 'model', '--topo', 'fattree,k=4', "
             f"'--runs', '1', '--out', {str(tmp_path)!r}]); "
             "assert rc == 0, rc; "
@@ -170,8 +170,8 @@ def test_client_error_in_its_json_fails_at_once_unless_it_never_connected(tmp_pa
 def test_a_refused_second_emulation_names_the_run_that_holds_the_lock(tmp_path, monkeypatch):
     import types
 
-    from dataplane import emulation
-    from dataplane.proc import RunError
+    from emulator import emulation
+    from emulator.proc import RunError
     monkeypatch.setattr(emulation, "STATE_DIR", tmp_path)
     first = types.SimpleNamespace(run_id="20261124T100000Z-aaaaaa", _lock_fh=None)
     second = types.SimpleNamespace(run_id="20261124T100001Z-bbbbbb", _lock_fh=None)
@@ -188,7 +188,7 @@ def test_a_refused_second_emulation_names_the_run_that_holds_the_lock(tmp_path, 
 
 def test_a_zombie_is_not_alive():
     """`dcrepro clean` must not report killing a process that had already ended."""
-    from dataplane.proc import pid_alive
+    from emulator.proc import pid_alive
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
     while pid_alive(child.pid) and time.monotonic() < deadline:
@@ -210,7 +210,7 @@ def test_a_full_disk_during_a_run_ends_in_one_line_and_a_status_written_later(
         tmp_path, monkeypatch, capsys):
     import errno
 
-    from experiments import cli
+    from dcrepro import cli
 
     monkeypatch.setattr(runfolder, "LIVE_DIR", tmp_path / "live")
 
@@ -241,7 +241,7 @@ def test_a_full_disk_during_a_run_ends_in_one_line_and_a_status_written_later(
 def test_too_little_free_space_is_refused_before_anything_is_built(tmp_path, monkeypatch):
     import types
 
-    from experiments import cli
+    from dcrepro import cli
     monkeypatch.setattr(cli.os, "statvfs",
                         lambda p: types.SimpleNamespace(f_bavail=10, f_frsize=4096))
     with pytest.raises(ValueError, match=r"0 MB free, a emulated run needs about 200 MB"):
@@ -254,7 +254,7 @@ def test_an_exiting_process_is_not_alive(monkeypatch):
     it closes its sockets: the run must be told it died at once (CI: 10 s late)."""
     import io
 
-    from dataplane import proc
+    from emulator import proc
     line = {"flags": 0x400140}
 
     def fake_open(path, mode="r"):  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import topos
-from experiments import cli
+from dcrepro import cli
 from experiments.grin import experiment as grin
 from experiments.grin import figures as agrin
 from model.flowmodel import goodput_capacity

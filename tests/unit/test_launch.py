@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cli, launch
-from experiments.launch import (
+from dcrepro import cli, launch
+from dcrepro.launch import (
     Options,
     Slurm,
     parallel_argv,
@@ -22,7 +22,7 @@ from experiments.launch import (
     todo,
     write_ids,
 )
-from experiments.sweep import points, read_manifest, state, write_manifest
+from dcrepro.sweep import points, read_manifest, state, write_manifest
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "seed=1/2/3"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-OURS = {"store", "topos", "routing", "model", "analysis", "dataplane", "controller",
-        "experiments", "apps"}
+OURS = {"store", "topos", "routing", "model", "analysis", "emulator", "dataplanes",
+        "controller", "harness", "experiments", "dcrepro", "apps"}
 #: what each package may import besides itself
 ALLOWED = {
     "store": set(),
@@ -18,10 +18,15 @@ ALLOWED = {
     "routing": {"store", "topos"},
     "model": {"store", "topos", "routing"},
     "analysis": {"store", "topos", "routing", "model"},
-    "dataplane": {"store", "topos", "routing", "model", "apps"},
+    # the emulator names no dataplane: emulator/dataplanes.py imports them by name
+    "emulator": {"store", "topos", "routing", "model", "apps"},
+    "dataplanes": {"store", "topos", "routing", "model", "apps", "emulator", "controller"},
     "controller": {"store", "topos", "routing"},
     "apps": {"store"},
-    "experiments": OURS,
+    # what every experiment runs with: the emulator, never a named dataplane
+    "harness": {"store", "topos", "routing", "model", "analysis", "emulator", "apps"},
+    "experiments": OURS - {"dcrepro", "dataplanes", "controller"},
+    "dcrepro": OURS,
 }
 
 
@@ -73,3 +78,48 @@ def test_every_experiment_is_one_folder_in_the_registry():
     assert folders == named
     for mod, plot in registry.EXPERIMENTS.values():
         assert plot.split(":")[0].rsplit(".", 1)[0] == mod.rsplit(".", 1)[0]
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _module_imports(path: Path, known: set[str]) -> set[str]:
+    """The modules of ours ``path`` imports at its top level (not inside functions: those
+    run later, after every module is loaded, and cannot form an import-time circle)."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out = set()
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[:len(up) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        out |= {n for n in names if n in known}
+    return out - {me}
+
+
+def test_no_import_circle_between_modules():
+    """Inside a package as between packages: no module imports itself through others at
+    import time (each package's __init__ aside, which only re-exports)."""
+    import networkx as nx
+    paths = [p for pkg in OURS for p in (REPO / pkg).rglob("*.py")]
+    known = {_module_name(p) for p in paths}
+    g = nx.DiGraph()
+    for p in paths:
+        if p.name == "__init__.py":
+            continue
+        g.add_node(_module_name(p))
+        g.add_edges_from((_module_name(p), m) for m in _module_imports(p, known)
+                         if not (REPO / m.replace(".", "/") / "__init__.py").exists())
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, cycles[:5]

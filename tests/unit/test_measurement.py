@@ -9,8 +9,8 @@ import pytest
 import routing
 import topos
 from analysis.fidelity import report
-from experiments.bwmng import window_mbps as bwm_window_mbps
-from experiments.traffic import (
+from harness.bwmng import window_mbps as bwm_window_mbps
+from harness.traffic import (
     data_subflows,
     emulator_losses,
     iperf_window_mbps,
@@ -165,7 +165,7 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
     """MPTCP start-up: the flow whose joins were lost is restarted once, when its window
     would open; the complete one is left alone; a flow short again after its restart is
     left to check_subflows (never a third start)."""
-    from experiments import traffic as tr
+    from harness import traffic as tr
 
     monkeypatch.setattr(tr.time, "sleep", lambda s: None)
     now = [1000.0]
@@ -199,7 +199,7 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
 
 
 def test_a_client_that_ended_during_set_up_is_started_again():
-    from experiments import traffic as tr
+    from harness import traffic as tr
     f = tr.Flow("a", "b", 5201)
     emu = _Emu({"a": ""})
     short = tr._short_of_subflows(emu, [f], {f.name: 8}, {f.name: _Proc(code=1)})

@@ -6,8 +6,8 @@ import routing
 import topos
 from controller.ofplan import Packet, openflow_groups, openflow_rules
 from controller.ofplan import simulate as of_simulate
-from dataplane import bpfplan
-from dataplane.base import make
+from dataplanes.bpf import plan as bpfplan
+from emulator.dataplanes import make
 from routing.multicast import add_group, group_mac, tree_edges
 from routing.walk import WalkError, first_choice, step, tree
 

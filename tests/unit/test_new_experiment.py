@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from experiments import cli
+from dcrepro import cli
+from emulator.dataplanes import capabilities
 from store import read_csv, registry
 
 EXPERIMENT = '''
@@ -21,7 +22,7 @@ import random
 from typing import Any
 
 import topos
-from experiments.common import add_backend, add_shared
+from harness.common import add_backend, add_shared
 from model.network import capacities
 from model.flowmodel import maxmin_rates
 from store import write_csv
@@ -129,7 +130,7 @@ def test_a_new_experiment_is_one_folder_and_one_registry_line(toy, capsys):
     assert cli.main(["list"]) == 0
     assert "toy " in capsys.readouterr().out
     assert "| `toy` | none (a test) | `.venv/bin/dcrepro run toy` | emulated (`bpf`, `ovs`), " \
-           "model |" in registry.markdown_table()
+           "model |" in registry.markdown_table(capabilities())
     assert ".venv/bin/dcrepro run toy" in registry.sweep_commands()
     for command in ("run", "sweep"):
         with pytest.raises(SystemExit):

@@ -9,7 +9,7 @@ import pytest
 
 import routing
 import topos
-from experiments import cli
+from dcrepro import cli
 from experiments.orca import experiment as orca
 from experiments.orca import figures as aorca
 from routing.multicast import add_group

@@ -1,4 +1,4 @@
-"""Typed parameters (experiments/params.py): every experiment's DEFAULTS make a frozen
+"""Typed parameters (harness/params.py): every experiment's DEFAULTS make a frozen
 dataclass; unknown names and wrong types are one-line errors; ints pass for floats."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from experiments.params import Params, param_types, typed
+from harness.params import Params, param_types, typed
 from store import registry
 
 

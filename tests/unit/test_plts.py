@@ -6,7 +6,7 @@ import pytest
 import routing
 import topos
 from experiments.plts import experiment as plts
-from experiments.traffic import Flow, window_retransmits
+from harness.traffic import Flow, window_retransmits
 from model.flowmodel import goodput_capacity
 from model.network import split_rates
 from topos.traffic import pairing
@@ -22,7 +22,7 @@ def _params(**kw):
     ({"schemes": "rr,rr"}, "distinct"),
     ({"recovery": "old"}, "--recovery"),
     ({"sample": -1}, "--sample"),
-    ({"dataplane": "ovs"}, "needs --dataplane bpf"),
+    ({"dataplane": "ovs"}, "dataplane does not offer; use --dataplane bpf"),
 ])
 def test_bad_parameters_are_one_line_errors(kw, msg):
     with pytest.raises(ValueError, match=msg) as exc:

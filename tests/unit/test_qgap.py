@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from dataplane.qgap import (
+from emulator.qgap import (
     DIAG,
     NBUCKETS,
     SOURCE,

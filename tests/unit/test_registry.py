@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.dataplanes import capabilities
 from store import registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ def test_every_entry_is_a_complete_experiment(name):
 def test_the_readme_table_is_the_one_the_registry_generates():
     text = (REPO / "README.md").read_text()
     table = text[text.index("<!-- experiments:begin"):text.index("<!-- experiments:end -->")]
-    assert registry.markdown_table() in table, "run `.venv/bin/dcrepro list --markdown`"
+    assert registry.markdown_table(capabilities()) in table, "run `.venv/bin/dcrepro list --markdown`"
     rows = re.findall(r"^\| `([a-z-]+)` \|", table, flags=re.M)
     assert rows == list(registry.EXPERIMENTS)
 
@@ -50,7 +51,7 @@ def test_reproduce_takes_its_sweeps_from_the_registry():
                                     for n in registry.EXPERIMENTS]])
 def test_every_help_text_prints(argv, capsys):
     """(a HELP with '% of' once broke `dcrepro run --help`: argparse %-formats help)"""
-    from experiments import cli
+    from dcrepro import cli
     with pytest.raises(SystemExit) as stop:
         cli.main(argv)
     assert stop.value.code == 0 and "usage: dcrepro" in capsys.readouterr().out

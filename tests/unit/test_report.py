@@ -19,7 +19,7 @@ import pytest
 
 from analysis import report as R
 from analysis.claims import VERDICTS
-from experiments import cli
+from dcrepro import cli
 from store import registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -264,7 +264,7 @@ def test_reproduce_ends_with_the_report_over_its_own_runs(tmp_path, run_folder):
     repo = tmp_path / "repo"
     (repo / ".venv" / "bin").mkdir(parents=True)
     cli_sh = repo / ".venv" / "bin" / "dcrepro"
-    cli_sh.write_text(f'#!/bin/sh\nexec {sys.executable} -m experiments.cli "$@"\n')
+    cli_sh.write_text(f'#!/bin/sh\nexec {sys.executable} -m dcrepro.cli "$@"\n')
     cli_sh.chmod(0o755)
     rows = [{"flows": n, "run": "all", "lone_share_of_fair": s}
             for n, s in ((2, 0.9), (6, 0.7), (12, 0.2))]

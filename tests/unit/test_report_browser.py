@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import analysis
-from experiments import cli
+from dcrepro import cli
 
 REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

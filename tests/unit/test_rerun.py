@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cli
-from experiments.rerun import differences, params_of
+from dcrepro import cli
+from dcrepro.rerun import differences, params_of
 
 
 def _model_run(tmp_path: Path) -> Path:

@@ -148,7 +148,7 @@ def test_spray_chooses_per_packet_among_all_shortest_next_hops(mode):
 
 
 def test_spray_is_refused_by_openflow_before_anything_is_built():
-    from experiments.common import validate
+    from harness.common import validate
     with pytest.raises(ValueError, match="routing 'spray,mode=rnd' needs rnd, which the ovs "
                                          "dataplane cannot carry; use --dataplane bpf"):
         validate({"routing": "spray,mode=rnd", "dataplane": "ovs"})

@@ -1,4 +1,4 @@
-"""The one sampler (experiments/sampling.py) with fake readers: interval and scheduled
+"""The one sampler (harness/sampling.py) with fake readers: interval and scheduled
 sampling, a failing reader raised at stop, bounded waits, the CSV it writes."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from dataplane.proc import RunError
-from experiments.sampling import CpuLoad, Sampler, cpu_sampler
+from emulator.proc import RunError
+from harness.sampling import CpuLoad, Sampler, cpu_sampler
 
 
 def test_interval_sampling_writes_time_and_columns(tmp_path):

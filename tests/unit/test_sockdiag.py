@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from dataplane import sockdiag as sd
+from emulator import sockdiag as sd
 
 
 def diag_message(saddr: str, sport: int, daddr: str, dport: int, info: dict[str, int],

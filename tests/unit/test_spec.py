@@ -58,7 +58,7 @@ def test_positional_and_defaults():
 def test_cli_rejects_bad_values_before_building(args, msg, tmp_path):
     exp, args = (args.split()[0], args.split()[1:]) if isinstance(args, str) else \
         ("permutation", args)
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", exp,
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", exp,
                         "--out", str(tmp_path), *args], capture_output=True, text=True)
     assert p.returncode == 2
     assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr
@@ -66,7 +66,7 @@ def test_cli_rejects_bad_values_before_building(args, msg, tmp_path):
 
 
 def test_help_lists_every_flag_with_default():
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation", "--help"],
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "permutation", "--help"],
                        capture_output=True, text=True)
     assert p.returncode == 0
     for flag in ("--topo", "--routing", "--bw", "--queue", "--duration", "--trim", "--runs",
@@ -79,7 +79,7 @@ def test_help_lists_every_flag_with_default():
 def test_unwritable_out_is_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "permutation",
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "permutation",
                         "--backend", "model", "--out", str(blocker / "sub")],
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
@@ -104,7 +104,7 @@ def test_unwritable_out_is_one_line(tmp_path):
     (["sweep", "grin", "--backend", "model", "--grid", "bw=fast"], "is not a float"),
 ])
 def test_every_experiment_rejects_bad_values_before_building(args, msg, tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", *args, "--out",
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", *args, "--out",
                         str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 2, p.stderr
     assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr
@@ -113,13 +113,13 @@ def test_every_experiment_rejects_bad_values_before_building(args, msg, tmp_path
 
 @pytest.mark.parametrize("args", [["rerun", "/nonexistent"], ["plot", "/nonexistent"]])
 def test_a_folder_that_is_not_a_run_is_bad_input(args):
-    p = subprocess.run([sys.executable, "-m", "experiments.cli", *args],
+    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", *args],
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
 
 
 def test_every_path_argument_is_made_absolute_at_the_door(tmp_path, monkeypatch):
-    from experiments.cli import PATH_ARGS, absolute_paths, build_parser
+    from dcrepro.cli import PATH_ARGS, absolute_paths, build_parser
     monkeypatch.chdir(tmp_path)
     args = absolute_paths(build_parser().parse_args(["run", "permutation", "--out", "r"]))
     assert args.out == str(tmp_path / "r")

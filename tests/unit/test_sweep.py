@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cli
-from experiments.orca import experiment as orca
-from experiments.sweep import (
+from dcrepro import cli
+from dcrepro.sweep import (
     BUSY,
     parse_grid,
     points,
@@ -22,6 +21,7 @@ from experiments.sweep import (
     state,
     write_manifest,
 )
+from experiments.orca import experiment as orca
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20/50",
         "--grid", "pace=0.5/0.95"]
@@ -158,7 +158,7 @@ def test_a_suspect_run_is_kept_as_invalid_and_redone_by_the_next_launch(tmp_path
 def test_a_resumed_sweep_counts_in_the_whole_manifest_and_closes_the_killed_point(tmp_path):
     """progress.log after a kill: the point that was running has a start and no end; the
     next launch says so, and numbers the remaining points by their place in the manifest."""
-    from experiments.sweep import point, started_not_ended
+    from dcrepro.sweep import point, started_not_ended
     log = tmp_path / "progress.log"
     log.write_text("2026-11-24T10:00:00 2 runs, 0 already complete, 2 to run\n"
                    "2026-11-24T10:00:01 [1/2] seed=1 (r1)\n"

@@ -74,7 +74,7 @@ def test_the_fidelity_report_flags_the_run_with_the_note():
 
 
 def test_a_stalled_flow_is_named_a_starved_one_is_the_result():
-    from experiments.traffic import STALL_S, stall_note
+    from harness.traffic import STALL_S, stall_note
     # SIGSTOP of a client 7 s into a 20-s run: 10 s of silence, nothing in flight
     note = stall_note([{"flow": "a -> b:5201", "silent_s": 10.0, "cwnd_limited": 0.0},
                        {"flow": "c -> d:5202", "silent_s": 0.0, "cwnd_limited": 1.0}])

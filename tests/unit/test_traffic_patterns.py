@@ -1,7 +1,7 @@
 """topos.traffic: every pattern's structure, its errors, and the seeded draws it must keep.
 
 The expected values were produced by the functions these patterns replaced
-(experiments.common.derangement, model.grin.traffic, experiments.plts.pairing,
+(harness.common.derangement, model.grin.traffic, experiments.plts.pairing,
 experiments.orca.group_of) before they were removed: the same seed must give the same pairs.
 """
 import random
@@ -33,7 +33,7 @@ def ft_rack(h):
 
 # -- the draws of the removed functions --------------------------------------------------
 
-OLD_DERANGEMENT = {  # experiments.common.derangement(HOSTS, Random(seed))
+OLD_DERANGEMENT = {  # harness.common.derangement(HOSTS, Random(seed))
     0: {"h1": "h2", "h2": "h1", "h3": "h5", "h4": "h6", "h5": "h4", "h6": "h3", "h7": "h8",
         "h8": "h7"},
     1: {"h1": "h4", "h2": "h7", "h3": "h2", "h4": "h6", "h5": "h8", "h6": "h1", "h7": "h5",
@@ -101,7 +101,7 @@ def test_pairing_keeps_the_plts_pairs(seed):
 
 @pytest.mark.parametrize("seed", sorted(OLD_GROUP_OF))
 def test_multicast_keeps_the_orca_groups(seed):
-    rng = random.Random(seed * 1_000_003 + 1)   # experiments.common.run_rng(seed, 1)
+    rng = random.Random(seed * 1_000_003 + 1)   # harness.common.run_rng(seed, 1)
     assert multicast(FT_HOSTS, rng, 3, rack=ft_rack) == OLD_GROUP_OF[seed]
 
 

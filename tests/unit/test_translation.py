@@ -15,7 +15,7 @@ import topos
 from controller.ofplan import Packet as OFPacket
 from controller.ofplan import UnsupportedAction, openflow_groups, openflow_rules
 from controller.ofplan import simulate as of_simulate
-from dataplane import bpfplan
+from dataplanes.bpf import plan as bpfplan
 from routing.plan import Action, Choice, Match, Plan, SwitchPlan
 from routing.walk import step
 

@@ -140,7 +140,7 @@ def read_sysctl(name: str) -> str:
 
 def bpf_status() -> str:
     """'available' or why the tc-BPF dataplane cannot run here."""
-    from .base import bpf_unavailable
+    from .bpfobj import bpf_unavailable
     return bpf_unavailable() or "available"
 
 

@@ -5,7 +5,7 @@ teardown that always runs.
 every switch has confirmed the plan (dataplane.install) and every qdisc reads back as
 requested; leaving it (normally, on an exception, on SIGINT/SIGTERM) removes exactly what it
 created.  What it created is also written to /run/dcrepro/<run id>.json as it goes
-(dataplane/registry.py), so ``dcrepro clean`` can remove a killed run's leftovers.
+(emulator/registry.py), so ``dcrepro clean`` can remove a killed run's leftovers.
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from topos.base import Topology
 from topos.grin import GrinTopology
 
 from . import hostnet, netns, shaping
-from .base import Dataplane, make
+from .dataplane import Dataplane
+from .dataplanes import make
 from .proc import (
     RunError,
     check,
@@ -283,8 +284,8 @@ class Emulation:
     @contextmanager
     def dequeue_gaps(self) -> Iterator[dict[str, Any]]:
         """Watch every switch port's dequeue gaps while the body runs (Mininet-HiFi's link
-        check, dataplane/qgap.py); the yielded dict is filled with the summary on exit."""
-        from .base import bpf_unavailable
+        check, emulator/qgap.py); the yielded dict is filled with the summary on exit."""
+        from .bpfobj import bpf_unavailable
         result: dict[str, Any] = {}
         why = bpf_unavailable()
         if why:

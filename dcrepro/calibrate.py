@@ -15,11 +15,10 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import calibration_key
-from dataplane.emulation import Emulation
-from dataplane.shaping import LinkSpec
+from emulator.emulation import Emulation
+from emulator.shaping import LinkSpec
+from harness.traffic import Flow, run_iperf
 from model import goodput_capacity
-
-from .traffic import Flow, run_iperf
 
 
 def calibrate(topo_spec: str, rates: list[float], duration: float, trim: float,

@@ -22,13 +22,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import Dataplane
-from .proc import RunError, check, free_port, how_ended, pid_alive, run, stop_process
-from .registry import delete_bridges
-from .sysinfo import ovs_datapath, ovsdb_pid, vswitchd_answers, vswitchd_pid
+from emulator.dataplane import Dataplane
+from emulator.proc import RunError, check, free_port, how_ended, pid_alive, run, stop_process
+from emulator.registry import delete_bridges
+from emulator.sysinfo import ovs_datapath, ovsdb_pid, vswitchd_answers, vswitchd_pid
 
 if TYPE_CHECKING:
-    from .emulation import Emulation
+    from emulator.emulation import Emulation
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from dataplane.proc import RunError
+from emulator.proc import RunError
 from topos.base import Topology
 
 

@@ -137,7 +137,7 @@ def _launch_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate everything, then run inside a run folder; always leave a status behind."""
     mod = _module(args.experiment)
-    from .common import resolve
+    from harness.common import resolve
     try:
         params = resolve(args, mod.DEFAULTS, mod.QUICK)
         if hasattr(mod, "validate"):
@@ -150,18 +150,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _code_version() -> str:
-    from dataplane.sysinfo import git_state
-
-    from .runfolder import REPO
+    from emulator.sysinfo import git_state
+    from harness.runfolder import REPO
     git = git_state(str(REPO))
     return f"{(git['commit'] or 'unknown')[:12]}{'-dirty' if git['dirty'] else ''}"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Validate every grid point first, write the manifest, run what is not complete."""
-    from .common import resolve, validate
+    from harness.common import resolve, validate
+    from harness.params import param_types
+
     from .launch import Options, check_engine, launch
-    from .params import param_types
     from .sweep import parse_grid, points, run_sweep, state, write_manifest
     mod = _module(args.experiment)
     opts = Options(hosts=Path(args.hosts) if args.hosts else None, retries=args.retries,
@@ -217,7 +217,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def cmd_run_one(args: argparse.Namespace) -> int:
     """One manifest line: 0 at once when complete, else run it and move it into place."""
-    from .common import validate
+    from harness.common import validate
+
     from .sweep import BUSY, check_code, read_manifest, run_one
     path = Path(args.manifest)
     try:
@@ -242,7 +243,8 @@ def cmd_run_one(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     """The experiment of a run folder again, with the parameters its config.json holds."""
-    from .common import validate
+    from harness.common import validate
+
     from .rerun import differences, params_of
     src = Path(args.run_dir)
     try:
@@ -267,12 +269,11 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: object) -> int:
     """Run a validated experiment in a new run folder under ``out``; exit code.  The run
-    gets its parameters typed and frozen (experiments/params.py), whoever resolved them:
+    gets its parameters typed and frozen (harness/params.py), whoever resolved them:
     flags, a sweep manifest line or a rerun's config.json."""
-    from dataplane.proc import RunError, exit_code
-
-    from .params import typed
-    from .runfolder import RunFolder, mark_killed_runs
+    from emulator.proc import RunError, exit_code
+    from harness.params import typed
+    from harness.runfolder import RunFolder, mark_killed_runs
     try:
         params = typed(mod, values)
     except ValueError as exc:
@@ -336,7 +337,7 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
 def _final_status(folder: Any, status: str, error: str, measured: bool) -> str:
     """Write the final status; '' or, when even that is impossible (a full disk), what the
     user should know."""
-    from .runfolder import keep_final_status
+    from harness.runfolder import keep_final_status
     try:
         folder.set_status(status, error=error, data_complete=measured)
         return ""
@@ -422,7 +423,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Names and one-line help, the README table, or the sweep scripts, from the registry."""
     from store import registry
     if args.markdown:
-        print(registry.markdown_table(), end="")
+        from emulator.dataplanes import capabilities
+        print(registry.markdown_table(capabilities()), end="")
     elif args.sweeps:
         print("\n".join(registry.sweep_commands()))
     else:
@@ -434,13 +436,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove leftovers of dead runs (resources recorded in /run/dcrepro)."""
-    from dataplane.registry import clean_all
-
-    from .runfolder import mark_killed_runs
+    from emulator.registry import clean_all
+    from harness.runfolder import mark_killed_runs
     if os.geteuid() != 0:
         print("dcrepro: error: clean needs root", file=sys.stderr)
         return 2
-    from dataplane.registry import NOT_DONE
+    from emulator.registry import NOT_DONE
     done = clean_all(force=args.force) + mark_killed_runs()
     print("\n".join(done) if done else "nothing to clean")
     return 1 if any(line.startswith(NOT_DONE) for line in done) else 0
@@ -448,18 +449,17 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Validate, then measure and store the single-flow calibration."""
-    from dataplane.base import default_name as default_dataplane
-    from dataplane.proc import RunError, exit_code
+    from emulator.dataplanes import resolve as resolve_dataplane
+    from emulator.proc import RunError, exit_code
+    from harness.common import validate
 
     from .calibrate import calibrate
-    from .common import validate
     try:
         try:
             rates = [float(x) for x in args.bw.split(",")]
         except ValueError:
             raise ValueError(f"--bw {args.bw!r}: give link rates in Mb/s, e.g. 10,50") from None
-        if args.dataplane == "auto":
-            args.dataplane = default_dataplane()
+        args.dataplane = resolve_dataplane(args.dataplane)
         for bw in rates:
             validate({"topo": args.topo, "bw": bw, "duration": args.duration,
                       "trim": args.trim, "dataplane": args.dataplane})
@@ -482,7 +482,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcrepro`` console script."""
-    from dataplane.proc import exit_code, install_signal_handlers
+    from emulator.proc import exit_code, install_signal_handlers
     install_signal_handlers()  # first: a signal in the first second is not lost
     try:
         return _main(argv)
@@ -535,7 +535,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "calibrate":
         return cmd_calibrate(args)
     if args.command == "env":
-        from dataplane.sysinfo import environment
+        from emulator.sysinfo import environment
         print(json.dumps(environment(), indent=1))
         return 0
     return 2

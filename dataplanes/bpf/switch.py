@@ -1,6 +1,6 @@
 """The tc-BPF switch program's life: build, load and pin, fill and read its maps, attach, remove.
 
-The struct layouts below mirror dataplane/bpf/switch.bpf.c byte for byte (little-endian, no
+The struct layouts below mirror dataplanes/bpf/switch.bpf.c byte for byte (little-endian, no
 implicit padding: the C structs have explicit pad fields, packed here as ``x`` bytes).
 tests/unit/test_bpfswitch.py checks them against the compiled object's BTF, and the loaded
 maps' key/value sizes are checked against them at load time.
@@ -17,10 +17,7 @@ the directory) and is all a crashed run needs.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -28,12 +25,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .bpfsys import BpfMap
-from .proc import RunError, run
-from .registry import remove_bpffs
+from emulator.bpfobj import MAP_DIR, PROG_PIN, bpffs_mounts, build, load_pinned, unmount
+from emulator.bpfsys import BpfMap
+from emulator.proc import RunError, run
 
-SOURCE = Path(__file__).resolve().parent / "bpf" / "switch.bpf.c"
-CFLAGS = ("-O2", "-g", "-Wall", "-target", "bpf")
+SOURCE = Path(__file__).resolve().parent / "switch.bpf.c"
 MAX_CHOICES = 16
 LABEL_ANY = 0xFFFF
 MAX_LABEL = 4094
@@ -44,8 +40,6 @@ MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
 MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat")
 PORT_HOST = 1                                  # port_info.flags: the port faces a host
 CONF_KEEP_SOCKET = 1                           # conf.flags: packets keep the sender's socket
-PROG_PIN = "prog"                              # the program's pin inside the bpffs
-MAP_DIR = "maps"                               # pinmaps directory inside the bpffs
 TIMEOUT = 60.0
 
 # struct formats (switch.bpf.c); x = an explicit pad field, always zero
@@ -410,6 +404,11 @@ def flow_hash(seed: int, saddr: str, daddr: str, proto: int, sport: int = 0,
     return _fmix(h ^ proto)
 
 
+def build_program(cache: Path | str) -> Path:
+    """The switch program compiled into ``cache`` (cached by content, emulator.bpfobj)."""
+    return build(cache, SOURCE)
+
+
 # -- commands ------------------------------------------------------------------------------
 
 def _in_ns(argv: list[str], netns: str | None) -> list[str]:
@@ -433,97 +432,6 @@ def ifindexes(names: Iterable[str], netns: str | None = None) -> dict[str, int]:
         raise RunError(f"no interface {', '.join(missing[:5])}"
                        f"{f' in network namespace {netns}' if netns else ''}")
     return {n: have[n] for n in want}
-
-
-# -- build ---------------------------------------------------------------------------------
-
-def vmlinux_header(cache: Path) -> Path:
-    """vmlinux.h of the running kernel (from its BTF), for programs that read kernel structs."""
-    out = cache / f"vmlinux-{os.uname().release}" / "vmlinux.h"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        text = _run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format",
-                     "c"], timeout=120).stdout
-        tmp = out.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text)
-        tmp.replace(out)
-    return out
-
-
-def build(cache: Path | str, source: Path = SOURCE, kernel_types: bool = False) -> Path:
-    """Compile a BPF program with clang into ``cache``; the object's name carries a hash of
-    the source (and of the headers beside it, the flags and, with ``kernel_types``, the
-    kernel release whose vmlinux.h it includes), so it is rebuilt only when one changed."""
-    if shutil.which("clang") is None:
-        raise RunError("clang is missing: dcrepro's BPF programs are compiled with it "
-                       "(./setup.sh installs clang llvm libbpf-dev bpftool)")
-    cache, source = Path(cache), Path(source)
-    h = hashlib.sha256(source.read_bytes())
-    for hdr in sorted(source.parent.glob("*.h")):
-        h.update(hdr.name.encode() + hdr.read_bytes())
-    h.update(" ".join(CFLAGS).encode())
-    if kernel_types:
-        h.update(os.uname().release.encode())
-    obj = cache / f"{source.name.split('.')[0]}-{h.hexdigest()[:16]}.o"
-    if obj.exists():
-        return obj
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = obj.with_suffix(f".tmp{os.getpid()}")
-    arch = {"x86_64": ("x86_64-linux-gnu", "x86"),
-            "aarch64": ("aarch64-linux-gnu", "arm64")}.get(os.uname().machine, ("", ""))
-    incs = [f"-I/usr/include/{arch[0]}"] if arch[0] else []   # asm/types.h
-    if kernel_types:
-        incs = [f"-I{vmlinux_header(cache).parent}", f"-D__TARGET_ARCH_{arch[1]}"]
-    try:
-        _run(["clang", *CFLAGS, *incs, "-c", str(source), "-o", str(tmp)], timeout=120)
-        tmp.replace(obj)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return obj
-
-
-# -- private bpffs -------------------------------------------------------------------------
-
-def _bpffs_mounts(path: Path) -> int:
-    """How many bpffs are mounted exactly at ``path`` (stacked mounts count each)."""
-    try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return 0
-    target = os.path.abspath(path)
-    n = 0
-    for line in lines:
-        f = line.split()
-        if len(f) > 2 and f[2] == "bpf" and \
-                f[1].encode().decode("unicode_escape") == target:
-            n += 1
-    return n
-
-
-def load_pinned(obj: Path, pin_dir: Path, prog_type: str | None = None) -> Path:
-    """Mount a private bpffs at ``pin_dir`` and load ``obj`` there with bpftool; return the
-    program's pin (maps are pinned under pin_dir/maps by name).  On failure nothing is left
-    mounted."""
-    pin_dir = Path(pin_dir)
-    if _bpffs_mounts(pin_dir):
-        raise RunError(f"a bpffs is already mounted at {pin_dir} (a crashed run? "
-                       f"`dcrepro clean` removes it)")
-    pin_dir.mkdir(parents=True, exist_ok=True)
-    _run(["mount", "-t", "bpf", "bpf", str(pin_dir)], timeout=10)
-    prog = pin_dir / PROG_PIN
-    try:
-        _run(["bpftool", "prog", "load", str(obj), str(prog),
-              *(["type", prog_type] if prog_type else []), "pinmaps", str(pin_dir / MAP_DIR)],
-             timeout=120)
-    except BaseException:
-        _unmount(pin_dir)
-        raise
-    return prog
-
-
-def _unmount(pin_dir: Path) -> None:
-    if not remove_bpffs(str(pin_dir)):
-        raise RunError(f"could not unmount the bpffs at {pin_dir} or remove the directory")
 
 
 def prog_id(pin: Path | str) -> int | None:
@@ -565,7 +473,7 @@ def teardown(pin_dir: Path | str, netns: str | None = None) -> list[str]:
     remove the directory.  Idempotent; for a crashed run too.  Returns what it did."""
     pin_dir = Path(pin_dir)
     done: list[str] = []
-    if _bpffs_mounts(pin_dir):
+    if bpffs_mounts(pin_dir):
         pid = prog_id(pin_dir / PROG_PIN)
         if netns is not None and not Path("/run/netns", netns).exists():
             pid = None                  # the namespace, and so every attachment, is gone
@@ -574,10 +482,10 @@ def teardown(pin_dir: Path | str, netns: str | None = None) -> list[str]:
             if left:
                 _detach(left, netns, pid)
                 done.append(f"detached the BPF switch from {len(left)} interfaces")
-        _unmount(pin_dir)
+        unmount(pin_dir)
         done.append(f"unmounted the bpffs at {pin_dir}")
     elif pin_dir.exists():
-        _unmount(pin_dir)
+        unmount(pin_dir)
         done.append(f"removed {pin_dir}")
     return done
 

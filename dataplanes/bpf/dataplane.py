@@ -1,7 +1,7 @@
 """The kernel dataplane: one tc-BPF program on every switch port's ingress, tables in maps.
 
 Switches are not processes here.  A switch is the set of its ports (veths in the root
-namespace); each port's clsact ingress runs dataplane/bpf/switch.bpf.c, which looks up the
+namespace); each port's clsact ingress runs dataplanes/bpf/switch.bpf.c, which looks up the
 plan's entry in the ``fib`` map and hands the packet to the egress port with
 ``bpf_redirect`` - so the egress HTB + pfifo of every link still shapes and queues it,
 exactly as with Open vSwitch.  One program instance serves every port of the network; it
@@ -20,13 +20,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import bpfplan
-from .base import Dataplane, bpf_unavailable
-from .proc import RunError, check
-from .registry import BPFFS_DIR
+from emulator.bpfobj import bpf_unavailable
+from emulator.dataplane import Dataplane
+from emulator.proc import RunError, check
+from emulator.registry import BPFFS_DIR
+
+from . import plan as bpfplan
 
 if TYPE_CHECKING:
-    from .emulation import Emulation
+    from emulator.emulation import Emulation
 
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
 #: how often check_alive asks the kernel where the program is attached (seconds)
@@ -49,11 +51,21 @@ class BpfDataplane(Dataplane):
 
     name = "bpf"
     carries = frozenset({"forward", "hash", "rnd", "rr", "cnt", "replicate"})
+    capabilities = frozenset({"latency_sampling", "spread"})
+    # socket=keep: packets keep their sender's socket through the fabric, so TCP Small
+    # Queues caps every flow at about two packets in flight (the kernel's own behaviour
+    # across veths; kept only to show its effect, see switch.bpf.c)
+    options = {"socket": ("release", "keep")}
 
-    def __init__(self, keep_socket: bool = False) -> None:
+    @classmethod
+    def unavailable(cls) -> str:
+        """Why tc-BPF programs cannot run here ('' if they can)."""
+        return bpf_unavailable()
+
+    def __init__(self, socket: str = "release") -> None:
         #: packets keep their sender's socket through the fabric (``bpf,socket=keep``): the
         #: kernel's own behaviour, which caps TCP by TCP Small Queues; for ablations only
-        self.keep_socket = keep_socket
+        self.keep_socket = socket == "keep"
         self.runtime: Any = None  # bpfswitch.SwitchRuntime once prepared
         self._next_attach_look = 0.0
         self.obj: Path | None = None
@@ -63,11 +75,11 @@ class BpfDataplane(Dataplane):
 
     def prepare(self, emu: Emulation) -> None:
         """Build (cached) and load the program, pinned on the run's private bpffs."""
-        from . import bpfswitch
+        from . import switch as bpfswitch
         why = bpf_unavailable()
         if why:
             raise RunError(f"the bpf dataplane cannot run here: {why}; use --dataplane ovs")
-        self.obj = bpfswitch.build(BUILD_DIR)
+        self.obj = bpfswitch.build_program(BUILD_DIR)
         pin_dir = BPFFS_DIR / emu.run_id
         assert emu.registry is not None
         emu.registry.add("bpffs", [str(pin_dir)])
@@ -88,7 +100,7 @@ class BpfDataplane(Dataplane):
 
     def install(self, emu: Emulation) -> None:
         """Fill the maps from the plan, read them back, then attach to every switch port."""
-        from . import bpfswitch
+        from . import switch as bpfswitch
         assert self.runtime is not None
         t0 = time.monotonic()
         intfs = emu.switch_intfs()

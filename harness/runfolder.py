@@ -10,9 +10,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from dataplane.proc import pid_alive
-from dataplane.registry import STATE_DIR
-from dataplane.sysinfo import cpu_model, environment, git_state
+from emulator.proc import pid_alive
+from emulator.registry import STATE_DIR
+from emulator.sysinfo import cpu_model, environment, git_state
 from store import FINAL
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """One sampler for everything an experiment reads while its traffic runs: the machine's CPU,
 switch port counters, a bottleneck queue, sockets.  (bwm-ng, the one external sampler, is a
-process watched with the traffic: experiments/traffic.watch_once.)
+process watched with the traffic: harness/traffic.watch_once.)
 
 A ``Sampler`` calls ``read()`` in a thread, either every ``interval`` seconds or at the
 times ``schedule()`` names once they are known (a measurement window opens when the last
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from dataplane.proc import RunError
+from emulator.proc import RunError
 
 T = TypeVar("T")
 
@@ -154,7 +154,7 @@ TCP_COLUMNS = ("ca_state", "snd_cwnd", "unacked", "sacked", "lost", "retrans", "
 
 
 def tcp_rows(when: float, dumps: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """One sock_diag look at every host as CSV rows: one per socket (dataplane.sockdiag)."""
+    """One sock_diag look at every host as CSV rows: one per socket (emulator.sockdiag)."""
     rows = []
     for host, socks in sorted(dumps.items()):
         for s in socks:
@@ -171,7 +171,7 @@ def tcp_sampler(host_pids: dict[str, int], interval: float = 0.5) -> Sampler[Any
     """tcp_info of every established TCP socket of these hosts every ``interval`` s, read
     in-process over sock_diag (one netlink socket per host, opened here); the samples are
     {host: [SockInfo]}.  ``close_tcp_sampler`` closes the sockets."""
-    from dataplane.sockdiag import HostSockets
+    from emulator.sockdiag import HostSockets
     socks = HostSockets(host_pids)
     sampler: Sampler[Any] = Sampler("tcp_info", socks.dump, interval, first=True)
     sampler.sockets = socks  # type: ignore[attr-defined]

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dataplane.sysinfo import environment, git_state
-
-from .runfolder import REPO
+from emulator.sysinfo import environment, git_state
+from harness.runfolder import REPO
 
 
 def params_of(run_dir: Path, experiments: dict[str, tuple[str, str]]) -> dict[str, Any]:

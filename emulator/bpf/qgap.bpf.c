@@ -43,7 +43,7 @@
  * Maps: watch  {ifindex, netns inode} -> {rate, overhead, slot}  (ifindexes repeat across
  *              namespaces, hence the device's namespace in the key)
  *       stats  slot -> struct link_stats (state of the last release, diagnostics, histograms)
- * Layouts are mirrored in dataplane/qgap.py.
+ * Layouts are mirrored in emulator/qgap.py.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>

@@ -54,7 +54,7 @@ def dcrepro_command() -> list[str]:
     venv's python is a symlink whose target would lose the venv), or ``python -m``."""
     exe = os.path.abspath(sys.executable)
     script = os.path.join(os.path.dirname(exe), "dcrepro")
-    return [script] if os.access(script, os.X_OK) else [exe, "-m", "experiments.cli"]
+    return [script] if os.access(script, os.X_OK) else [exe, "-m", "dcrepro.cli"]
 
 
 def runone_command(manifest: Path, dcrepro: list[str] | None = None) -> list[str]:
@@ -161,7 +161,7 @@ def run_process(argv: list[str], timeout: float, tick: Callable[[], None],
                 say: Callable[[str], None]) -> int:
     """Run a launcher process in its own process group (a Ctrl-C in the terminal reaches
     only dcrepro, which then stops it in order); its exit code, or 124 after ``timeout``."""
-    from dataplane.proc import signals_deferred
+    from emulator.proc import signals_deferred
     with signals_deferred():   # no Ctrl-C between the start and knowing the child
         proc = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout
@@ -250,7 +250,7 @@ def run_array(slurm: Slurm, script: Path, timeout: float, tick: Callable[[], Non
               say: Callable[[str], None]) -> int:
     """Submit, then poll the queue until the array is gone: 0, or 124 after ``timeout``
     (the array is cancelled then, and on Ctrl-C)."""
-    from dataplane.proc import signals_deferred
+    from emulator.proc import signals_deferred
     with signals_deferred():   # a job id is known before a Ctrl-C can act
         job = slurm.submit(script)
     say(f"slurm job {job} submitted ({script})")

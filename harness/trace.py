@@ -1,13 +1,13 @@
 """Traced paths: ask the datapath which way each recorded (sub)flow went (never recompute it).
 
-The dataplane answers (dataplane/ovs.py: ofproto/trace through the real OpenFlow tables;
-dataplane/bpfswitch.py: the switch program's own record of every flow it forwarded).
+The dataplane answers (dataplanes/ovs/dataplane.py: ofproto/trace through the real OpenFlow tables;
+dataplanes/bpf/switch.py: the switch program's own record of every flow it forwarded).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from dataplane.emulation import Emulation
+from emulator.emulation import Emulation
 
 
 def trace_flow(emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],

@@ -8,8 +8,8 @@ from typing import Any
 
 import routing
 import topos
-from dataplane import base as dataplanes
-from dataplane.shaping import LinkSpec
+from emulator import dataplanes
+from emulator.shaping import LinkSpec
 
 BACKENDS = ("emulated", "model")
 
@@ -66,8 +66,8 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
         if value is not None:
             params[key] = value
     params["quick"] = bool(args.quick)
-    if params.get("dataplane") == "auto":
-        params["dataplane"] = dataplanes.default_name()
+    if "dataplane" in params:   # 'auto' becomes a name here, once, for the whole run
+        params["dataplane"] = dataplanes.resolve(params["dataplane"])
     validate(params)
     return params
 
@@ -96,8 +96,7 @@ def validate(params: dict[str, Any]) -> None:
         raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
                          f"'{params['backend']}'")
     if "dataplane" in params:
-        name = params["dataplane"]
-        dp = dataplanes.make(dataplanes.default_name() if name == "auto" else name)
+        dp = dataplanes.make(params["dataplane"])
         if "routing" in params:
             dp.check_modes(str(routing.parse(params["routing"])),
                            routing.modes(params["routing"]))
@@ -112,7 +111,7 @@ def check_cc(cc: str) -> None:
     """The congestion control exists here (built in, or a module modprobe could load)."""
     import subprocess
 
-    from dataplane.sysinfo import read_sysctl
+    from emulator.sysinfo import read_sysctl
     if not cc.replace("_", "").isalnum():
         raise ValueError(f"--cc {cc!r} is not a congestion control name")
     available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()

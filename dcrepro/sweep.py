@@ -48,7 +48,7 @@ BUSY = 75
 def parse_grid(items: list[str], defaults: dict[str, Any],
                types: dict[str, type] | None = None) -> dict[str, list[Any]]:
     """``--grid key=v1/v2`` items (repeatable) -> key -> values, typed like the default (or
-    as ``types`` says: experiments.params.param_types knows the None defaults' types)."""
+    as ``types`` says: harness.params.param_types knows the None defaults' types)."""
     grid: dict[str, list[Any]] = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -318,7 +318,7 @@ def fingerprint(run_dir: Path) -> dict[str, Any]:
     iperf3 and OVS versions) plus the CPU model, Python and host of the machine calling
     this, which is the one that ran it (run_one calls it before the final rename).
     A model-backend run depends on no dataplane, iperf3 or OVS: those are None."""
-    from dataplane.sysinfo import cpu_model
+    from emulator.sysinfo import cpu_model
     try:
         config = json.loads((run_dir / "config.json").read_text())
     except (OSError, ValueError):

@@ -2,7 +2,7 @@
 
 While a link's queue is non-empty, consecutive dequeues should be one packet's transmission
 time apart at the link rate (Mininet-HiFi's own data: 99.8 % of busy-period gaps within 10 %
-at 100 Mb/s).  dataplane/bpf/qgap.bpf.c, on the ``qdisc:qdisc_dequeue`` tracepoint, compares
+at 100 Mb/s).  emulator/bpf/qgap.bpf.c, on the ``qdisc:qdisc_dequeue`` tracepoint, compares
 each busy-period gap of every watched device's root qdisc with the transmission time of the
 packet released before it and counts gap/ideal in 1 % buckets; see it for what counts as
 busy, the length HTB charges, bulk dequeues, parked packets, GSO skbs and releases the
@@ -186,7 +186,7 @@ def resolve(ref: LinkRef) -> tuple[int, int]:
 
 def build_object() -> Path:
     """The compiled program (cached by source hash and kernel release; clang needed)."""
-    from .bpfswitch import build
+    from .bpfobj import build
     return build(BUILD_DIR, SOURCE, kernel_types=True)
 
 
@@ -210,7 +210,7 @@ class QueueGapProbe:
     def __enter__(self) -> QueueGapProbe:
         """Load, fill the watch map, attach.  Any failure (clang missing, a link that does
         not exist, the kernel refusing the program) is a RunError, with nothing left."""
-        from .bpfswitch import load_pinned
+        from .bpfobj import load_pinned
         try:
             if len(self.links) > MAX_LINKS:
                 raise RunError(f"{len(self.links)} links; the probe watches at most {MAX_LINKS}")

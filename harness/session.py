@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.fidelity import headline, measurement_reasons
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError
-from dataplane.shaping import LinkSpec
+from emulator.emulation import Emulation
+from emulator.proc import RunError
+from emulator.shaping import LinkSpec
 from routing.plan import Plan
 from topos.base import Topology
 

@@ -1,6 +1,6 @@
 """Plan -> entries of the tc-BPF switch's maps, and a model of the program's lookup (pure).
 
-The layouts are those of dataplane/bpf/switch.bpf.c (dataplane/bpfswitch.py defines the
+The layouts are those of dataplanes/bpf/switch.bpf.c (dataplanes/bpf/switch.py defines the
 tuples and packs them); here they stay tuples, so that a unit test can check the translation
 against the plan interpreter (routing/walk.py) without root, as controller/ofplan.py does
 for OpenFlow.
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from routing.plan import LABEL_ANY, Plan, SwitchPlan
 from topos.base import Topology
 
-from .bpfswitch import (
+from .switch import (
     ACT_FORWARD,
     ACT_REPLICATE,
     KIND_ARP,

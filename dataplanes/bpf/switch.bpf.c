@@ -7,7 +7,7 @@
  * bpf_redirect(ifindex, 0).  The packet then goes through that port's root qdisc
  * (HTB + pfifo), so every link stays shaped and queued exactly as dcrepro configured it; the
  * program itself never queues or drops for congestion.  All behaviour lives in maps, filled
- * by dataplane/bpfswitch.py (layouts mirrored there byte for byte: little-endian, natural
+ * by dataplanes/bpf/switch.py (layouts mirrored there byte for byte: little-endian, natural
  * alignment, explicit pad fields so that no compiler-inserted padding can differ).
  *
  * Maps
@@ -268,7 +268,7 @@ static __always_inline __u32 fmix(__u32 h)
  * followed by a full finaliser round, so two switches with different seeds make unrelated
  * choices for the same flow: no ECMP polarization (a plain hash % n, identical on every
  * switch, would send every flow that took the left uplink at one tier to the left again at
- * the next).  dataplane/bpfswitch.py:flow_hash is the same function in Python. */
+ * the next).  dataplanes/bpf/switch.py:flow_hash is the same function in Python. */
 static __always_inline __u32 flow_hash(const struct pkt *p, __u32 seed)
 {
 	__u32 h = fmix(seed ^ 0x9e3779b9);

@@ -17,8 +17,8 @@ from statistics import median
 from typing import Any
 
 from analysis.fidelity import limit_shares, limits_note
-from dataplane.emulation import Emulation
-from dataplane.proc import RunError, check, how_ended, stop_process
+from emulator.emulation import Emulation
+from emulator.proc import RunError, check, how_ended, stop_process
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
 from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler

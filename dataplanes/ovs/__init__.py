@@ -1,0 +1,1 @@
+"""The ovs dataplane: Open vSwitch bridges under the os-ken controller (controller/)."""

@@ -1,0 +1,132 @@
+"""The one interface every dataplane implements (each is a folder of dataplanes/, listed in
+emulator/dataplanes.py).
+
+An ``Emulation`` (emulator/emulation.py) builds hosts, links and shaping the same way for
+every dataplane; a dataplane only decides what the switches are and how they forward:
+
+  prepare(emu)       before Mininet builds the network (start a controller, load programs)
+  switch_class()     the Mininet switch class to build
+  mn_controller()    a Mininet controller object, or None
+  install(emu)       after the links exist: install the plan and return only once the
+                     switches confirm it (barriers, or maps read back equal to the plan)
+  check_alive()      raise RunError naming the component if one died
+  trace(emu, ...)    where a 5-tuple goes, asked of the datapath itself (never recomputed)
+  stop(emu)          remove what prepare/install made (links are already gone)
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from routing.plan import Plan
+
+if TYPE_CHECKING:
+    from .emulation import Emulation
+
+
+def other_than(name: str, needs: list[str]) -> str:
+    """A registered dataplane that carries ``needs`` (for error messages)."""
+    from .dataplanes import REGISTRY, dataplane_class
+    for cand in REGISTRY:
+        if cand != name and set(needs) <= dataplane_class(cand).carries:
+            return cand
+    return "(none carries it)"
+
+
+def providing(needs: set[str]) -> str:
+    """The registered dataplanes that offer every capability in ``needs``, comma-separated."""
+    from .dataplanes import REGISTRY, dataplane_class
+    return ", ".join(n for n in REGISTRY if needs <= dataplane_class(n).capabilities)
+
+
+class Dataplane(ABC):
+    """How the switches of one emulated network forward."""
+
+    name = ""
+    #: plan ops and select modes this dataplane can carry (see routing/plan.py)
+    carries: frozenset[str] = frozenset()
+    #: what it offers beyond the interface, by name (an experiment's NEEDS are checked
+    #: against it at validation): "latency_sampling" (per-packet fabric latency samples),
+    #: "spread" (per-packet path counts of a flow)
+    capabilities: frozenset[str] = frozenset()
+    #: options its spec may carry after its name (``bpf,socket=keep``): option -> values,
+    #: the first one the default; each is passed to the constructor as a keyword
+    options: dict[str, tuple[str, ...]] = {}
+
+    @classmethod
+    def unavailable(cls) -> str:
+        """Why this dataplane cannot run on this machine ('' if it can)."""
+        return ""
+
+    def check_modes(self, routing: str, modes: set[str]) -> None:
+        """Raise ValueError (one line, before anything is built) if routing needs more."""
+        missing = sorted(modes - self.carries)
+        if missing:
+            raise ValueError(f"routing '{routing}' needs {', '.join(missing)}, which the "
+                             f"{self.name} dataplane cannot carry; use --dataplane "
+                             f"{other_than(self.name, missing)}")
+
+    def check_needs(self, who: str, needs: frozenset[str] | set[str]) -> None:
+        """Raise ValueError (one line) if ``who`` needs capabilities this one lacks."""
+        missing = sorted(set(needs) - self.capabilities)
+        if missing:
+            raise ValueError(f"{who} needs {', '.join(missing)}, which the {self.name} "
+                             f"dataplane does not offer; use --dataplane "
+                             f"{providing(set(needs)) or '(none offers it)'}")
+
+    def check_plan(self, plan: Plan) -> None:
+        """check_modes for a built plan."""
+        self.check_modes(plan.routing, plan.modes())
+
+    def prepare(self, emu: Emulation) -> None:
+        """Work before the Mininet network is built (default: none)."""
+
+    @abstractmethod
+    def switch_class(self) -> Any:
+        """The Mininet switch class (or partial) for every switch."""
+
+    def mn_controller(self) -> Any:
+        """A Mininet controller to add, or None."""
+        return None
+
+    @abstractmethod
+    def install(self, emu: Emulation) -> None:
+        """Install the plan on every switch and return once each has confirmed it."""
+
+    def check_alive(self) -> None:
+        """Raise RunError if a component the switches depend on died."""
+
+    @abstractmethod
+    def trace(self, emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],
+              proto: str = "tcp") -> list[str]:
+        """Switch names a packet of ``five_tuple`` from ``src`` to ``dst`` crosses."""
+
+    def stop(self, emu: Emulation) -> None:
+        """Remove what prepare/install created (links and switch interfaces are gone)."""
+
+    def facts(self) -> dict[str, Any]:
+        """What this dataplane observed, for config.json."""
+        return {"dataplane": self.name}
+
+
+# -- capabilities: what a dataplane may offer beyond the interface (``capabilities``) --------
+
+@runtime_checkable
+class LatencySampling(Protocol):
+    """"latency_sampling": one-way fabric latency of sampled TCP data segments."""
+
+    def sample_latency(self, every: int) -> None:
+        """Sample about one segment in ``every`` (0 = off)."""
+
+    def latency_samples(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """Every measured segment (saddr, daddr, sport, dport, seq, at_ns, latency_ns) and
+        the sampling counters."""
+
+
+@runtime_checkable
+class Spread(Protocol):
+    """"spread": how one flow's packets were split over the output ports of every switch."""
+
+    def spread(self, emu: Emulation, src: str, dst: str, five_tuple: dict[str, Any],
+               proto: str = "tcp") -> dict[str, dict[int, int]]:
+        """Packets of one flow per output port at every switch that forwarded it."""
