@@ -1,7 +1,7 @@
 """Per-run summaries written next to the raw data (flows.csv, summary.csv)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ def _mean(values: list[Any], digits: int) -> Any:
 
 
 def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
-                              params: dict[str, Any], key: str = "transport",
+                              params: Mapping[str, Any], key: str = "transport",
                               reports: list[dict[str, Any]] | None = None) -> None:
     """flows.csv (one row per flow) and summary.csv (per group and measure, per run and
     over all runs), with the fidelity verdict of emulated groups beside the iperf3 rows."""

@@ -137,11 +137,9 @@ def _launch_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate everything, then run inside a run folder; always leave a status behind."""
     mod = _module(args.experiment)
-    from harness.common import resolve
+    from harness.common import checked, resolve
     try:
-        params = resolve(args, mod.DEFAULTS, mod.QUICK)
-        if hasattr(mod, "validate"):
-            mod.validate(params)
+        params = checked(mod, resolve(args, mod.DEFAULTS, mod.QUICK))
         _check_writable(Path(args.out), str(params.get("backend", "emulated")))
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
@@ -158,7 +156,7 @@ def _code_version() -> str:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Validate every grid point first, write the manifest, run what is not complete."""
-    from harness.common import resolve, validate
+    from harness.common import checked, resolve
     from harness.params import param_types
 
     from .launch import Options, check_engine, launch
@@ -172,9 +170,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = parse_grid(args.grid, mod.DEFAULTS, param_types(mod))
         pts = points(base, grid)
         for p in pts:
-            validate(p["params"])
-            if hasattr(mod, "validate"):
-                mod.validate(p["params"])
+            checked(mod, p["params"])
         out = Path(args.out)
         _check_writable(out)
         name = args.name or "-".join([args.experiment] + [
@@ -217,7 +213,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def cmd_run_one(args: argparse.Namespace) -> int:
     """One manifest line: 0 at once when complete, else run it and move it into place."""
-    from harness.common import validate
+    from harness.common import checked
 
     from .sweep import BUSY, check_code, read_manifest, run_one
     path = Path(args.manifest)
@@ -228,9 +224,7 @@ def cmd_run_one(args: argparse.Namespace) -> int:
         if line is None:
             raise ValueError(f"{path}: no run {args.run_id!r}")
         mod = _module(header["experiment"])
-        validate(line["params"])
-        if hasattr(mod, "validate"):
-            mod.validate(line["params"])
+        checked(mod, line["params"])
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -243,17 +237,14 @@ def cmd_run_one(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     """The experiment of a run folder again, with the parameters its config.json holds."""
-    from harness.common import validate
+    from harness.common import checked
 
     from .rerun import differences, params_of
     src = Path(args.run_dir)
     try:
         config = params_of(src, EXPERIMENTS)
         mod = _module(config["experiment"])
-        params = config["params"]
-        validate(params)
-        if hasattr(mod, "validate"):
-            mod.validate(params)
+        params = checked(mod, config["params"])
         out = Path(args.out) if args.out else src.resolve().parent.parent
         _check_writable(out)
     except (ValueError, SpecError) as exc:

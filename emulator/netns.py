@@ -225,3 +225,64 @@ def reach_all(hosts: dict[str, tuple[int, str]], timeout: float = 2.0,
         for s in socks:
             s.close()
     return sorted((names[i], names[k]) for i, k in missing)
+
+
+RTM_GETTCLASS, NLMSG_DONE, NLM_F_DUMP = 42, 3, 0x300
+TCA_KIND, TCA_OPTIONS = 1, 2
+TCA_HTB_PARMS, TCA_HTB_RATE64 = 1, 6
+#: struct tc_htb_opt begins with struct tc_ratespec rate: cell_log, linklayer, overhead,
+#: cell_align, mpu, rate (bytes/s, u32)
+RATESPEC = struct.Struct("=BBHhHI")
+
+
+def _attrs(data: bytes) -> dict[int, bytes]:
+    """rtnetlink attributes (type -> payload) of one level."""
+    out: dict[int, bytes] = {}
+    i = 0
+    while i + 4 <= len(data):
+        length, kind = struct.unpack_from("HH", data, i)
+        if length < 4:
+            break
+        out[kind & 0x3FFF] = data[i + 4:i + length]
+        i += (length + 3) & ~3
+    return out
+
+
+def _htb_class_rates(nl: socket.socket, intf: str, seq: int) -> list[float]:
+    """Rates (bit/s) of every HTB class on ``intf``: one RTM_GETTCLASS dump."""
+    body = struct.pack("BxxxiIII", socket.AF_UNSPEC, socket.if_nametoindex(intf), 0, 0, 0)
+    nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETTCLASS, NLM_F_REQUEST | NLM_F_DUMP,
+                        seq, 0) + body)
+    rates: list[float] = []
+    while True:
+        data = nl.recv(65536)
+        i = 0
+        while i + 16 <= len(data):
+            length, kind, _, _, _ = struct.unpack_from("IHHII", data, i)
+            if kind == NLMSG_DONE:
+                return rates
+            if kind == NLMSG_ERROR:
+                err = struct.unpack_from("i", data, i + 16)[0]
+                raise OSError(-err, f"tc class show dev {intf}: {os.strerror(-err)}")
+            attrs = _attrs(data[i + 16 + 20:i + length])
+            if attrs.get(TCA_KIND, b"").rstrip(b"\0") == b"htb" and TCA_OPTIONS in attrs:
+                opts = _attrs(attrs[TCA_OPTIONS])
+                if TCA_HTB_RATE64 in opts:
+                    rate = struct.unpack("Q", opts[TCA_HTB_RATE64][:8])[0]
+                else:
+                    rate = RATESPEC.unpack_from(opts[TCA_HTB_PARMS])[5]
+                rates.append(8.0 * rate)
+            i += (length + 3) & ~3
+
+
+def htb_rates(where: dict[int | None, list[str]]) -> dict[str, list[float]]:
+    """The rates (bit/s) of the HTB classes of each interface, read from the kernel (``tc
+    class show``), for the interfaces of each namespace (pid -> names; None: this one)."""
+    def read(pid: int | None) -> dict[str, list[float]]:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+            return {intf: _htb_class_rates(nl, intf, seq)
+                    for seq, intf in enumerate(where[pid], 1)}
+    out: dict[str, list[float]] = {}
+    for got in in_namespaces(list(where), read):
+        out.update(got)
+    return out

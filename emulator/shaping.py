@@ -13,6 +13,7 @@ from typing import Any
 
 from topos.base import Topology
 
+from . import netns
 from .proc import RunError, check, in_ns
 
 
@@ -70,18 +71,33 @@ def qdisc_state(host_pids: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
 
 
 def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[str, Any]:
-    """Refuse the run unless every link end is HTB root + pfifo leaf of the asked limit."""
+    """Refuse the run unless every link end is HTB root + pfifo leaf of the asked limit,
+    its one HTB class at that link's own rate (topo.link_bw: a GRIN ToR uplink is a
+    multiple of the run's), all read back from the kernel."""
     state = qdisc_state(host_pids)
     bad = []
-    ends = [f"{n}-eth{p}" for n, p, _ in link_ends(topo)]
-    for intf in ends:
+    ends = link_ends(topo)
+    where: dict[int | None, list[str]] = {}
+    for n, p, _ in ends:
+        where.setdefault(None if topo.is_switch(n) else host_pids[n], []).append(f"{n}-eth{p}")
+    try:
+        rates = netns.htb_rates(where)
+    except OSError as exc:
+        raise RunError(f"could not read the HTB classes back: {exc}") from None
+    for n, p, peer in ends:
+        intf = f"{n}-eth{p}"
         qs = state.get(intf, [])
         kinds = {q["kind"]: q for q in qs}
         limit = kinds.get("pfifo", {}).get("options", {}).get("limit")
+        want = topo.link_bw(n, peer, link.bw) * 1e6
+        got = rates.get(intf, [])
         if "htb" not in kinds or limit != link.queue:
             bad.append(f"{intf}: {[q['kind'] for q in qs]} limit={limit}")
+        elif len(got) != 1 or abs(got[0] - want) > 1e-6 * want + 8:
+            bad.append(f"{intf}: HTB class rates {[r / 1e6 for r in got]} Mb/s, not "
+                       f"{want / 1e6:g}")
     if bad:
-        raise RunError("queue discipline is not the requested HTB + tail-drop pfifo "
-                       f"limit {link.queue}: " + "; ".join(bad[:5]))
+        raise RunError("queue discipline is not the requested HTB at the link's rate + "
+                       f"tail-drop pfifo limit {link.queue}: " + "; ".join(bad[:5]))
     return {"root": "htb", "leaf": "pfifo", "limit": link.queue, "rate_mbit": link.bw,
             "interfaces": len(ends)}

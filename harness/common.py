@@ -4,12 +4,15 @@ from __future__ import annotations
 import argparse
 import random
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import routing
 import topos
 from emulator import dataplanes
 from emulator.shaping import LinkSpec
+
+from .params import Params, typed
 
 BACKENDS = ("emulated", "model")
 
@@ -57,7 +60,9 @@ def add_backend(p: Any) -> None:
 
 def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
             quick: Mapping[str, Any]) -> dict[str, Any]:
-    """Explicit flag > quick value (with --quick) > default; then validate everything."""
+    """The flags' values: explicit flag > quick value (with --quick) > default, and
+    ``--dataplane auto`` replaced by this machine's dataplane (once, here).  Not yet typed
+    or checked: ``checked`` does both."""
     params = dict(defaults)
     if args.quick:
         params.update(quick)
@@ -68,11 +73,22 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
     params["quick"] = bool(args.quick)
     if "dataplane" in params:   # 'auto' becomes a name here, once, for the whole run
         params["dataplane"] = dataplanes.resolve(params["dataplane"])
-    validate(params)
     return params
 
 
-def validate(params: dict[str, Any]) -> None:
+def checked(mod: ModuleType, values: Mapping[str, Any]) -> Params:
+    """The one door of every run (flags, a sweep's points and manifest lines, a rerun):
+    ``values`` typed into the experiment's parameters (harness.params.typed), then checked
+    by the shared validation and the experiment's own; ValueError (one line) on anything
+    wrong, before anything is built."""
+    params = typed(mod, values)
+    validate(params)
+    if hasattr(mod, "validate"):
+        mod.validate(params)
+    return params
+
+
+def validate(params: Mapping[str, Any]) -> None:
     """Raise ValueError (one line, for the user) on any bad value, before anything is built."""
     if "topo" in params:
         topos.build(params["topo"])   # built, not only parsed: too few hosts is bad input

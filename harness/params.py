@@ -1,31 +1,32 @@
 """Typed, frozen parameters of one run: what an experiment's ``run`` receives.
 
-Each experiment declares ``DEFAULTS`` (name -> default value; the value's type is the
-parameter's type) and, for a parameter whose default is None, ``TYPES`` (name -> type).
-``typed`` turns a mapping (flags resolved by the CLI, a sweep manifest line, a rerun's
-config.json) into an instance of that experiment's frozen dataclass, strictly: an unknown
-name or a value of the wrong type is a one-line ValueError, a missing one takes its default.
-An int is accepted where a float is declared (``--bw 10``); nothing else is coerced.
+Each experiment declares its parameters as a frozen dataclass derived from ``Params``, one
+typed field with its default per parameter (``PARAMS``), and its quick overrides
+(``QUICK``).  ``typed`` turns a mapping (flags resolved by the CLI, a sweep manifest line, a
+rerun's config.json) into an instance of it, strictly: an unknown name or a value of the
+wrong type is a one-line ValueError, a missing one takes its default.  An int is accepted
+where a float is declared (``--bw 10``); nothing else is coerced.
 
-The instance is also a read-only mapping (``params["bw"]``, ``dict(params)``,
-``{**params, "bw": 20.0}``), so code that reads parameters by name works unchanged, and
-config.json records ``dict(params)``.
+Code reads parameters as attributes (``params.bw``), which the type checker sees.  The
+instance is also a read-only mapping (``dict(params)`` is what config.json records, and
+code shared by every experiment reads ``params["bw"]`` from whichever it gets).
 """
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-#: parameters every experiment has besides its DEFAULTS
-COMMON: dict[str, tuple[type, Any]] = {"quick": (bool, False)}
 
-
+@dataclasses.dataclass(frozen=True)
 class Params(Mapping[str, Any]):
-    """Base of every experiment's parameter dataclass: a frozen, typed, read-only mapping."""
+    """Base of every experiment's parameter dataclass: a frozen, typed, read-only mapping.
+    ``quick``: the run was asked for with --quick (every experiment has it)."""
 
-    experiment: str = ""
+    quick: bool = False
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._names():
@@ -38,47 +39,46 @@ class Params(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._names())
 
-    #: the field names, set once when the class is made (params_class)
-    NAMES: tuple[str, ...] = ()
-
     @classmethod
     def _names(cls) -> tuple[str, ...]:
-        return cls.NAMES
+        return tuple(f.name for f in dataclasses.fields(cls))
 
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Name -> default of every parameter but ``quick`` (the flags' and README's view)."""
+        return {f.name: f.default for f in dataclasses.fields(cls) if f.name != "quick"}
 
-_CLASSES: dict[str, type[Params]] = {}
-
-
-def param_types(mod: ModuleType) -> dict[str, type]:
-    """Name -> type of every parameter of an experiment module (ValueError if a None
-    default has no entry in the module's TYPES)."""
-    declared = getattr(mod, "TYPES", {})
-    out: dict[str, type] = {}
-    for name, default in mod.DEFAULTS.items():
-        if default is None:
-            if name not in declared:
-                raise ValueError(f"{mod.NAME}: parameter {name!r} defaults to None and has "
-                                 "no entry in TYPES")
-            out[name] = declared[name]
-        else:
-            out[name] = type(default)
-    out.update({k: t for k, (t, _) in COMMON.items()})
-    return out
+    @classmethod
+    def types(cls) -> dict[str, tuple[type, bool]]:
+        """Name -> (type, may be None) of every parameter, from the field annotations."""
+        hints = typing.get_type_hints(cls)
+        out: dict[str, tuple[type, bool]] = {}
+        for name in cls._names():
+            hint = hints[name]
+            args = typing.get_args(hint)
+            if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+                kinds = [a for a in args if a is not type(None)]
+                if len(kinds) != 1 or len(args) != 2:
+                    raise TypeError(f"{cls.__name__}.{name}: only 'T | None' unions are "
+                                    f"parameters, got {hint}")
+                out[name] = (kinds[0], True)
+            else:
+                out[name] = (hint, False)
+        return out
 
 
 def params_class(mod: ModuleType) -> type[Params]:
-    """The frozen dataclass of an experiment's parameters (made once per experiment)."""
-    if mod.NAME not in _CLASSES:
-        types = param_types(mod)
-        defaults = {**mod.DEFAULTS, **{k: d for k, (_, d) in COMMON.items()}}
-        fields = [(n, t | None if defaults[n] is None else t,
-                   dataclasses.field(default=defaults[n])) for n, t in types.items()]
-        cls = dataclasses.make_dataclass(
-            "".join(w.capitalize() for w in mod.NAME.replace("-", "_").split("_")) + "Params",
-            fields, bases=(Params,), frozen=True,
-            namespace={"experiment": mod.NAME, "NAMES": tuple(types)})
-        _CLASSES[mod.NAME] = cls
-    return _CLASSES[mod.NAME]
+    """The parameter dataclass an experiment module declares (``PARAMS``)."""
+    cls = mod.PARAMS
+    if not (isinstance(cls, type) and issubclass(cls, Params)):
+        raise TypeError(f"{mod.NAME}: PARAMS must be a dataclass derived from "
+                        "harness.params.Params")
+    return cls
+
+
+def param_types(mod: ModuleType) -> dict[str, type]:
+    """Name -> type of every parameter of an experiment module ('quick' included)."""
+    return {n: t for n, (t, _) in params_class(mod).types().items()}
 
 
 def _check(experiment: str, name: str, value: Any, kind: type, nullable: bool) -> Any:
@@ -99,11 +99,10 @@ def _check(experiment: str, name: str, value: Any, kind: type, nullable: bool) -
 def typed(mod: ModuleType, values: Mapping[str, Any]) -> Params:
     """``values`` as the experiment's frozen parameters (strict; see the module text)."""
     cls = params_class(mod)
-    types = param_types(mod)
-    unknown = sorted(set(values) - set(types))
+    kinds = cls.types()
+    unknown = sorted(set(values) - set(kinds))
     if unknown:
         raise ValueError(f"{mod.NAME}: unknown parameter{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(unknown)} (known: {', '.join(sorted(types))})")
-    nullable = {n for n, d in mod.DEFAULTS.items() if d is None}
-    checked = {n: _check(mod.NAME, n, v, types[n], n in nullable) for n, v in values.items()}
+                         f"{', '.join(unknown)} (known: {', '.join(sorted(kinds))})")
+    checked = {n: _check(mod.NAME, n, v, *kinds[n]) for n, v in values.items()}
     return cls(**checked)

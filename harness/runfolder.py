@@ -40,7 +40,7 @@ class RunFolder:
         self.path.mkdir(parents=True, exist_ok=False)
         self.owner = {"pid": os.getpid(), "start": process_start(os.getpid())}
         self.config: dict[str, Any] = {
-            "experiment": experiment, "run_id": self.id, "params": params,
+            "experiment": experiment, "run_id": self.id, "params": dict(params),
             "git": git_state(str(REPO)), "environment": environment(), "runtime": {},
             # which machine (the report's provenance; a sweep's fingerprint.json has it too)
             "machine": {"host": socket.gethostname(), "cpu_model": cpu_model()},

@@ -1,7 +1,8 @@
 """The one list of experiments: what `dcrepro run/sweep/rerun/plot/list` and `--help` offer.
 
 An experiment is one folder ``experiments/<name>/``: ``experiment.py`` (``NAME``, ``HELP``,
-``DEFAULTS``, ``QUICK``, ``add_arguments``, ``validate``, ``run``, ``PAPER`` for the README
+``PARAMS`` (its typed parameters, harness/params.py), ``DEFAULTS``, ``QUICK``, ``add_arguments``,
+``validate``, ``run``, ``PAPER`` for the README
 table, optionally ``SWEEP``: the script reproduce.sh runs), ``figures.py``, which reads its
 run folders only (tests/unit/test_layers.py holds it to analysis' imports), and optionally
 ``claims.py``: the paper's claims it judges (``CLAIMS``, analysis.claims.Claim; same

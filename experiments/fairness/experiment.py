@@ -23,6 +23,7 @@ from analysis.fidelity import gap_share, measurement_reasons
 from emulator.emulation import Emulation
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng, transports
+from harness.params import Params
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import session
@@ -44,12 +45,34 @@ PAPER = ('`000_…` Fig. 6 (Jellyfish paper Fig. 1/2): MPTCP, fat tree + ECMP vs
 SWEEP = "scripts/jellyfish-sweep.sh"
 #: other figures of the same script
 SWEEP_NOTE = '`--paper`: k=10 vs 125-switch Jellyfish through the model'
-DEFAULTS: dict[str, Any] = {
-    "fattree": "fattree,k=4", "jellyfish": "jellyfish,switches=20,ports=4,hosts=16", "k": 4,
-    "backend": "emulated", "grow": None, "extra_servers": 0.0, "aggregate": "auto",
-    "bw": 15.0, "queue": 100, "duration": 60.0, "trim": 5.0, "runs": 8, "seed": 1,
-    "transport": "mptcp", "subflows": 8, "cc": "cubic", "dataplane": "auto"}
-TYPES: dict[str, type] = {"grow": int}     # the parameters that default to None
+
+
+@dataclass(frozen=True)
+class FairnessParams(Params):
+    """The parameters of one fairness run (their flags: add_arguments)."""
+
+    fattree: str = "fattree,k=4"
+    jellyfish: str = "jellyfish,switches=20,ports=4,hosts=16"
+    k: int = 4
+    backend: str = "emulated"
+    grow: int | None = None
+    extra_servers: float = 0.0
+    aggregate: str = "auto"
+    bw: float = 15.0
+    queue: int = 100
+    duration: float = 60.0
+    trim: float = 5.0
+    runs: int = 8
+    seed: int = 1
+    transport: str = "mptcp"
+    subflows: int = 8
+    cc: str = "cubic"
+    dataplane: str = "auto"
+
+
+PARAMS = FairnessParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
@@ -81,38 +104,38 @@ def add_arguments(p: Any) -> None:
                    "(default: auto)")
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: FairnessParams) -> None:
     """Experiment-specific checks (one-line ValueError), before anything is built."""
-    ft = topos.parse(params["fattree"])
+    ft = topos.parse(params.fattree)
     if ft.name != "fattree":
-        raise ValueError(f"--fattree must be a fattree spec, got '{params['fattree']}'")
-    jf = topos.parse(params["jellyfish"])
+        raise ValueError(f"--fattree must be a fattree spec, got '{params.fattree}'")
+    jf = topos.parse(params.jellyfish)
     if jf.name != "jellyfish":
-        raise ValueError(f"--jellyfish must be a jellyfish spec, got '{params['jellyfish']}'")
-    if params["k"] < 1:
-        raise ValueError(f"--k must be >= 1, got {params['k']}")
-    if params["grow"] is not None and params["grow"] < 0:
-        raise ValueError(f"--grow must be >= 0, got {params['grow']}")
-    if not 0 <= params["extra_servers"] <= 1:
+        raise ValueError(f"--jellyfish must be a jellyfish spec, got '{params.jellyfish}'")
+    if params.k < 1:
+        raise ValueError(f"--k must be >= 1, got {params.k}")
+    if params.grow is not None and params.grow < 0:
+        raise ValueError(f"--grow must be >= 0, got {params.grow}")
+    if not 0 <= params.extra_servers <= 1:
         raise ValueError(f"--extra-servers must be a fraction in [0, 1], got "
-                         f"{params['extra_servers']}")
-    if params["aggregate"] not in ("auto", "on", "off"):
-        raise ValueError(f"--aggregate must be auto, on or off, got '{params['aggregate']}'")
+                         f"{params.extra_servers}")
+    if params.aggregate not in ("auto", "on", "off"):
+        raise ValueError(f"--aggregate must be auto, on or off, got '{params.aggregate}'")
     if len(transports(params)) != 1:
         raise ValueError("--transport: give one transport (mptcp or tcp) for this experiment")
     for label, spec in jellyfish_variants(params).items():
         _buildable(label, spec)
 
 
-def jellyfish_variants(params: dict[str, Any]) -> dict[str, Spec]:
+def jellyfish_variants(params: FairnessParams) -> dict[str, Spec]:
     """label -> Jellyfish spec (seed still to be drawn): the base one and the one with more
     servers on the same switches (when --extra-servers > 0)."""
-    base = topos.parse(params["jellyfish"])
+    base = topos.parse(params.jellyfish)
     p = dict(base.params)
-    if params.get("grow") is not None:
-        p["grow"] = params["grow"]
+    if params.grow is not None:
+        p["grow"] = params.grow
     out = {"jellyfish": Spec("jellyfish", p)}
-    extra = params.get("extra_servers") or 0.0
+    extra = params.extra_servers or 0.0
     more = int(round(p["hosts"] * (1 + extra)))
     if extra > 0 and more > p["hosts"]:
         out["jellyfish-more"] = Spec("jellyfish", {**p, "hosts": more})
@@ -161,21 +184,21 @@ def link_class(topo: Topology, u: str, v: str) -> str:
     return f"{a}-{b}"
 
 
-def run_networks(params: dict[str, Any], r: int, ft: tuple[Topology, Any]
+def run_networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]
                  ) -> tuple[list[tuple[str, Topology, Any, dict[str, str]]], dict[str, Any]]:
     """Topologies, plans and permutations of repetition ``r``, plus synthetic 5-tuples.
 
     The draw order is fixed (Jellyfish seeds, permutations, then source ports) so both
     backends see identical networks and traffic for the same --seed.
     """
-    rng = run_rng(params["seed"], r)
+    rng = run_rng(params.seed, r)
     nets = [("fattree", ft[0], ft[1])]
     for label, spec in jellyfish_variants(params).items():
         topo = draw_jellyfish(spec, rng)
-        nets.append((label, topo, routing.make_plan(topo, f"ksp,k={params['k']}")))
+        nets.append((label, topo, routing.make_plan(topo, f"ksp,k={params.k}")))
     cache: dict[int, list[int]] = {}
     out = [(label, topo, plan, permutation(topo, rng, cache)) for label, topo, plan in nets]
-    nsub = params["subflows"] if transports(params)[0] == "mptcp" else 1
+    nsub = params.subflows if transports(params)[0] == "mptcp" else 1
     tuples = {label: synthetic_subflows(topo, pairs, nsub, rng, BASE_PORT)
               for label, topo, _, pairs in out}
     return out, tuples
@@ -209,8 +232,8 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
     return out, load
 
 
-def _aggregate_wanted(params: dict[str, Any], topo: Topology) -> bool:
-    mode = params["aggregate"]
+def _aggregate_wanted(params: FairnessParams, topo: Topology) -> bool:
+    mode = params.aggregate
     return mode == "on" or (mode == "auto" and len(topo.hosts()) <= AGGREGATE_AUTO_MAX_HOSTS)
 
 
@@ -287,7 +310,7 @@ def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: floa
             for (u, v), mbps in sorted(load.items())]
 
 
-def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
+def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
             pairs: dict[str, str], run_dir: Path, run_id: str,
             r: int) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """One topology of one run in Mininet: flows, measurement facts, link rows, facts."""
@@ -299,17 +322,17 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
         timing["bringup_s"] = round(time.monotonic() - t - s.facts["ping_s"], 2)
         t = time.monotonic()
         if transport == "mptcp":
-            emu.configure_mptcp(params["subflows"])
+            emu.configure_mptcp(params.subflows)
         timing["ping_and_config_s"] = round(time.monotonic() - t + s.facts["ping_s"], 2)
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows = flows
-        sampler = counter_sampler(emu, flows, params["duration"], params["trim"])
+        sampler = counter_sampler(emu, flows, params.duration, params.trim)
         sampler.start()
         t = time.monotonic()
         try:
-            meas = run_iperf(emu, flows, transport, params["duration"], params["trim"],
+            meas = run_iperf(emu, flows, transport, params.duration, params.trim,
                              run_dir / transport, port=BASE_PORT,
-                             subflows=params["subflows"] if transport == "mptcp" else None)
+                             subflows=params.subflows if transport == "mptcp" else None)
         except BaseException:
             sampler.stop_quietly()
             raise
@@ -319,28 +342,28 @@ def emulate(params: dict[str, Any], label: str, topo: Topology, plan: Any,
             raise RunError(f"{label}: {meas['measurement_note']}: the bwm-ng data this "
                            "experiment plots is incomplete")
         if transport == "mptcp":
-            timing.update(check_subflows(flows, params["subflows"]))
+            timing.update(check_subflows(flows, params.subflows))
     facts = s.facts
     facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
         cpu_saturated_share=meas["cpu_saturated_share"],
         emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"],
         tcp_limits=meas["tcp_limits"], restarts=meas["restarts"])
-    links = measured_link_rows(topo, window, params["bw"], r, label)
+    links = measured_link_rows(topo, window, params.bw, r, label)
     return flows, meas, links, facts
 
 
 # -- the experiment -------------------------------------------------------------------------
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: FairnessParams, folder: RunFolder) -> None:
     """All repetitions, on the emulator or on the flow model (``--backend``)."""
-    if params["backend"] == "emulated":
+    if params.backend == "emulated":
         run_emulated(params, folder)
     else:
         run_model(params, folder)
 
 
-def _networks(params: dict[str, Any], folder: RunFolder, r: int,
+def _networks(params: FairnessParams, folder: RunFolder, r: int,
               ft: tuple[Topology, Any]) -> tuple[list[tuple[str, Topology, Any, dict[str, str]]],
                                                  dict[str, Any], float, Path]:
     """Repetition ``r``'s two networks and permutations, recorded in its folder: (networks,
@@ -364,12 +387,12 @@ def _base_row(r: int, label: str, topo: Topology, plan: Any) -> dict[str, Any]:
             "servers": len(topo.hosts())}
 
 
-def _fat_tree(params: dict[str, Any]) -> tuple[Topology, Any]:
-    topo = topos.build(params["fattree"])
+def _fat_tree(params: FairnessParams) -> tuple[Topology, Any]:
+    topo = topos.build(params.fattree)
     return topo, routing.make_plan(topo, "ecmp")
 
 
-def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
+def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
     """Every repetition in Mininet: both networks, one after the other, each fresh."""
     from analysis.summaries import write_permutation_summary
     from store import write_csv
@@ -382,7 +405,7 @@ def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
     lengths: list[dict[str, Any]] = []
     t_start = time.monotonic()
     traffic_s = 0.0
-    for r in range(params["runs"]):
+    for r in range(params.runs):
         nets, tuples, plan_s, run_dir = _networks(params, folder, r, ft)
         for label, topo, plan, pairs in nets:
             lengths += path_length_rows(r, label, topo)
@@ -390,7 +413,7 @@ def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
             sub_dir = run_dir / label
             flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
                                                 f"{folder.id}-{r}-{label}", r)
-            traffic_s += params["duration"]
+            traffic_s += params.duration
             if facts.get("subflows_missing"):
                 folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
                                    "%s", r, label, facts["subflows_missing"],
@@ -403,7 +426,7 @@ def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
             real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
                             for s in f.subflows] or tuples[label][f.src] for f in flows}
             t = time.monotonic()
-            pred, _ = model_rates(topo, plan, pairs, real, params["bw"],
+            pred, _ = model_rates(topo, plan, pairs, real, params.bw,
                                   _aggregate_wanted(params, topo))
             facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
             folder.record(f"run{r:02d}-{label}", facts)
@@ -413,11 +436,11 @@ def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
                 rows.append({**base, "src": f.src, "dst": f.dst,
                              "iperf_mbps": round(f.iperf_mbps, 4),
                              "bwm_mbps": round(f.bwm_mbps, 4),
-                             "norm_iperf": round(f.iperf_mbps / params["bw"], 5),
-                             "norm_bwm": round(f.bwm_mbps / params["bw"], 5),
-                             "norm_model": round(pred[f.src]["mbps"] / params["bw"], 5),
+                             "norm_iperf": round(f.iperf_mbps / params.bw, 5),
+                             "norm_bwm": round(f.bwm_mbps / params.bw, 5),
+                             "norm_model": round(pred[f.src]["mbps"] / params.bw, 5),
                              "norm_model_aggregate": round(
-                                 pred[f.src]["aggregate_mbps"] / params["bw"], 5),
+                                 pred[f.src]["aggregate_mbps"] / params.bw, 5),
                              "subflows": len(f.subflows),
                              "src_addrs": len({s["src_ip"] for s in f.subflows}),
                              "model_paths": pred[f.src]["paths"],
@@ -438,7 +461,7 @@ def run_emulated(params: dict[str, Any], folder: RunFolder) -> None:
     write_fidelity(folder.path, rows, timing, True)
 
 
-def run_model(params: dict[str, Any], folder: RunFolder) -> None:
+def run_model(params: FairnessParams, folder: RunFolder) -> None:
     """Every repetition on the flow model: the same networks, plans and permutations."""
     from store import write_csv
 
@@ -449,24 +472,24 @@ def run_model(params: dict[str, Any], folder: RunFolder) -> None:
     links: list[dict[str, Any]] = []
     lengths: list[dict[str, Any]] = []
     t_start = time.monotonic()
-    for r in range(params["runs"]):
+    for r in range(params.runs):
         nets, tuples, plan_s, _ = _networks(params, folder, r, ft)
         for label, topo, plan, pairs in nets:
             lengths += path_length_rows(r, label, topo)
             base = _base_row(r, label, topo, plan)
             agg = _aggregate_wanted(params, topo)
             t = time.monotonic()
-            pred, load = model_rates(topo, plan, pairs, tuples[label], params["bw"], agg)
+            pred, load = model_rates(topo, plan, pairs, tuples[label], params.bw, agg)
             folder.record(f"run{r:02d}-{label}", {
                 "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
                 "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
-            links += model_link_rows(topo, load, params["bw"], r, label)
+            links += model_link_rows(topo, load, params.bw, r, label)
             for src, dst in pairs.items():
                 rows.append({**base, "src": src, "dst": dst,
                              "model_mbps": round(pred[src]["mbps"], 4),
-                             "norm_model": round(pred[src]["mbps"] / params["bw"], 5),
+                             "norm_model": round(pred[src]["mbps"] / params.bw, 5),
                              "norm_model_aggregate": round(
-                                 pred[src]["aggregate_mbps"] / params["bw"], 5),
+                                 pred[src]["aggregate_mbps"] / params.bw, 5),
                              "subflows": len(tuples[label][src]),
                              "model_paths": pred[src]["paths"]})
         write_csv(folder.path / "links.csv", links)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import routing
@@ -37,6 +38,7 @@ import topos
 from analysis.fidelity import report
 from emulator.hostnet import grin_mptcp_endpoints
 from harness.common import add_backend, add_shared, run_rng
+from harness.params import Params
 from harness.runfolder import RunFolder
 from harness.session import judge, session
 from harness.traffic import Flow, run_iperf
@@ -65,12 +67,35 @@ PAPER = ('`003_…` Figs. 6/7 style: servers wired to neighbours (GRIN degree 0�
          'the §5.1 hop-count table by `bench/bench_grin_model.py`')
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/grin-sweep.sh"
-DEFAULTS: dict[str, Any] = {
-    "racks": 2, "servers": 6, "degrees": "0,1,2,3", "multihomed": "1", "base": "racks",
-    "k": 4, "placement": "rack",
-    "active": "10,30,50,70", "pattern": "permutation", "bw": 10.0, "queue": 100,
-    "duration": 30.0, "trim": 5.0, "runs": 2, "seed": 1, "cc": "cubic", "dataplane": "auto",
-    "backend": "emulated"}
+
+
+@dataclass(frozen=True)
+class GrinParams(Params):
+    """The parameters of one grin run (their flags: add_arguments)."""
+
+    racks: int = 2
+    servers: int = 6
+    degrees: str = "0,1,2,3"
+    multihomed: str = "1"
+    base: str = "racks"
+    k: int = 4
+    placement: str = "rack"
+    active: str = "10,30,50,70"
+    pattern: str = "permutation"
+    bw: float = 10.0
+    queue: int = 100
+    duration: float = 30.0
+    trim: float = 5.0
+    runs: int = 2
+    seed: int = 1
+    cc: str = "cubic"
+    dataplane: str = "auto"
+    backend: str = "emulated"
+
+
+PARAMS = GrinParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"degrees": "0,1,2", "active": "10,50", "duration": 15.0,
                          "trim": 3.0, "runs": 1}
 
@@ -115,44 +140,44 @@ def _list(text: str, flag: str, cast: type, ok: Any) -> list:
     return values
 
 
-def degrees(params: dict[str, Any]) -> list[int]:
+def degrees(params: GrinParams) -> list[int]:
     """Degrees to run, ascending (0 = original)."""
-    return sorted(_list(params["degrees"], "degrees", int, lambda d: d >= 0))
+    return sorted(_list(params.degrees, "degrees", int, lambda d: d >= 0))
 
 
-def actives(params: dict[str, Any]) -> list[float]:
+def actives(params: GrinParams) -> list[float]:
     """Active shares (%), ascending."""
-    return sorted(_list(params["active"], "active", float, lambda a: 0 < a <= 100))
+    return sorted(_list(params.active, "active", float, lambda a: 0 < a <= 100))
 
 
-def extras(params: dict[str, Any]) -> list[int]:
+def extras(params: GrinParams) -> list[int]:
     """Extra NICs of the multihomed networks to run, ascending (none for "0")."""
-    return [m for m in sorted(_list(params["multihomed"], "multihomed", int,
+    return [m for m in sorted(_list(params.multihomed, "multihomed", int,
                                     lambda m: m >= 0)) if m]
 
 
-def spec(params: dict[str, Any], degree: int) -> str:
+def spec(params: GrinParams, degree: int) -> str:
     """Topology spec of one degree (the overlay's seed is the run's seed)."""
-    if params["base"] == "fattree":
-        return (f"grin-fattree,k={params['k']},degree={degree},"
-                f"placement={params['placement']},seed={params['seed']}")
-    return (f"grin,racks={params['racks']},servers={params['servers']},degree={degree},"
-            f"placement={params['placement']},seed={params['seed']}")
+    if params.base == "fattree":
+        return (f"grin-fattree,k={params.k},degree={degree},"
+                f"placement={params.placement},seed={params.seed}")
+    return (f"grin,racks={params.racks},servers={params.servers},degree={degree},"
+            f"placement={params.placement},seed={params.seed}")
 
 
-def networks(params: dict[str, Any]) -> list[tuple[str, str]]:
+def networks(params: GrinParams) -> list[tuple[str, str]]:
     """(name, topology spec) of every network to compare: grin<d> per degree (grin0 is the
     original), then mh<extra> per multihomed baseline."""
     return [(f"grin{d}", spec(params, d)) for d in degrees(params)] + [
-        (f"mh{m}", f"multihomed,racks={params['racks']},servers={params['servers']},"
+        (f"mh{m}", f"multihomed,racks={params.racks},servers={params.servers},"
                    f"extra={m}") for m in extras(params)]
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: GrinParams) -> None:
     """One-line ValueError for anything this experiment cannot run."""
-    if params["base"] not in ("racks", "fattree"):
+    if params.base not in ("racks", "fattree"):
         raise ValueError("--base must be racks or fattree")
-    if params["base"] == "fattree" and extras(params):
+    if params.base == "fattree" and extras(params):
         raise ValueError("--multihomed needs --base racks (a multihomed fat tree is not "
                          "built); pass --multihomed 0")
     for _, s in networks(params):
@@ -161,16 +186,16 @@ def validate(params: dict[str, Any]) -> None:
     if 0 not in degrees(params):
         raise ValueError("--degrees must include 0: throughput is normalized to the "
                          "original network's best result")
-    if params["pattern"] not in PATTERNS:
+    if params.pattern not in PATTERNS:
         raise ValueError(f"--pattern must be one of {', '.join(PATTERNS)}")
     n = len(topos.build(spec(params, 0)).hosts())
     for pct in actives(params):
         act = max(2, round(n * pct / 100))
-        if params["pattern"] == "group" and act < GROUP_SIZE:
+        if params.pattern == "group" and act < GROUP_SIZE:
             raise ValueError(f"--active {pct:g} gives {act} active servers of {n}; group "
                              f"traffic needs at least {GROUP_SIZE}")
     top = 1 + 2 * max(degrees(params) + extras(params))
-    if params["backend"] == "emulated" and top > 9:
+    if params.backend == "emulated" and top > 9:
         raise ValueError(f"--degrees/--multihomed up to {max(degrees(params) + extras(params))}"
                          f" needs {top} subflows per connection; upstream MPTCP opens at "
                          "most 9 (degree <= 4)")
@@ -210,19 +235,19 @@ def _subflow_key(s: dict[str, Any]) -> tuple[str, str]:
     return (s["src_ip"], s["dst_ip"])
 
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: GrinParams, folder: RunFolder) -> None:
     """Every repetition x active share: one traffic matrix, every degree."""
-    emulated = params["backend"] == "emulated"
-    bw = params["bw"]
+    emulated = params.backend == "emulated"
+    bw = params.bw
     rows: list[dict[str, Any]] = []
-    for r in range(params["runs"]):
+    for r in range(params.runs):
         for pct in actives(params):
-            rng = run_rng(params["seed"], r * 1000 + int(round(pct * 10)))
+            rng = run_rng(params.seed, r * 1000 + int(round(pct * 10)))
             base = topos.build(spec(params, 0))
             assert isinstance(base, GrinTopology)
             hosts = base.servers
             act = active_servers(len(hosts), pct, rng)
-            conns = make_traffic(params["pattern"], act, rng, **pattern_options(params["pattern"]))
+            conns = make_traffic(params.pattern, act, rng, **pattern_options(params.pattern))
             pairs = [(hosts[a], hosts[b]) for a, b in conns]
             for net, net_spec in networks(params):
                 topo = topos.build(net_spec)
@@ -230,7 +255,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                 designed = {f"{s}->{t}": topo.designed_subflows(s, t) for s, t in pairs}
                 base_row = {"run": r, "active_pct": pct, "active": len(act), "network": net,
                             "degree": "" if isinstance(topo, Multihomed) else topo.degree,
-                            "pattern": params["pattern"],
+                            "pattern": params.pattern,
                             "h1_optimum_mbps": round(h1_optimum_mbps(topo, bw, pairs), 4),
                             "uncoupled_model_mbps": ""}
                 uncoupled = maxmin_mbps(topo, bw, designed)
@@ -244,20 +269,20 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     write_csv(folder.path / "flows.csv", rows)
 
 
-def emulate(params: dict[str, Any], topo: GrinTopology, pairs: list[tuple[str, str]],
+def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]],
             designed: dict[str, list[tuple[str, str]]], base_row: dict[str, Any], r: int,
             pct: float, d: str, folder: RunFolder) -> list[dict[str, Any]]:
     """One network on a fresh emulation: MPTCP over every horizontal link; flow rows."""
-    bw = params["bw"]
+    bw = params.bw
     run_dir = folder.path / f"run{r:02d}" / f"active{pct:g}-{d}"
     # one switch or a tree: one path, spanning tree; the fat tree's many: ECMP
-    plan = routing.make_plan(topo, "ecmp" if params["base"] == "fattree" else "st")
+    plan = routing.make_plan(topo, "ecmp" if params.base == "fattree" else "st")
     with session(topo, plan, params, run_dir, f"{folder.id}-{r}-{int(pct)}-{d}", d) as s:
         facts = s.facts
         facts.update(grin_mptcp_endpoints(topo, s.emu.host_pids))
         flows = [Flow(src, dst) for src, dst in pairs]
         s.flows = flows
-        meas = run_iperf(s.emu, flows, "mptcp", params["duration"], params["trim"], run_dir,
+        meas = run_iperf(s.emu, flows, "mptcp", params.duration, params.trim, run_dir,
                          subflows={(f.src, f.dst): len(designed[f"{f.src}->{f.dst}"])
                                    for f in flows})
     facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"

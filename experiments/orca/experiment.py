@@ -36,6 +36,7 @@ import select
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from apps.filexfer import protocol
 from emulator.emulation import Emulation
 from emulator.proc import RunError, how_ended
 from harness.common import add_backend, add_shared, run_rng
+from harness.params import Params
 from harness.runfolder import RunFolder
 from harness.sampling import cpu_sampler
 from harness.session import judge_measurement, session
@@ -66,10 +68,29 @@ PAPER = ('`001_…` Figs. 5–8: in-network multicast vs application-layer UDP u
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/orca-sweep.sh"
 SWEEP_NOTE = '`--pace 0`: unpaced sender'  # other figures of the same script
-DEFAULTS: dict[str, Any] = {
-    "topo": "orca,receivers=4,racks=2", "bw": 50.0, "queue": 100, "runs": 3, "seed": 1,
-    "dataplane": "auto", "backend": "emulated", "workloads": "1,2,4,8,16",
-    "base_mb": 0.0, "procs": "1,2,4", "pace": 0.95, "members": 4}
+
+
+@dataclass(frozen=True)
+class OrcaParams(Params):
+    """The parameters of one orca run (their flags: add_arguments)."""
+
+    topo: str = "orca,receivers=4,racks=2"
+    bw: float = 50.0
+    queue: int = 100
+    runs: int = 3
+    seed: int = 1
+    dataplane: str = "auto"
+    backend: str = "emulated"
+    workloads: str = "1,2,4,8,16"
+    base_mb: float = 0.0
+    procs: str = "1,2,4"
+    pace: float = 0.95
+    members: int = 4
+
+
+PARAMS = OrcaParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"runs": 1, "workloads": "1,4,16", "procs": "1,4"}
 
 ROUNDS = 33
@@ -119,19 +140,19 @@ def _ints(text: str, flag: str) -> list[int]:
     return values
 
 
-def workloads(params: dict[str, Any]) -> list[int]:
+def workloads(params: OrcaParams) -> list[int]:
     """Multiples of the base workload, ascending."""
-    return sorted(_ints(params["workloads"], "workloads"))
+    return sorted(_ints(params.workloads, "workloads"))
 
 
-def procs_list(params: dict[str, Any]) -> list[int]:
+def procs_list(params: OrcaParams) -> list[int]:
     """Unicast process counts for Fig. 8, ascending (1 is always the single-process run)."""
-    return sorted(set(_ints(params["procs"], "procs")) | {1})
+    return sorted(set(_ints(params.procs, "procs")) | {1})
 
 
-def base_bytes(params: dict[str, Any]) -> int:
+def base_bytes(params: OrcaParams) -> int:
     """Total bytes of the base workload (the paper's, scaled to the link rate, by default)."""
-    mb = params["base_mb"] or PAPER_BASE_MB * params["bw"] / PAPER_BW_MBPS
+    mb = params.base_mb or PAPER_BASE_MB * params.bw / PAPER_BW_MBPS
     return int(mb * 1e6)
 
 
@@ -158,37 +179,37 @@ def schedule(total: int, rounds: int = ROUNDS,
     return sizes
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: OrcaParams) -> None:
     """One-line ValueError for anything this experiment cannot run."""
     workloads(params)
     procs_list(params)
-    if not 0 <= params["pace"] <= 1:
-        raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params['pace']}")
-    if params["base_mb"] < 0:
-        raise ValueError(f"--base-mb must be >= 0, got {params['base_mb']}")
+    if not 0 <= params.pace <= 1:
+        raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params.pace}")
+    if params.base_mb < 0:
+        raise ValueError(f"--base-mb must be >= 0, got {params.base_mb}")
     schedule(base_bytes(params))
-    topo = topos.build(params["topo"])
+    topo = topos.build(params.topo)
     fixed = getattr(topo, "receivers", None)
-    if fixed is not None and params["members"] != len(fixed):
+    if fixed is not None and params.members != len(fixed):
         # the testbed's receivers are part of the topology: a different --members would be
         # silently ignored, so it is refused
-        raise ValueError(f"--members {params['members']}: {params['topo']} has its own "
+        raise ValueError(f"--members {params.members}: {params.topo} has its own "
                          f"{len(fixed)} receivers (give --members {len(fixed)}, or another "
                          "--topo to draw a group from)")
-    if fixed is None and not 1 <= params["members"] < len(topo.hosts()):
-        raise ValueError(f"--members {params['members']} must be 1..{len(topo.hosts()) - 1} "
-                         f"on {params['topo']}")
+    if fixed is None and not 1 <= params.members < len(topo.hosts()):
+        raise ValueError(f"--members {params.members} must be 1..{len(topo.hosts()) - 1} "
+                         f"on {params.topo}")
     src, members = group_of(topo, params, 0)
     if max(procs_list(params)) > len(members):
-        raise ValueError(f"--procs {params['procs']}: at most one process per receiver "
+        raise ValueError(f"--procs {params.procs}: at most one process per receiver "
                          f"({len(members)})")
 
 
-def group_of(topo: topos.Topology, params: dict[str, Any], run: int) -> tuple[str, list[str]]:
+def group_of(topo: topos.Topology, params: OrcaParams, run: int) -> tuple[str, list[str]]:
     """Sender and receivers: the orca testbed's own, else a seeded draw from other racks."""
     if hasattr(topo, "receivers"):
         return topo.sender, list(topo.receivers)   # type: ignore[attr-defined]
-    return multicast(topo.hosts(), run_rng(params["seed"], run), params["members"],
+    return multicast(topo.hosts(), run_rng(params.seed, run), params.members,
                      rack=topo.access_switch)
 
 
@@ -322,7 +343,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
 
 # -- the run -----------------------------------------------------------------------------------
 
-def _cases(params: dict[str, Any], run: int) -> list[tuple[int, str, int]]:
+def _cases(params: OrcaParams, run: int) -> list[tuple[int, str, int]]:
     """(workload, mode, procs) of one repetition: both modes at every workload, then the
     extra process counts at the largest; odd repetitions swap the modes' order."""
     loads = workloads(params)
@@ -369,10 +390,10 @@ def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: lis
     return t, rounds, recv_rows
 
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: OrcaParams, folder: RunFolder) -> None:
     """Every repetition on one network: every workload in both modes, then Fig. 8's procs."""
-    emulated = params["backend"] == "emulated"
-    bw = params["bw"]
+    emulated = params.backend == "emulated"
+    bw = params.bw
     base = base_bytes(params)
     files = schedule(base)
     sizes_of = {w: [s * w for s in files] for w in workloads(params)}
@@ -380,8 +401,8 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     transfers: list[dict] = []
     rounds: list[dict] = []
     recv_rows: list[dict] = []
-    for r in range(params["runs"]):
-        topo = topos.build(params["topo"])
+    for r in range(params.runs):
+        topo = topos.build(params.topo)
         src, members = group_of(topo, params, r)
         plan = routing.make_plan(topo, "st")
         add_group(topo, plan, GROUP, src, members)
@@ -400,7 +421,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                 rounds += rr
             continue
         # the pacer counts IP bytes, the link's HTB Ethernet frames too
-        rate = params["pace"] * bw * 1500 / (1500 + ETH_HEADER)
+        rate = params.pace * bw * 1500 / (1500 + ETH_HEADER)
         with session(topo, plan, params, run_dir, f"{folder.id}-{r}") as s:
             emu = s.emu
             folder.record(f"run{r:02d}", s.facts)   # (again below, with the queue check)
@@ -408,7 +429,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                 bounds = bound_s(sizes_of[w], copies[mode], bw)
                 folder.log.info("run %d: workload x%d, %s, %d process(es)", r, w, mode, procs)
                 res = transfer(emu, src, members, mode, procs, sizes_of[w], BASE_PORT + i,
-                               rate, sum(bounds) / (params["pace"] or 1.0),
+                               rate, sum(bounds) / (params.pace or 1.0),
                                run_dir / f"x{w}-{mode}-p{procs}")
                 t, rr, rv = _rows(r, w, mode, procs, sizes_of[w], bounds, res)
                 transfers.append(t)

@@ -43,6 +43,7 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
 from harness.bwmng import check_coverage, host_port, rx_series
 from harness.common import add_shared, run_rng
+from harness.params import Params
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
@@ -58,11 +59,34 @@ PAPER = ('`002_…` Fig. 4: lone flow vs N = 2, 6, 12 flows into one tail-drop p
          'series, drops per input port')
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/outcast-sweep.sh"
-DEFAULTS: dict[str, Any] = {
-    "flows": "2,6,12", "bw": 10.0, "queue": 20, "duration": 60.0, "trim": 5.0, "runs": 3,
-    "seed": 1, "cc": "reno", "rto_min": None, "interval": 0.5,
-    "dataplane": "auto"}
-TYPES: dict[str, type] = {"rto_min": str}     # the parameters that default to None
+
+
+@dataclass(frozen=True)
+class ManyToOneParams(Params):
+    """What every many-to-one TCP run has (this one and outcast-fattree)."""
+
+    bw: float = 10.0
+    queue: int = 20
+    duration: float = 60.0
+    trim: float = 5.0
+    runs: int = 3
+    seed: int = 1
+    cc: str = "reno"
+    rto_min: str | None = None
+    interval: float = 0.5
+    dataplane: str = "auto"
+
+
+@dataclass(frozen=True)
+class OutcastParams(ManyToOneParams):
+    """The parameters of one outcast run (their flags: add_arguments)."""
+
+    flows: str = "2,6,12"
+
+
+PARAMS = OutcastParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
 ROUTING = "st"  # a line has one path; st is the plain destination-based plan
 
@@ -115,20 +139,20 @@ def rto_min_ms(text: Any) -> float | None:
     return ms
 
 
-def validate_tcp(params: dict[str, Any]) -> None:
+def validate_tcp(params: ManyToOneParams) -> None:
     """Checks shared by both outcast experiments."""
-    rto_min_ms(params.get("rto_min"))
-    if not 0.1 <= float(params.get("interval", 0.5)) <= 1.0:
-        raise ValueError(f"--interval must be 0.1..1 s, got {params['interval']}")
-    if params["duration"] < 4 * params["interval"]:
-        raise ValueError(f"--duration {params['duration']} is too short for a time series")
-    if not re.fullmatch(r"[a-z0-9_]+", str(params.get("cc", "reno"))):
-        raise ValueError(f"--cc must be a congestion control name, got {params['cc']!r}")
+    rto_min_ms(params.rto_min)
+    if not 0.1 <= float(params.interval) <= 1.0:
+        raise ValueError(f"--interval must be 0.1..1 s, got {params.interval}")
+    if params.duration < 4 * params.interval:
+        raise ValueError(f"--duration {params.duration} is too short for a time series")
+    if not re.fullmatch(r"[a-z0-9_]+", str(params.cc)):
+        raise ValueError(f"--cc must be a congestion control name, got {params.cc!r}")
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: OutcastParams) -> None:
     """One-line ValueError for bad values, before anything is built."""
-    parse_flows(params["flows"])
+    parse_flows(params.flows)
     validate_tcp(params)
 
 
@@ -278,7 +302,7 @@ class Sender:
 
 
 def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups: list[Group],
-                    params: dict[str, Any], out: Path, rng: random.Random) -> dict[str, Any]:
+                    params: ManyToOneParams, out: Path, rng: random.Random) -> dict[str, Any]:
     """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once,
     through the one iperf3 runner (traffic.run_iperf), with the drop sampler around it.
 
@@ -286,7 +310,7 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     the drop samples; fills in every sender's flow and offered rate; returns the facts.
     """
     out.mkdir(parents=True, exist_ok=True)
-    duration, trim, interval = params["duration"], params["trim"], params["interval"]
+    duration, trim, interval = params.duration, params.trim, params.interval
     access = {s.name: host_port(emu.topo, s.name) for s in senders}
     pairs = dict(many_to_one([s.name for s in senders], receiver=receiver))
     order = [Flow(s.name, pairs[s.name]) for s in senders]
@@ -351,15 +375,15 @@ def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any
     return rows, series
 
 
-def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, run_id: str,
+def emulate_once(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path, run_id: str,
                  senders: list[Sender], receiver: str, groups: list[Group],
                  rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     """Bring up one network, check it, run the flows, verify the queues again."""
     with session(topo, plan, params, run_dir, run_id) as s:
         facts = s.facts
-        facts["rto_min_requested"] = params.get("rto_min")
+        facts["rto_min_requested"] = params.rto_min
         facts["routes"] = set_rto_min(s.emu, [x.name for x in senders], receiver,
-                                      params.get("rto_min"))
+                                      params.rto_min)
         meas = run_many_to_one(s.emu, senders, receiver, groups, params, run_dir, rng)
         s.flows = [x.flow for x in senders]
         facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
@@ -372,7 +396,7 @@ def emulate_once(topo: Any, plan: Any, params: dict[str, Any], run_dir: Path, ru
     return facts, meas
 
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: OutcastParams, folder: RunFolder) -> None:
     """For each N in --flows, --runs repetitions of lone vs N senders."""
     from .figures import write_outcast_summary
 
@@ -380,9 +404,9 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     series: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
     drop_series: list[dict[str, Any]] = []
-    for n in parse_flows(params["flows"]):
-        for r in range(params["runs"]):
-            rng = run_rng(params["seed"], 1000 * n + r)
+    for n in parse_flows(params.flows):
+        for r in range(params.runs):
+            rng = run_rng(params.seed, 1000 * n + r)
             topo = topos.build(f"outcast,n={n}")
             assert isinstance(topo, OutcastLinear)
             plan = routing.make_plan(topo, ROUTING)
@@ -393,15 +417,15 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                             topo.senders_behind_s2)]
             tag = f"n{n:02d}-run{r:02d}"
             run_dir = folder.path / tag
-            folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params["cc"],
-                            params.get("rto_min"))
+            folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params.cc,
+                            params.rto_min)
             facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
                                        senders, topo.receiver, groups, rng)
             facts["topo"] = topo.spec
             folder.record(tag, facts)
             judge_measurement(folder, meas, tag)
             base = {"flows": n, "run": r}
-            fair = params["bw"] / (n + 1)
+            fair = params.bw / (n + 1)
             extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}
             rws, srs = sender_rows(senders, meas, base, fair, extra)
             rows += rws

@@ -15,6 +15,7 @@ strategies the uplinks are counted together.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -26,7 +27,15 @@ from harness.runfolder import RunFolder
 from harness.session import judge_measurement
 from routing.walk import first_choice, walk
 
-from .experiment import Group, Sender, add_tcp_arguments, emulate_once, sender_rows, validate_tcp
+from .experiment import (
+    Group,
+    ManyToOneParams,
+    Sender,
+    add_tcp_arguments,
+    emulate_once,
+    sender_rows,
+    validate_tcp,
+)
 
 NAME = "outcast-fattree"
 HELP = "TCP Outcast in a fat tree: 15 senders to one receiver, st vs hashed vs ecmp"
@@ -36,12 +45,20 @@ PAPER = ('`002_…` Fig. 5/6: k=4 fat tree, 15 senders to one receiver, `st` vs 
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/fattree-outcast-sweep.sh"
 SWEEP_NOTE = '`-r st|hashed|ecmp`'  # other figures of the same script
-DEFAULTS: dict[str, Any] = {
-    "topo": "fattree,k=4", "routing": "st", "receiver": "0_0_2", "bw": 10.0, "queue": 20,
-    "duration": 60.0, "trim": 5.0, "runs": 3, "seed": 1, "cc": "reno", "rto_min": None,
-    "dataplane": "auto",
-    "interval": 0.5}
-TYPES: dict[str, type] = {"rto_min": str}     # the parameters that default to None
+
+
+@dataclass(frozen=True)
+class OutcastFattreeParams(ManyToOneParams):
+    """The parameters of one outcast-fattree run (their flags: add_arguments)."""
+
+    topo: str = "fattree,k=4"
+    routing: str = "st"
+    receiver: str = "0_0_2"
+
+
+PARAMS = OutcastFattreeParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
 
 
@@ -53,16 +70,16 @@ def add_arguments(p: Any) -> None:
     add_tcp_arguments(p)
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: OutcastFattreeParams) -> None:
     """One-line ValueError for bad values, before any network is built."""
-    spec = topos.parse(params["topo"])
+    spec = topos.parse(params.topo)
     if spec.name != "fattree":
-        raise ValueError(f"--topo must be a fat tree (fattree,k=K), got {params['topo']!r}")
-    if routing.parse(params["routing"]).name not in ("st", "ecmp", "hashed"):
-        raise ValueError(f"--routing must be st, hashed or ecmp, got {params['routing']!r}")
+        raise ValueError(f"--topo must be a fat tree (fattree,k=K), got {params.topo!r}")
+    if routing.parse(params.routing).name not in ("st", "ecmp", "hashed"):
+        raise ValueError(f"--routing must be st, hashed or ecmp, got {params.routing!r}")
     topo = topos.build(spec)
-    if params["receiver"] not in topo.hosts():
-        raise ValueError(f"--receiver {params['receiver']!r} is not a host of {topo.spec} "
+    if params.receiver not in topo.hosts():
+        raise ValueError(f"--receiver {params.receiver!r} is not a host of {topo.spec} "
                          f"(hosts look like {topo.hosts()[0]})")
     if len(topo.hosts()) - 1 > 64:
         raise ValueError(f"{topo.spec} has {len(topo.hosts()) - 1} senders; at most 64")
@@ -105,7 +122,7 @@ def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Grou
     return senders, groups, extra
 
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
     """--runs repetitions of every host but the receiver sending to it."""
     from .figures import write_fattree_summary
 
@@ -113,21 +130,21 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
     series: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
     drop_series: list[dict[str, Any]] = []
-    for r in range(params["runs"]):
-        rng = run_rng(params["seed"], r)
-        topo = topos.build(params["topo"])
-        plan = routing.make_plan(topo, params["routing"])
-        senders, groups, extra = layout(topo, plan, params["receiver"])
+    for r in range(params.runs):
+        rng = run_rng(params.seed, r)
+        topo = topos.build(params.topo)
+        plan = routing.make_plan(topo, params.routing)
+        senders, groups, extra = layout(topo, plan, params.receiver)
         tag = f"run{r:02d}"
         run_dir = folder.path / tag
         folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s", tag, topo.spec,
-                        plan.routing, params["receiver"], params["cc"], params.get("rto_min"))
+                        plan.routing, params.receiver, params.cc, params.rto_min)
         facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
-                                   senders, params["receiver"], groups, rng)
+                                   senders, params.receiver, groups, rng)
         folder.record(tag, facts)
         judge_measurement(folder, meas, tag)
         base = {"routing": plan.routing, "run": r}
-        fair = params["bw"] / len(senders)
+        fair = params.bw / len(senders)
         rws, srs = sender_rows(senders, meas, base, fair, extra)
         rows += rws
         series += srs

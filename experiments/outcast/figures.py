@@ -6,6 +6,7 @@ rate over time, iperf3 goodput and bwm-ng offered rate), drops.csv / drops_serie
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> di
 
 def write_outcast_summary(run_dir: Path, rows: list[dict[str, Any]],
                           series: list[dict[str, Any]], drops: list[dict[str, Any]],
-                          drop_series: list[dict[str, Any]], params: dict[str, Any]) -> None:
+                          drop_series: list[dict[str, Any]], params: Mapping[str, Any]) -> None:
     """flows.csv, series.csv, drops.csv, drops_series.csv and summary.csv (per N, per run
     and pooled over runs as run=all)."""
     write_csv(run_dir / "flows.csv", rows)
@@ -141,7 +142,7 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def write_fattree_summary(run_dir: Path, rows: list[dict[str, Any]],
                           series: list[dict[str, Any]], drops: list[dict[str, Any]],
-                          drop_series: list[dict[str, Any]], params: dict[str, Any]) -> None:
+                          drop_series: list[dict[str, Any]], params: Mapping[str, Any]) -> None:
     """flows.csv, series.csv, drops.csv, drops_series.csv and summary.csv (per run + all)."""
     write_csv(run_dir / "flows.csv", rows)
     write_csv(run_dir / "series.csv", series)

@@ -9,6 +9,7 @@ networks far beyond one machine (e.g. ``--topo fattree,k=16``) take seconds.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import routing
 import topos
 from analysis.fidelity import load_calibration, report
 from harness.common import add_backend, add_shared, run_rng, transports
+from harness.params import Params
 from harness.runfolder import RunFolder
 from harness.session import Session, judge, session
 from harness.trace import trace_flows
@@ -29,10 +31,30 @@ HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank 
 PAPER = ('`000_…` Fig. 4/5: TCP vs MPTCP under ECMP on a k=4 fat tree; iperf3 vs bwm-ng')
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/permutation-sweep.sh"
-DEFAULTS: dict[str, Any] = {
-    "topo": "fattree,k=4", "routing": "ecmp", "bw": 10.0, "queue": 100, "duration": 60.0,
-    "trim": 5.0, "runs": 8, "seed": 1, "transport": "tcp,mptcp", "subflows": 8, "cc": "cubic",
-    "backend": "emulated", "dataplane": "auto"}
+
+
+@dataclass(frozen=True)
+class PermutationParams(Params):
+    """The parameters of one permutation run (their flags: add_arguments)."""
+
+    topo: str = "fattree,k=4"
+    routing: str = "ecmp"
+    bw: float = 10.0
+    queue: int = 100
+    duration: float = 60.0
+    trim: float = 5.0
+    runs: int = 8
+    seed: int = 1
+    transport: str = "tcp,mptcp"
+    subflows: int = 8
+    cc: str = "cubic"
+    backend: str = "emulated"
+    dataplane: str = "auto"
+
+
+PARAMS = PermutationParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 
 
@@ -51,22 +73,22 @@ def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float
     return row
 
 
-def drive(s: Session, pairs: dict[str, str], params: dict[str, Any], run_dir: Path,
+def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir: Path,
           run: int, calibration: dict | None) -> tuple[list[dict], list[dict]]:
     """Each transport over the same permutation on one network: rows and fidelity reports."""
     emu = s.emu
     rows, reports = [], []
-    bw = params["bw"]
+    bw = params.bw
     for i, transport in enumerate(transports(params)):
         if transport == "mptcp":
-            emu.configure_mptcp(params["subflows"])
+            emu.configure_mptcp(params.subflows)
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows += flows
         out = run_dir / transport
         # each flow its own port; each transport its own range on the shared network
-        meas = run_iperf(emu, flows, transport, params["duration"], params["trim"], out,
-                         port=BASE_PORT + i * len(flows), subflows=params["subflows"])
-        shortfall = check_subflows(flows, params["subflows"]) if transport == "mptcp" else {}
+        meas = run_iperf(emu, flows, transport, params.duration, params.trim, out,
+                         port=BASE_PORT + i * len(flows), subflows=params.subflows)
+        shortfall = check_subflows(flows, params.subflows) if transport == "mptcp" else {}
         (out / "flows.json").write_text(json.dumps(
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
         traced = trace_flows(emu, flows)
@@ -91,39 +113,39 @@ def drive(s: Session, pairs: dict[str, str], params: dict[str, Any], run_dir: Pa
 
 
 def model_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
-                params: dict[str, Any], run: int, rng: Any) -> list[dict]:
+                params: PermutationParams, run: int, rng: Any) -> list[dict]:
     """The model backend: hash-chosen paths through the plan, max-min rates on them."""
     rows = []
     for transport in transports(params):
-        n = params["subflows"] if transport == "mptcp" else 1
+        n = params.subflows if transport == "mptcp" else 1
         routed = route_by_hash(topo, plan, pairs, synthetic_subflows(topo, pairs, n, rng))
-        model = rates_on_paths(topo, params["bw"], pairs, routed)
-        rows += [{**_row(run, transport, s, d, params["bw"], model=model[s]), "subflows": n}
+        model = rates_on_paths(topo, params.bw, pairs, routed)
+        rows += [{**_row(run, transport, s, d, params.bw, model=model[s]), "subflows": n}
                  for s, d in pairs.items()]
     return rows
 
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: PermutationParams, folder: RunFolder) -> None:
     """All repetitions: fresh permutation per repetition, same network for both transports."""
     from analysis.summaries import write_permutation_summary
 
     rows: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
     bounds: dict[str, Any] = {}
-    emulated = params["backend"] == "emulated"
-    calibration = load_calibration(folder.path, params["topo"], params["bw"],
-                                   params["dataplane"]) if emulated else None
-    for r in range(params["runs"]):
-        rng = run_rng(params["seed"], r)
-        topo = topos.build(params["topo"])
-        plan = routing.make_plan(topo, params["routing"])
+    emulated = params.backend == "emulated"
+    calibration = load_calibration(folder.path, params.topo, params.bw,
+                                   params.dataplane) if emulated else None
+    for r in range(params.runs):
+        rng = run_rng(params.seed, r)
+        topo = topos.build(params.topo)
+        plan = routing.make_plan(topo, params.routing)
         pairs = dict(permutation(topo.hosts(), rng))
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "permutation.json").write_text(json.dumps(pairs, indent=1))
         folder.log.info("run %d: %s, %s, %s backend", r, topo.spec, plan.routing,
-                        params["backend"])
-        bounds[f"run{r:02d}"] = lp_bounds(topo, plan, pairs, params["bw"])
+                        params.backend)
+        bounds[f"run{r:02d}"] = lp_bounds(topo, plan, pairs, params.bw)
         if not emulated:
             rows += model_drive(topo, plan, pairs, params, r, rng)
             continue

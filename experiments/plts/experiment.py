@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
+from harness.params import Params
 from harness.runfolder import RunFolder
 from harness.session import judge, session
 from harness.trace import trace_flows
@@ -70,10 +72,30 @@ SWEEP = "scripts/plts-sweep.sh"
 #: samples and the per-packet split of every flow (spraying itself is checked by the plan's
 #: modes)
 NEEDS = frozenset({"latency_sampling", "spread"})
-DEFAULTS: dict[str, Any] = {
-    "topo": "fattree,k=6", "schemes": "ecmp,rnd,cnt,rr", "bw": 5.0, "queue": 100,
-    "duration": 60.0, "trim": 10.0, "runs": 3, "seed": 1, "cc": "cubic",
-    "recovery": "modern", "sample": 64, "backend": "emulated", "dataplane": "bpf"}
+
+
+@dataclass(frozen=True)
+class PltsParams(Params):
+    """The parameters of one plts run (their flags: add_arguments)."""
+
+    topo: str = "fattree,k=6"
+    schemes: str = "ecmp,rnd,cnt,rr"
+    bw: float = 5.0
+    queue: int = 100
+    duration: float = 60.0
+    trim: float = 10.0
+    runs: int = 3
+    seed: int = 1
+    cc: str = "cubic"
+    recovery: str = "modern"
+    sample: int = 64
+    backend: str = "emulated"
+    dataplane: str = "bpf"
+
+
+PARAMS = PltsParams
+#: name -> default (the flags' help and the README's view)
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 20.0, "trim": 4.0, "runs": 1}
 
 #: scheme -> routing spec
@@ -104,44 +126,44 @@ def add_arguments(p: Any) -> None:
                         f"(default: {DEFAULTS['sample']})")
 
 
-def schemes(params: dict[str, Any]) -> list[str]:
+def schemes(params: PltsParams) -> list[str]:
     """The run's schemes, in the order given."""
-    return [s.strip() for s in str(params["schemes"]).split(",") if s.strip()]
+    return [s.strip() for s in str(params.schemes).split(",") if s.strip()]
 
 
-def recoveries(params: dict[str, Any]) -> list[str]:
+def recoveries(params: PltsParams) -> list[str]:
     """The run's recovery settings (the model has no TCP, so only 'modern' there)."""
-    if params["backend"] == "model":
+    if params.backend == "model":
         return ["modern"]
-    return list(RECOVERY) if params["recovery"] == "both" else [params["recovery"]]
+    return list(RECOVERY) if params.recovery == "both" else [params.recovery]
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: PltsParams) -> None:
     """One-line ValueError for anything this experiment cannot run."""
     names = schemes(params)
     bad = [s for s in names if s not in SCHEMES]
     if bad or not names or len(set(names)) != len(names):
-        raise ValueError(f"--schemes {params['schemes']!r}: use a comma list of distinct "
+        raise ValueError(f"--schemes {params.schemes!r}: use a comma list of distinct "
                          f"{', '.join(SCHEMES)}")
-    if params["recovery"] not in (*RECOVERY, "both"):
+    if params.recovery not in (*RECOVERY, "both"):
         raise ValueError(f"--recovery must be modern, classic or both, got "
-                         f"{params['recovery']!r}")
-    if params["sample"] < 0:
-        raise ValueError(f"--sample must be >= 0, got {params['sample']}")
-    if params["backend"] == "emulated":
-        dp = dataplanes.make(params["dataplane"])
+                         f"{params.recovery!r}")
+    if params.sample < 0:
+        raise ValueError(f"--sample must be >= 0, got {params.sample}")
+    if params.backend == "emulated":
+        dp = dataplanes.make(params.dataplane)
         dp.check_needs("plts", NEEDS)
         for s in names:
             dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
-    topo = topos.build(params["topo"])
+    topo = topos.build(params.topo)
     if len(topo.hosts()) < 2:
-        raise ValueError(f"--topo {params['topo']} has fewer than two hosts")
+        raise ValueError(f"--topo {params.topo} has fewer than two hosts")
     # spraying spreads a flow over equal-cost paths: a network with one path between every
     # pair of hosts has nothing to compare
     plan = routing.make_plan(topo, "ecmp")
     hosts = topo.hosts()
     if all(len(split(topo, plan, hosts[0], d)) < 2 for d in hosts[1:]):
-        raise ValueError(f"--topo {params['topo']}: one path between its hosts, so spraying "
+        raise ValueError(f"--topo {params.topo}: one path between its hosts, so spraying "
                          "and ECMP cannot differ (use a fat tree with k >= 4)")
 
 
@@ -201,12 +223,12 @@ def latency_rows(samples: list[dict[str, Any]], flows: list[Flow], trim: float,
     return rows
 
 
-def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery: str,
+def emulate(params: PltsParams, topo: topos.Topology, scheme: str, recovery: str,
             pairs: dict[str, str], run_dir: Path, run_id: str, r: int,
             folder: RunFolder) -> tuple[list[dict], list[dict]]:
     """One scheme under one recovery setting on a fresh network: flow rows, latency rows."""
     plan = routing.make_plan(topo, SCHEMES[scheme])
-    bw, duration, trim = params["bw"], params["duration"], params["trim"]
+    bw, duration, trim = params.bw, params.duration, params.trim
     ideal = goodput_capacity(bw)
     with session(topo, plan, params, run_dir, run_id, scheme) as s:
         emu = s.emu
@@ -214,7 +236,7 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
         # validate checked the dataplane offers both (NEEDS)
         assert isinstance(dp, LatencySampling) and isinstance(dp, Spread), dp
         s.facts["recovery_sysctls"] = set_recovery(emu, recovery)
-        dp.sample_latency(params["sample"])
+        dp.sample_latency(params.sample)
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows = flows
         meas = run_iperf(emu, flows, "tcp", duration, trim, run_dir, port=BASE_PORT)
@@ -252,21 +274,21 @@ def emulate(params: dict[str, Any], topo: topos.Topology, scheme: str, recovery:
                          emulator_loss_share=meas["emulator_loss_share"]))
     base = {"run": r, "scheme": scheme, "recovery": recovery}
     lats = latency_rows(samples, flows, trim, duration, mono_to_wall, base)
-    if params["sample"] and not lats:
+    if params.sample and not lats:
         raise RunError(f"{scheme}: no latency sample inside the measurement window "
                        f"({sampling})")
     return rows, lats
 
 
-def run(params: dict[str, Any], folder: RunFolder) -> None:
+def run(params: PltsParams, folder: RunFolder) -> None:
     """Every run: one pairing, every recovery setting, every scheme."""
     rows: list[dict[str, Any]] = []
     lats: list[dict[str, Any]] = []
-    emulated = params["backend"] == "emulated"
-    ideal = goodput_capacity(params["bw"])
-    for r in range(params["runs"]):
-        rng = run_rng(params["seed"], r)
-        topo = topos.build(params["topo"])
+    emulated = params.backend == "emulated"
+    ideal = goodput_capacity(params.bw)
+    for r in range(params.runs):
+        rng = run_rng(params.seed, r)
+        topo = topos.build(params.topo)
         pairs = dict(pairing(topo.hosts(), rng))
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -276,7 +298,7 @@ def run(params: dict[str, Any], folder: RunFolder) -> None:
                 folder.log.info("run %d: %s, %s, %s recovery", r, topo.spec, scheme, recovery)
                 if not emulated:
                     plan = routing.make_plan(topo, SCHEMES[scheme])
-                    model = model_rates(topo, plan, scheme, params["bw"], pairs, rng=rng)
+                    model = model_rates(topo, plan, scheme, params.bw, pairs, rng=rng)
                     rows += [_row(r, scheme, recovery, s, d, ideal, model[s], model[s])
                              for s, d in pairs.items()]
                     continue

@@ -68,6 +68,21 @@ def test_ping_all_names_exactly_the_pairs_of_a_cut_host(tmp_path):
                                                                      for o in others])
 
 
+def test_the_queue_check_reads_each_links_htb_rate_back(tmp_path):
+    """A link whose HTB class runs at another rate than the plan's is refused by name (the
+    check reads every class's rate from the kernel, not the rate it asked for)."""
+    topo = topos.build("fattree,k=4")
+    with Emulation(topo, routing.make_plan(topo, "ecmp"), LinkSpec(10, 100), tmp_path,
+                   "t-htb") as emu:
+        assert emu.verify_qdiscs()["interfaces"] == 96
+        intf = emu.switch_intfs()[0]
+        subprocess.run(["tc", "class", "change", "dev", intf, "parent", "1:", "classid",
+                        "1:1", "htb", "rate", "20mbit", "ceil", "20mbit"], check=True)
+        with pytest.raises(RunError, match=f"{intf}: HTB class rates \\[20.0\\] Mb/s, "
+                                           "not 10"):
+            emu.verify_qdiscs()
+
+
 @pytest.mark.parametrize("dataplane", DATAPLANES)
 def test_single_tcp_flow_reaches_link_rate(dataplane, tmp_path):
     """Correctness floor (85 %); the 93 % goal is measured by bench/, not asserted here."""

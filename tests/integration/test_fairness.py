@@ -8,13 +8,12 @@ import pytest
 
 import routing
 import topos
-from emulator.shaping import LinkSpec
 from experiments.fairness import experiment as fairness
 from experiments.fairness.figures import plot_fairness
 from harness import traffic
-from harness.common import validate as validate_shared
+from harness.common import checked
 from harness.runfolder import RunFolder
-from harness.session import observe
+from harness.session import observe, session
 from harness.trace import trace_flow
 from routing.walk import all_paths
 from store import read_csv
@@ -30,11 +29,10 @@ def _bridges() -> list[str]:
 def test_all_pairs_ping_on_seeded_jellyfish_with_ksp(tmp_path):
     topo = topos.build("jellyfish,switches=20,ports=4,hosts=16,seed=7")
     plan = routing.make_plan(topo, "ksp,k=4")
-    timing: dict = {}
-    with fairness.emulation(topo, plan, LinkSpec(15, 100), tmp_path, "t-fair-ping", "cubic",
-                            timing, "bpf") as emu:
-        assert emu.ping_all() == []
-    assert timing["bringup_s"] > 0 and timing["teardown_s"] > 0
+    params = {"bw": 15.0, "queue": 100, "cc": "cubic", "dataplane": "bpf"}
+    with session(topo, plan, params, tmp_path, "t-fair-ping") as s:   # (it pings all)
+        assert s.emu.ping_all() == []
+    assert s.facts["bringup_s"] > 0 and s.facts["teardown_s"] > 0
     assert not [b for b in _bridges() if b.startswith("s")], "bridges left behind"
 
 
@@ -42,9 +40,8 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     # 5 Mb/s: at the default 15 Mb/s, MPTCP on k=4 loads both cores so much that reading the
     # sockets of 16 hosts takes 6 s, longer than this short run leaves (what is checked
     # here does not depend on the rate)
-    params = dict(fairness.DEFAULTS, quick=False, runs=1, duration=10.0, trim=2.0, bw=5.0)
-    validate_shared(params)
-    fairness.validate(params)
+    params = checked(fairness, dict(fairness.DEFAULTS, quick=False, runs=1, duration=10.0,
+                                    trim=2.0, bw=5.0))
     traced: dict[str, dict[str, list[tuple[str, ...]]]] = {}
     possible: dict[str, dict[str, int]] = {}
     nsub: dict[str, dict[str, int]] = {}

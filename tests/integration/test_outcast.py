@@ -14,7 +14,7 @@ from emulator.emulation import Emulation
 from emulator.shaping import LinkSpec
 from experiments.outcast import experiment as outcast
 from experiments.outcast.figures import plot_outcast
-from harness.common import resolve
+from harness.common import checked, resolve
 from harness.runfolder import RunFolder
 from store import read_csv
 
@@ -49,8 +49,7 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     outcast.add_arguments(p)
     args = p.parse_args(["--flows", "2", "--duration", "6", "--trim", "1", "--runs", "1",
                          "--rto-min", "10ms", "--out", str(tmp_path)])
-    params = resolve(args, outcast.DEFAULTS, outcast.QUICK)
-    outcast.validate(params)
+    params = checked(outcast, resolve(args, outcast.DEFAULTS, outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
     outcast.run(params, folder)
     folder.set_status("ok")

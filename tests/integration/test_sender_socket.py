@@ -17,7 +17,7 @@ import routing
 from emulator.emulation import Emulation
 from emulator.shaping import LinkSpec
 from experiments.outcast import experiment as outcast
-from harness.common import resolve
+from harness.common import checked, resolve
 from harness.runfolder import RunFolder
 from harness.traffic import Flow, run_iperf
 from store import read_csv
@@ -79,7 +79,7 @@ def test_outcast_at_six_flows_leaves_the_lone_flow_below_half_its_fair_share(tmp
     outcast.add_arguments(p)
     args = p.parse_args(["--flows", "6", "--duration", "10", "--trim", "2", "--runs", "3",
                          "--out", str(tmp_path)])
-    params = resolve(args, outcast.DEFAULTS, outcast.QUICK)
+    params = checked(outcast, resolve(args, outcast.DEFAULTS, outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
     try:
         outcast.run(params, folder)

@@ -12,18 +12,14 @@ import topos
 from emulator.proc import RunError
 from experiments.fairness import experiment as fairness
 from experiments.fairness.figures import core_balance, fidelity_rows, plot_fairness
-from harness.common import validate as validate_shared
+from harness.common import checked
 from harness.runfolder import RunFolder
 from harness.traffic import Flow
 from store import read_csv
 
 
 def params(**over):
-    p = dict(fairness.DEFAULTS, quick=False)
-    p.update(over)
-    validate_shared(p)
-    fairness.validate(p)
-    return p
+    return checked(fairness, dict(fairness.DEFAULTS, quick=False, **over))
 
 
 @pytest.mark.parametrize("over,msg", [
@@ -40,10 +36,8 @@ def params(**over):
     ({"jellyfish": "jellyfish,switches=4,ports=2,hosts=8"}, "cannot be built"),
 ])
 def test_validation_errors_are_one_line(over, msg):
-    p = dict(fairness.DEFAULTS, quick=False, **over)
     with pytest.raises(ValueError, match=msg) as err:
-        validate_shared(p)
-        fairness.validate(p)
+        checked(fairness, dict(fairness.DEFAULTS, quick=False, **over))
     assert "\n" not in str(err.value)
 
 

@@ -199,10 +199,18 @@ def test_a_zombie_is_not_alive():
 
 
 def _toy(run):
+    import dataclasses
     import types
-    # (a name of its own: params classes are made once per experiment name)
+
+    from harness.params import Params
+
+    @dataclasses.dataclass(frozen=True)
+    class DiskfullParams(Params):
+        backend: str = "model"
+        seed: int = 1
     mod = types.ModuleType("diskfull")
-    mod.NAME, mod.DEFAULTS, mod.run = "diskfull", {"backend": "model", "seed": 1}, run
+    mod.NAME, mod.PARAMS, mod.run = "diskfull", DiskfullParams, run
+    mod.DEFAULTS = DiskfullParams.defaults()
     return mod
 
 

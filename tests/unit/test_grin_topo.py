@@ -10,6 +10,7 @@ import topos
 from dcrepro import cli
 from experiments.grin import experiment as grin
 from experiments.grin import figures as agrin
+from harness.params import typed
 from model.flowmodel import goodput_capacity
 from model.grin import grin_overlay, network_of
 from topos.base import TopologyError
@@ -88,7 +89,7 @@ def test_full_mesh_where_it_fits_and_its_model():
 def test_hand_solved_pair_of_neighbours():
     """Two linked servers, u -> t: the direct subflow has the uplinks to itself, the two
     horizontal ones share the link: 2 links' worth, by max-min and by the h1 optimum."""
-    params = {**grin.DEFAULTS, "racks": 1, "servers": 2, "degrees": "0,1", "seed": 0}
+    params = typed(grin, {"racks": 1, "servers": 2, "degrees": "0,1", "seed": 0})
     t = topos.build(grin.spec(params, 1))
     subs = {"u->t": t.designed_subflows("r0s0", "r0s1")}
     cap = goodput_capacity(10.0)
@@ -123,7 +124,7 @@ def test_multihomed_bounds_hand_solved():
     """Dual-homed, 2 racks x 2 servers, rack uplink worth 2 links split over 2 ToRs (1 each):
     one connection between racks gets both NICs (2 links' worth); two connections out of
     the same rack share its 2 links of uplink (1 each), as on the original network."""
-    params = {**grin.DEFAULTS, "racks": 2, "servers": 2, "multihomed": "1"}
+    params = typed(grin, {"racks": 2, "servers": 2, "multihomed": "1"})
     (_, t), = [n for n in grin.networks(params) if n[0] == "mh1"]
     t = topos.build(t)
     cap = goodput_capacity(10.0)
@@ -160,7 +161,7 @@ def test_grin_on_a_fat_tree_keeps_its_fabric_and_the_papers_addresses():
 ])
 def test_bad_network_choices_are_one_line_errors(kw, msg):
     with pytest.raises(ValueError, match=msg) as exc:
-        grin.validate({**grin.DEFAULTS, **kw})
+        grin.validate(typed(grin, kw))
     assert "\n" not in str(exc.value)
 
 
@@ -173,7 +174,7 @@ def test_bad_network_choices_are_one_line_errors(kw, msg):
 ])
 def test_bad_parameters_are_one_line_errors(kw, msg):
     with pytest.raises(ValueError, match=msg) as exc:
-        grin.validate({**grin.DEFAULTS, **kw})
+        grin.validate(typed(grin, kw))
     assert "\n" not in str(exc.value)
 
 

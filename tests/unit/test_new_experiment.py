@@ -19,10 +19,13 @@ EXPERIMENT = '''
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 import topos
 from harness.common import add_backend, add_shared
+from harness.params import Params
+from harness.runfolder import RunFolder
 from model.network import capacities
 from model.flowmodel import maxmin_rates
 from store import write_csv
@@ -31,7 +34,16 @@ from topos.traffic import permutation
 NAME = "toy"
 HELP = "toy experiment of the registry test"
 PAPER = "none (a test)"
-DEFAULTS: dict[str, Any] = {"topo": "fattree,k=4", "bw": 10.0, "seed": 1, "backend": "model"}
+@dataclass(frozen=True)
+class ToyParams(Params):
+    topo: str = "fattree,k=4"
+    bw: float = 10.0
+    seed: int = 1
+    backend: str = "model"
+
+
+PARAMS = ToyParams
+DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"seed": 2}
 
 
@@ -40,17 +52,17 @@ def add_arguments(p: Any) -> None:
     add_backend(p)
 
 
-def validate(params: dict[str, Any]) -> None:
-    if params["backend"] != "model":
+def validate(params: ToyParams) -> None:
+    if params.backend != "model":
         raise ValueError("toy has only a model backend")
 
 
-def run(params: dict[str, Any], folder: Any) -> None:
+def run(params: ToyParams, folder: RunFolder) -> None:
     import networkx as nx
-    topo = topos.build(params["topo"])
-    pairs = permutation(topo.hosts(), random.Random(params["seed"]))
+    topo = topos.build(params.topo)
+    pairs = permutation(topo.hosts(), random.Random(params.seed))
     paths = {s: nx.shortest_path(topo.graph(), s, d) for s, d in pairs}
-    caps = capacities(topo, params["bw"])
+    caps = capacities(topo, params.bw)
     rates = maxmin_rates(caps, [list(zip(p, p[1:])) for p in paths.values()])
     rows = [{"src": s, "dst": d, "mbps": round(r, 4)} for (s, d), r in zip(pairs, rates)]
     write_csv(folder.path / "flows.csv", rows)

@@ -12,11 +12,12 @@ import topos
 from dcrepro import cli
 from experiments.orca import experiment as orca
 from experiments.orca import figures as aorca
+from harness.params import typed
 from routing.multicast import add_group
 
 
 def _params(**kw):
-    return {**orca.DEFAULTS, **kw}
+    return typed(orca, {**orca.DEFAULTS, **kw})
 
 
 def test_schedule_keeps_the_papers_proportions_and_doubles_exactly():

@@ -8,6 +8,7 @@ import topos
 from experiments.outcast import experiment as outcast
 from experiments.outcast import fattree as outcast_fattree
 from experiments.outcast.experiment import Group, drop_rows, parse_flows, parse_segs_in, rto_min_ms
+from harness.params import typed
 from routing.walk import all_paths, first_choice, walk
 from topos.base import TopologyError
 from topos.outcast import PORT_LONE, PORT_RECV, PORT_UPLINK, OutcastLinear
@@ -65,16 +66,16 @@ def test_flag_parsing_and_validation():
         with pytest.raises(ValueError):
             rto_min_ms(bad)
     good = dict(outcast.DEFAULTS)
-    outcast.validate(good)
+    outcast.validate(typed(outcast, good))
     for key, value in (("interval", 2.0), ("rto_min", "fast"), ("flows", "1,a"),
                        ("cc", "re no")):
         with pytest.raises(ValueError):
-            outcast.validate({**good, key: value})
+            outcast.validate(typed(outcast, {**good, key: value}))
     ft = dict(outcast_fattree.DEFAULTS)
-    outcast_fattree.validate(ft)
+    outcast_fattree.validate(typed(outcast_fattree, ft))
     for key, value in (("receiver", "h1"), ("topo", "jellyfish"), ("routing", "ksp")):
         with pytest.raises(ValueError):
-            outcast_fattree.validate({**ft, key: value})
+            outcast_fattree.validate(typed(outcast_fattree, {**ft, key: value}))
 
 
 def test_fattree_layout_st_pins_remote_senders_to_one_uplink():

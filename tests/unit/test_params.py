@@ -1,5 +1,6 @@
-"""Typed parameters (harness/params.py): every experiment's DEFAULTS make a frozen
-dataclass; unknown names and wrong types are one-line errors; ints pass for floats."""
+"""Typed parameters (harness/params.py): every experiment declares a frozen dataclass of
+them; unknown names and wrong types are one-line errors; ints pass for floats; experiments
+read them as attributes, which the type checker sees."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,10 +12,12 @@ from store import registry
 
 
 @pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
-def test_every_experiments_defaults_make_typed_frozen_params(name):
+def test_every_experiment_declares_typed_frozen_params(name):
     mod = registry.module(name)
+    assert dataclasses.is_dataclass(mod.PARAMS) and issubclass(mod.PARAMS, Params)
+    assert mod.DEFAULTS == mod.PARAMS.defaults() and set(mod.QUICK) <= set(mod.DEFAULTS)
     p = typed(mod, {**mod.DEFAULTS, **mod.QUICK, "quick": True})
-    assert isinstance(p, Params) and p.experiment == mod.NAME
+    assert isinstance(p, mod.PARAMS)
     assert dict(p) == {**mod.DEFAULTS, **mod.QUICK, "quick": True}
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.seed = 2                                        # type: ignore[misc]
@@ -43,3 +46,15 @@ def test_none_defaults_declare_their_type():
     assert typed(outcast, {"rto_min": None}).rto_min is None
     with pytest.raises(ValueError, match="'rto_min' must be str or None"):
         typed(outcast, {"rto_min": 2})
+
+
+def test_experiments_read_their_parameters_as_attributes():
+    """``params.bw``, not ``params["bw"]``: a name the dataclass lacks is a type error
+    (mypy, in scripts/test.sh), not a KeyError in the middle of a run."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    by_key = [f"{p.relative_to(root)}:{i}" for p in root.glob("*/*.py")
+              if p.stem not in ("figures", "claims")     # those read config.json's dicts
+              for i, line in enumerate(p.read_text().splitlines(), 1)
+              if 'params["' in line or "params['" in line or "params.get(" in line]
+    assert not by_key, by_key

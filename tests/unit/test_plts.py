@@ -6,6 +6,7 @@ import pytest
 import routing
 import topos
 from experiments.plts import experiment as plts
+from harness.params import typed
 from harness.traffic import Flow, window_retransmits
 from model.flowmodel import goodput_capacity
 from model.network import split_rates
@@ -13,8 +14,7 @@ from topos.traffic import pairing
 
 
 def _params(**kw):
-    p = {**plts.DEFAULTS, **kw}
-    return p
+    return typed(plts, {**plts.DEFAULTS, **kw})
 
 
 @pytest.mark.parametrize("kw,msg", [

@@ -22,6 +22,7 @@ from dcrepro.sweep import (
     write_manifest,
 )
 from experiments.orca import experiment as orca
+from harness.params import typed
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20/50",
         "--grid", "pace=0.5/0.95"]
@@ -57,7 +58,7 @@ def test_sweep_runs_every_point_then_resumes_only_what_is_missing(tmp_path, caps
     assert lines[0]["command"].startswith("dcrepro run orca --topo")
     summary = (sweep / "summary.csv").read_text().splitlines()
     assert summary[0].startswith("bw,pace,run_id,workload")
-    assert len(summary) == 1 + 4 * len(orca._cases(orca.DEFAULTS | orca.QUICK, 0))
+    assert len(summary) == 1 + 4 * len(orca._cases(typed(orca, orca.DEFAULTS | orca.QUICK), 0))
     # again: nothing to do
     capsys.readouterr()
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
