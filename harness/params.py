@@ -67,6 +67,29 @@ class Params(Mapping[str, Any]):
         return out
 
 
+@dataclasses.dataclass(frozen=True)
+class NetworkParams(Params):
+    """What every emulated experiment has: the links (rate, tail-drop queue), the
+    repetitions and their root seed, the dataplane.  An experiment redeclares a field to
+    change its default."""
+
+    bw: float = 10.0
+    queue: int = 100
+    runs: int = 1
+    seed: int = 1
+    dataplane: str = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowParams(NetworkParams):
+    """... and long-lived flows: how long each runs, what is trimmed from both ends of its
+    measurement window, its TCP congestion control."""
+
+    duration: float = 60.0
+    trim: float = 5.0
+    cc: str = "cubic"
+
+
 def params_class(mod: ModuleType) -> type[Params]:
     """The parameter dataclass an experiment module declares (``PARAMS``)."""
     cls = mod.PARAMS

@@ -23,7 +23,7 @@ from analysis.fidelity import gap_share, measurement_reasons
 from emulator.emulation import Emulation
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng, transports
-from harness.params import Params
+from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import session
@@ -48,7 +48,7 @@ SWEEP_NOTE = '`--paper`: k=10 vs 125-switch Jellyfish through the model'
 
 
 @dataclass(frozen=True)
-class FairnessParams(Params):
+class FairnessParams(FlowParams):
     """The parameters of one fairness run (their flags: add_arguments)."""
 
     fattree: str = "fattree,k=4"
@@ -59,15 +59,9 @@ class FairnessParams(Params):
     extra_servers: float = 0.0
     aggregate: str = "auto"
     bw: float = 15.0
-    queue: int = 100
-    duration: float = 60.0
-    trim: float = 5.0
     runs: int = 8
-    seed: int = 1
     transport: str = "mptcp"
     subflows: int = 8
-    cc: str = "cubic"
-    dataplane: str = "auto"
 
 
 PARAMS = FairnessParams

@@ -38,7 +38,7 @@ import topos
 from analysis.fidelity import report
 from emulator.hostnet import grin_mptcp_endpoints
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import Params
+from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.session import judge, session
 from harness.traffic import Flow, run_iperf
@@ -70,7 +70,7 @@ SWEEP = "scripts/grin-sweep.sh"
 
 
 @dataclass(frozen=True)
-class GrinParams(Params):
+class GrinParams(FlowParams):
     """The parameters of one grin run (their flags: add_arguments)."""
 
     racks: int = 2
@@ -82,14 +82,8 @@ class GrinParams(Params):
     placement: str = "rack"
     active: str = "10,30,50,70"
     pattern: str = "permutation"
-    bw: float = 10.0
-    queue: int = 100
     duration: float = 30.0
-    trim: float = 5.0
     runs: int = 2
-    seed: int = 1
-    cc: str = "cubic"
-    dataplane: str = "auto"
     backend: str = "emulated"
 
 

@@ -46,7 +46,7 @@ from apps.filexfer import protocol
 from emulator.emulation import Emulation
 from emulator.proc import RunError, how_ended
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import Params
+from harness.params import NetworkParams
 from harness.runfolder import RunFolder
 from harness.sampling import cpu_sampler
 from harness.session import judge_measurement, session
@@ -71,15 +71,12 @@ SWEEP_NOTE = '`--pace 0`: unpaced sender'  # other figures of the same script
 
 
 @dataclass(frozen=True)
-class OrcaParams(Params):
+class OrcaParams(NetworkParams):
     """The parameters of one orca run (their flags: add_arguments)."""
 
     topo: str = "orca,receivers=4,racks=2"
     bw: float = 50.0
-    queue: int = 100
     runs: int = 3
-    seed: int = 1
-    dataplane: str = "auto"
     backend: str = "emulated"
     workloads: str = "1,2,4,8,16"
     base_mb: float = 0.0

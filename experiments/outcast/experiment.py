@@ -43,7 +43,7 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
 from harness.bwmng import check_coverage, host_port, rx_series
 from harness.common import add_shared, run_rng
-from harness.params import Params
+from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
@@ -62,19 +62,14 @@ SWEEP = "scripts/outcast-sweep.sh"
 
 
 @dataclass(frozen=True)
-class ManyToOneParams(Params):
+class ManyToOneParams(FlowParams):
     """What every many-to-one TCP run has (this one and outcast-fattree)."""
 
-    bw: float = 10.0
     queue: int = 20
-    duration: float = 60.0
-    trim: float = 5.0
     runs: int = 3
-    seed: int = 1
     cc: str = "reno"
     rto_min: str | None = None
     interval: float = 0.5
-    dataplane: str = "auto"
 
 
 @dataclass(frozen=True)

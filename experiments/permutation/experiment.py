@@ -17,7 +17,7 @@ import routing
 import topos
 from analysis.fidelity import load_calibration, report
 from harness.common import add_backend, add_shared, run_rng, transports
-from harness.params import Params
+from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.session import Session, judge, session
 from harness.trace import trace_flows
@@ -34,22 +34,15 @@ SWEEP = "scripts/permutation-sweep.sh"
 
 
 @dataclass(frozen=True)
-class PermutationParams(Params):
+class PermutationParams(FlowParams):
     """The parameters of one permutation run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=4"
     routing: str = "ecmp"
-    bw: float = 10.0
-    queue: int = 100
-    duration: float = 60.0
-    trim: float = 5.0
     runs: int = 8
-    seed: int = 1
     transport: str = "tcp,mptcp"
     subflows: int = 8
-    cc: str = "cubic"
     backend: str = "emulated"
-    dataplane: str = "auto"
 
 
 PARAMS = PermutationParams

@@ -44,7 +44,7 @@ from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import Params
+from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.session import judge, session
 from harness.trace import trace_flows
@@ -75,18 +75,14 @@ NEEDS = frozenset({"latency_sampling", "spread"})
 
 
 @dataclass(frozen=True)
-class PltsParams(Params):
+class PltsParams(FlowParams):
     """The parameters of one plts run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=6"
     schemes: str = "ecmp,rnd,cnt,rr"
     bw: float = 5.0
-    queue: int = 100
-    duration: float = 60.0
     trim: float = 10.0
     runs: int = 3
-    seed: int = 1
-    cc: str = "cubic"
     recovery: str = "modern"
     sample: int = 64
     backend: str = "emulated"

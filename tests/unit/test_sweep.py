@@ -55,7 +55,8 @@ def test_sweep_runs_every_point_then_resumes_only_what_is_missing(tmp_path, caps
     header, lines = read_manifest(sweep / "manifest.jsonl")
     assert header["experiment"] == "orca" and len(lines) == 4
     assert all(state(sweep, x["run_id"]) == "complete" for x in lines)
-    assert lines[0]["command"].startswith("dcrepro run orca --topo")
+    assert lines[0]["command"].startswith("dcrepro run orca --") and \
+        " --topo orca,receivers=" in lines[0]["command"]
     summary = (sweep / "summary.csv").read_text().splitlines()
     assert summary[0].startswith("bw,pace,run_id,workload")
     assert len(summary) == 1 + 4 * len(orca._cases(typed(orca, orca.DEFAULTS | orca.QUICK), 0))
