@@ -41,7 +41,14 @@ def ping_processes(emu: Emulation, timeout: float = 2.0) -> list[tuple[str, str]
                           f"echo {ip}) &" for ip in targets) + " wait"
         procs.append((h.name, subprocess.Popen(in_ns(h.pid, ["sh", "-c", script]),
                                                stdout=subprocess.PIPE, text=True)))
-    return [(name, ip) for name, p in procs for ip in p.communicate(timeout=30)[0].split()]
+    try:
+        return [(name, ip) for name, p in procs
+                for ip in p.communicate(timeout=30)[0].split()]
+    finally:
+        for _, p in procs:       # (after a timeout: none is left running or unreaped)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def ethtool_processes(intfs: list[str]) -> None:
@@ -80,7 +87,7 @@ def main() -> None:
                 ways = {"ping processes": lambda: ping_processes(emu),
                         "reach_all": emu.ping_all,
                         "ethtool processes": lambda: ethtool_processes(intfs),
-                        "netns.offloads_off": lambda: netns.offloads_off(None, intfs)}
+                        "netns.offloads_off": lambda: netns.offloads_off({None: intfs})}
                 for name, fn in ways.items():
                     t, out = timed(fn)
                     assert not out, (name, out)   # every pair reached, every offload off

@@ -214,12 +214,13 @@ class Emulation:
         if ctl is not None:
             self.net.addController(ctl)
         self.net.build()
-        # every interface up at once (Mininet would ask each node's shell, one by one)
-        down: dict[int | None, list[str]] = {}
+        # every interface of every namespace (None: the switches', here), for the passes
+        # below that set them all in this process (Mininet would ask each node's shell)
+        intfs: dict[int | None, list[str]] = {}
         for n in (*self.net.hosts, *self.net.switches):
-            down.setdefault(n.pid if n.inNamespace else None, []).extend(
+            intfs.setdefault(n.pid if n.inNamespace else None, []).extend(
                 i.name for i in n.intfList() if i.name != "lo")
-        netns.links_up(down)
+        netns.links_up(intfs)
         self.registry.add("pids", [n.pid for n in (*self.net.hosts, *self.net.switches,
                                                    *self.net.controllers)])
         self.registry.add("intfs", self.switch_intfs())
@@ -233,9 +234,7 @@ class Emulation:
         self.net.start()
         self.host_pids = {h.name: h.pid for h in self.net.hosts}
         self.host_intf = {h.name: h.intfList()[0].name for h in self.net.hosts}
-        hostnet.offloads_off(None, self.switch_intfs())
-        for h in self.net.hosts:
-            hostnet.offloads_off(h.pid, [i.name for i in h.intfList() if i.name != "lo"])
+        hostnet.offloads_off(intfs)
         shaping.shape(self.topo, self.link, self.host_pids)
         hostnet.static_arp(self.topo, self.host_pids, self.host_intf)
         if isinstance(self.topo, GrinTopology):   # servers forwarding for neighbours

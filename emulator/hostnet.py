@@ -11,8 +11,9 @@ from . import netns
 from .proc import RunError, check, in_ns
 
 
-def offloads_off(pid: int | None, ifs: list[str]) -> None:
-    """One skb = one wire packet: offloads off, and at most one segment per skb.
+def offloads_off(where: dict[int | None, list[str]]) -> None:
+    """One skb = one wire packet: offloads off, and at most one segment per skb, on the
+    interfaces of each namespace (pid -> names; None: this process's).
 
     With GSO/TSO a host hands 64 kB super-packets to the link, which a pfifo counted in
     packets would then queue as one (and HTB would release as one); the OVS userspace
@@ -25,7 +26,7 @@ def offloads_off(pid: int | None, ifs: list[str]) -> None:
     two programs per interface), and read back.
     """
     try:
-        still = netns.offloads_off(pid, ifs)
+        still = netns.offloads_off(where)
     except OSError as exc:
         raise RunError(f"could not turn offloads off: {exc}") from None
     if still:

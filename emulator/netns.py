@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 CLONE_NEWNET = 0x40000000
 SIOCETHTOOL = 0x8946
@@ -43,9 +43,12 @@ def _setns(fd: int) -> None:
         raise OSError(err, f"setns: {os.strerror(err)}")
 
 
-def in_namespaces(pids: Iterable[int | None], make: Callable[[int | None], T]) -> list[T]:
-    """``make(pid)`` called inside the network namespace of each process ``pid`` (None: the
-    caller's own), in order, on one throw-away thread; returns the results."""
+def in_namespaces(pids: Iterable[Any], make: Callable[[Any], T],
+                  timeout: float = 60.0) -> list[T]:
+    """``make(pid)`` called inside the network namespace of each process ``pid`` (a str: a
+    namespace file such as /run/netns/NAME; None: the caller's own), in order, on one
+    throw-away thread; returns the results.  OSError if that takes longer than
+    ``timeout`` s (the thread is left to finish on its own)."""
     pids = list(pids)
     out: list[T] = []
     error: list[BaseException] = []
@@ -53,19 +56,20 @@ def in_namespaces(pids: Iterable[int | None], make: Callable[[int | None], T]) -
     def work() -> None:
         try:
             for pid in pids:
-                if pid is None:
-                    with open("/proc/self/ns/net") as own:   # (the process's, at start)
-                        _setns(own.fileno())
-                else:
-                    with open(f"/proc/{pid}/ns/net") as ns:
-                        _setns(ns.fileno())
+                path = "/proc/self/ns/net" if pid is None else \
+                    pid if isinstance(pid, str) else f"/proc/{pid}/ns/net"
+                with open(path) as ns:    # (/proc/self: the process's, not this thread's)
+                    _setns(ns.fileno())
                 out.append(make(pid))
         except BaseException as exc:
             error.append(exc)
 
     t = threading.Thread(target=work, name="netns", daemon=True)
     t.start()
-    t.join()
+    t.join(timeout)
+    if t.is_alive():
+        raise OSError(f"work in {len(pids)} network namespace(s) still running after "
+                      f"{timeout:g} s")
     if error:
         raise error[0]
     return out
@@ -141,21 +145,24 @@ def links_up(where: dict[int | None, list[str]]) -> None:
     in_namespaces(list(where), up)
 
 
-def offloads_off(pid: int | None, intfs: list[str]) -> dict[str, list[str]]:
-    """In ``pid``'s namespace (None: this one), on each of ``intfs``: checksum, TSO, GSO and
-    GRO off and ``gso_max_segs`` 1 (why: hostnet.offloads_off); the offloads read back
-    after; returns interface -> the ones still on (empty when all went off)."""
-    def apply(_: int | None) -> dict[str, list[str]]:
+def offloads_off(where: dict[int | None, list[str]]) -> dict[str, list[str]]:
+    """For the interfaces of each namespace (pid -> names; None: this one), in one thread:
+    checksum, TSO, GSO and GRO off and ``gso_max_segs`` 1 (why: hostnet.offloads_off); the
+    offloads read back after; returns interface -> the ones still on (empty: all off)."""
+    def apply(pid: int | None) -> dict[str, list[str]]:
         still: dict[str, list[str]] = {}
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, \
                 socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
-            for seq, intf in enumerate(intfs, 1):
+            for seq, intf in enumerate(where[pid], 1):
                 on = _features_off(s, intf, _feature_names(s, intf))
                 _set_gso_max_segs(nl, intf, 1, seq)
                 if on:
                     still[intf] = on
         return still
-    return in_namespaces([pid], apply)[0]
+    out: dict[str, list[str]] = {}
+    for got in in_namespaces(list(where), apply):
+        out.update(got)
+    return out
 
 
 def _checksum(data: bytes) -> int:

@@ -13,12 +13,12 @@ Decoding is pure (``parse``, ``request``), unit-tested on packed bytes.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import socket
 import struct
-import threading
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from .netns import in_namespaces
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -26,7 +26,6 @@ NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 INET_DIAG_INFO, INET_DIAG_SKMEMINFO = 2, 7
 TCP_ESTABLISHED = 1
-CLONE_NEWNET = 0x40000000
 
 NLMSGHDR = struct.Struct("=IHHII")          # len, type, flags, seq, pid (host order)
 #: inet_diag_req_v2: family, protocol, ext, pad, states, sockid (sport, dport: big-endian
@@ -161,38 +160,11 @@ def parse(data: bytes) -> tuple[list[SockInfo], bool]:
     return socks, done
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
 def netns_socket(pid: int) -> socket.socket:
     """A sock_diag netlink socket in the network namespace of process ``pid`` (a Mininet
-    host's shell).  Made by a short-lived thread that joins the namespace (setns changes
-    only the calling thread), so this process stays where it is."""
-    result: dict[str, Any] = {}
-
-    def inside() -> None:
-        try:
-            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns into the network namespace of pid {pid}: "
-                                       f"{os.strerror(err)}")
-            finally:
-                os.close(fd)
-            result["sock"] = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
-                                           NETLINK_SOCK_DIAG)
-        except OSError as exc:
-            result["error"] = exc
-
-    t = threading.Thread(target=inside, name=f"netns-{pid}", daemon=True)
-    t.start()
-    t.join(timeout=10)
-    if "error" in result:
-        raise result["error"]
-    if "sock" not in result:
-        raise OSError(f"could not open a sock_diag socket in the namespace of pid {pid}")
-    return result["sock"]
+    host's shell), made by netns.in_namespaces, so this process stays where it is."""
+    return in_namespaces([pid], lambda _: socket.socket(
+        socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG), timeout=10)[0]
 
 
 def dump(sock: socket.socket, states: int = 1 << TCP_ESTABLISHED,

@@ -37,7 +37,8 @@ class Session:
 
     emu: Emulation
     label: str
-    #: machine and network facts (Emulation.facts_dict), then qdisc_after and teardown_s;
+    #: machine and network facts (Emulation.facts_dict), then ping_s, qdisc_after and the
+    #: teardown's (teardown_s, cc_restored_to);
     #: the experiment adds its own and records them (RunFolder.record)
     facts: dict[str, Any]
     #: the flows the experiment ran, for the observers (set by the experiment)
@@ -78,8 +79,8 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
         for fn in list(_OBSERVERS):
             fn(emu, label, s.flows)
         s.facts["qdisc_after"] = emu.verify_qdiscs()
-        t = time.monotonic()
-    s.facts["teardown_s"] = round(time.monotonic() - t, 2)
+    # what the Emulation learnt leaving (the facts above were read while it was up)
+    s.facts.update(teardown_s=emu.facts.teardown_s, cc_restored_to=emu.facts.cc_restored_to)
 
 
 def judge(folder: RunFolder, fid: Mapping[str, Any], where: str, extra: str = "") -> None:

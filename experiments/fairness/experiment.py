@@ -310,10 +310,8 @@ def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
     """One topology of one run in Mininet: flows, measurement facts, link rows, facts."""
     transport = transports(params)[0]
     timing: dict[str, Any] = {}
-    t = time.monotonic()
-    with session(topo, plan, params, run_dir, run_id, label) as s:
+    with session(topo, plan, params, run_dir, run_id, label) as s:   # (bringup_s: its facts)
         emu = s.emu
-        timing["bringup_s"] = round(time.monotonic() - t - s.facts["ping_s"], 2)
         t = time.monotonic()
         if transport == "mptcp":
             emu.configure_mptcp(params.subflows)

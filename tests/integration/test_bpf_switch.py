@@ -15,7 +15,6 @@ teardown that tests/integration/conftest.py checks).
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import socket
@@ -35,6 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dataplanes.bpf import switch as bs  # noqa: E402
+from emulator.netns import in_namespaces  # noqa: E402
 from emulator.registry import BPFFS_DIR, bpf_mounts  # noqa: E402
 from emulator.shaping import tc_lines  # noqa: E402
 
@@ -53,8 +53,6 @@ ROUTES = {1: {"h1": 1, "h2": 2, "h3": 2}, 2: {"h1": 2, "h2": 1, "h3": 4},
 MCAST1, MCAST2 = "01:00:5e:01:02:03", "01:00:5e:01:02:04"
 UDP_PORT = 7000
 FWD, REP = bs.ACT_FORWARD, bs.ACT_REPLICATE
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
 
 def mac(s: str) -> bytes:
@@ -73,25 +71,9 @@ def port_name(sw: int, port: int) -> str:
 
 
 def ns_socket(host: str, family: int, kind: int, proto: int = 0) -> socket.socket:
-    """A socket that lives in the namespace of ``host`` (made by a thread that joined it)."""
-    out: dict[str, Any] = {}
-
-    def inside() -> None:
-        fd = os.open(f"/run/netns/{NS[host]}", os.O_RDONLY)
-        try:
-            if _libc.setns(fd, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns")
-            out["sock"] = socket.socket(family, kind, proto)
-        except BaseException as exc:  # handed to the caller
-            out["err"] = exc
-        finally:
-            os.close(fd)
-    t = threading.Thread(target=inside)
-    t.start()
-    t.join()
-    if "err" in out:
-        raise out["err"]
-    return out["sock"]
+    """A socket that lives in the namespace of ``host`` (emulator.netns.in_namespaces)."""
+    return in_namespaces([f"/run/netns/{NS[host]}"],
+                         lambda _: socket.socket(family, kind, proto), timeout=10)[0]
 
 
 def checksum(b: bytes) -> int:
