@@ -41,6 +41,14 @@ def note(path: Path, *text: str) -> Path:
     return Path(path)
 
 
+def save(fig: Any, path: Path) -> Path:
+    """Lay ``fig`` out, write it to ``path`` (PNG, 110 dpi: every run figure alike), free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
     """Per rank: mean, min and max over runs of the sorted per-run values of ``metric``."""
@@ -73,10 +81,7 @@ def rank_plot(path: Path, series: list[Series], title: str,
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
@@ -96,7 +101,4 @@ def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)

@@ -7,20 +7,13 @@ seeds (optimum, h1/h2 by LP, h1/h2 by path sampling) and h1/opt, h2/opt as
 Asserts nothing: it is a measurement, not a test.
 """
 
-import os
+import onecore  # noqa: F401 - first: one BLAS thread, the checkout on sys.path
 
-# One core: keep BLAS / OpenMP pools from using more (set before numpy loads).
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# isort: split
+import argparse
+import time
 
-import argparse  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from model.grin import (  # noqa: E402
+from model.grin import (
     A2A_CAP,
     GROUP_SIZE,
     N_PATHS,

@@ -5,30 +5,23 @@ Prints one line per measurement: name, median seconds of 3 runs, mean rate
 (fraction of a unit link; for max_concurrent_flow the lambda itself).
 """
 
-import os
+import onecore  # noqa: F401 - first: one BLAS thread, the checkout on sys.path
 
-# One core: keep BLAS / OpenMP pools from using more (set before numpy loads).
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# isort: split
+import random
+import statistics
+import time
 
-import random  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import networkx as nx
+import numpy as np
 
-import networkx as nx  # noqa: E402
-import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from model import (  # noqa: E402
+from model import (
     connection_rates,
     max_concurrent_flow,
     max_concurrent_flow_graph,
     maxmin_rates,
 )
-from topos.traffic import permutation  # noqa: E402
+from topos.traffic import permutation
 
 REPS = 3
 SUBFLOWS = 8

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from analysis.figures import caption, note, rank_plot
+from analysis.figures import caption, note, rank_plot, save
 from analysis.summaries import group_stats
 from store import cell, read_csv, write_csv
 
@@ -203,10 +203,7 @@ def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
     ax2.legend(fontsize=8)
     fig.suptitle(caption(config, "path lengths between servers (Jellyfish paper, Fig. 1)"),
                  fontsize=9)
-    fig.tight_layout()
-    path = run_dir / "path_lengths.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save(fig, run_dir / "path_lengths.png")
     return note(path, "shortest paths computed from the graphs; Jellyfish: mean over runs "
                 "(one random graph per run), bars min-max")
 
@@ -251,10 +248,7 @@ def plot_utilisation(run_dir: Path, config: dict[str, Any]) -> Path | None:
     how = ("port counters (L2 bytes) over the trimmed window" if source == "measured"
            else "flow-level model loads (payload)")
     ax.set_title(caption(config, "link utilisation by switch layer"), fontsize=9)
-    fig.tight_layout()
-    path = run_dir / "utilisation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save(fig, run_dir / "utilisation.png")
     return note(path, f"{how}; every directed link of every run", cv_text)
 
 

@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.figures import caption, note
+from analysis.figures import caption, note, save
 from store import cell, read_csv, write_csv
 
 
@@ -123,8 +123,5 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.set_ylabel("per-server throughput / original's best")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    path = run_dir / "throughput.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save(fig, run_dir / "throughput.png")
     return [note(path, notes)]

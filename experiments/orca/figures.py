@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from analysis.figures import caption, note
+from analysis.figures import caption, note, save
 from store import cell, read_csv, write_csv
 
 MODES = ("multicast", "unicast")
@@ -92,12 +92,6 @@ def _figure(ncols: int, title: str, width: float = 6.5) -> tuple[Any, np.ndarray
     return fig, axes[0]
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
 
 def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                    notes: str) -> Path:
@@ -129,7 +123,7 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    return note(_save(fig, run_dir / "exec_time.png"), notes,
+    return note(save(fig, run_dir / "exec_time.png"), notes,
                 "multicast vs single-process unicast; whiskers: range over runs; black tick: "
                 "the model's bound; above each pair: unicast's time over multicast's")
 
@@ -156,7 +150,7 @@ def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
         ax.legend(title="workload", fontsize=7, loc="lower right")
-    return note(_save(fig, run_dir / name), notes, how)
+    return note(save(fig, run_dir / name), notes, how)
 
 
 def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
@@ -182,7 +176,7 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return note(_save(fig, run_dir / "procs.png"), notes,
+    return note(save(fig, run_dir / "procs.png"), notes,
                 "unicast with 1, 2, ... sending processes against multicast, at the largest "
                 "workload; whiskers: range over runs; black tick: the model's bound")
 

@@ -93,43 +93,39 @@ def _claim(**kw: Any) -> Claim:
     return Claim(pools=True, **kw)   # a sweep's runs add N values or repetitions
 
 
+_FIG4 = f"{PAPER}, Fig. 4 (Observing Outcast)"
+_DROPS = ("as the number of competing flows increase, the throughput of the single-flow drops "
+          "dramatically")
+_SWEEP_NS = "scripts/outcast-sweep.sh runs N = 2, 6, 12"
+
+
+def _lone_below(n: int, reason: str) -> Claim:
+    """The lone flow well below its fair share at N = ``n`` (Fig. 4)."""
+    return _claim(experiment="outcast", key=f"lone-n{n}",
+                  text=f"With N = {n} competing flows the lone flow gets well below its fair "
+                       "share",
+                  source=_FIG4, paper="drops dramatically (no number)", quote=_DROPS,
+                  criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = {n}",
+                  reason=reason, measure=_share_at(n), needs=_SWEEP_NS)
+
+
 CLAIMS = [
-    _claim(experiment="outcast", key="lone-n6",
-           text="With N = 6 competing flows the lone flow gets well below its fair share",
-           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="drops dramatically (no number)",
-           quote="as the number of competing flows increase, the throughput of the "
-                 "single-flow drops dramatically",
-           criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = 6",
-           reason="The write-up gives no number.  'Drops dramatically' is read as below half "
-                  "of the fair share (link / (N + 1)): a deficit that a fairly treated TCP "
-                  "flow's run-to-run variation does not produce, and the line "
-                  "outcast_share.png draws.  Goodput averaged over the run's repetitions.",
-           measure=_share_at(6), needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
-    _claim(experiment="outcast", key="lone-n12",
-           text="With N = 12 competing flows the lone flow gets well below its fair share",
-           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="drops dramatically (no number)",
-           quote="as the number of competing flows increase, the throughput of the "
-                 "single-flow drops dramatically",
-           criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = 12",
-           reason="As for N = 6: below half of the fair share.",
-           measure=_share_at(12), needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
+    _lone_below(6, "The write-up gives no number.  'Drops dramatically' is read as below half "
+                   "of the fair share (link / (N + 1)): a deficit that a fairly treated TCP "
+                   "flow's run-to-run variation does not produce, and the line "
+                   "outcast_share.png draws.  Goodput averaged over the run's repetitions."),
+    _lone_below(12, "As for N = 6: below half of the fair share."),
     _claim(experiment="outcast", key="lone-falls",
            text="The lone flow's share falls as N grows",
-           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="falls with N",
-           quote="as the number of competing flows increase, the throughput of the "
-                 "single-flow drops dramatically",
+           source=_FIG4, paper="falls with N", quote=_DROPS,
            criterion="share of its fair share strictly lower at each larger N measured",
            reason="The sentence states an ordering, not a value: every step to a larger N "
                   "(2, 6, 12 in the script) must lower the lone flow's share of its fair "
                   "share.  Needs two N or more, from one run or a sweep's runs.",
-           measure=share_falls, needs="scripts/outcast-sweep.sh runs N = 2, 6, 12"),
+           measure=share_falls, needs=_SWEEP_NS),
     _claim(experiment="outcast", key="others-equal",
            text="The N flows entering on the shared port split their bandwidth fairly equally",
-           source=f"{PAPER}, Fig. 4 (Observing Outcast)",
-           paper="fairly equal (no number)",
+           source=_FIG4, paper="fairly equal (no number)",
            quote="the flows coming in within the larger set share bandwidth fairly equally",
            criterion=f"Jain's index of the N flows >= {EQUAL_JAIN:g} at every N",
            reason="No number in the text.  Jain's index 0.9 is a coefficient of variation "

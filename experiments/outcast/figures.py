@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from analysis.fidelity import validity_caption
-from analysis.figures import caption, note
+from analysis.figures import caption, note, save
 from store import cell, read_csv, write_csv
 
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
@@ -262,10 +262,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                     [d for d in drops if int(d["flows"]) == n and d["run"] == run0])
         fig.suptitle(caption(config, f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 "
                                      "port 3 (bottleneck s1 port 1 -> recv)"), fontsize=11)
-        fig.tight_layout()
-        path = run_dir / f"outcast_n{n:02d}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        path = save(fig, run_dir / f"outcast_n{n:02d}.png")
         figs.append(note(path, _extra(params, mine), DROP_METHOD))
     fig, ax = plt.subplots(figsize=(7, 4.8))
     for label, pick, color in (("lone flow (own port)", lambda r: r["role"] == "lone", "black"),
@@ -292,10 +289,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.legend(fontsize=7)
     ax.set_title(caption(config, "lone flow's share of its fair share vs N (002 Fig. 4)"),
                  fontsize=9)
-    fig.tight_layout()
-    path = run_dir / "outcast_share.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save(fig, run_dir / "outcast_share.png")
     figs.append(note(path, _extra(params, rows), "lines: mean over runs; dots: single runs; "
                      "fair share = link / (N + 1)"))
     return figs
@@ -344,10 +338,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
                                  f"{params['routing']}, receiver {params['receiver']} (002 "
                                  "Figs. 5/6)"), fontsize=11)
-    fig.tight_layout()
-    path = run_dir / "fattree_outcast.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save(fig, run_dir / "fattree_outcast.png")
     return [note(path, _extra(params, rows), DROP_METHOD), _plot_runs(run_dir, config, rows)]
 
 
@@ -390,9 +381,6 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     ax.grid(alpha=0.3, axis="y")
     fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
                                  f"{params['routing']}: {len(runs)} runs"), fontsize=11)
-    fig.tight_layout()
-    path = run_dir / "fattree_outcast_runs.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save(fig, run_dir / "fattree_outcast_runs.png")
     return note(path, _extra(params, rows), "left: the local sender's goodput over the "
                 "remote senders' mean, one dot per run; right: mean goodput by hop distance")

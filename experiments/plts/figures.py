@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from analysis.figures import caption, note, rank_curves
+from analysis.figures import caption, note, rank_curves, save
 from analysis.summaries import group_stats
 from model import jain_index
 from store import cell, read_csv, write_csv
@@ -198,12 +198,6 @@ def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
     return fig, axes[0]
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()  # leaves room for the suptitle caption by itself
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
 
 def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]:
     mine = [r for r in rows if r.get("recovery", "") == rec]
@@ -245,7 +239,7 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
         ax.grid(alpha=0.3, axis="y")
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(_save(fig, run_dir / "throughput.png"), notes,
+    return note(save(fig, run_dir / "throughput.png"), notes,
                 "bars: mean % of ideal over every flow of every run; whiskers: per-flow "
                 "min-max; red diamonds: the paper (RR 92 %, CNT 81 %); the paper cites MPTCP "
                 "~90 % on this setup (not measured here)")
@@ -276,7 +270,7 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="best", fontsize=7)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(_save(fig, run_dir / "latency_rank.png"), notes,
+    return note(save(fig, run_dir / "latency_rank.png"), notes,
                 f"{LATENCY_DEF}; every run's samples pooled, each curve drawn at "
                 f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
 
@@ -305,7 +299,7 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(_save(fig, run_dir / "flows_rank.png"), notes,
+    return note(save(fig, run_dir / "flows_rank.png"), notes,
                 "per-flow throughput sorted within each run, then the mean over runs at each "
                 "rank (shaded: min-max over runs; runs cut to the smallest flow count); "
                 "max/min: median over runs of the per-run spread")
