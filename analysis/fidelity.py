@@ -126,6 +126,8 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
                        "packet time")
     if meas.get("measurement_note"):
         reasons.append(meas["measurement_note"])
+    if meas.get("apart_note"):
+        reasons.append(meas["apart_note"])
     limits = meas.get("tcp_limits") or {}
     reasons += [limits[k] for k in ("note", "stall_note") if limits.get(k)]
     return reasons
@@ -137,10 +139,12 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
            emulator_loss_share: float | None = None,
            dequeue_gaps: dict[str, Any] | None = None,
            measurement_note: str | None = None,
-           tcp_limits: dict[str, Any] | None = None) -> dict[str, Any]:
+           tcp_limits: dict[str, Any] | None = None,
+           apart_note: str | None = None) -> dict[str, Any]:
     """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source).
     ``measurement_note`` names a measurement that was only partly taken (a suspect reason);
-    ``tcp_limits`` (run_iperf's) says what limited the TCP flows, and its ``note`` is one."""
+    ``tcp_limits`` (run_iperf's) says what limited the TCP flows, and its ``note`` is one;
+    ``apart_note`` (run_iperf's) says that restarted flows ran apart from the others."""
     srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
     emu = np.array([emulated[s] for s in srcs])
     mod = np.array([model[s] for s in srcs])
@@ -150,7 +154,7 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
     reasons = measurement_reasons({
         "cpu_saturated_share": cpu_saturated_share, "emulator_loss_share": emulator_loss_share,
         "dequeue_gaps": dequeue_gaps, "measurement_note": measurement_note,
-        "tcp_limits": tcp_limits})
+        "tcp_limits": tcp_limits, "apart_note": apart_note})
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {

@@ -253,7 +253,7 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, recovery: str
     fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas["cpu_saturated_share"],
                  None, meas["emulator_loss_share"], meas["dequeue_gaps"],
                  meas["measurement_note"],
-                 tcp_limits=meas["tcp_limits"])
+                 tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"])
     fid.update(run=r, scheme=scheme, recovery=recovery, cpu_mean=meas["cpu_mean"],
                latency_sampling=sampling)
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))

@@ -94,3 +94,25 @@ def test_every_experiment_judges_a_measurement_by_the_same_reasons():
                                "measurement_note": "bwm-ng partial",
                                "tcp_limits": {"note": "held back", "stall_note": "stalled"}})
     assert len(got) == 6 and got[0] == "CPU above 90 % in 80% of samples"
+
+
+def test_restarted_flows_measured_apart_are_named():
+    """A flow started again late (its window past the others') makes the run suspect; one
+    started again at its designed moment (trim - 0.5 s) does not; late TCP connections that
+    were never restarted (Outcast's starved senders) are not judged."""
+    from analysis.fidelity import measurement_reasons
+    from harness.traffic import Flow, apart_note
+
+    def flows(restart_at: float, restarted: bool = True) -> list[Flow]:
+        out = [Flow(f"h{i}", "r", start=100.0) for i in range(3)]
+        out.append(Flow("late", "r", start=100.0 + restart_at, restarts=int(restarted)))
+        return out
+
+    # quick mode: 15 s, trim 3 -> a 9 s window; the others' is 103..112
+    assert apart_note(flows(2.5), 15.0, 3.0) is None          # 105.5..112 of 103..112: 72 %
+    late = apart_note(flows(13.0), 15.0, 3.0)                 # 116..125: nothing shared
+    assert late is not None and "as little as 0%" in late and "13.0 s after" in late
+    assert measurement_reasons({"apart_note": late}) == [late]
+    assert apart_note(flows(5.0), 15.0, 3.0) is not None      # 108..112: 4/9 = 44 % < 50 %
+    assert apart_note(flows(13.0, restarted=False), 15.0, 3.0) is None
+    assert apart_note(flows(13.0), 6.0, 3.0) is None          # no window to share
