@@ -9,6 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
+# reproduce.sh has run this already and calls each sweep script, which calls it again:
+# skip the second look (about 2 s each, 7 sweeps) when nothing more is asked for
+if [ "${DCREPRO_SETUP_DONE:-}" = 1 ] && [ "$#" -eq 0 ]; then
+  exit 0
+fi
+
 with_slurm=0
 with_browser=0
 for arg in "$@"; do

@@ -11,6 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 ./setup.sh || exit 1
+export DCREPRO_SETUP_DONE=1   # the sweep scripts' own ./setup.sh then returns at once
 mode=(--quick)
 if [ "${1:-}" = "--full" ]; then mode=(); shift; fi
 
