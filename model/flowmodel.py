@@ -28,6 +28,8 @@ import scipy.sparse as sp
 __all__ = [
     "maxmin_rates",
     "connection_rates",
+    "alpha_fair_rates",
+    "TCP_LIKE",
     "max_concurrent_flow",
     "max_concurrent_flow_graph",
     "jain_index",
@@ -417,6 +419,88 @@ def connection_rates(
             return np.zeros(0)
         return _aggregate_rates(capacities, flows)
     raise ValueError(f"unknown mode {mode!r}; expected 'independent' or 'aggregate'")
+
+
+#: the TCP-like models by name: alpha of the alpha-fair utility (Mo & Walrand 2000).
+#: propfair (alpha = 1): proportional fairness, maximise sum log x (Kelly 1998); mpd (alpha =
+#: 2): "minimum potential delay", the allocation TCP Reno's AIMD tends to when every flow
+#: sees the same round-trip time (Kelly; Low 2003).  Max-min is the limit alpha -> infinity.
+TCP_LIKE = {"propfair": 1.0, "mpd": 2.0}
+
+
+def alpha_fair_rates(capacities: Capacities, flows: Sequence[Flow], alpha: float = 1.0,
+                     coupled: bool = False) -> np.ndarray:
+    """Rate of each connection under alpha-fairness, solved as a convex program (cvxpy,
+    Clarabel).  Unlike max-min, a flow that crosses more loaded links gets less: the
+    allocation TCP's congestion control tends to, where max-min is the wrong yardstick
+    for paths of different lengths.
+
+    coupled=False: every subflow is its own flow in the utility (upstream MPTCP's
+    uncoupled subflows, like ``connection_rates(mode="independent")``); coupled=True: the
+    utility is of each connection's total over its paths (resource pooling: coupled
+    congestion control's ideal).  Equal weights (the emulator adds no propagation delay,
+    so round-trip times differ only by queueing).  A subflow that crosses only links of
+    infinite capacity is unbounded (inf), as in ``maxmin_rates``.
+    """
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if len(flows) == 0:
+        return np.zeros(0)
+    paths, owner = _flatten_flows(flows)
+    _, cap, rows = _index_paths(capacities, paths)
+    finite = np.isfinite(cap)
+    free = np.array([not finite[r].any() for r in rows])
+    if coupled and free.any():
+        # a connection with one unbounded path is unbounded as a whole
+        out = np.zeros(len(flows))
+        out[np.unique(owner[free])] = np.inf
+        keep = ~np.isin(owner, owner[free])
+    else:
+        out, keep = None, ~free
+    sel = np.flatnonzero(keep)
+    rates = np.full(len(paths), np.inf)
+    if len(sel):
+        rates[sel] = _alpha_fair_solve(cap, [rows[i] for i in sel], owner[sel], alpha,
+                                       coupled)
+    if coupled:
+        totals = np.bincount(owner[keep], weights=rates[keep], minlength=len(flows))
+        return np.where(out == np.inf, np.inf, totals) if out is not None else totals
+    return np.bincount(owner, weights=rates, minlength=len(flows))
+
+
+def _alpha_fair_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
+                      alpha: float, coupled: bool) -> np.ndarray:
+    """The subflow rates of one alpha-fair program (every row crosses a finite link)."""
+    import cvxpy as cp  # a second or two to import: only the models that need it pay
+
+    finite = np.flatnonzero(np.isfinite(cap))
+    scale = float(cap[finite].max())          # solve in units of the largest link
+    where = {int(link): k for k, link in enumerate(finite)}
+    entries = [(where[int(link)], j) for j, r in enumerate(rows) for link in r
+               if int(link) in where]
+    a = sp.csr_matrix((np.ones(len(entries)), ([e[0] for e in entries],
+                                               [e[1] for e in entries])),
+                      shape=(len(finite), len(rows)))
+    x = cp.Variable(len(rows), nonneg=True)
+    if coupled:
+        groups = np.unique(owner)
+        g = sp.csr_matrix((np.ones(len(owner)), (np.searchsorted(groups, owner),
+                                                 np.arange(len(owner)))),
+                          shape=(len(groups), len(owner)))
+        y = g @ x
+    else:
+        y = x
+    if alpha == 1.0:
+        utility = cp.sum(cp.log(y))
+    elif alpha > 1.0:
+        utility = -cp.sum(cp.power(y, 1.0 - alpha)) / (alpha - 1.0)
+    else:
+        utility = cp.sum(cp.power(y, 1.0 - alpha)) / (1.0 - alpha)
+    problem = cp.Problem(cp.Maximize(utility), [a @ x <= cap[finite] / scale])
+    problem.solve(solver=cp.CLARABEL)
+    if problem.status != cp.OPTIMAL or x.value is None:
+        raise RuntimeError(f"alpha-fair model (alpha={alpha}): solver ended '{problem.status}'")
+    return np.clip(np.asarray(x.value, dtype=float), 0.0, None) * scale
 
 
 def _demand_array(demands: Sequence[float] | None, n: int) -> np.ndarray:

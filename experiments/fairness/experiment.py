@@ -28,7 +28,7 @@ from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import session
 from harness.traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
-from model import connection_rates, maxmin_rates
+from model import TCP_LIKE, alpha_fair_rates, connection_rates, maxmin_rates
 from model.network import capacities, path_links, route_by_hash, synthetic_subflows
 from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
@@ -58,6 +58,7 @@ class FairnessParams(FlowParams):
     grow: int | None = None
     extra_servers: float = 0.0
     aggregate: str = "auto"
+    tcp_model: str = "propfair"
     bw: float = 15.0
     runs: int = 8
     transport: str = "mptcp"
@@ -96,6 +97,10 @@ def add_arguments(p: Any) -> None:
                    help="model rates with coupled (aggregate max-min, LP) MPTCP besides "
                    f"independent subflows; auto = only up to {AGGREGATE_AUTO_MAX_HOSTS} hosts "
                    "(default: auto)")
+    p.add_argument("--tcp-model", choices=(*TCP_LIKE, "off"), default=None,
+                   help="the TCP-like model shown beside max-min on the same paths: propfair "
+                   "(proportional fairness, alpha = 1) or mpd (alpha = 2, Reno's allocation "
+                   "at equal round-trip times); off = max-min only (default: propfair)")
 
 
 def validate(params: FairnessParams) -> None:
@@ -115,6 +120,9 @@ def validate(params: FairnessParams) -> None:
                          f"{params.extra_servers}")
     if params.aggregate not in ("auto", "on", "off"):
         raise ValueError(f"--aggregate must be auto, on or off, got '{params.aggregate}'")
+    if params.tcp_model not in (*TCP_LIKE, "off"):
+        raise ValueError(f"--tcp-model must be one of {', '.join(TCP_LIKE)} or off, got "
+                         f"'{params.tcp_model}'")
     if len(transports(params)) != 1:
         raise ValueError("--transport: give one transport (mptcp or tcp) for this experiment")
     for label, spec in jellyfish_variants(params).items():
@@ -199,9 +207,10 @@ def run_networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]
 
 
 def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[str, list],
-                bw: float, aggregate: bool) -> tuple[dict[str, dict[str, Any]],
-                                                     dict[tuple[str, str], float]]:
-    """Per connection (keyed by source): model rate, aggregate rate, paths; per link: load."""
+                bw: float, aggregate: bool, tcp_model: str = "off"
+                ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float]]:
+    """Per connection (keyed by source): max-min rate, aggregate rate, the TCP-like model's
+    rate (``tcp_model``: a name of model.TCP_LIKE, or off), paths; per link: load."""
     routed = route_by_hash(topo, plan, pairs, tuples)
     caps = capacities(topo, bw)
     srcs = list(pairs)
@@ -211,6 +220,8 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
     flows = [conns[s] for s in srcs]
     rates = connection_rates(caps, flows, mode="independent")
     agg = connection_rates(caps, flows, mode="aggregate") if aggregate else None
+    # uncoupled, as the emulated subflows are (upstream MPTCP has no coupled control)
+    tcp = alpha_fair_rates(caps, flows, TCP_LIKE[tcp_model]) if tcp_model != "off" else None
     # per-link load from the same max-min allocation (one rate per subflow)
     paths = [p for s in srcs for p in conns[s]]
     sub = maxmin_rates(caps, paths)
@@ -222,6 +233,7 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
     for i, s in enumerate(srcs):
         out[s] = {"mbps": float(rates[i]),
                   "aggregate_mbps": float(agg[i]) if agg is not None else float("nan"),
+                  "tcp_mbps": float(tcp[i]) if tcp is not None else float("nan"),
                   "paths": len({tuple(p) for p in conns[s]})}
     return out, load
 
@@ -419,7 +431,8 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
                             for s in f.subflows] or tuples[label][f.src] for f in flows}
             t = time.monotonic()
             pred, _ = model_rates(topo, plan, pairs, real, params.bw,
-                                  _aggregate_wanted(params, topo))
+                                  _aggregate_wanted(params, topo),
+                                  params.tcp_model)
             facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
             folder.record(f"run{r:02d}-{label}", facts)
             for why in measurement_reasons(meas):      # as every experiment judges
@@ -433,6 +446,7 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
                              "norm_model": round(pred[f.src]["mbps"] / params.bw, 5),
                              "norm_model_aggregate": round(
                                  pred[f.src]["aggregate_mbps"] / params.bw, 5),
+                             "norm_model_tcp": round(pred[f.src]["tcp_mbps"] / params.bw, 5),
                              "subflows": len(f.subflows),
                              "src_addrs": len({s["src_ip"] for s in f.subflows}),
                              "model_paths": pred[f.src]["paths"],
@@ -471,7 +485,8 @@ def run_model(params: FairnessParams, folder: RunFolder) -> None:
             base = _base_row(r, label, topo, plan)
             agg = _aggregate_wanted(params, topo)
             t = time.monotonic()
-            pred, load = model_rates(topo, plan, pairs, tuples[label], params.bw, agg)
+            pred, load = model_rates(topo, plan, pairs, tuples[label], params.bw, agg,
+                                     params.tcp_model)
             folder.record(f"run{r:02d}-{label}", {
                 "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
                 "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
@@ -482,6 +497,7 @@ def run_model(params: FairnessParams, folder: RunFolder) -> None:
                              "norm_model": round(pred[src]["mbps"] / params.bw, 5),
                              "norm_model_aggregate": round(
                                  pred[src]["aggregate_mbps"] / params.bw, 5),
+                             "norm_model_tcp": round(pred[src]["tcp_mbps"] / params.bw, 5),
                              "subflows": len(tuples[label][src]),
                              "model_paths": pred[src]["paths"]})
         write_csv(folder.path / "links.csv", links)

@@ -18,7 +18,8 @@ from analysis.figures import caption, note, rank_plot, save
 from analysis.summaries import group_stats
 from store import cell, read_csv, write_csv
 
-MODEL_METRICS = ("norm_model", "norm_model_aggregate")
+#: max-min, coupled max-min (aggregate), the TCP-like alpha-fair model (--tcp-model)
+MODEL_METRICS = ("norm_model", "norm_model_aggregate", "norm_model_tcp")
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -64,7 +65,6 @@ def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, 
         if emulated:
             bwm = np.array([cell(r["norm_bwm"]) for r in sel])
             ipf = np.array([cell(r["norm_iperf"]) for r in sel])
-            mdl = np.array([cell(r.get("norm_model")) for r in sel])
             ok = (ipf > 0) & np.isfinite(bwm)
             if ok.any():
                 ratio = bwm[ok] / ipf[ok]
@@ -72,13 +72,15 @@ def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, 
                 row["bwm_over_iperf_median"] = round(float(np.median(ratio)), 4)
                 row["bwm_over_iperf_p90_dev"] = round(float(np.percentile(
                     np.abs(ratio - np.median(ratio)), 90)), 4)
-            okm = (mdl > 0) & np.isfinite(bwm)
-            if okm.any():
-                row["emulated_over_model_mean"] = round(float(bwm[okm].mean() /
-                                                              mdl[okm].mean()), 4)
-                row["flow_corr_emulated_model"] = round(float(np.corrcoef(
-                    bwm[okm], mdl[okm])[0, 1]), 3) if okm.sum() > 2 and mdl[okm].std() > 0 \
-                    else ""
+            for suffix, metric in (("model", "norm_model"), ("model_tcp", "norm_model_tcp")):
+                mdl = np.array([cell(r.get(metric)) for r in sel])
+                okm = (mdl > 0) & np.isfinite(bwm)
+                if okm.any():
+                    row[f"emulated_over_{suffix}_mean"] = round(float(bwm[okm].mean() /
+                                                                      mdl[okm].mean()), 4)
+                    row[f"flow_corr_emulated_{suffix}"] = round(float(np.corrcoef(
+                        bwm[okm], mdl[okm])[0, 1]), 3) \
+                        if okm.sum() > 2 and mdl[okm].std() > 0 else ""
             cpu = [cell(r.get("cpu_mean")) for r in sel]
             sat = [cell(r.get("cpu_saturated_share")) for r in sel]
             row["cpu_mean"] = round(float(np.nanmean(cpu)), 1) if cpu else ""
@@ -137,13 +139,18 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             nets, "throughput: bwm-ng at each receiver's switch port (L2 frames), as the "
             "paper; flows sorted within each run, mean over runs at each rank, shaded min-max"))
         series = []
+        tcp = config["params"].get("tcp_model", "off")
         for t, rs in groups.items():
             series += [(f"{_label(t, rs)} emulated", rs, "norm_bwm"),
-                       (f"{_label(t, rs)} model", rs, "norm_model")]
+                       (f"{_label(t, rs)} max-min", rs, "norm_model")]
+            if tcp != "off" and any(cell(r.get("norm_model_tcp")) > 0 for r in rs):
+                series.append((f"{_label(t, rs)} {tcp}", rs, "norm_model_tcp"))
         out.append(note(rank_plot(run_dir / "rank_vs_model.png", series, caption(
-            config, "emulated vs flow model, by rank of flow")), nets,
-            "model: same plans, CRC32 hash per switch of the run's real subflow 5-tuples, "
-            "independent max-min subflows (upstream MPTCP, no coupled CC)"))
+            config, "emulated vs flow models, by rank of flow")), nets,
+            "models: same plans, CRC32 hash per switch of the run's real subflow 5-tuples, "
+            "independent subflows (upstream MPTCP, no coupled CC); max-min, and "
+            f"{tcp} (alpha-fair: a subflow on more loaded links gets less, as TCP's does)"
+            if tcp != "off" else "max-min only (--tcp-model off)"))
         series = []
         for t, rs in groups.items():
             series += [(f"{_label(t, rs)} iperf3", rs, "norm_iperf"),

@@ -400,3 +400,51 @@ def test_aggregate_rates_survive_a_level_at_a_full_link():
     # both allocations fit the links and neither beats the other on the total by much
     assert agg.sum() == pytest.approx(ind.sum(), rel=0.25)
     assert agg.min() >= ind.min() - 1e-6        # aggregate max-min lifts the worst off
+
+
+# --- alpha-fair (TCP-like) models, against hand-solved allocations -------------------------
+
+def test_alpha_fair_two_links_by_hand():
+    """A crosses l1 and l2, B only l1, C only l2, unit capacities.  Max-min gives all 1/2;
+    alpha-fairness charges A for its two links: maximise sum x^(1-a)/(1-a) with
+    A + B = A + C = 1, so B = C = 1 - A and A^-a = 2 (1 - A)^-a, A = 1 / (1 + 2^(1/a)):
+    proportional fairness (a = 1) A = 1/3; mpd (a = 2) A = sqrt(2) - 1; a = 1/2: A = 1/5."""
+    from model import TCP_LIKE, alpha_fair_rates
+
+    caps = {"l1": 1.0, "l2": 1.0}
+    flows = [[["l1", "l2"]], [["l1"]], [["l2"]]]
+    for alpha, a in ((TCP_LIKE["propfair"], 1 / 3), (TCP_LIKE["mpd"], math.sqrt(2) - 1),
+                     (0.5, 0.2)):
+        got = alpha_fair_rates(caps, flows, alpha)
+        assert got == pytest.approx([a, 1 - a, 1 - a], abs=1e-3), alpha
+    # larger alpha moves towards max-min (all 1/2)
+    assert alpha_fair_rates(caps, flows, 8.0)[0] == pytest.approx(1 / (1 + 2 ** (1 / 8)),
+                                                                  abs=1e-3)
+
+
+def test_alpha_fair_coupled_pools_and_uncoupled_counts_subflows():
+    """A has a path on l1 and one on l2, B only l1.  Uncoupled (proportional): A's l1
+    subflow and B split l1, A's l2 subflow has l2: A = 1.5, B = 0.5.  Coupled, A's total
+    counts: log(1 + a1) + log(1 - a1) is largest at a1 = 0: A = 1 (all of l2), B = 1."""
+    from model import alpha_fair_rates
+
+    caps = {"l1": 1.0, "l2": 1.0}
+    flows = [[["l1"], ["l2"]], [["l1"]]]
+    assert alpha_fair_rates(caps, flows, 1.0) == pytest.approx([1.5, 0.5], abs=1e-3)
+    assert alpha_fair_rates(caps, flows, 1.0, coupled=True) == pytest.approx([1.0, 1.0],
+                                                                             abs=1e-3)
+
+
+def test_alpha_fair_scale_unbounded_and_bad_input():
+    from model import alpha_fair_rates
+
+    caps = {"l1": 15.0, "l2": 15.0, "host": math.inf}
+    got = alpha_fair_rates(caps, [[["host", "l1", "l2"]], [["l1"]], [["l2"]], [["host"]]],
+                           1.0)
+    assert got[:3] == pytest.approx([5.0, 10.0, 10.0], abs=1e-2)  # Mb/s: the units given
+    assert got[3] == math.inf                                      # crosses no finite link
+    assert len(alpha_fair_rates(caps, [], 1.0)) == 0
+    with pytest.raises(ValueError):
+        alpha_fair_rates(caps, [[["l1"]]], 0.0)
+    with pytest.raises(ValueError):
+        alpha_fair_rates(caps, [[["nowhere"]]], 1.0)
