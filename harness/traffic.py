@@ -18,7 +18,7 @@ from typing import Any
 
 from analysis.fidelity import limit_shares, limits_note
 from emulator.emulation import Emulation
-from emulator.proc import RunError, check, how_ended, stop_process
+from emulator.proc import RunError, check, how_ended, stop_all, stop_process
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
 from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler
@@ -357,11 +357,12 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     tcp.start()
     before = port_counters(emu)
     busy0 = busy_cpu_seconds()
+    subflow_timing: dict[str, Any] = {}   # MPTCP: the subflow looks and restarts
     try:
         with emu.dequeue_gaps() as gaps:
             unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
                                             servers, bwm, grace, may_not_connect, want,
-                                            interval)
+                                            interval, subflow_timing)
         busy = busy_cpu_seconds() - busy0
     finally:
         try:
@@ -414,6 +415,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     rx = sum(p["rx_packets"] for p in ports)
     return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
             "restarts": {f.name: f.restarts for f in flows if f.restarts},
+            "subflow_wait": subflow_timing,
             # the whole machine's CPU per packet-hop (a packet entering a switch port):
             # switch, probe, shaping, both TCP stacks, iperf3 and dcrepro's own sampling
             "cpu_us_per_packet_hop": round(1e6 * busy / rx, 3) if rx else None,
@@ -634,27 +636,41 @@ def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
 
 def _await_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int], trim: float,
                     clients: dict[str, tuple[Flow, Any, subprocess.Popen]],
-                    servers: dict[str, tuple[Flow, Any, subprocess.Popen]],
-                    restart: Callable[[Flow], None], watch: Callable[[], None]) -> None:
+                    restart: Callable[[list[Flow]], None], watch: Callable[[], None],
+                    timing: dict[str, Any]) -> None:
     """Wait until every flow's data connection has its subflows, at most until its window
-    would open; start a flow that is still short (or whose client ended) once more, then
-    wait for it the same way.  Bounded: two windows' trim per flow at most."""
+    would open; start the flows that are still short (or whose client ended) once more,
+    together, then wait for them the same way.  Bounded: two windows' trim per flow at
+    most.  ``timing`` gets when each look and restart happened (seconds after the first
+    client started): a restart that comes late leaves the flow measured apart
+    (apart_note)."""
+    first = min(f.start for f in flows)
+    looks: list[float] = []
     for attempt in (0, 1):
         pending = [f for f in flows if attempt == 0 or f.restarts == 1]
         while pending:
             procs = {f.name: clients[f.name][2] for f in pending}
+            t = time.monotonic()
             short = _short_of_subflows(emu, pending, want, procs)
+            looks.append(time.monotonic() - t)
             pending = [f for f in pending if f.name in short]
             due = [f for f in pending if time.time() >= f.start + max(1.0, trim - 0.5)]
-            if attempt == 0:
+            if attempt == 0 and due:
                 for f in due:
                     LOG.warning("%s: %s before its window; started again", f.name,
                                 short[f.name])
-                    restart(f)
+                late = [round(time.time() - f.start, 2) for f in due]
+                t = time.monotonic()
+                restart(due)
+                timing.setdefault("restarts", []).append(
+                    {"at_s": round(time.time() - first, 2), "flows": len(due),
+                     "due_for_s": max(late), "took_s": round(time.monotonic() - t, 2)})
             pending = [f for f in pending if f not in due]
             if pending:
                 watch()
                 time.sleep(0.5)   # MP_JOINs retry after 1 s: a look every half second
+    timing.update(looks=len(looks), look_max_s=round(max(looks, default=0.0), 2),
+                  look_median_s=round(median(looks), 2) if looks else None)
 
 
 def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
@@ -662,7 +678,8 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
                       bwm: subprocess.Popen, grace: float,
                       may_not_connect: bool, want: dict[str, int] | None = None,
-                      interval: float = 0.5) -> set[str]:
+                      interval: float = 0.5,
+                      subflow_timing: dict[str, Any] | None = None) -> set[str]:
     """Start every client (MPTCP with ``want``: wait for the subflows, restarting a short
     flow once), snapshot the sockets late in the window, wait under watch; returns the
     names of the flows that never connected (only with ``may_not_connect``)."""
@@ -671,21 +688,23 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     by_server = {f.name: sv for f, sv in zip(flows, servers)}
     closed: list[Any] = []
 
-    def restart(f: Flow) -> None:
-        for table in (by_client, by_server):
-            _, fh, proc = table[f.name]
-            stop_process(proc)
-            closed.append(fh)
-        by_server[f.name] = _server(emu, f, wrap, interval, out)
-        _wait_listening(emu, [f], timeout=20)
-        f.restarts += 1
-        f.subflows = []
-        by_client[f.name] = _client(emu, f, wrap, duration, out)
+    def restart(fs: list[Flow]) -> None:
+        # all together: one shared stop and one wait for the servers, not one each
+        stop_all([table[f.name][2] for f in fs for table in (by_client, by_server)])
+        closed.extend(table[f.name][1] for f in fs for table in (by_client, by_server))
+        for f in fs:
+            by_server[f.name] = _server(emu, f, wrap, interval, out)
+        _wait_listening(emu, fs, timeout=20)
+        for f in fs:
+            f.restarts += 1
+            f.subflows = []
+            by_client[f.name] = _client(emu, f, wrap, duration, out)
 
     try:
         if want is not None:
-            _await_subflows(emu, flows, want, trim, by_client, by_server, restart,
-                            lambda: watch_once([], [("bwm-ng", bwm)], emu.check_alive))
+            _await_subflows(emu, flows, want, trim, by_client, restart,
+                            lambda: watch_once([], [("bwm-ng", bwm)], emu.check_alive),
+                            subflow_timing if subflow_timing is not None else {})
         clients = [by_client[f.name] for f in flows]
         servers[:] = [by_server[f.name] for f in flows]
         _snapshot_sockets(emu, flows, transport, duration, trim, out, first, clients,

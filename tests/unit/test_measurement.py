@@ -178,20 +178,25 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
     clients = {f.name: (f, None, _Proc()) for f in (good, short, never)}
     restarted = []
 
-    def restart(f):
-        restarted.append(f.name)
-        f.restarts += 1
-        f.subflows = []
-        f.start = now[0]
-        if f is short:
-            emu.texts["c"] = _ss(8, 5202)
+    def restart(fs):
+        restarted.append([f.name for f in fs])
+        for f in fs:
+            f.restarts += 1
+            f.subflows = []
+            f.start = now[0]
+            if f is short:
+                emu.texts["c"] = _ss(8, 5202)
 
     def tick():
         now[0] += 0.5
 
+    timing: dict = {}
     tr._await_subflows(emu, [good, short, never], {f.name: 8 for f in (good, short, never)},
-                       3.0, clients, {}, restart, tick)
-    assert restarted == [short.name, never.name]
+                       3.0, clients, restart, tick, timing)
+    assert restarted == [[short.name, never.name]]       # due together: started together
+    assert [(r["flows"], r["at_s"], r["due_for_s"]) for r in timing["restarts"]] == \
+        [(2, 2.5, 2.5)]                                   # 2.5 s = trim - 0.5, on time
+    assert timing["looks"] == emu.looks
     assert (good.restarts, short.restarts, never.restarts) == (0, 1, 1)
     assert len(good.subflows) == 8 and len(short.subflows) == 8 and len(never.subflows) == 2
     # bounded: each restarted flow waited at most one more window (trim) after its restart
