@@ -352,7 +352,8 @@ def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
         cpu_saturated_share=meas["cpu_saturated_share"],
         emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"],
-        tcp_limits=meas["tcp_limits"], restarts=meas["restarts"])
+        tcp_limits=meas["tcp_limits"], restarts=meas["restarts"],
+        subflow_wait=meas["subflow_wait"])
     links = measured_link_rows(topo, window, params.bw, r, label)
     return flows, meas, links, facts
 

@@ -295,7 +295,7 @@ def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]]
         fid["suspect"] = True
         fid["reasons"].append(f"{missing} of {wanted} designed subflows never appeared")
     fid.update(run=r, active_pct=pct, network=d, subflows_missing=missing,
-               restarts=meas["restarts"],
+               restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                subflows_designed=wanted, cpu_mean=meas["cpu_mean"])
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     judge(folder, fid, f"run {r} active {pct:g} % {d}", f"; subflows {wanted - missing}/{wanted}")

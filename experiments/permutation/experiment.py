@@ -92,7 +92,7 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
                      meas["dequeue_gaps"], meas["measurement_note"],
                      tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"])
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
-                   restarts=meas["restarts"],
+                   restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                    queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"],
                    switch_rx_packets=meas["switch_rx_packets"], cpu_busy_s=meas["cpu_busy_s"],
                    cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"])
