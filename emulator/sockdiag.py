@@ -25,6 +25,12 @@ SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 INET_DIAG_INFO, INET_DIAG_SKMEMINFO = 2, 7
+#: the socket's upper-layer protocol (include/uapi/linux/inet_diag.h), sent to a caller with
+#: CAP_NET_ADMIN: nested INET_ULP_INFO_NAME and, for an MPTCP subflow, INET_ULP_INFO_MPTCP
+#: with the MPTCP_SUBFLOW_ATTR_* of include/uapi/linux/mptcp.h
+INET_DIAG_ULP_INFO = 19
+INET_ULP_INFO_NAME, INET_ULP_INFO_MPTCP = 1, 3
+MPTCP_SUBFLOW_ATTR_TOKEN_REM, MPTCP_SUBFLOW_ATTR_TOKEN_LOC = 1, 2
 TCP_ESTABLISHED = 1
 
 NLMSGHDR = struct.Struct("=IHHII")          # len, type, flags, seq, pid (host order)
@@ -72,6 +78,8 @@ class SockInfo(NamedTuple):
     state: int
     info: dict[str, int]
     mem: dict[str, int]
+    #: an MPTCP subflow's tokens: {"token_rem": .., "token_loc": ..}; None for plain TCP
+    mptcp: dict[str, int] | None = None
 
     def in_flight(self) -> int | None:
         """Packets in flight as TCP counts them (tcp_packets_in_flight): unacked - sacked -
@@ -114,6 +122,34 @@ def _tcp_info(raw: bytes) -> dict[str, int]:
     return out
 
 
+def _attrs(raw: bytes) -> dict[int, bytes]:
+    """The netlink attributes in ``raw`` by type (nested ones are parsed by the caller)."""
+    out: dict[int, bytes] = {}
+    a = 0
+    while a + RTATTR.size <= len(raw):
+        alen, atype = RTATTR.unpack_from(raw, a)
+        if alen < RTATTR.size:
+            break
+        out[atype & 0x3FFF] = raw[a + RTATTR.size: a + alen]   # without NLA_F_NESTED
+        a += _align4(alen)
+    return out
+
+
+def _mptcp_tokens(ulp: bytes) -> dict[str, int] | None:
+    """An MPTCP subflow's tokens from an INET_DIAG_ULP_INFO payload (None: not MPTCP)."""
+    nested = _attrs(ulp)
+    if nested.get(INET_ULP_INFO_NAME, b"").rstrip(b"\0") != b"mptcp" or \
+            INET_ULP_INFO_MPTCP not in nested:
+        return None
+    sub = _attrs(nested[INET_ULP_INFO_MPTCP])
+    out = {}
+    for key, attr in (("token_rem", MPTCP_SUBFLOW_ATTR_TOKEN_REM),
+                      ("token_loc", MPTCP_SUBFLOW_ATTR_TOKEN_LOC)):
+        if len(sub.get(attr, b"")) >= 4:
+            out[key] = struct.unpack_from("=I", sub[attr], 0)[0]
+    return out
+
+
 def parse(data: bytes) -> tuple[list[SockInfo], bool]:
     """Sockets in one read of a dump's answer, and whether the dump is done (NLMSG_DONE).
     DiagError on an NLMSG_ERROR with a non-zero code."""
@@ -140,23 +176,18 @@ def parse(data: bytes) -> tuple[list[SockInfo], bool]:
             DIAG_MSG.unpack_from(body, 0)
         if family != socket.AF_INET:
             continue
-        info: dict[str, int] = {}
+        attrs = _attrs(body[DIAG_MSG.size:])
+        info = _tcp_info(attrs[INET_DIAG_INFO]) if INET_DIAG_INFO in attrs else {}
         mem: dict[str, int] = {}
-        a = DIAG_MSG.size
-        while a + RTATTR.size <= len(body):
-            alen, atype = RTATTR.unpack_from(body, a)
-            if alen < RTATTR.size:
-                break
-            payload = body[a + RTATTR.size: a + alen]
-            if atype == INET_DIAG_INFO:
-                info = _tcp_info(payload)
-            elif atype == INET_DIAG_SKMEMINFO:
-                n = min(len(SKMEM_FIELDS), len(payload) // 4)
-                mem = dict(zip(SKMEM_FIELDS, struct.unpack_from(f"={n}I", payload, 0)))
-            a += _align4(alen)
+        if INET_DIAG_SKMEMINFO in attrs:
+            raw = attrs[INET_DIAG_SKMEMINFO]
+            n = min(len(SKMEM_FIELDS), len(raw) // 4)
+            mem = dict(zip(SKMEM_FIELDS, struct.unpack_from(f"={n}I", raw, 0)))
+        mptcp = _mptcp_tokens(attrs[INET_DIAG_ULP_INFO]) if INET_DIAG_ULP_INFO in attrs \
+            else None
         socks.append(SockInfo(socket.inet_ntoa(src[:4]), int.from_bytes(sport, "big"),
                               socket.inet_ntoa(dst[:4]), int.from_bytes(dport, "big"),
-                              state, info, mem))
+                              state, info, mem, mptcp))
     return socks, done
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from analysis.fidelity import limit_shares, limits_note
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, how_ended, stop_all, stop_process
+from emulator.sockdiag import SockInfo
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
 from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler
@@ -227,17 +228,35 @@ DATA_CONNECTION_BYTES = 64 * 1024
 
 
 def data_subflows(text: str, dport: int) -> list[dict[str, Any]]:
-    """Subflows of iperf3's data connection to ``dport``: the busier of its MPTCP
-    connections.  The control connection gets as many subflows from the path manager, so a
+    """Subflows of iperf3's data connection to ``dport`` in `ss -Hntie` text (data_connection
+    of parse_ss_subflows)."""
+    return data_connection(parse_ss_subflows(text, dport))
+
+
+def diag_subflows(socks: Sequence[SockInfo], dport: int) -> dict[str, list[dict[str, Any]]]:
+    """As parse_ss_subflows, from a sock_diag dump: sockets to ``dport`` grouped by their
+    MPTCP connection (the local token, which every subflow of a connection shares)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for s in socks:
+        if s.dport != dport or not s.mptcp or "token_loc" not in s.mptcp:
+            continue
+        groups.setdefault(f"{s.mptcp['token_loc']:08x}", []).append({
+            "src_ip": s.saddr, "src_port": s.sport, "dst_ip": s.daddr, "dst_port": s.dport,
+            "bytes_acked": s.info.get("bytes_acked", 0)})
+    return groups
+
+
+def data_connection(groups: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Subflows of iperf3's data connection: the busier of its MPTCP connections (token ->
+    subflows).  The control connection gets as many subflows from the path manager, so a
     connection found alone counts only once it has carried data: taking a lone control
     connection for the data connection hid a test whose data connection never came (the
     control connection closed during set-up) from the start-up restart."""
-    groups = [(g, sum(s["bytes_acked"] for s in g))
-              for g in parse_ss_subflows(text, dport).values()]
-    if not groups:
+    sized = [(g, sum(s["bytes_acked"] for s in g)) for g in groups.values()]
+    if not sized:
         return []
-    busiest, carried = max(groups, key=lambda gc: gc[1])
-    return [] if len(groups) == 1 and carried < DATA_CONNECTION_BYTES else busiest
+    busiest, carried = max(sized, key=lambda gc: gc[1])
+    return [] if len(sized) == 1 and carried < DATA_CONNECTION_BYTES else busiest
 
 
 def tcp_tuple(text: str, dport: int) -> list[dict[str, Any]]:
@@ -622,11 +641,11 @@ def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
         if clients[f.name].poll() is not None:
             short[f.name] = f"its client ended ({how_ended(clients[f.name])})"
     look = sorted({f.src for f in flows if f.name not in short})
-    texts = emu.hosts_cmd(look, ["ss", "-Hntie"], nice=-20) if look else {}
+    socks = emu.sockets(look) if look else {}
     for f in flows:
         if f.name in short:
             continue
-        got = data_subflows(texts[f.src], f.port)
+        got = data_connection(diag_subflows(socks[f.src], f.port))
         if len(got) >= len(f.subflows):
             f.subflows = got
         if len(f.subflows) < want[f.name]:

@@ -149,16 +149,25 @@ class _Proc:
         return self.returncode
 
 
+def _socks(n: int, dport: int, token: int = 0x8DF767AE) -> list:
+    """A sock_diag dump of the same connection as _ss: ``n`` subflows to ``dport``."""
+    from emulator.sockdiag import SockInfo
+    return [SockInfo(f"10.{128 + i}.0.1", 40000 + i, "10.2.1.2", dport, 1,
+                     {"bytes_acked": 100000 + i}, {}, {"token_rem": 0, "token_loc": token})
+            for i in range(n)]
+
+
 class _Emu:
-    """hosts_cmd answers from ``texts`` (host -> ss text), as `ss` in each host would."""
+    """sockets answers from ``texts`` (host -> number of subflows and port, as _socks), as
+    sock_diag in each host would."""
 
     def __init__(self, texts):
         self.texts = texts
         self.looks = 0
 
-    def hosts_cmd(self, names, argv, nice=0):
+    def sockets(self, names):
         self.looks += 1
-        return {n: self.texts[n] for n in names}
+        return {n: _socks(*self.texts[n]) if self.texts[n] else [] for n in names}
 
 
 def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkeypatch):
@@ -174,7 +183,7 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
                           tr.Flow("e", "f", 5203))
     for f in (good, short, never):
         f.start = now[0]
-    emu = _Emu({"a": _ss(8, 5201), "c": _ss(5, 5202), "e": _ss(2, 5203)})
+    emu = _Emu({"a": (8, 5201), "c": (5, 5202), "e": (2, 5203)})
     clients = {f.name: (f, None, _Proc()) for f in (good, short, never)}
     restarted = []
 
@@ -185,7 +194,7 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
             f.subflows = []
             f.start = now[0]
             if f is short:
-                emu.texts["c"] = _ss(8, 5202)
+                emu.texts["c"] = (8, 5202)
 
     def tick():
         now[0] += 0.5
@@ -206,7 +215,7 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
 def test_a_client_that_ended_during_set_up_is_started_again():
     from harness import traffic as tr
     f = tr.Flow("a", "b", 5201)
-    emu = _Emu({"a": ""})
+    emu = _Emu({"a": None})
     short = tr._short_of_subflows(emu, [f], {f.name: 8}, {f.name: _Proc(code=1)})
     assert "client ended" in short[f.name] and emu.looks == 0
 
@@ -234,3 +243,27 @@ def test_a_run_finds_the_calibration_of_the_results_root_it_sits_under(tmp_path)
     (root / "sweeps" / CALIBRATION_FILE).write_text(json.dumps(
         {calibration_key("fattree,k=4", 10.0, "bpf"): {"utilisation": 0.5}}))
     assert load_calibration(in_sweep, "fattree,k=4", 10.0, "bpf")["utilisation"] == 0.5
+
+
+def test_sock_diag_and_ss_find_the_same_data_connection():
+    """The start-up look (sock_diag) and the late snapshot (`ss`) group subflows alike: by
+    the connection's local token; a lone connection that carried nothing is not the data
+    connection; plain TCP sockets and other ports are left out."""
+    from emulator.sockdiag import SockInfo
+    from harness.traffic import data_connection, diag_subflows
+
+    diag = data_connection(diag_subflows(_socks(8, 5202), 5202))
+    text = data_connection(tr_parse(_ss(8, 5202), 5202))
+    assert diag == text and len(diag) == 8
+    control = [SockInfo("10.0.0.1", 1, "10.2.1.2", 5202, 1, {"bytes_acked": 172}, {},
+                        {"token_rem": 0, "token_loc": 7})]
+    assert data_connection(diag_subflows(control, 5202)) == []
+    both = diag_subflows(control + _socks(3, 5202), 5202)
+    assert len(both) == 2 and len(data_connection(both)) == 3
+    plain = [SockInfo("10.0.0.1", 1, "10.2.1.2", 5202, 1, {"bytes_acked": 10**6}, {})]
+    assert diag_subflows(plain + _socks(2, 5299), 5202) == {}
+
+
+def tr_parse(text: str, dport: int) -> dict:
+    from harness.traffic import parse_ss_subflows
+    return parse_ss_subflows(text, dport)

@@ -10,9 +10,14 @@ import pytest
 from emulator import sockdiag as sd
 
 
+def _attr(kind: int, payload: bytes) -> bytes:
+    a = sd.RTATTR.pack(sd.RTATTR.size + len(payload), kind) + payload
+    return a + bytes(-len(a) % 4)
+
+
 def diag_message(saddr: str, sport: int, daddr: str, dport: int, info: dict[str, int],
                  mem: tuple[int, ...] = (), info_len: int | None = None,
-                 family: int = socket.AF_INET) -> bytes:
+                 family: int = socket.AF_INET, ulp: bytes = b"") -> bytes:
     """One SOCK_DIAG_BY_FAMILY message as the kernel sends it."""
     values = [info.get(name, 0) for name, _ in sd.TCP_INFO_FIELDS]
     raw_info = sd.TCP_INFO.pack(*values)[:info_len]
@@ -21,7 +26,8 @@ def diag_message(saddr: str, sport: int, daddr: str, dport: int, info: dict[str,
                             socket.inet_aton(daddr) + bytes(12), 0, bytes(8), 0, 0, 0, 0, 0)
     attrs = b""
     for kind, payload in ((sd.INET_DIAG_INFO, raw_info),
-                          (sd.INET_DIAG_SKMEMINFO, struct.pack(f"={len(mem)}I", *mem))):
+                          (sd.INET_DIAG_SKMEMINFO, struct.pack(f"={len(mem)}I", *mem)),
+                          (sd.INET_DIAG_ULP_INFO | 0x8000, ulp)):     # NLA_F_NESTED set
         if not payload:
             continue
         a = sd.RTATTR.pack(sd.RTATTR.size + len(payload), kind) + payload
@@ -109,3 +115,21 @@ def test_a_real_dump_finds_this_processes_loopback_connection():
     finally:
         for s in (cli, acc, srv):
             s.close()
+
+
+def test_an_mptcp_subflow_carries_its_tokens():
+    """INET_DIAG_ULP_INFO (nested: name "mptcp", then the subflow's attributes) gives the
+    remote and local tokens; a socket without it, or with another ULP, is plain TCP."""
+    mptcp = _attr(sd.INET_ULP_INFO_NAME, b"mptcp\0") + _attr(
+        sd.INET_ULP_INFO_MPTCP | 0x8000,
+        _attr(sd.MPTCP_SUBFLOW_ATTR_TOKEN_REM, struct.pack("=I", 0)) +
+        _attr(sd.MPTCP_SUBFLOW_ATTR_TOKEN_LOC, struct.pack("=I", 0x7071CC93)) +
+        _attr(8, struct.pack("=I", 5)))                     # flags: ignored
+    tls = _attr(sd.INET_ULP_INFO_NAME, b"tls\0")
+    data = (diag_message("10.0.0.2", 40000, "10.0.0.1", 5201, {"bytes_acked": 9}, ulp=mptcp) +
+            diag_message("10.0.0.2", 40001, "10.0.0.1", 5201, {}, ulp=tls) +
+            diag_message("10.0.0.2", 40002, "10.0.0.1", 5201, {}) + done())
+    socks, _ = sd.parse(data)
+    assert socks[0].mptcp == {"token_rem": 0, "token_loc": 0x7071CC93}
+    assert socks[0].info["bytes_acked"] == 9
+    assert socks[1].mptcp is None and socks[2].mptcp is None
