@@ -68,8 +68,8 @@ def load() -> Any:
     """The ns-3 bindings (imported once per process: 15-30 s) with our helper compiled."""
     global _NS
     if _NS is None:
-        from ns import ns  # type: ignore[import-not-found]  # only with setup.sh --with-sim
         import cppyy  # type: ignore[import-not-found]
+        from ns import ns  # type: ignore[import-not-found]  # only with setup.sh --with-sim
         cppyy.cppdef(_CPP)
         _NS = ns
     return _NS
@@ -161,7 +161,7 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
     discs: dict[tuple[str, str], Any] = {}      # (node, peer) -> that port's queue disc
     ifaces: dict[tuple[str, str], int] = {}
     addr = ns.Ipv4AddressHelper()
-    for i, link in enumerate(net.links):
+    for link in net.links:
         p2p.SetDeviceAttribute("DataRate", ns.StringValue(f"{link.rate_mbps * 1e6:.0f}bps"))
         devs = p2p.Install(nodes.Get(index[link.a]), nodes.Get(index[link.b]))
         subnet = ipaddress.IPv4Network(link.subnet)
@@ -253,16 +253,16 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
         now = mark
         rx[mark] = [int(s.GetTotalRx()) for s in sinks]
         tx[mark] = [sent_bytes(f.src) for f in net.flows]
-    a, b = cfg.trim, cfg.duration - cfg.trim
-    window = b - a
+    t_a, t_b = cfg.trim, cfg.duration - cfg.trim
+    window = t_b - t_a
     flows = []
     grid = [0.0] + [m for m in marks if abs(m / cfg.interval - round(m / cfg.interval)) < 1e-6]
     for i, f in enumerate(net.flows):
-        got = rx[b][i] - rx[a][i]
+        got = rx[t_b][i] - rx[t_a][i]
         series = [(t1, (rx[t1][i] - rx[t0_][i]) * 8 / (t1 - t0_) / 1e6)
                   for t0_, t1 in zip(grid, grid[1:])]
         flows.append(FlowResult(f.src, f.dst, got * 8 / window / 1e6, got,
-                                (tx[b][i] - tx[a][i]) * 8 / window / 1e6, series, f.start))
+                                (tx[t_b][i] - tx[t_a][i]) * 8 / window / 1e6, series, f.start))
     ports = []
     for (me, peer), disc in discs.items():
         st = disc.GetStats()
