@@ -251,10 +251,19 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         fair = params["bw"] / (n + 1)
         st = outcast_stats(mine, [d for d in drops if int(d["flows"]) == n])
         fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-        _time_panel(axes[0, 0], s0, senders, "lone", "iperf3",
-                    f"goodput at the receiver (iperf3 {params['interval']} s), run {run0}", fair)
-        _time_panel(axes[0, 1], s0, senders, "lone", "bwm-ng",
-                    "rate entering the network at each sender's switch port (bwm-ng rx)", fair)
+        if params.get("backend") == "sim":
+            _time_panel(axes[0, 0], s0, senders, "lone", "sink",
+                        f"simulated goodput at the receiver ({params['interval']} s), "
+                        f"run {run0}", fair)
+            axes[0, 1].text(0.5, 0.5, "offered rate: averages only (flows.csv)",
+                            ha="center", va="center")
+        else:
+            _time_panel(axes[0, 0], s0, senders, "lone", "iperf3",
+                        f"goodput at the receiver (iperf3 {params['interval']} s), run {run0}",
+                        fair)
+            _time_panel(axes[0, 1], s0, senders, "lone", "bwm-ng",
+                        "rate entering the network at each sender's switch port (bwm-ng rx)",
+                        fair)
         _bar_panel(axes[1, 0], mine, senders, "lone", fair,
                    f"average over runs (bars: min-max of {st['runs']} runs); lone = "
                    f"{st['lone_share_of_fair']} of fair share")
