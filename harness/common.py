@@ -92,6 +92,10 @@ def checked(mod: ModuleType, values: Mapping[str, Any]) -> Params:
     by the shared validation and the experiment's own; ValueError (one line) on anything
     wrong, before anything is built."""
     params = typed(mod, values)
+    offered = getattr(mod, "BACKENDS", ("emulated", "model"))
+    if params.get("backend", "emulated") not in offered:
+        raise ValueError(f"--backend must be one of {', '.join(offered)} for {mod.NAME}, got "
+                         f"'{params['backend']}'")
     validate(params)
     if hasattr(mod, "validate"):
         mod.validate(params)

@@ -155,9 +155,6 @@ def validate(params: OutcastParams) -> None:
     """One-line ValueError for bad values, before anything is built."""
     parse_flows(params.flows)
     validate_tcp(params)
-    if params.backend not in BACKENDS:
-        raise ValueError(f"outcast: --backend {params.backend} is not available here (known: "
-                         f"{', '.join(BACKENDS)})")
     check_sim(params, rto_min_ms(params.rto_min))
 
 
