@@ -31,6 +31,9 @@ SHARED = {
     "delay_us": (float, "propagation delay of every link, microseconds (--backend sim only)"),
     "jitter": (float, "each flow starts at a seeded uniform time in [0, jitter] s "
                       "(--backend sim only)"),
+    "pkt_jitter_us": (float, "every packet on every link takes a uniform random extra delay "
+                             "in [0, this] microseconds, to break a deterministic "
+                             "simulation's phase locking (--backend sim only)"),
     "dataplane": (str, "how the emulated switches forward: bpf (tc-BPF programs in the "
                        "kernel) or ovs (Open vSwitch + the os-ken OpenFlow controller); auto = "
                        "bpf where this machine can build and load it, else ovs"),
@@ -45,7 +48,7 @@ def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
             continue
         typ, text = SHARED[name]
         q = f"; quick: {quick[name]}" if name in quick else ""
-        p.add_argument(f"--{name}", type=typ, default=None,
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=None,
                        help=f"{text} (default: {default}{q})")
     p.add_argument("--quick", action="store_true",
                    help="short version for a first look: " +

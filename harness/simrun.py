@@ -29,6 +29,7 @@ def sim_config(params: Mapping[str, Any], run: int, rto_min_ms: float | None = N
                      cc=str(params["cc"]), rto_min_ms=rto_min_ms,
                      delay_us=float(params.get("delay_us", 0.0)),
                      start_jitter_s=float(params.get("jitter", 0.0)),
+                     packet_jitter_us=float(params.get("pkt_jitter_us", 0.0)),
                      seed=int(params["seed"]), run=run + 1)
 
 
@@ -43,6 +44,8 @@ def check_sim(params: Mapping[str, Any], rto_min_ms: float | None = None) -> Non
     if params.get("delay_us", 0.0):
         raise ValueError("--delay-us is simulation-only (this kernel has no netem): use "
                          "--backend sim or leave it 0")
+    if params.get("pkt_jitter_us", 0.0):
+        raise ValueError("--pkt-jitter-us is simulation-only: use --backend sim or leave it 0")
     if params.get("jitter", 0.0):
         raise ValueError("--jitter is simulation-only (emulated flows start in a seeded "
                          "order): use --backend sim or leave it 0")

@@ -27,8 +27,62 @@ _CPP = r"""
 #include "ns3/ppp-header.h"
 #include "ns3/ipv4-queue-disc-item.h"
 #include "ns3/queue-disc.h"
+#include "ns3/drop-tail-queue.h"
+#include "ns3/net-device-queue-interface.h"
+#include "ns3/point-to-point-channel.h"
+#include "ns3/point-to-point-net-device.h"
+#include "ns3/random-variable-stream.h"
+#include "ns3/simulator.h"
 #include <map>
 namespace dcrepro_sim {
+// a point-to-point wire whose every packet takes the propagation delay plus a uniform
+// random extra in [0, jitter]: breaks the exact phase locking of a deterministic network
+class JitterChannel : public ns3::PointToPointChannel {
+ public:
+  void Configure(ns3::Time base, double jitter_s, int64_t stream) {
+    m_base = base;
+    m_jitter = jitter_s;
+    m_rv = ns3::CreateObject<ns3::UniformRandomVariable>();
+    m_rv->SetStream(stream);
+  }
+  bool TransmitStart(ns3::Ptr<const ns3::Packet> p, ns3::Ptr<ns3::PointToPointNetDevice> src,
+                     ns3::Time txTime) override {
+    auto dst = GetPointToPointDevice(0) == src ? GetPointToPointDevice(1)
+                                                : GetPointToPointDevice(0);
+    ns3::Time d = txTime + m_base + ns3::Seconds(m_rv->GetValue(0, m_jitter));
+    ns3::Simulator::ScheduleWithContext(dst->GetNode()->GetId(), d,
+                                        &ns3::PointToPointNetDevice::Receive, dst, p->Copy());
+    return true;
+  }
+ private:
+  ns3::Time m_base;
+  double m_jitter = 0;
+  ns3::Ptr<ns3::UniformRandomVariable> m_rv;
+};
+
+// what PointToPointHelper::Install does, with a JitterChannel for the wire
+ns3::NetDeviceContainer InstallJitter(ns3::Ptr<ns3::Node> a, ns3::Ptr<ns3::Node> b,
+                                      const std::string& rate, double base_s,
+                                      double jitter_s, int64_t stream) {
+  ns3::NetDeviceContainer out;
+  auto ch = ns3::CreateObject<JitterChannel>();
+  ch->Configure(ns3::Seconds(base_s), jitter_s, stream);
+  for (auto node : {a, b}) {
+    auto dev = ns3::CreateObject<ns3::PointToPointNetDevice>();
+    dev->SetAddress(ns3::Mac48Address::Allocate());
+    dev->SetDataRate(ns3::DataRate(rate));
+    node->AddDevice(dev);
+    auto q = ns3::CreateObject<ns3::DropTailQueue<ns3::Packet>>();
+    dev->SetQueue(q);
+    dev->Attach(ch);
+    auto ndqi = ns3::CreateObject<ns3::NetDeviceQueueInterface>();
+    ndqi->GetTxQueue(0)->ConnectQueueTraces(q);
+    dev->AggregateObject(ndqi);
+    out.Add(dev);
+  }
+  return out;
+}
+
 // counts packets per IPv4 source address, fed by a queue disc's Drop trace or by a
 // device's MacRx trace (which sees the packet with its PPP header on)
 class BySource {
@@ -162,8 +216,14 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
     ifaces: dict[tuple[str, str], int] = {}
     addr = ns.Ipv4AddressHelper()
     for link in net.links:
-        p2p.SetDeviceAttribute("DataRate", ns.StringValue(f"{link.rate_mbps * 1e6:.0f}bps"))
-        devs = p2p.Install(nodes.Get(index[link.a]), nodes.Get(index[link.b]))
+        rate = f"{link.rate_mbps * 1e6:.0f}bps"
+        if cfg.packet_jitter_us:
+            devs = _cpp().InstallJitter(
+                nodes.Get(index[link.a]), nodes.Get(index[link.b]), rate, cfg.delay_us / 1e6,
+                cfg.packet_jitter_us / 1e6, 1000 + len(devices))
+        else:
+            p2p.SetDeviceAttribute("DataRate", ns.StringValue(rate))
+            devs = p2p.Install(nodes.Get(index[link.a]), nodes.Get(index[link.b]))
         subnet = ipaddress.IPv4Network(link.subnet)
         addr.SetBase(ns.Ipv4Address(str(subnet.network_address)),
                      ns.Ipv4Mask(str(subnet.netmask)))
@@ -281,9 +341,14 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
     return result
 
 
-def _by_source() -> Any:
+def _cpp() -> Any:
+    """Our compiled C++ namespace (after load())."""
     import cppyy
-    return cppyy.gbl.dcrepro_sim.BySource()
+    return cppyy.gbl.dcrepro_sim
+
+
+def _by_source() -> Any:
+    return _cpp().BySource()
 
 
 def _version() -> str:

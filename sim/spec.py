@@ -63,7 +63,9 @@ class SimConfig:
     real sender's from overflowing; ns-3's TCP has no such back-pressure, so it is long);
     ``rto_min_ms`` None = Linux's 200 ms (ns-3's own default is 1 s); ``delay_us``:
     propagation delay of every link; ``start_jitter_s``: each flow starts at a uniform
-    random time in [0, jitter] drawn from the seed."""
+    random time in [0, jitter] drawn from the seed; ``packet_jitter_us``: every packet on
+    every link takes a uniform random extra delay in [0, jitter] (at most a full frame's
+    time on the fastest link, so that a link never reorders data)."""
 
     duration: float = 10.0
     trim: float = 1.0
@@ -76,6 +78,7 @@ class SimConfig:
     rto_min_ms: float | None = None
     delay_us: float = 0.0
     start_jitter_s: float = 0.0
+    packet_jitter_us: float = 0.0
     seed: int = 1
     run: int = 1
 
@@ -103,6 +106,9 @@ class SimConfig:
             raise ValueError(f"sim: rto_min must be 1 us .. 10 s, got {self.rto_min_ms} ms")
         if not 0 <= self.delay_us <= 1_000_000:
             raise ValueError(f"sim: propagation delay must be 0 .. 1 s, got {self.delay_us} us")
+        if not 0 <= self.packet_jitter_us <= 1e6 * (1500 + 2) * 8 / (self.bw * 1e6):
+            raise ValueError(f"sim: packet jitter must be 0 .. one frame's time at {self.bw} "
+                             f"Mb/s ({12016 / self.bw:.1f} us), got {self.packet_jitter_us}")
         if not 0 <= self.start_jitter_s < self.duration - 2 * self.trim:
             raise ValueError(f"sim: start jitter {self.start_jitter_s} s must be >= 0 and "
                              "shorter than the measurement window")

@@ -81,6 +81,7 @@ class OutcastParams(ManyToOneParams):
     backend: str = "emulated"
     delay_us: float = 0.0
     jitter: float = 0.0
+    pkt_jitter_us: float = 0.0
 
 
 PARAMS = OutcastParams

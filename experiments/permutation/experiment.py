@@ -46,6 +46,7 @@ class PermutationParams(FlowParams):
     backend: str = "emulated"
     delay_us: float = 0.0
     jitter: float = 0.0
+    pkt_jitter_us: float = 0.0
 
 
 PARAMS = PermutationParams

@@ -84,3 +84,19 @@ def test_start_jitter_is_seeded():
     a = [f.start for f in build(topo, plan, pairs, cfg, random.Random(7)).flows]
     b = [f.start for f in build(topo, plan, pairs, cfg, random.Random(7)).flows]
     assert a == b and all(0 <= x <= 0.1 for x in a) and len(set(a)) == len(a)
+
+
+def test_packet_jitter_is_bounded_by_one_frame_time():
+    SimConfig(bw=10, packet_jitter_us=1000).check()
+    with pytest.raises(ValueError, match="one frame's time"):
+        SimConfig(bw=1000, packet_jitter_us=100).check()
+
+
+def test_simulation_only_flags_are_refused_for_the_emulator():
+    from experiments.outcast import experiment as outcast
+    from harness.common import checked
+    for flag in ({"delay_us": 10.0}, {"jitter": 0.1}, {"pkt_jitter_us": 5.0}):
+        with pytest.raises(ValueError, match="simulation-only"):
+            checked(outcast, {**outcast.DEFAULTS, **flag})
+    with pytest.raises(ValueError, match="--backend must be one of emulated, sim"):
+        checked(outcast, {**outcast.DEFAULTS, "backend": "model"})
