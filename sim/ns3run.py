@@ -200,6 +200,18 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
     ns = load()
     import_s = time.monotonic() - t_import
     t0 = time.monotonic()
+    try:
+        result = _run(ns, net, cfg, watch_drops, watch_rx)
+    finally:   # ns-3's nodes and events are global: a failed run must not leak into the next
+        ns.Simulator.Destroy()
+    result.import_s = import_s
+    result.wall_s = time.monotonic() - t0
+    return result
+
+
+def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None,
+         watch_rx: list[tuple[str, str]] | None) -> SimResult:
+    """simulate()'s body: build, run, read."""
     ns.RngSeedManager.SetSeed(max(1, cfg.seed))
     ns.RngSeedManager.SetRun(max(1, cfg.run))
     _defaults(ns, cfg)
@@ -261,7 +273,7 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
     else:
         _static(ns, net, nodes, index, ifaces)
 
-    sinks, sources = [], []
+    sinks = []
     for f in net.flows:
         dst_node, src_node = nodes.Get(index[f.dst]), nodes.Get(index[f.src])
         if not net.spray:   # the flow's own addresses in its own /24 (see sim.spec)
@@ -284,7 +296,6 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
         sapps = bulk.Install(src_node)
         sapps.Start(_time(ns, f.start))
         sapps.Stop(_time(ns, cfg.duration))
-        sources.append(sapps)
 
     counters: dict[tuple[str, tuple[str, str]], Any] = {}
     for key in watch_drops or []:
@@ -331,13 +342,10 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
                                 int(st.nTotalReceivedPackets), int(st.nTotalDroppedPackets),
                                 int(st.nTotalSentPackets)))
     by_addr = {int(ipaddress.IPv4Address(f.src_addr)): f.index for f in net.flows}
-    result = SimResult(flows, ports, wall_s=0.0, import_s=import_s,
-                       ns3_version=_version())
+    result = SimResult(flows, ports, ns3_version=_version())
     for (kind, key), c in counters.items():
         counts = {i: int(c.Count(a)) for a, i in by_addr.items()}
         (result.drops_by_flow if kind == "drop" else result.rx_by_flow)[key] = counts
-    ns.Simulator.Destroy()
-    result.wall_s = time.monotonic() - t0
     return result
 
 
