@@ -175,12 +175,14 @@ def _time(ns: Any, seconds: float) -> Any:
 
 def _defaults(ns: Any, cfg: SimConfig) -> None:
     """TCP as Linux hosts have it: MSS 1448 with timestamps, SACK, initial window 10,
-    rto_min 200 ms unless asked, 4 MB buffers (window scaling on)."""
+    rto_min 200 ms unless asked, a SYN retried after 1 s (ns-3: 3 s), 4 MB buffers
+    (window scaling on)."""
     from .spec import CC_TYPES
     sd = ns.Config.SetDefault
     sd("ns3::TcpL4Protocol::SocketType", ns.StringValue(CC_TYPES[cfg.cc]))
     sd("ns3::TcpSocket::SegmentSize", ns.UintegerValue(MSS))
     sd("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
+    sd("ns3::TcpSocket::ConnTimeout", ns.TimeValue(ns.Seconds(1)))
     sd("ns3::TcpSocket::SndBufSize", ns.UintegerValue(4 << 20))
     sd("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(4 << 20))
     sd("ns3::TcpSocketBase::Sack", ns.BooleanValue(True))
