@@ -6,6 +6,8 @@
 #   (`dcrepro sweep --engine parallel|slurm`; the test suite runs a one-node Slurm).
 #   --with-browser: also Debian's Chromium, in which the test suite opens the report page
 #   (`dcrepro report`) headless; nothing else needs it.
+#   --with-sim: also the ns-3 packet-level simulator (PyPI ns3, about 500 MB in .venv, a few
+#   minutes to install) for `--backend sim`; docs/sim.md.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
@@ -17,11 +19,14 @@ fi
 
 with_slurm=0
 with_browser=0
+with_sim=0
 for arg in "$@"; do
   case "$arg" in
     --with-slurm) with_slurm=1 ;;
     --with-browser) with_browser=1 ;;
-    *) echo "setup.sh: unknown option $arg (known: --with-slurm, --with-browser)" >&2; exit 2 ;;
+    --with-sim) with_sim=1 ;;
+    *) echo "setup.sh: unknown option $arg (known: --with-slurm, --with-browser, --with-sim)" >&2
+       exit 2 ;;
   esac
 done
 
@@ -82,6 +87,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/dcrepro ]; t
   echo "$want" > "$stamp"
 fi
 
+# The simulator, only when asked: ns-3's wheel (cppyy bindings) for this venv's Python.  The
+# marker tells the test suite that a missing ns-3 is a failure here, not a skip.
+if [ "$with_sim" -eq 1 ]; then
+  if ! .venv/bin/python -c 'import importlib.metadata as m; m.version("ns3")' 2>/dev/null; then
+    echo "setup: installing ns-3 (PyPI ns3) into .venv; this takes a few minutes"
+    .venv/bin/python -m pip install -q --disable-pip-version-check ns3
+  fi
+  touch .venv/.dcrepro-with-sim
+fi
+
 # The kernel dataplane's programs, compiled once per source version (and kernel, for the
 # probe that reads kernel structs); a run would build them too, but a failure shows here.
 .venv/bin/python - <<'PY' || echo "setup: the bpf dataplane's programs did not build (above); use --dataplane ovs" >&2
@@ -100,6 +115,7 @@ v = e["versions"]
 print(f"dcrepro environment: BPF dataplane {e['bpf_dataplane']}; OVS datapath={e['ovs_datapath']} "
       f"running={e['ovs_running']} "
       f"netem={'yes' if e['netem'] else 'no'} MPTCP={'on' if e['mptcp_enabled'] else 'off'} "
-      f"cc={e['tcp_congestion_control']} cpus={e['cpus']}")
+      f"cc={e['tcp_congestion_control']} cpus={e['cpus']} "
+      f"ns-3={e['ns3'] or 'absent (setup.sh --with-sim)'}")
 print("  " + ", ".join(f"{k} {val}" for k, val in v.items()))
 PY

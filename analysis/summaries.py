@@ -10,7 +10,7 @@ import numpy as np
 from model import jain_index
 from store import write_csv
 
-MEASURES = ("norm_iperf", "norm_bwm", "norm_model")
+MEASURES = ("norm_iperf", "norm_bwm", "norm_sim", "norm_model")
 
 
 def group_stats(values: Iterable[float]) -> dict[str, float]:

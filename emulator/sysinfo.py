@@ -158,7 +158,18 @@ def environment() -> dict[str, Any]:
         "tcp_available_cc": read_sysctl("net.ipv4.tcp_available_congestion_control").split(),
         "cpus": os.cpu_count(),
         "versions": versions(),
+        "ns3": ns3_version(),
     }
+
+
+def ns3_version() -> str | None:
+    """The ns-3 simulator's version (PyPI ``ns3``, ``setup.sh --with-sim``; the sim
+    backend), or None; read from its package metadata, since importing it takes ~20 s."""
+    from importlib import metadata
+    try:
+        return metadata.version("ns3")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def git_state(repo: str) -> dict[str, Any]:

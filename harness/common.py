@@ -14,7 +14,7 @@ from emulator.shaping import LinkSpec
 
 from .params import Params, typed
 
-BACKENDS = ("emulated", "model")
+BACKENDS = ("emulated", "model", "sim")
 
 SHARED = {
     "topo": (str, "topology spec: " + topos.help_text()),
@@ -28,6 +28,12 @@ SHARED = {
     "transport": (str, "tcp, mptcp, or a comma list of both"),
     "subflows": (int, "MPTCP subflows per connection (1..8)"),
     "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
+    "delay_us": (float, "propagation delay of every link, microseconds (--backend sim only)"),
+    "jitter": (float, "each flow starts at a seeded uniform time in [0, jitter] s "
+                      "(--backend sim only)"),
+    "pkt_jitter_us": (float, "every packet on every link takes a uniform random extra delay "
+                             "in [0, this] microseconds, to break a deterministic "
+                             "simulation's phase locking (--backend sim only)"),
     "dataplane": (str, "how the emulated switches forward: bpf (tc-BPF programs in the "
                        "kernel) or ovs (Open vSwitch + the os-ken OpenFlow controller); auto = "
                        "bpf where this machine can build and load it, else ovs"),
@@ -42,7 +48,7 @@ def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
             continue
         typ, text = SHARED[name]
         q = f"; quick: {quick[name]}" if name in quick else ""
-        p.add_argument(f"--{name}", type=typ, default=None,
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=None,
                        help=f"{text} (default: {default}{q})")
     p.add_argument("--quick", action="store_true",
                    help="short version for a first look: " +
@@ -50,12 +56,19 @@ def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
     p.add_argument("--out", default="results", help="results root folder (default: results)")
 
 
-def add_backend(p: Any) -> None:
-    """The --backend flag (shared by experiments that have a model backend)."""
-    p.add_argument("--backend", default=None, choices=list(BACKENDS),
-                   help="emulated: Mininet with the --dataplane's switches (root); model: "
-                        "flow-level model on the same routing plan, no root, any size "
-                        "(default: emulated)")
+BACKEND_HELP = {
+    "emulated": "Mininet with the --dataplane's switches (root)",
+    "model": "flow-level model on the same routing plan, no root, any size",
+    "sim": "packet-level ns-3 simulation of the same topology, plan and flows, no root "
+           "(setup.sh --with-sim; docs/sim.md)",
+}
+
+
+def add_backend(p: Any, choices: tuple[str, ...] = ("emulated", "model")) -> None:
+    """The --backend flag, offering the backends an experiment has."""
+    p.add_argument("--backend", default=None, choices=list(choices),
+                   help="; ".join(f"{b}: {BACKEND_HELP[b]}" for b in choices) +
+                        " (default: emulated)")
 
 
 def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
@@ -82,6 +95,10 @@ def checked(mod: ModuleType, values: Mapping[str, Any]) -> Params:
     by the shared validation and the experiment's own; ValueError (one line) on anything
     wrong, before anything is built."""
     params = typed(mod, values)
+    offered = getattr(mod, "BACKENDS", ("emulated", "model"))
+    if params.get("backend", "emulated") not in offered:
+        raise ValueError(f"--backend must be one of {', '.join(offered)} for {mod.NAME}, got "
+                         f"'{params['backend']}'")
     validate(params)
     if hasattr(mod, "validate"):
         mod.validate(params)

@@ -42,11 +42,12 @@ import topos
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
 from harness.bwmng import check_coverage, host_port, rx_series
-from harness.common import add_shared, run_rng
+from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
+from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.traffic import Flow, run_iperf
 from store import write_csv
 from topos.outcast import OutcastLinear
@@ -77,9 +78,14 @@ class OutcastParams(ManyToOneParams):
     """The parameters of one outcast run (their flags: add_arguments)."""
 
     flows: str = "2,6,12"
+    backend: str = "emulated"
+    delay_us: float = 0.0
+    jitter: float = 0.0
+    pkt_jitter_us: float = 0.0
 
 
 PARAMS = OutcastParams
+BACKENDS = ("emulated", "sim")
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
@@ -93,6 +99,7 @@ def add_arguments(p: Any) -> None:
                    help="competing flows N behind s2, a comma list runs each "
                         f"(default: {DEFAULTS['flows']})")
     add_tcp_arguments(p)
+    add_backend(p, BACKENDS)
 
 
 def add_tcp_arguments(p: Any) -> None:
@@ -149,6 +156,7 @@ def validate(params: OutcastParams) -> None:
     """One-line ValueError for bad values, before anything is built."""
     parse_flows(params.flows)
     validate_tcp(params)
+    check_sim(params, rto_min_ms(params.rto_min))
 
 
 # -- many senders, one receiver -------------------------------------------------------------
@@ -391,6 +399,50 @@ def emulate_once(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path, r
     return facts, meas
 
 
+def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir: Path,
+                  run: int, rng: random.Random, base: dict[str, Any]) -> tuple[list, list, list]:
+    """--backend sim: the same senders in ns-3; (flow rows, series rows, drop rows) in the
+    emulated run's columns.  Goodput is the receiver's payload over the trimmed window (what
+    iperf3 reports); the offered rate is what the sender's NIC sent (frames); drops per
+    input port are counted exactly, per source, at s1's queue to recv (over the whole
+    simulation), and packets per input port where s1 receives them."""
+    senders = topo.senders()
+    cfg = sim_config(params, run, rto_min_ms(params.rto_min), params.interval)
+    bottleneck = ("s1", topo.receiver)
+    inputs = {"s1 port 2 (lone)": ("s1", topo.lone),
+              f"s1 port 3 (from s2, {topo.n} flows)": ("s1", "s2")}
+    res = simulate_flows(topo, plan, [(s, topo.receiver) for s in senders], cfg, rng, run_dir,
+                         watch_drops=[bottleneck], watch_rx=list(inputs.values()))
+    fair = params.bw / (topo.n + 1)
+    rows, series = [], []
+    for i, (name, f) in enumerate(zip(senders, res.flows)):
+        rows.append({**base, "sender": name, "role": topo.node(name).attrs["role"],
+                     "entry": f"s1 port {topo.entry_port(name)}",
+                     "iperf_mbps": round(f.goodput_mbps, 4),
+                     "offered_mbps": round(f.offered_mbps, 4), "fair_mbps": round(fair, 4),
+                     "share_of_fair": round(f.goodput_mbps / fair, 4), "retransmits": "",
+                     "connected": f.bytes_window > 0, "cpu_mean": "", "cpu_max": "",
+                     "cpu_saturated_share": "", "emulator_loss_share": "", "backend": "sim",
+                     "drops_at_bottleneck": res.drops_by_flow[bottleneck][i],
+                     "sim_wall_s": round(res.wall_s, 2)})
+        series += [{**base, "sender": name, "source": "sink", "t": t, "mbps": round(m, 4)}
+                   for t, m in f.series]
+    port = next(p for p in res.ports if (p.node, p.peer) == bottleneck)
+    drops = []
+    for label, key in inputs.items():
+        members = [i for i, s in enumerate(senders)
+                   if (s == topo.lone) == (key[1] == topo.lone)]
+        rx = sum(res.rx_by_flow[key][i] for i in members)
+        dropped = sum(res.drops_by_flow[bottleneck][i] for i in members)
+        drops.append({**base, "port": label, "intfs": f"{key[0]}->{key[1]}",
+                      "senders": len(members), "rx_packets": rx, "delivered": rx - dropped,
+                      "drops": dropped, "drop_rate": round(dropped / rx, 5) if rx else "",
+                      "bottleneck_qdisc_drops": port.drops,
+                      "check_residual": sum(res.drops_by_flow[bottleneck].values()) - port.drops,
+                      "window_s": params.duration})
+    return rows, series, drops
+
+
 def run(params: OutcastParams, folder: RunFolder) -> None:
     """For each N in --flows, --runs repetitions of lone vs N senders."""
     from .figures import write_outcast_summary
@@ -412,6 +464,18 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
                             topo.senders_behind_s2)]
             tag = f"n{n:02d}-run{r:02d}"
             run_dir = folder.path / tag
+            base = {"flows": n, "run": r}
+            if params.backend == "sim":
+                folder.log.info("%s: %s, cc=%s, rto_min=%s, simulated", tag, topo.spec,
+                                params.cc, params.rto_min)
+                rws, srs, drs = simulate_once(topo, plan, params, run_dir, r, rng, base)
+                folder.record(tag, {"topo": topo.spec, "backend": "sim",
+                                    "sim_wall_s": rws[0]["sim_wall_s"]})
+                rows += rws
+                series += srs
+                drops += drs
+                write_outcast_summary(folder.path, rows, series, drops, drop_series, params)
+                continue
             folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params.cc,
                             params.rto_min)
             facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
@@ -419,7 +483,6 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             facts["topo"] = topo.spec
             folder.record(tag, facts)
             judge_measurement(folder, meas, tag)
-            base = {"flows": n, "run": r}
             fair = params.bw / (n + 1)
             extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}
             rws, srs = sender_rows(senders, meas, base, fair, extra)

@@ -251,15 +251,32 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         fair = params["bw"] / (n + 1)
         st = outcast_stats(mine, [d for d in drops if int(d["flows"]) == n])
         fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-        _time_panel(axes[0, 0], s0, senders, "lone", "iperf3",
-                    f"goodput at the receiver (iperf3 {params['interval']} s), run {run0}", fair)
-        _time_panel(axes[0, 1], s0, senders, "lone", "bwm-ng",
-                    "rate entering the network at each sender's switch port (bwm-ng rx)", fair)
+        if params.get("backend") == "sim":
+            _time_panel(axes[0, 0], s0, senders, "lone", "sink",
+                        f"simulated goodput at the receiver ({params['interval']} s), "
+                        f"run {run0}", fair)
+            axes[0, 1].text(0.5, 0.5, "offered rate: averages only (flows.csv)",
+                            ha="center", va="center")
+        else:
+            _time_panel(axes[0, 0], s0, senders, "lone", "iperf3",
+                        f"goodput at the receiver (iperf3 {params['interval']} s), run {run0}",
+                        fair)
+            _time_panel(axes[0, 1], s0, senders, "lone", "bwm-ng",
+                        "rate entering the network at each sender's switch port (bwm-ng rx)",
+                        fair)
         _bar_panel(axes[1, 0], mine, senders, "lone", fair,
                    f"average over runs (bars: min-max of {st['runs']} runs); lone = "
                    f"{st['lone_share_of_fair']} of fair share")
-        _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and d["run"] == run0],
-                    [d for d in drops if int(d["flows"]) == n and d["run"] == run0])
+        run_drops = [d for d in drops if int(d["flows"]) == n and d["run"] == run0]
+        if params.get("backend") == "sim":   # exact totals, no time series
+            axes[1, 1].barh([str(d["port"]) for d in run_drops],
+                            [cell(d["drops"]) for d in run_drops])
+            axes[1, 1].set_xlabel("packets dropped at s1's queue to recv, whole run")
+            axes[1, 1].set_title(f"drops by input port (counted per source), run {run0}",
+                                 fontsize=9)
+        else:
+            _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and
+                                     d["run"] == run0], run_drops)
         fig.suptitle(caption(config, f"TCP Outcast, 1 flow on s1 port 2 vs {n} flows on s1 "
                                      "port 3 (bottleneck s1 port 1 -> recv)"), fontsize=11)
         path = save(fig, run_dir / f"outcast_n{n:02d}.png")

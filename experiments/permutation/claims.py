@@ -26,8 +26,9 @@ def _same_backend(runs: list[Run]) -> list[Run]:
 
 
 def _metric(runs: list[Run]) -> str:
-    """iperf3 goodput for emulated runs (what rank.png draws), the model's rate otherwise."""
-    return "norm_iperf" if runs[0].backend == "emulated" else "norm_model"
+    """iperf3 goodput for emulated runs (what rank.png draws), the simulated receiver's
+    goodput for simulated ones, the model's rate otherwise."""
+    return {"emulated": "norm_iperf", "sim": "norm_sim"}.get(runs[0].backend, "norm_model")
 
 
 def _per_run(runs: list[Run], transport: str) -> list[list[float]]:
@@ -65,7 +66,7 @@ def jain_over_tcp(runs: list[Run], _cond: str) -> Outcome:
 def tools_agree(runs: list[Run], _cond: str) -> Outcome:
     """Median over MPTCP flows of bwm-ng's over iperf3's rate, against the framing ratio."""
     if runs[0].backend != "emulated":
-        raise Missing("the model backend runs neither iperf3 nor bwm-ng")
+        raise Missing(f"the {runs[0].backend} backend runs neither iperf3 nor bwm-ng")
     ratios = []
     for r in need_rows(_same_backend(runs), "flows.csv"):
         ipf, bwm = cell(r.get("iperf_mbps")), cell(r.get("bwm_mbps"))

@@ -20,6 +20,7 @@ from harness.common import add_backend, add_shared, run_rng, transports
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.session import Session, judge, session
+from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, check_subflows, run_iperf
 from model.network import lp_bounds, rates_on_paths, route_by_hash, synthetic_subflows
@@ -43,9 +44,13 @@ class PermutationParams(FlowParams):
     transport: str = "tcp,mptcp"
     subflows: int = 8
     backend: str = "emulated"
+    delay_us: float = 0.0
+    jitter: float = 0.0
+    pkt_jitter_us: float = 0.0
 
 
 PARAMS = PermutationParams
+BACKENDS = ("emulated", "model", "sim")
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
@@ -54,7 +59,14 @@ QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
 def add_arguments(p: Any) -> None:
     """Shared flags plus --backend."""
     add_shared(p, DEFAULTS, QUICK)
-    add_backend(p)
+    add_backend(p, BACKENDS)
+
+
+def validate(params: PermutationParams) -> None:
+    """One-line ValueError for what the chosen backend cannot do."""
+    check_sim(params)
+    if params.backend == "sim" and "mptcp" in transports(params):
+        raise ValueError("--backend sim: mainline ns-3 has no MPTCP; use --transport tcp")
 
 
 def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float) -> dict:
@@ -118,6 +130,25 @@ def model_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
     return rows
 
 
+def sim_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
+              params: PermutationParams, run: int, rng: Any, run_dir: Path) -> list[dict]:
+    """The sim backend: the permutation's TCP flows in ns-3 on the plan's paths (pinned per
+    flow, or sprayed per packet), beside the flow model's rate on the same paths."""
+    cfg = sim_config(params, run)
+    res = simulate_flows(topo, plan, list(pairs.items()), cfg, rng, run_dir / "tcp")
+    sim_json = json.loads((run_dir / "tcp" / "sim.json").read_text())
+    if plan.modes() & {"rnd"}:
+        model = model_drive(topo, plan, pairs, params, run, rng)
+        rates = {r["src"]: r["model_mbps"] for r in model}
+    else:
+        routed = [{"src": f["src"], "dst": f["dst"], "path": f["path"]}
+                  for f in sim_json["flows"]]
+        rates = rates_on_paths(topo, params.bw, pairs, routed)
+    return [{**_row(run, "tcp", f.src, f.dst, params.bw, sim=f.goodput_mbps,
+                    model=rates[f.src]), "subflows": 1, "sim_wall_s": round(res.wall_s, 2)}
+            for f in res.flows]
+
+
 def run(params: PermutationParams, folder: RunFolder) -> None:
     """All repetitions: fresh permutation per repetition, same network for both transports."""
     from analysis.summaries import write_permutation_summary
@@ -139,6 +170,10 @@ def run(params: PermutationParams, folder: RunFolder) -> None:
         folder.log.info("run %d: %s, %s, %s backend", r, topo.spec, plan.routing,
                         params.backend)
         bounds[f"run{r:02d}"] = lp_bounds(topo, plan, pairs, params.bw)
+        if params.backend == "sim":
+            rows += sim_drive(topo, plan, pairs, params, r, rng, run_dir)
+            folder.record(f"run{r:02d}", {"backend": "sim", "sim_wall_s": rows[-1]["sim_wall_s"]})
+            continue
         if not emulated:
             rows += model_drive(topo, plan, pairs, params, r, rng)
             continue

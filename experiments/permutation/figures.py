@@ -14,10 +14,12 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     by_t = {t: [r for r in rows if r["transport"] == t]
             for t in dict.fromkeys(r["transport"] for r in rows)}
     routing = config["params"].get("routing", "")
-    emulated = config["params"].get("backend", "emulated") == "emulated"
-    metric = "norm_iperf" if emulated else "norm_model"
-    how = ("iperf3 goodput at the receiver" if emulated else
-           "flow-model max-min rates on the routing plan's paths") + " over the link rate"
+    backend = config["params"].get("backend", "emulated")
+    emulated = backend == "emulated"
+    metric = {"emulated": "norm_iperf", "sim": "norm_sim"}.get(backend, "norm_model")
+    how = {"emulated": "iperf3 goodput at the receiver",
+           "sim": "simulated (ns-3) payload goodput at the receiver"}.get(
+        backend, "flow-model max-min rates on the routing plan's paths") + " over the link rate"
     out = [note(rank_plot(run_dir / "rank.png",
                           [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
                           caption(config, "throughput by rank of flow (000 Fig. 4)")),

@@ -1,0 +1,69 @@
+"""What every experiment's ``--backend sim`` shares: its parameters as a sim.spec.SimConfig,
+one simulation of a set of long TCP flows, and the run-folder record of it.
+
+The simulator is ns-3 (sim/, installed by ``setup.sh --with-sim``); its import takes 15-30 s
+once per process, after which a simulation of one run takes what docs/sim.md measures.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from routing.plan import Plan
+from sim import require_ns3
+from sim.spec import SimConfig, build
+from topos.base import Topology
+
+
+def sim_config(params: Mapping[str, Any], run: int, rto_min_ms: float | None = None,
+               interval: float = 0.5) -> SimConfig:
+    """The simulation parameters of repetition ``run`` (seed: the run's root seed, ns-3's
+    run number: the repetition), from an experiment's parameters."""
+    return SimConfig(duration=float(params["duration"]), trim=float(params["trim"]),
+                     interval=float(params.get("interval", interval)),
+                     bw=float(params["bw"]), queue=int(params["queue"]),
+                     cc=str(params["cc"]), rto_min_ms=rto_min_ms,
+                     delay_us=float(params.get("delay_us", 0.0)),
+                     start_jitter_s=float(params.get("jitter", 0.0)),
+                     packet_jitter_us=float(params.get("pkt_jitter_us", 0.0)),
+                     seed=int(params["seed"]), run=run + 1)
+
+
+def check_sim(params: Mapping[str, Any], rto_min_ms: float | None = None) -> None:
+    """Checks of a run's simulation parameters (one-line ValueError), before anything runs:
+    ns-3 installed, the configuration valid; and the simulation-only parameters unset for
+    the emulator, which cannot honour them."""
+    if params.get("backend") == "sim":
+        require_ns3()
+        sim_config(params, 0, rto_min_ms).check()
+        return
+    if params.get("delay_us", 0.0):
+        raise ValueError("--delay-us is simulation-only (this kernel has no netem): use "
+                         "--backend sim or leave it 0")
+    if params.get("pkt_jitter_us", 0.0):
+        raise ValueError("--pkt-jitter-us is simulation-only: use --backend sim or leave it 0")
+    if params.get("jitter", 0.0):
+        raise ValueError("--jitter is simulation-only (emulated flows start in a seeded "
+                         "order): use --backend sim or leave it 0")
+
+
+def simulate_flows(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConfig,
+                   rng: random.Random, out: Path, watch_drops: list[tuple[str, str]] | None = None,
+                   watch_rx: list[tuple[str, str]] | None = None) -> Any:
+    """One simulation of ``pairs``; writes sim.json (configuration, paths, per-port counters,
+    wall time) into ``out`` and returns the sim.ns3run.SimResult."""
+    from sim.ns3run import simulate
+    net = build(topo, plan, pairs, cfg, rng)
+    res = simulate(net, cfg, watch_drops, watch_rx)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sim.json").write_text(json.dumps({
+        "config": asdict(cfg), "ns3": res.ns3_version, "wall_s": round(res.wall_s, 3),
+        "import_s": round(res.import_s, 3), "routing": net.routing, "spray": net.spray,
+        "flows": [{"src": f.src, "dst": f.dst, "path": f.path, "rev_path": f.rev_path,
+                   "start": f.start} for f in net.flows],
+        "ports": [asdict(p) for p in res.ports]}, indent=1))
+    return res
