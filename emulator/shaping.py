@@ -159,3 +159,12 @@ def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[st
     return {"root": "htb", "leaf": "pfifo", "limit": link.queue, "rate_mbit": link.bw,
             "interfaces": len(ends), "burst": link.burst,
             "burst_bytes_read_back": [min(bursts), max(bursts)] if bursts else None}
+
+
+def queue_lengths(intfs: list[str]) -> dict[str, int]:
+    """Packets waiting in each root-namespace interface's root qdisc now (``tc -s``'s
+    qlen of the HTB root: its whole tree), one tc call."""
+    found = {q["dev"]: int(q.get("qlen", 0))
+             for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]")
+             if q.get("root") and q["dev"] in intfs}
+    return {i: found.get(i, 0) for i in intfs}

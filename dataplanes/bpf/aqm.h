@@ -17,7 +17,10 @@
  *                 updated at every packet arrival, with the idle-period decay: below min_th
  *                 pass; between min_th and max_th mark (ECT) or drop (non-ECT) with the
  *                 probability p_a = p_b / (1 - count * p_b), p_b = max_p (avg - min_th) /
- *                 (max_th - min_th), count = packets since the last mark or drop; at or
+ *                 (max_th - min_th), count = packets let through since the last mark
+ *                 or drop (so the gaps between marks are uniform on 1 .. 1/p_b, the
+ *                 paper's intent; its pseudo-code's increment before the test would make
+ *                 the first gap's probability p_b/(1 - p_b)); at or
  *                 above max_th mark every ECT packet and drop every other one (as Linux's
  *                 sch_red without "harddrop")
  *
@@ -63,8 +66,8 @@ struct aqm_port {
 	__u64 frame_ns;		/* red: a full frame's time on the wire (the idle decay's unit) */
 	__u64 idle_since;	/* ns (CLOCK_MONOTONIC) the queue last went empty, 0: not empty */
 	__u64 avg;		/* red: average queue length << AQM_FP */
-	__u64 count;		/* red: Floyd & Jacobson's count + 1 (0 = their -1: avg was below
-				 * min_th; else 1 + packets since the last mark or drop) */
+	__u64 count;		/* red: packets let through since the last mark or drop, while
+				 * the average was between the thresholds */
 	__u64 marks;		/* packets marked CE (wire packets) */
 	__u64 drops;		/* packets dropped early (wire packets) */
 	__u64 unmarkable;	/* ECT packets the decision marked but the helper could not */
@@ -102,7 +105,7 @@ AQM_API __u64 aqm_ewma(__u64 avg, __u32 qlen, __u32 wlog)
 }
 
 /* RED's marking probability p_a in 1/2^24 for an average between the thresholds, after
- * ``count`` unmarked packets in that range (Floyd & Jacobson's count). */
+ * ``count`` packets let through since the last mark. */
 AQM_API __u64 aqm_red_prob(const struct aqm_port *c, __u64 avg, __u64 count)
 {
 	__u64 lo = (__u64)c->min_th << AQM_FP, hi = (__u64)c->max_th << AQM_FP;
@@ -146,15 +149,16 @@ AQM_API int aqm_decide(struct aqm_port *c, __u32 ecn, __u32 rnd, __u64 now)
 		return AQM_PASS;
 	}
 	if (avg >= ((__u64)c->max_th << AQM_FP)) {
-		c->count = 1;
+		c->count = 0;
 		return ecn ? AQM_MARK : AQM_DROP;
 	}
-	c->count++;
-	p = aqm_red_prob(c, avg, c->count - 1);
+	p = aqm_red_prob(c, avg, c->count);
 	hit = (__u64)(rnd & (AQM_ONE - 1)) < p;
-	if (!hit)
+	if (!hit) {
+		c->count++;
 		return AQM_PASS;
-	c->count = 1;
+	}
+	c->count = 0;
 	return ecn ? AQM_MARK : AQM_DROP;
 }
 
