@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
+from dataplanes.bpf.switch import prog_id  # noqa: E402
 from emulator.emulation import Emulation  # noqa: E402
 from emulator.proc import in_ns, install_signal_handlers  # noqa: E402
 from emulator.shaping import LinkSpec, queue_lengths  # noqa: E402
@@ -58,17 +59,22 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
             "1:1", "htb", "rate", f"{10 * args.bw}mbit", "ceil", f"{10 * args.bw}mbit"]),
             check=True, timeout=10)
         pid = emu.dataplane.runtime.prog_id
+        qlen = emu.dataplane.qlen
+        tps = [prog_id(qlen.prog_dir / n) for n in ("on_enqueue", "on_dequeue")] \
+            if qlen is not None else []
         sampler = Sampler("queue", lambda: queue_lengths([BOTTLENECK])[BOTTLENECK],
                           interval=0.02)
         flow = Flow(SRC, DST)
         sampler.start()
         t0, n0 = prog_stats(pid)
+        tp0 = [prog_stats(i) for i in tps if i is not None]
         try:
             meas = run_iperf(emu, [flow], "tcp", duration=args.duration, trim=args.trim,
                              out=work / aqm.replace(",", "_"))
         finally:
             samples = sampler.stop()
         t1, n1 = prog_stats(pid)
+        tp1 = [prog_stats(i) for i in tps if i is not None]
     lo, hi = flow.start + args.trim, flow.start + args.duration - args.trim
     q = sorted(v for t, v in samples if lo <= t <= hi)
     k = int(aqm.split("k=")[1]) if "k=" in aqm else 20
@@ -82,7 +88,11 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
             "mbps": round(flow.iperf_mbps, 2), "retransmits": flow.retransmits,
             "aqm_marks": meas["aqm_marks"], "aqm_drops": meas["aqm_drops"],
             "tail_drops": meas["queue_drops"], "emulator_drops": meas["emulator_drops"],
-            "switch_ns_per_run": round((t1 - t0) / (n1 - n0), 1) if n1 > n0 else None}
+            "switch_ns_per_run": round((t1 - t0) / (n1 - n0), 1) if n1 > n0 else None,
+            "switch_runs": n1 - n0,
+            "tracepoint_ns_per_run": [round((b[0] - a[0]) / (b[1] - a[1]), 1)
+                                      for a, b in zip(tp0, tp1) if b[1] > a[1]],
+            "tracepoint_runs": [b[1] - a[1] for a, b in zip(tp0, tp1)]}
 
 
 def main() -> None:
