@@ -12,9 +12,10 @@
  *                  into its pfifo leaf calls the child directly and fires nothing
  *   qdisc_dequeue  fired at the end of dequeue_skb() (net/sched/sch_generic.c) on every
  *                  dequeue attempt of the root qdisc: with a list of packets (bulk
- *                  dequeue), with NULL (HTB out of tokens), and again for a packet that the
- *                  driver refused and the stack requeued into q->gso_skb (dev_requeue_skb
- *                  fires nothing itself); HTB's internal peeks into its leaf fire nothing
+ *                  dequeue), with NULL (HTB out of tokens: skipped here at once, the
+ *                  length did not change), and again for a packet that the driver refused
+ *                  and the stack requeued into q->gso_skb (dev_requeue_skb fires nothing
+ *                  itself); HTB's internal peeks into its leaf fire nothing
  *
  * Copying q.qlen, rather than adding one per enqueue and subtracting one per dequeue, is
  * what makes the length exact whatever fires: a bulk dequeue of n, a requeued packet
@@ -74,9 +75,14 @@ SEC("tp_btf/qdisc_dequeue")
 int BPF_PROG(on_dequeue, struct Qdisc *q, const struct netdev_queue *txq, int packets,
 	     struct sk_buff *skb)
 {
-	struct aqm_port *p = port_of(q);
+	struct aqm_port *p;
 	__u32 qlen;
 
+	/* A dequeue that released nothing (HTB waiting for tokens: most hits on a busy link)
+	 * changed nothing: no lookup.  A requeued packet's +1 is copied at its next dequeue. */
+	if (!skb)
+		return 0;
+	p = port_of(q);
 	if (!p)
 		return 0;
 	qlen = q->q.qlen;

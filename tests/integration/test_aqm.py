@@ -8,8 +8,13 @@ length is read with tc every 50 ms while the flow runs.
 """
 from __future__ import annotations
 
+import json
+import os
+import signal
 import statistics
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,7 @@ from harness.traffic import Flow, run_iperf
 
 pytestmark = pytest.mark.integration
 SRC, DST, BOTTLENECK = "0_0_2", "1_0_2", "0_0_1-eth2"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def one_flow(tmp_path: Path, aqm: str, ecn: bool, seconds: float = 10,
@@ -148,3 +154,37 @@ def test_htb_class_reads_back_with_the_asked_burst(tmp_path):
         lo, hi = emu.facts.qdisc["burst_bytes_read_back"]
         # tc's own default: rate / HZ + one MTU, about two full frames at 10 Mb/s
         assert emu.facts.qdisc["burst"] == "default" and 1600 <= lo <= hi <= 4000
+
+
+def _qlen_programs() -> list[str]:
+    """Names of the loaded BPF programs that are qlen.bpf.c's."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    return [p["name"] for p in json.loads(out or "[]")
+            if p.get("name") in ("on_enqueue", "on_dequeue")]
+
+
+def test_a_run_with_red_records_it_and_sigkill_then_clean_leaves_nothing(tmp_path):
+    """The whole path from the command line: --aqm and --burst recorded in config.json; a
+    run killed with SIGKILL loses its tracepoint attachments with its process, and
+    `dcrepro clean` removes the pinned programs with the run's bpffs."""
+    assert _qlen_programs() == []
+    p = subprocess.Popen([sys.executable, "-m", "dcrepro.cli", "run", "permutation", "--topo",
+                          "fattree,k=2", "--runs", "1", "--duration", "30", "--trim", "1",
+                          "--transport", "tcp", "--dataplane", "bpf", "--aqm", "red",
+                          "--burst", "15k", "--out", str(tmp_path)], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + 90
+    while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
+        assert p.poll() is None and time.monotonic() < deadline, "run did not start"
+        time.sleep(0.2)
+    config = json.loads(next(tmp_path.glob("permutation/*/config.json")).read_text())
+    assert config["params"]["aqm"] == "red" and config["params"]["burst"] == "15k", config
+    assert sorted(_qlen_programs()) == ["on_dequeue", "on_enqueue"]
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=10)
+    clean = subprocess.run([sys.executable, "-m", "dcrepro.cli", "clean"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and "removed bpffs" in clean.stdout, clean
+    assert _qlen_programs() == []
