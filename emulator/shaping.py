@@ -26,10 +26,10 @@ MAX_BURST = 64 * 1024 * 1024
 
 
 def burst_bytes(spec: str) -> int | None:
-    """``--burst``: None for 'default' (tc's own: rate/HZ + one MTU, about two frames at 10
-    Mb/s here), else bytes: a plain number of bytes, ``15k`` (x 1024, as tc reads it; 15k is
-    Mininet TCLink's burst) or ``10p`` (10 full frames of FRAME_BYTES).  ValueError (one
-    line) on anything else."""
+    """``--burst``: None for 'default' (tc's own choice; read back as 1600 bytes at 10
+    Mb/s here, about one full frame), else bytes: a plain number of bytes, ``15k`` (x 1024,
+    as tc reads it; 15k is Mininet TCLink's burst) or ``10p`` (10 full frames of
+    FRAME_BYTES).  ValueError (one line) on anything else."""
     text = str(spec).strip().lower()
     if text == "default":
         return None

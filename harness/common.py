@@ -21,8 +21,9 @@ SHARED = {
     "routing": (str, "routing spec: " + routing.help_text()),
     "bw": (float, "link rate, Mb/s"),
     "queue": (int, "tail-drop queue per port, packets"),
-    "burst": (str, "HTB bucket of every link: default (tc's: rate/HZ + one MTU), bytes, "
-                   "15k (x1024; Mininet TCLink's) or 10p (full 1514-byte frames)"),
+    "burst": (str, "HTB bucket of every link: default (tc's own; 1600 bytes at 10 Mb/s "
+                   "here), bytes, 15k (x1024; Mininet TCLink's) or 10p (full 1514-byte "
+                   "frames)"),
     "aqm": (str, "what every switch port does before its tail-drop queue: droptail, "
                  "ecn[,k=20] (mark CE at >= k packets) or red[,min=,max=,p=,w=] (classic RED "
                  "on an EWMA; ECT marked, others dropped early); bpf dataplane only"),
