@@ -326,3 +326,38 @@ def htb_classes(where: dict[int | None, list[str]]) -> dict[str, list[HtbClass]]
     for got in in_namespaces(list(where), read):
         out.update(got)
     return out
+
+
+RTM_GETQDISC, TCA_STATS, TC_H_ROOT = 38, 3, 0xFFFFFFFF
+#: struct tc_stats (TCA_STATS): bytes (u64), packets, drops, overlimits, bps, pps, qlen,
+#: backlog (u32 each)
+TC_STATS = struct.Struct("=QIIIIIII")
+
+
+def root_qlen(nl: socket.socket, ifindex: int) -> int | None:
+    """Packets in the root qdisc of ``ifindex`` now (the kernel's qdisc_qlen_sum: HTB's
+    q.qlen, every packet of its tree), by one RTM_GETQDISC dump on the rtnetlink socket
+    ``nl``, in-process (about a hundred microseconds, where a ``tc`` process takes tens of
+    milliseconds); None if the device has no root qdisc."""
+    body = struct.pack("BxxxiIII", socket.AF_UNSPEC, ifindex, 0, 0, 0)
+    nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP,
+                        1, 0) + body)
+    found = None
+    while True:
+        data = nl.recv(1 << 16)
+        i = 0
+        while i + 16 <= len(data):
+            length, kind, _, _, _ = struct.unpack_from("IHHII", data, i)
+            if length < 16:
+                return found
+            if kind == NLMSG_DONE:
+                return found
+            if kind == NLMSG_ERROR:
+                err = struct.unpack_from("i", data, i + 16)[0]
+                raise OSError(-err, f"qdisc dump: {os.strerror(-err)}")
+            _, dev, _, parent, _ = struct.unpack_from("BxxxiIII", data, i + 16)
+            if dev == ifindex and parent == TC_H_ROOT:
+                stats = _attrs(data[i + 16 + 20:i + length]).get(TCA_STATS)
+                if stats is not None and len(stats) >= TC_STATS.size:
+                    found = TC_STATS.unpack_from(stats)[6]
+            i += (length + 3) & ~3

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 import routing
 import topos
 from emulator.emulation import Emulation
+from emulator.netns import root_qlen
 from emulator.proc import RunError, in_ns
 from emulator.shaping import LinkSpec, queue_lengths
 from harness.sampling import Sampler
@@ -49,12 +51,28 @@ def one_flow(tmp_path: Path, aqm: str, ecn: bool, seconds: float = 10,
                                        "100mbit", "ceil", "100mbit"]), check=True, timeout=10)
         sampler = Sampler("queue", lambda: queue_lengths([BOTTLENECK])[BOTTLENECK],
                           interval=0.05)
+        nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+        ifindex = socket.if_nametoindex(BOTTLENECK)
+
+        def copy() -> int:
+            return emu.dataplane.runtime.read_aqm()[ifindex].qlen
+
+        def paired() -> tuple[int, int, int]:
+            """The copy, the kernel's own count (netlink, ~0.1 ms), the copy again."""
+            return copy(), root_qlen(nl, ifindex) or 0, copy()
+        pairs = Sampler("pairs", paired, interval=0.01) if aqm != "droptail" else None
         sampler.start()
+        if pairs is not None:
+            pairs.start()
         try:
             meas = run_iperf(emu, [Flow(SRC, DST)], "tcp", duration=seconds, trim=2,
                              out=tmp_path / "tcp")
         finally:
             sampler.stop()
+            if pairs is not None:
+                pairs.stop()
+            nl.close()
+        meas["pairs"] = [v for _, v in pairs.samples] if pairs is not None else []
         state = emu.dataplane.aqm_state() if aqm != "droptail" else None
         facts = emu.dataplane.facts()
     meas["facts"] = facts
@@ -78,6 +96,17 @@ def test_ecn_port_marks_ect_packets_and_holds_the_queue_near_k(tmp_path):
     assert meas["emulator_drops"] == 0, meas
     port = state[BOTTLENECK]
     assert port["marks"] == meas["aqm_marks"]          # every mark happened at this port
+    # the copy the switch decides on against the kernel's own count, read in between two
+    # reads of the copy (a few hundred us): inside their range, give or take the packets
+    # that moved meanwhile (about one per 1.2 ms at 10 Mb/s)
+    seen = [(a, k, b) for a, k, b in meas["pairs"] if max(a, k, b) > 0]
+    assert len(seen) > 200, len(seen)
+    inside = sum(min(a, b) - 1 <= k <= max(a, b) + 1 for a, k, b in seen)
+    exact = sum(a == k == b for a, k, b in seen)
+    print(f"copy vs kernel: {inside}/{len(seen)} within the two reads +-1, {exact} "
+          f"identical; queue median {statistics.median(busy)}, marks {meas['aqm_marks']}")
+    assert inside >= 0.98 * len(seen), [x for x in seen if not
+                                         min(x[0], x[2]) - 1 <= x[1] <= max(x[0], x[2]) + 1][:20]
     # the tracepoints' copy of the queue length: fed, and empty once the flow is over
     assert port["events"] > 1000 and port["qlen"] == 0
     assert meas["facts"]["aqm"] == "ecn,k=20"

@@ -221,3 +221,14 @@ def test_every_emulated_experiment_takes_aqm_and_burst():
     from harness.params import NetworkParams
     assert NetworkParams().aqm == "droptail" and NetworkParams().burst == "default"
     assert math.isclose(NetworkParams().bw, 10.0)
+
+
+def test_root_qlen_reads_a_root_qdisc_by_netlink():
+    """The in-process reader the root test compares the tracepoints' copy with: lo's root
+    qdisc (noqueue) holds nothing; an ifindex with no device has no root qdisc."""
+    import socket
+
+    from emulator.netns import root_qlen
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+        assert root_qlen(nl, socket.if_nametoindex("lo")) == 0
+        assert root_qlen(nl, 2**31 - 1) is None
