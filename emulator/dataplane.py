@@ -47,7 +47,7 @@ class Dataplane(ABC):
     carries: frozenset[str] = frozenset()
     #: what it offers beyond the interface, by name (an experiment's NEEDS are checked
     #: against it at validation): "latency_sampling" (per-packet fabric latency samples),
-    #: "spread" (per-packet path counts of a flow)
+    #: "spread" (per-packet path counts of a flow), "aqm" (--aqm other than droptail)
     capabilities: frozenset[str] = frozenset()
     #: options its spec may carry after its name (``bpf,socket=keep``): option -> values,
     #: the first one the default; each is passed to the constructor as a keyword
@@ -121,6 +121,17 @@ class LatencySampling(Protocol):
     def latency_samples(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """Every measured segment (saddr, daddr, sport, dport, seq, at_ns, latency_ns) and
         the sampling counters."""
+
+
+@runtime_checkable
+class Aqm(Protocol):
+    """"aqm": ECN marking or RED at the switch ports (--aqm, emulator/aqm.py), counted."""
+
+    def aqm_counters(self) -> dict[str, tuple[int, int]]:
+        """Per switch port (interface name): (packets marked CE, packets dropped early)."""
+
+    def aqm_state(self) -> dict[str, Any]:
+        """Per switch port: the AQM's whole state (queue length, average, counters)."""
 
 
 @runtime_checkable

@@ -118,6 +118,8 @@ class Emulation:
         self.ready_timeout = ready_timeout
         self.dataplane = make(dataplane) if isinstance(dataplane, str) else dataplane
         self.dataplane.check_plan(plan)
+        if link.aqm_spec.active:
+            self.dataplane.check_needs(f"--aqm {link.aqm}", {"aqm"})
         self.facts = Facts(cc_requested=cc)
         self.net: Any = None
         self.registry: Registry | None = None

@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 CLONE_NEWNET = 0x40000000
 SIOCETHTOOL = 0x8946
@@ -236,7 +236,7 @@ def reach_all(hosts: dict[str, tuple[int, str]], timeout: float = 2.0,
 
 RTM_GETTCLASS, NLMSG_DONE, NLM_F_DUMP = 42, 3, 0x300
 TCA_KIND, TCA_OPTIONS = 1, 2
-TCA_HTB_PARMS, TCA_HTB_RATE64 = 1, 6
+TCA_HTB_PARMS, TCA_HTB_RATE64, TCA_HTB_CEIL64 = 1, 6, 7
 #: struct tc_htb_opt begins with struct tc_ratespec rate: cell_log, linklayer, overhead,
 #: cell_align, mpu, rate (bytes/s, u32)
 RATESPEC = struct.Struct("=BBHhHI")
@@ -255,12 +255,35 @@ def _attrs(data: bytes) -> dict[int, bytes]:
     return out
 
 
-def _htb_class_rates(nl: socket.socket, intf: str, seq: int) -> list[float]:
-    """Rates (bit/s) of every HTB class on ``intf``: one RTM_GETTCLASS dump."""
+class HtbClass(NamedTuple):
+    """One HTB class as the kernel holds it: rate (bit/s) and its two buckets (bytes)."""
+
+    rate: float
+    burst: float
+    cburst: float
+
+
+#: struct tc_htb_opt: rate and ceil (struct tc_ratespec each), then buffer and cbuffer: the
+#: buckets as the time to send them at rate and ceil, in psched ticks of 64 ns
+#: (PSCHED_SHIFT 6: the kernel keeps ns and reports ns >> 6)
+HTB_BUFFERS = struct.Struct("=II")
+HTB_BUFFERS_AT = 2 * RATESPEC.size
+PSCHED_TICK_NS = 64
+
+
+def burst_resolution(rate_bps: float) -> float:
+    """Bytes a burst read back may differ from the one asked (two 64-ns ticks of the
+    rate: tc rounds the bucket down to a tick, the kernel's report drops a tick's
+    remainder), plus one byte."""
+    return 2 * PSCHED_TICK_NS * rate_bps / 8e9 + 1
+
+
+def _htb_class_rates(nl: socket.socket, intf: str, seq: int) -> list[HtbClass]:
+    """Every HTB class on ``intf`` (rate and buckets): one RTM_GETTCLASS dump."""
     body = struct.pack("BxxxiIII", socket.AF_UNSPEC, socket.if_nametoindex(intf), 0, 0, 0)
     nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETTCLASS, NLM_F_REQUEST | NLM_F_DUMP,
                         seq, 0) + body)
-    rates: list[float] = []
+    rates: list[HtbClass] = []
     while True:
         data = nl.recv(65536)
         i = 0
@@ -278,18 +301,63 @@ def _htb_class_rates(nl: socket.socket, intf: str, seq: int) -> list[float]:
                     rate = struct.unpack("Q", opts[TCA_HTB_RATE64][:8])[0]
                 else:
                     rate = RATESPEC.unpack_from(opts[TCA_HTB_PARMS])[5]
-                rates.append(8.0 * rate)
+                ceil = RATESPEC.unpack_from(opts[TCA_HTB_PARMS], RATESPEC.size)[5]
+                if TCA_HTB_CEIL64 in opts:
+                    ceil = struct.unpack("Q", opts[TCA_HTB_CEIL64][:8])[0]
+                buf, cbuf = HTB_BUFFERS.unpack_from(opts[TCA_HTB_PARMS], HTB_BUFFERS_AT)
+                rates.append(HtbClass(8.0 * rate, buf * PSCHED_TICK_NS * rate / 1e9,
+                                      cbuf * PSCHED_TICK_NS * ceil / 1e9))
             i += (length + 3) & ~3
 
 
 def htb_rates(where: dict[int | None, list[str]]) -> dict[str, list[float]]:
     """The rates (bit/s) of the HTB classes of each interface, read from the kernel (``tc
     class show``), for the interfaces of each namespace (pid -> names; None: this one)."""
-    def read(pid: int | None) -> dict[str, list[float]]:
+    return {intf: [c.rate for c in cs] for intf, cs in htb_classes(where).items()}
+
+
+def htb_classes(where: dict[int | None, list[str]]) -> dict[str, list[HtbClass]]:
+    """The HTB classes (rate, burst, cburst) of each interface, as htb_rates reads them."""
+    def read(pid: int | None) -> dict[str, list[HtbClass]]:
         with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
             return {intf: _htb_class_rates(nl, intf, seq)
                     for seq, intf in enumerate(where[pid], 1)}
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[HtbClass]] = {}
     for got in in_namespaces(list(where), read):
         out.update(got)
     return out
+
+
+RTM_GETQDISC, TCA_STATS, TC_H_ROOT = 38, 3, 0xFFFFFFFF
+#: struct tc_stats (TCA_STATS): bytes (u64), packets, drops, overlimits, bps, pps, qlen,
+#: backlog (u32 each)
+TC_STATS = struct.Struct("=QIIIIIII")
+
+
+def root_qlen(nl: socket.socket, ifindex: int) -> int | None:
+    """Packets in the root qdisc of ``ifindex`` now (the kernel's qdisc_qlen_sum: HTB's
+    q.qlen, every packet of its tree), by one RTM_GETQDISC dump on the rtnetlink socket
+    ``nl``, in-process (about a hundred microseconds, where a ``tc`` process takes tens of
+    milliseconds); None if the device has no root qdisc."""
+    body = struct.pack("BxxxiIII", socket.AF_UNSPEC, ifindex, 0, 0, 0)
+    nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP,
+                        1, 0) + body)
+    found = None
+    while True:
+        data = nl.recv(1 << 16)
+        i = 0
+        while i + 16 <= len(data):
+            length, kind, _, _, _ = struct.unpack_from("IHHII", data, i)
+            if length < 16:
+                return found
+            if kind == NLMSG_DONE:
+                return found
+            if kind == NLMSG_ERROR:
+                err = struct.unpack_from("i", data, i + 16)[0]
+                raise OSError(-err, f"qdisc dump: {os.strerror(-err)}")
+            _, dev, _, parent, _ = struct.unpack_from("BxxxiIII", data, i + 16)
+            if dev == ifindex and parent == TC_H_ROOT:
+                stats = _attrs(data[i + 16 + 20:i + length]).get(TCA_STATS)
+                if stats is not None and len(stats) >= TC_STATS.size:
+                    found = TC_STATS.unpack_from(stats)[6]
+            i += (length + 3) & ~3

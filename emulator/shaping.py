@@ -8,33 +8,79 @@ traffic and refuses anything else.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from topos.base import Topology
 
 from . import netns
+from .aqm import AqmSpec
+from .aqm import parse as parse_aqm
 from .proc import RunError, check, in_ns
+
+#: bytes of one full frame on these links (1500-byte MTU + Ethernet header): ``--burst Np``
+FRAME_BYTES = 1514
+#: the largest burst accepted (HTB keeps its bucket in ns of the rate, a 32-bit tick count)
+MAX_BURST = 64 * 1024 * 1024
+
+
+def burst_bytes(spec: str) -> int | None:
+    """``--burst``: None for 'default' (tc's own choice; read back as 1600 bytes at 10
+    Mb/s here, about one full frame), else bytes: a plain number of bytes, ``15k`` (x 1024,
+    as tc reads it; 15k is Mininet TCLink's burst) or ``10p`` (10 full frames of
+    FRAME_BYTES).  ValueError (one line) on anything else."""
+    text = str(spec).strip().lower()
+    if text == "default":
+        return None
+    m = re.fullmatch(r"(\d+)(k|p)?", text)
+    if not m:
+        raise ValueError(f"--burst must be 'default', bytes (15000), kilobytes (15k) or full "
+                         f"frames (10p), got {spec!r}")
+    n = int(m.group(1)) * {"k": 1024, "p": FRAME_BYTES, None: 1}[m.group(2)]
+    if not FRAME_BYTES <= n <= MAX_BURST:
+        raise ValueError(f"--burst {spec!r} is {n} bytes; it must hold at least one full frame "
+                         f"({FRAME_BYTES} bytes) and at most {MAX_BURST}")
+    return n
 
 
 @dataclass(frozen=True)
 class LinkSpec:
-    """How every link is shaped: HTB at ``bw`` Mb/s with a tail-drop pfifo of ``queue`` packets."""
+    """How every link is shaped: HTB at ``bw`` Mb/s with a bucket of ``burst`` (see
+    burst_bytes) and a tail-drop pfifo of ``queue`` packets; ``aqm`` (emulator/aqm.py) is
+    what the switch does at every switch port before that queue."""
 
     bw: float = 10.0
     queue: int = 100
+    burst: str = "default"
+    aqm: str = "droptail"
 
     def __post_init__(self) -> None:
         if not 0 < self.bw <= 10_000:
             raise ValueError(f"--bw must be in (0, 10000] Mb/s, got {self.bw}")
         if not 1 <= self.queue <= 100_000:
             raise ValueError(f"--queue must be 1..100000 packets, got {self.queue}")
+        burst_bytes(self.burst)
+        parse_aqm(self.aqm, self.queue)
+
+    @property
+    def burst_b(self) -> int | None:
+        """The burst in bytes (None: tc's default)."""
+        return burst_bytes(self.burst)
+
+    @property
+    def aqm_spec(self) -> AqmSpec:
+        """The AQM, its defaults resolved for this queue."""
+        return parse_aqm(self.aqm, self.queue)
 
 
-def tc_lines(intf: str, rate: float, limit: int) -> list[str]:
-    """tc batch lines that shape one interface (idempotent: replace)."""
+def tc_lines(intf: str, rate: float, limit: int, burst: int | None = None) -> list[str]:
+    """tc batch lines that shape one interface (idempotent: replace); ``burst`` bytes for
+    both of the class's buckets (rate and ceil), None for tc's default."""
+    b = f" burst {burst} cburst {burst}" if burst is not None else ""
     return [f"qdisc replace dev {intf} root handle 1: htb default 1",
-            f"class replace dev {intf} parent 1: classid 1:1 htb rate {rate}mbit ceil {rate}mbit",
+            f"class replace dev {intf} parent 1: classid 1:1 htb rate {rate}mbit ceil "
+            f"{rate}mbit{b}",
             f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {limit}"]
 
 
@@ -48,7 +94,8 @@ def shape(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> None:
     root: list[str] = []
     per_host: dict[str, list[str]] = {}
     for node, port, peer in link_ends(topo):
-        lines = tc_lines(f"{node}-eth{port}", topo.link_bw(node, peer, link.bw), link.queue)
+        lines = tc_lines(f"{node}-eth{port}", topo.link_bw(node, peer, link.bw), link.queue,
+                         link.burst_b)
         if topo.is_switch(node):
             root += lines
         else:
@@ -73,7 +120,8 @@ def qdisc_state(host_pids: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
 def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[str, Any]:
     """Refuse the run unless every link end is HTB root + pfifo leaf of the asked limit,
     its one HTB class at that link's own rate (topo.link_bw: a GRIN ToR uplink is a
-    multiple of the run's), all read back from the kernel."""
+    multiple of the run's) with the asked burst in both buckets (when one was asked), all
+    read back from the kernel.  Returns what was found, the bursts' range included."""
     state = qdisc_state(host_pids)
     bad = []
     ends = link_ends(topo)
@@ -81,23 +129,42 @@ def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[st
     for n, p, _ in ends:
         where.setdefault(None if topo.is_switch(n) else host_pids[n], []).append(f"{n}-eth{p}")
     try:
-        rates = netns.htb_rates(where)
+        classes = netns.htb_classes(where)
     except OSError as exc:
         raise RunError(f"could not read the HTB classes back: {exc}") from None
+    want_burst = link.burst_b
+    bursts: list[int] = []
     for n, p, peer in ends:
         intf = f"{n}-eth{p}"
         qs = state.get(intf, [])
         kinds = {q["kind"]: q for q in qs}
         limit = kinds.get("pfifo", {}).get("options", {}).get("limit")
         want = topo.link_bw(n, peer, link.bw) * 1e6
-        got = rates.get(intf, [])
+        got = classes.get(intf, [])
         if "htb" not in kinds or limit != link.queue:
             bad.append(f"{intf}: {[q['kind'] for q in qs]} limit={limit}")
-        elif len(got) != 1 or abs(got[0] - want) > 1e-6 * want + 8:
-            bad.append(f"{intf}: HTB class rates {[r / 1e6 for r in got]} Mb/s, not "
+        elif len(got) != 1 or abs(got[0].rate - want) > 1e-6 * want + 8:
+            bad.append(f"{intf}: HTB class rates {[c.rate / 1e6 for c in got]} Mb/s, not "
                        f"{want / 1e6:g}")
+        else:
+            bursts += [round(got[0].burst), round(got[0].cburst)]
+            slack = netns.burst_resolution(got[0].rate)
+            if want_burst is not None and not all(
+                    abs(b - want_burst) <= slack for b in (got[0].burst, got[0].cburst)):
+                bad.append(f"{intf}: HTB burst/cburst {got[0].burst:.0f}/{got[0].cburst:.0f} "
+                           f"bytes, not {want_burst}")
     if bad:
         raise RunError("queue discipline is not the requested HTB at the link's rate + "
                        f"tail-drop pfifo limit {link.queue}: " + "; ".join(bad[:5]))
     return {"root": "htb", "leaf": "pfifo", "limit": link.queue, "rate_mbit": link.bw,
-            "interfaces": len(ends)}
+            "interfaces": len(ends), "burst": link.burst,
+            "burst_bytes_read_back": [min(bursts), max(bursts)] if bursts else None}
+
+
+def queue_lengths(intfs: list[str]) -> dict[str, int]:
+    """Packets waiting in each root-namespace interface's root qdisc now (``tc -s``'s
+    qlen of the HTB root: its whole tree), one tc call."""
+    found = {q["dev"]: int(q.get("qlen", 0))
+             for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]")
+             if q.get("root") and q["dev"] in intfs}
+    return {i: found.get(i, 0) for i in intfs}

@@ -144,8 +144,14 @@ def bpf_status() -> str:
     return bpf_unavailable() or "available"
 
 
+def aqm_status() -> dict[str, str]:
+    """Per --aqm mode: 'available' or why this machine cannot run it (emulator/aqm.py)."""
+    from .aqm import unavailable
+    return {mode: why or "available" for mode, why in unavailable().items()}
+
+
 def environment() -> dict[str, Any]:
-    """The environment report: datapath, netem, MPTCP, congestion control, versions."""
+    """The environment report: datapath, netem, AQMs, MPTCP, congestion control, versions."""
     ovs_up = vswitchd_answers()
     return {
         "ovs_datapath": ovs_datapath(),
@@ -153,6 +159,8 @@ def environment() -> dict[str, Any]:
         "bpf_dataplane": bpf_status(),
         "netem": kernel_feature("CONFIG_NET_SCH_NETEM", "sch_netem"),
         "htb": kernel_feature("CONFIG_NET_SCH_HTB", "sch_htb"),
+        # --aqm at the switch ports (the BPF switch; this kernel has no RED qdisc)
+        "aqm": aqm_status(),
         "mptcp_enabled": read_sysctl("net.mptcp.enabled") == "1",
         "tcp_congestion_control": read_sysctl("net.ipv4.tcp_congestion_control"),
         "tcp_available_cc": read_sysctl("net.ipv4.tcp_available_congestion_control").split(),

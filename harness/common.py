@@ -21,6 +21,12 @@ SHARED = {
     "routing": (str, "routing spec: " + routing.help_text()),
     "bw": (float, "link rate, Mb/s"),
     "queue": (int, "tail-drop queue per port, packets"),
+    "burst": (str, "HTB bucket of every link: default (tc's own; 1600 bytes at 10 Mb/s "
+                   "here), bytes, 15k (x1024; Mininet TCLink's) or 10p (full 1514-byte "
+                   "frames)"),
+    "aqm": (str, "what every switch port does before its tail-drop queue: droptail, "
+                 "ecn[,k=20] (mark CE at >= k packets) or red[,min=,max=,p=,w=] (classic RED "
+                 "on an EWMA; ECT marked, others dropped early); bpf dataplane only"),
     "duration": (float, "traffic time per flow, seconds"),
     "trim": (float, "seconds dropped at the start and end of every flow"),
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
@@ -112,7 +118,13 @@ def validate(params: Mapping[str, Any]) -> None:
     if "routing" in params:
         routing.parse(params["routing"])
     if "bw" in params or "queue" in params:
-        LinkSpec(params.get("bw", 10.0), params.get("queue", 100))
+        link = LinkSpec(params.get("bw", 10.0), params.get("queue", 100),
+                        params.get("burst", "default"), params.get("aqm", "droptail"))
+        if link.aqm_spec.active and params.get("backend", "emulated") == "model":
+            raise ValueError(f"--aqm {link.aqm}: the flow model has no queues; AQM applies "
+                             "to emulated runs only")
+        if link.aqm_spec.active and "dataplane" in params:
+            dataplanes.make(params["dataplane"]).check_needs(f"--aqm {link.aqm}", {"aqm"})
     if params.get("duration", 1) <= 0:
         raise ValueError(f"--duration must be > 0, got {params['duration']}")
     if "trim" in params and not 0 <= 2 * params["trim"] < params["duration"]:

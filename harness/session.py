@@ -27,8 +27,9 @@ from .runfolder import RunFolder
 
 
 def link_spec(params: Mapping[str, Any]) -> LinkSpec:
-    """The run's link: rate (Mb/s) and tail-drop queue (packets)."""
-    return LinkSpec(params["bw"], params["queue"])
+    """The run's link: rate (Mb/s), tail-drop queue (packets), HTB burst, switch AQM."""
+    return LinkSpec(params["bw"], params["queue"], params.get("burst", "default"),
+                    params.get("aqm", "droptail"))
 
 
 @dataclass

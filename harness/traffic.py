@@ -17,6 +17,7 @@ from statistics import median
 from typing import Any
 
 from analysis.fidelity import limit_shares, limits_note
+from emulator.dataplane import Aqm
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, how_ended, stop_all, stop_process
 from emulator.sockdiag import SockInfo
@@ -743,7 +744,9 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
 
 @dataclass(frozen=True)
 class PortCounters:
-    """Counters of one switch-side interface: bytes/packets both ways, qdisc drops."""
+    """Counters of one switch-side interface: bytes/packets both ways, qdisc drops (the
+    tail drops of its pfifo), and what the switch's AQM (--aqm) did to packets headed
+    there: marked CE, dropped early (before the queue; 0 for droptail)."""
 
     rx_bytes: int
     tx_bytes: int
@@ -751,6 +754,8 @@ class PortCounters:
     tx_packets: int
     qdisc_drops: int
     qdisc_sent_packets: int
+    aqm_marks: int = 0
+    aqm_drops: int = 0
 
 
 def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
@@ -763,6 +768,7 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
     for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]"):
         if q.get("kind") == "pfifo":
             qd[q["dev"]] = (q.get("drops", 0), q.get("packets", 0))
+    aqm = emu.dataplane.aqm_counters() if isinstance(emu.dataplane, Aqm) else {}
     out = {}
     for sw in emu.topo.switches():
         for port in emu.topo.ports(sw):
@@ -771,8 +777,10 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
             rx_b, tx_b, rx_p, tx_p = (int((base / n).read_text()) for n in
                                       ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"))
             drops, sent = qd.get(intf, (0, 0))
+            marks, early = aqm.get(intf, (0, 0))
             out[(sw, port)] = PortCounters(rx_b, tx_b, rx_p, tx_p, qdisc_drops=drops,
-                                           qdisc_sent_packets=sent)
+                                           qdisc_sent_packets=sent, aqm_marks=marks,
+                                           aqm_drops=early)
     return out
 
 
@@ -792,7 +800,10 @@ def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
     """Packets lost inside the switches, split as far as the counters allow.
 
     Every packet a switch port receives leaves through some port's pfifo or is lost, so
-    ``total = rx - sent`` is exact.  tc's drop counter is only an upper bound on tail-drop
+    ``total = rx - sent`` is exact.  Losses the experiment asked for are the tail drops of
+    the pfifos (``queue_drops``) and the AQM's early drops (``aqm_drops``, the switch
+    program's own count; ``aqm_marks``: packets it marked CE instead, not losses); what
+    is left is the emulator's.  tc's drop counter is only an upper bound on tail-drop
     losses: when a pfifo refuses a packet in the middle of a batch, Open vSwitch's AF_PACKET
     send loop (netdev_linux_sock_batch_send) sends it once more, so a refusal is counted as a
     drop even when the retry gets through.  Hence ``emulator_drops = total - tc drops`` is a
@@ -802,10 +813,23 @@ def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
     rx = sum(p["rx_packets"] for p in ports)
     sent = sum(p["qdisc_sent_packets"] for p in ports)
     tail = sum(p["qdisc_drops"] for p in ports)
+    early = sum(p.get("aqm_drops", 0) for p in ports)
     total = max(0, rx - sent)
-    lost = max(0, total - tail)
+    lost = max(0, total - tail - early)
     return {"switch_rx_packets": rx, "switch_lost_packets": total, "queue_drops": tail,
+            "aqm_drops": early, "aqm_marks": sum(p.get("aqm_marks", 0) for p in ports),
             "emulator_drops": lost, "emulator_loss_share": round(lost / rx, 5) if rx else 0.0}
+
+
+#: the loss accounting's fields (emulator_losses) that every fidelity.json carries
+LOSS_FIELDS = ("switch_rx_packets", "switch_lost_packets", "queue_drops", "aqm_drops",
+               "aqm_marks", "emulator_drops", "emulator_loss_share")
+
+
+def loss_fields(meas: dict[str, Any]) -> dict[str, Any]:
+    """The loss accounting of a measurement (run_iperf's): tail drops, AQM drops and marks,
+    and the emulator's own losses, apart."""
+    return {k: meas[k] for k in LOSS_FIELDS if k in meas}
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:

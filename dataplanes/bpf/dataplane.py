@@ -51,7 +51,7 @@ class BpfDataplane(Dataplane):
 
     name = "bpf"
     carries = frozenset({"forward", "hash", "rnd", "rr", "cnt", "replicate"})
-    capabilities = frozenset({"latency_sampling", "spread"})
+    capabilities = frozenset({"latency_sampling", "spread", "aqm"})
     # socket=keep: packets keep their sender's socket through the fabric, so TCP Small
     # Queues caps every flow at about two packets in flight (the kernel's own behaviour
     # across veths; kept only to show its effect, see switch.bpf.c)
@@ -72,6 +72,9 @@ class BpfDataplane(Dataplane):
         self.entries = 0
         self.install_s = 0.0
         self._flows: dict[tuple, list[tuple[int, int, int]]] = {}
+        self.qlen: Any = None  # aqm.QueueLengths when an AQM other than droptail runs
+        self.aqm_ports: dict[int, str] = {}   # ifindex -> switch port with an AQM
+        self.aqm = "droptail"
 
     def prepare(self, emu: Emulation) -> None:
         """Build (cached) and load the program, pinned on the run's private bpffs."""
@@ -109,7 +112,7 @@ class BpfDataplane(Dataplane):
         fib = bpfplan.fib_entries(emu.plan)
         self.runtime.fill(ports, egress, fib)
         self.runtime.keep_socket(self.keep_socket)
-        bad = self.runtime.verify(ports, egress, fib)
+        bad = self.runtime.verify(ports, egress, fib) or self._set_aqm(emu)
         kept = bool(self.runtime.read_conf().flags & bpfswitch.CONF_KEEP_SOCKET)
         if not bad and kept != self.keep_socket:
             bad = "conf: the socket-release flag did not read back"
@@ -118,6 +121,42 @@ class BpfDataplane(Dataplane):
         self.runtime.attach(intfs)
         self.entries = len(fib)
         self.install_s = round(time.monotonic() - t0, 3)
+
+    def _set_aqm(self, emu: Emulation) -> str:
+        """Give every switch port the run's AQM and start keeping their queue lengths
+        (nothing at all for droptail); '' or what did not read back."""
+        from emulator.shaping import link_ends
+
+        from . import aqm
+        spec = emu.link.aqm_spec
+        self.aqm = spec.describe()
+        if not spec.active:
+            return ""
+        rates = {f"{n}-eth{p}": emu.topo.link_bw(n, peer, emu.link.bw)
+                 for n, p, peer in link_ends(emu.topo) if emu.topo.is_switch(n)}
+        self.aqm_ports = {_ifindex(name): name for name in rates}
+        entries = aqm.aqm_entries(spec, {i: rates[n] for i, n in self.aqm_ports.items()},
+                                  aqm.netns_inode())
+        bad = self.runtime.set_aqm(entries)
+        if not bad:
+            self.qlen = aqm.QueueLengths(aqm.build_object(BUILD_DIR), self.runtime.pin_dir,
+                                         self.runtime.pin_dir / "maps" / "aqm")
+        return bad
+
+    def aqm_counters(self) -> dict[str, tuple[int, int]]:
+        """Per switch port with an AQM: (packets marked CE, packets dropped early) so far
+        (empty for droptail)."""
+        if self.runtime is None or not self.aqm_ports:
+            return {}
+        return {self.aqm_ports[i]: (v.marks, v.drops)
+                for i, v in self.runtime.read_aqm().items() if i in self.aqm_ports}
+
+    def aqm_state(self) -> dict[str, Any]:
+        """Per switch port with an AQM: its whole entry (queue length, RED average, ...)."""
+        if self.runtime is None or not self.aqm_ports:
+            return {}
+        return {self.aqm_ports[i]: v._asdict() for i, v in self.runtime.read_aqm().items()
+                if i in self.aqm_ports}
 
     def check_alive(self) -> None:
         """The program and its maps must still be pinned (a crashed clean could remove them),
@@ -209,12 +248,15 @@ class BpfDataplane(Dataplane):
 
     def stop(self, emu: Emulation) -> None:
         """Detach (the ports are mostly gone already), unmount the bpffs."""
+        if self.qlen is not None:
+            self.qlen.close()
+            self.qlen = None
         if self.runtime is not None:
             self.runtime.close()
 
     def facts(self) -> dict[str, Any]:
         return {"dataplane": self.name, "object": str(self.obj),
-                "fib_entries": self.entries, "install_s": self.install_s,
+                "fib_entries": self.entries, "install_s": self.install_s, "aqm": self.aqm,
                 "sender_socket": "kept through the fabric (ablation: TCP Small Queues "
                                  "counts every hop)" if self.keep_socket else
                                  "released at the first switch, as a NIC would"}

@@ -22,6 +22,16 @@
  *           sampling counters
  *   lat_start  sampled TCP data segments in flight: (5-tuple, seq) -> time at the first switch
  *   lat     their one-way fabric latency: (5-tuple, seq) -> arrival time, latency
+ *   aqm     egress ifindex -> the port's AQM (aqm.h): configuration, queue length (kept by
+ *           qlen.bpf.c on the qdisc tracepoints), RED state, marks and drops
+ *
+ * Active queue management (--aqm ecn|red; aqm.h says what each does): a port with one has
+ * egress_info.aqm set, and only then does the program look the port up in ``aqm`` and,
+ * before redirecting a forwarded packet there, mark it CE (bpf_skb_ecn_set_ce) or drop it
+ * (TC_ACT_SHOT, counted in the port's ``drops``, never in miss_packets).  Droptail ports,
+ * the default, cost nothing more than the test of that field of an entry already read.
+ * Replicated copies (multicast) are not subject to it: marking one copy would mark the
+ * packet the later copies are cloned from.
  *
  * Latency sampling (off unless conf.sample_every > 0): a TCP segment with payload whose
  * (5-tuple, seq) hashes to 0 modulo sample_every is stamped when it enters the fabric (the
@@ -56,6 +66,8 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "aqm.h"
+
 #define MAX_CHOICES 16
 #define LABEL_ANY 0xFFFF
 #define KIND_ETH 1
@@ -88,7 +100,7 @@ struct port_key {
 
 struct egress_info {
 	__u32 ifindex;
-	__u32 pad;
+	__u32 aqm;		/* the port has an AQM: look it up in ``aqm`` (0: tail drop only) */
 	__u64 tx_packets;
 	__u64 tx_bytes;
 };
@@ -230,6 +242,14 @@ struct {
 	__type(value, __u64);
 } lat_start SEC(".maps");
 
+/* shared with qlen.bpf.c (loaded with this map, by its pin, when an AQM is asked for) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct aqm_port);
+} aqm SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 262144);
@@ -244,7 +264,7 @@ struct pkt {
 	__u8 proto;
 	__u8 is_ip;		/* only IPv4 packets are recorded in `flows` */
 	__u8 tagged;
-	__u8 pad;
+	__u8 ecn;		/* IPv4 ECN field (AQM: ECN-capable or not) */
 	__u16 label;		/* outermost 802.1Q VLAN id on arrival, 0 if untagged */
 	__u16 out_base;		/* label left after an optional pop */
 	__u32 len;
@@ -427,6 +447,33 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 	}
 }
 
+/* The egress port's AQM on a packet about to be redirected there: mark it CE or say that
+ * it is to be dropped (returns 1).  RED's state is updated without a lock: two CPUs
+ * deciding for the same port at the same instant may lose one EWMA step or count, which
+ * moves the average by at most 2^-wlog of one sample. */
+static __always_inline int aqm_drop(struct __sk_buff *skb, __u32 ifindex, const struct pkt *p)
+{
+	struct aqm_port *q = bpf_map_lookup_elem(&aqm, &ifindex);
+	int verdict;
+
+	if (!q || !p->is_ip)
+		return 0;
+	verdict = aqm_decide(q, p->ecn, bpf_get_prandom_u32() >> (32 - AQM_PBITS),
+			     q->mode == AQM_RED ? bpf_ktime_get_ns() : 0);
+	if (verdict == AQM_MARK) {
+		if (bpf_skb_ecn_set_ce(skb))
+			__sync_fetch_and_add(&q->marks, p->segs);
+		else if (p->ecn != 3)	/* CE already: nothing to do */
+			__sync_fetch_and_add(&q->unmarkable, p->segs);
+		return 0;
+	}
+	if (verdict == AQM_DROP) {
+		__sync_fetch_and_add(&q->drops, p->segs);
+		return 1;
+	}
+	return 0;
+}
+
 /* Send the packet to choice i: the skb itself (last = 1; returns the tc verdict) or a clone
  * (last = 0; leaves the skb as it was, ready for the next copy).  With ``release`` the last
  * copy is a clone too and the skb, with its socket reference, is consumed (see the top). */
@@ -442,6 +489,8 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 	e = port ? egress_of(pi->sw, port) : 0;
 	if (!e)
 		return miss(pi, p); /* (a clone's caller ignores the verdict) */
+	if (e->aqm && last && aqm_drop(skb, e->ifindex, p))
+		return TC_ACT_SHOT;
 	/* bpf_skb_vlan_push on an untagged skb only sets the offloaded tag (skb metadata);
 	 * on a tagged one it moves the old tag into the frame first (a stacked label) */
 	if (push && bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), push) != 0)
@@ -583,6 +632,7 @@ int dcrepro_switch(struct __sk_buff *skb)
 		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) || ip.version != 4 || ip.ihl < 5)
 			return miss(pi, &p);
 		p.is_ip = 1;
+		p.ecn = ip.tos & 3;
 		p.saddr = ip.saddr;
 		p.daddr = ip.daddr;
 		p.proto = ip.protocol;

@@ -29,6 +29,8 @@ from emulator.bpfobj import MAP_DIR, PROG_PIN, bpffs_mounts, build, load_pinned,
 from emulator.bpfsys import BpfMap
 from emulator.proc import RunError, run
 
+from .aqm import AQM_PORT, AqmPort, pack_aqm_port, unpack_aqm_port
+
 SOURCE = Path(__file__).resolve().parent / "switch.bpf.c"
 MAX_CHOICES = 16
 LABEL_ANY = 0xFFFF
@@ -37,7 +39,7 @@ KIND_ETH, KIND_ARP = 1, 2                      # fib_key.kind
 ACT_FORWARD, ACT_REPLICATE = 1, 2              # fib_action.kind
 MODE_HASH, MODE_RND, MODE_RR, MODE_CNT = 0, 1, 2, 3
 MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
-MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat")
+MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat", "aqm")
 PORT_HOST = 1                                  # port_info.flags: the port faces a host
 CONF_KEEP_SOCKET = 1                           # conf.flags: packets keep the sender's socket
 TIMEOUT = 60.0
@@ -46,7 +48,7 @@ TIMEOUT = 60.0
 IFINDEX = struct.Struct("<I")                  # ports key: __u32 ifindex
 PORT_INFO = struct.Struct("<IIIIQQQ")          # sw, port, seed, flags, rx_packets, rx_bytes, miss
 PORT_KEY = struct.Struct("<II")                # sw, port
-EGRESS_INFO = struct.Struct("<I4xQQ")          # ifindex, pad, tx_packets, tx_bytes
+EGRESS_INFO = struct.Struct("<IIQQ")           # ifindex, aqm, tx_packets, tx_bytes
 FIB_KEY = struct.Struct("<IHHBx6s")            # sw, in_port, label, kind, pad, addr[6]
 FIB_ACTION = struct.Struct(f"<BBBBI{MAX_CHOICES}H{MAX_CHOICES}H")  # kind mode pop n group port push
 RR_KEY = struct.Struct("<II4s4sHHB3x")         # sw, group, saddr, daddr, sport, dport, proto, pad
@@ -60,7 +62,8 @@ LAT_VAL = struct.Struct("<QQ")                 # at_ns, latency_ns
 SIZES = {"ports": (IFINDEX.size, PORT_INFO.size), "egress": (PORT_KEY.size, EGRESS_INFO.size),
          "fib": (FIB_KEY.size, FIB_ACTION.size), "rr": (RR_KEY.size, RR_VALUE.size),
          "flows": (FLOW_KEY.size, FLOW_STAT.size), "conf": (IFINDEX.size, CONF.size),
-         "lat_start": (LAT_KEY.size, LAT_START.size), "lat": (LAT_KEY.size, LAT_VAL.size)}
+         "lat_start": (LAT_KEY.size, LAT_START.size), "lat": (LAT_KEY.size, LAT_VAL.size),
+         "aqm": (IFINDEX.size, AQM_PORT.size)}
 
 
 class PortInfo(NamedTuple):
@@ -84,11 +87,13 @@ class PortKey(NamedTuple):
 
 
 class EgressInfo(NamedTuple):
-    """egress value: the port's ifindex and what the program redirected to it."""
+    """egress value: the port's ifindex, what the program redirected to it, and whether
+    the port has an AQM (1: look it up in the ``aqm`` map; packed before the counters)."""
 
     ifindex: int
     tx_packets: int = 0
     tx_bytes: int = 0
+    aqm: int = 0
 
 
 class FibKey(NamedTuple):
@@ -216,13 +221,15 @@ def unpack_port_key(b: bytes) -> PortKey:
 
 
 def pack_egress_info(v: tuple | int) -> bytes:
-    """egress value from EgressInfo (or a bare ifindex: counters zero)."""
-    return EGRESS_INFO.pack(*(EgressInfo(v) if isinstance(v, int) else EgressInfo(*v)))
+    """egress value from EgressInfo (or a bare ifindex: counters zero, no AQM)."""
+    e = EgressInfo(v) if isinstance(v, int) else EgressInfo(*v)
+    return EGRESS_INFO.pack(e.ifindex, e.aqm, e.tx_packets, e.tx_bytes)
 
 
 def unpack_egress_info(b: bytes) -> EgressInfo:
     """Inverse of pack_egress_info."""
-    return EgressInfo(*EGRESS_INFO.unpack(b))
+    ifindex, aqm, tx_packets, tx_bytes = EGRESS_INFO.unpack(b)
+    return EgressInfo(ifindex, tx_packets, tx_bytes, aqm)
 
 
 def pack_fib_key(k: tuple) -> bytes:
@@ -373,6 +380,7 @@ CODECS: dict[str, tuple[Callable, Callable, Callable, Callable]] = {
     "conf": (pack_ifindex, unpack_ifindex, pack_conf, unpack_conf),
     "lat_start": (pack_lat_key, unpack_lat_key, pack_lat_start, unpack_lat_start),
     "lat": (pack_lat_key, unpack_lat_key, pack_lat_val, unpack_lat_val),
+    "aqm": (pack_ifindex, unpack_ifindex, pack_aqm_port, unpack_aqm_port),
 }
 
 
@@ -567,6 +575,27 @@ class SwitchRuntime:
                         f"different (of {len(want)})")
         return ""
 
+    def set_aqm(self, entries: dict[int, AqmPort]) -> str:
+        """Give every port in ``entries`` (ifindex -> AqmPort) its AQM and set the aqm flag of
+        its egress entries (before the program is attached); '' when both read back as
+        written, else what differs."""
+        for ifindex, v in entries.items():
+            self.maps["aqm"].update(pack_ifindex(ifindex), pack_aqm_port(v))
+        for key, e in self.read_egress().items():
+            if e.ifindex in entries:
+                self.maps["egress"].update(pack_port_key(key), pack_egress_info(e._replace(aqm=1)))
+        got = self.read_map("aqm")
+        if got != entries:
+            return f"aqm: {len(got)} entries read back, {len(entries)} written, or different"
+        flagged = {e.ifindex for e in self.read_egress().values() if e.aqm}
+        if flagged != set(entries):
+            return f"egress: {len(flagged)} ports flagged for an AQM, {len(entries)} asked"
+        return ""
+
+    def read_aqm(self) -> dict[int, AqmPort]:
+        """ifindex -> the port's AQM: queue length, RED state, marks and drops."""
+        return self.read_map("aqm")
+
     def read_map(self, name: str) -> dict[Any, Any]:
         """Every entry of one map, decoded (see CODECS)."""
         return decode_map(name, self.maps[name])
@@ -635,7 +664,8 @@ class SwitchRuntime:
         for ifindex, p in self.read_ports().items():
             self.maps["ports"].update(pack_ifindex(ifindex), pack_port_info(p[:4]))
         for key, e in self.read_egress().items():
-            self.maps["egress"].update(pack_port_key(key), pack_egress_info(e.ifindex))
+            self.maps["egress"].update(pack_port_key(key),
+                                       pack_egress_info(e._replace(tx_packets=0, tx_bytes=0)))
         for name in ("flows", "rr"):
             for k in list(self.maps[name].keys()):
                 self.maps[name].delete(k)

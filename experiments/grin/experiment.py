@@ -41,7 +41,7 @@ from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.session import judge, session
-from harness.traffic import Flow, run_iperf
+from harness.traffic import Flow, loss_fields, run_iperf
 from model.flowmodel import goodput_capacity, maxmin_rates
 from model.grin import (
     GROUP_SIZE,
@@ -296,7 +296,7 @@ def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]]
         fid["reasons"].append(f"{missing} of {wanted} designed subflows never appeared")
     fid.update(run=r, active_pct=pct, network=d, subflows_missing=missing,
                restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
-               subflows_designed=wanted, cpu_mean=meas["cpu_mean"])
+               subflows_designed=wanted, cpu_mean=meas["cpu_mean"], **loss_fields(meas))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     judge(folder, fid, f"run {r} active {pct:g} % {d}", f"; subflows {wanted - missing}/{wanted}")
     rows = []

@@ -48,7 +48,7 @@ from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
 from harness.simrun import check_sim, sim_config, simulate_flows
-from harness.traffic import Flow, run_iperf
+from harness.traffic import Flow, loss_fields, run_iperf
 from store import write_csv
 from topos.outcast import OutcastLinear
 from topos.traffic import many_to_one
@@ -393,9 +393,7 @@ def emulate_once(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path, r
         facts["drops"] = meas["drops"]
         facts["dequeue_gaps"] = meas["dequeue_gaps"]
         facts["tcp_limits"] = meas["tcp_limits"]
-        facts["switch_losses"] = {k: meas[k] for k in (
-            "switch_rx_packets", "switch_lost_packets", "queue_drops", "emulator_drops",
-            "emulator_loss_share")}
+        facts["switch_losses"] = loss_fields(meas)
     return facts, meas
 
 

@@ -22,7 +22,7 @@ from harness.runfolder import RunFolder
 from harness.session import Session, judge, session
 from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.trace import trace_flows
-from harness.traffic import BASE_PORT, Flow, check_subflows, run_iperf
+from harness.traffic import BASE_PORT, Flow, check_subflows, loss_fields, run_iperf
 from model.network import lp_bounds, rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
 
@@ -105,8 +105,7 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
                      tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"])
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
-                   queue_drops=meas["queue_drops"], emulator_drops=meas["emulator_drops"],
-                   switch_rx_packets=meas["switch_rx_packets"], cpu_busy_s=meas["cpu_busy_s"],
+                   **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],
                    cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"])
         reports.append(fid)
         for f in flows:

@@ -48,7 +48,7 @@ from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.session import judge, session
 from harness.trace import trace_flows
-from harness.traffic import BASE_PORT, Flow, run_iperf
+from harness.traffic import BASE_PORT, Flow, loss_fields, run_iperf
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
@@ -255,7 +255,7 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, recovery: str
                  meas["measurement_note"],
                  tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"])
     fid.update(run=r, scheme=scheme, recovery=recovery, cpu_mean=meas["cpu_mean"],
-               latency_sampling=sampling)
+               latency_sampling=sampling, **loss_fields(meas))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     judge(folder, fid, f"run {r} {recovery} {scheme}")
     rows = []

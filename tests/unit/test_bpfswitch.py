@@ -12,17 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from dataplanes.bpf import aqm as bq
 from dataplanes.bpf import switch as bs
 from emulator import bpfobj
 
 SOURCE = Path(bs.SOURCE).read_text()
+AQM_H = Path(bs.SOURCE).parent / "aqm.h"
+C_TEXT = SOURCE + AQM_H.read_text()     # every struct the maps hold
 
 # C struct name -> (Python format, C field names in order)
 LAYOUTS = {
     "port_info": (bs.PORT_INFO, ["sw", "port", "seed", "flags", "rx_packets", "rx_bytes",
                                  "miss_packets"]),
     "port_key": (bs.PORT_KEY, ["sw", "port"]),
-    "egress_info": (bs.EGRESS_INFO, ["ifindex", "pad", "tx_packets", "tx_bytes"]),
+    "egress_info": (bs.EGRESS_INFO, ["ifindex", "aqm", "tx_packets", "tx_bytes"]),
     "fib_key": (bs.FIB_KEY, ["sw", "in_port", "label", "kind", "pad", "addr"]),
     "fib_action": (bs.FIB_ACTION, ["kind", "mode", "pop", "n", "group", "port", "push"]),
     "rr_key": (bs.RR_KEY, ["sw", "group", "saddr", "daddr", "sport", "dport", "proto", "pad"]),
@@ -32,15 +35,19 @@ LAYOUTS = {
     "conf": (bs.CONF, ["sample_every", "flags", "stamped", "measured", "lost"]),
     "lat_key": (bs.LAT_KEY, ["saddr", "daddr", "sport", "dport", "seq"]),
     "lat_val": (bs.LAT_VAL, ["at_ns", "latency_ns"]),
+    "aqm_port": (bq.AQM_PORT, ["mode", "netns", "k", "min_th", "max_th", "max_p", "wlog",
+                               "qlen", "frame_ns", "idle_since", "avg", "count", "marks",
+                               "drops", "unmarkable", "events"]),
 }
 SPEC_SIZES = {"port_info": 40, "port_key": 8, "egress_info": 24, "fib_key": 16,
               "fib_action": 72, "rr_key": 24, "flow_key": 20, "flow_stat": 24, "conf": 32,
-              "lat_key": 16, "lat_val": 16}
+              "lat_key": 16, "lat_val": 16, "aqm_port": 96}
 
 
 def python_offsets(fmt: struct.Struct) -> list[int]:
     """Offset of every field of a '<' format (an array or pad run is one field)."""
-    tokens = re.findall(r"\d*[a-zA-Z]", fmt.format[1:])
+    tokens = [t for n, c in re.findall(r"(\d*)([a-zA-Z])", fmt.format[1:])
+              for t in ([c] * int(n) if n and c in "IQ" else [n + c])]
     return [struct.calcsize("<" + "".join(tokens[:i])) for i in range(len(tokens))]
 
 
@@ -49,7 +56,7 @@ def test_sizes_match_the_spec_and_the_c_source(name):
     fmt, fields = LAYOUTS[name]
     assert fmt.size == SPEC_SIZES[name]
     assert len(python_offsets(fmt)) == len(fields)
-    body = re.search(r"struct %s \{(.*?)\};" % name, SOURCE, re.S).group(1)
+    body = re.search(r"struct %s \{(.*?)\};" % name, C_TEXT, re.S).group(1)
     sizes = {"__u8": 1, "__u16": 2, "__u32": 4, "__u64": 8}
     members = re.findall(r"(__u\d+) (\w+)(?:\[(\w+)\])?;", body)
     assert [m[1] for m in members] == fields
@@ -77,6 +84,7 @@ def test_build_is_cached_by_source(tmp_path):
         pytest.skip("needs clang")
     src = tmp_path / "switch.bpf.c"
     src.write_text(SOURCE)
+    (tmp_path / "aqm.h").write_text(AQM_H.read_text())
     first = bpfobj.build(tmp_path / "cache", src)
     mtime = first.stat().st_mtime_ns
     assert bpfobj.build(tmp_path / "cache", src) == first and first.stat().st_mtime_ns == mtime
@@ -115,6 +123,10 @@ ROUND_TRIPS = [
                                                    2**32 - 1), 16),
     (bs.pack_lat_start, bs.unpack_lat_start, 2**63, 8),
     (bs.pack_lat_val, bs.unpack_lat_val, bs.LatVal(2**50, 123456), 16),
+    (bq.pack_aqm_port, bq.unpack_aqm_port,
+     bq.AqmPort(2, 4026531840, 20, 5, 15, 1677722, 9, 7, 1211200, 2**62, 5 << 16, 3, 10,
+                11, 1, 2**40), 96),
+    (bs.pack_egress_info, bs.unpack_egress_info, bs.EgressInfo(17, 9, 2**63, 1), 24),
 ]
 
 
@@ -149,6 +161,8 @@ def test_pad_fields_are_zero_and_fields_sit_where_c_has_them():
     assert raw[12:14] == b"\x02\x01" and raw[17] == 0 and raw[18:] == b"\x09\x00"
     assert bs.pack_port_info((1, 2, 3)) == bs.pack_port_info(bs.PortInfo(1, 2, 3, 0, 0, 0, 0))
     assert bs.pack_egress_info(9) == bs.pack_egress_info(bs.EgressInfo(9, 0, 0))
+    # the AQM flag sits where C has it (the old pad), not after the counters
+    assert bs.pack_egress_info(bs.EgressInfo(9, 0, 0, 1))[4:8] == b"\x01\0\0\0"
 
 
 @pytest.mark.parametrize("action", [

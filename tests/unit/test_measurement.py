@@ -14,6 +14,7 @@ from harness.traffic import (
     data_subflows,
     emulator_losses,
     iperf_window_mbps,
+    loss_fields,
     parse_ss_subflows,
     tcp_counters,
     tcp_tuple,
@@ -95,6 +96,23 @@ def test_emulator_losses_by_conservation():
     retried = emulator_losses([{"rx_packets": 100, "qdisc_sent_packets": 98,
                                 "qdisc_drops": 7}])
     assert retried["switch_lost_packets"] == 2 and retried["emulator_drops"] == 0
+
+
+def test_aqm_drops_and_marks_are_counted_apart_from_tail_and_emulator_losses():
+    """An AQM's early drops are losses the run asked for: subtracted before what is left is
+    called the emulator's; marks are no loss at all.  loss_fields carries all of them."""
+    ports = [{"rx_packets": 100, "qdisc_sent_packets": 80, "qdisc_drops": 5, "aqm_drops": 12,
+              "aqm_marks": 30},
+             {"rx_packets": 50, "qdisc_sent_packets": 50, "qdisc_drops": 0, "aqm_drops": 0,
+              "aqm_marks": 4}]
+    out = emulator_losses(ports)
+    assert (out["switch_lost_packets"], out["queue_drops"], out["aqm_drops"],
+            out["aqm_marks"], out["emulator_drops"]) == (20, 5, 12, 34, 3)
+    assert out["emulator_loss_share"] == pytest.approx(3 / 150, abs=1e-5)
+    assert loss_fields({**out, "cpu_mean": 1.0}) == out
+    # rows from before the AQM (no such columns): as before
+    assert emulator_losses([{"rx_packets": 10, "qdisc_sent_packets": 9,
+                             "qdisc_drops": 1}])["aqm_drops"] == 0
 
 
 def test_fidelity_report_flags_and_explains():
