@@ -162,4 +162,16 @@ AQM_API int aqm_decide(struct aqm_port *c, __u32 ecn, __u32 rnd, __u64 now)
 	return ecn ? AQM_MARK : AQM_DROP;
 }
 
+#ifdef __bpf__
+/* Every switch port's entry, one map for the switch program and qlen.bpf.c (loaded with
+ * it, by its pin, when an AQM is asked for): defined once here for both.  Not in the
+ * userspace build of this header (the unit tests'), which has no maps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct aqm_port);
+} aqm SEC(".maps");
+#endif
+
 #endif

@@ -36,13 +36,6 @@
 
 #include "aqm.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct aqm_port);
-} aqm SEC(".maps");
-
 static __always_inline struct aqm_port *port_of(struct Qdisc *q)
 {
 	struct net_device *dev = q->dev_queue->dev;

@@ -242,14 +242,6 @@ struct {
 	__type(value, __u64);
 } lat_start SEC(".maps");
 
-/* shared with qlen.bpf.c (loaded with this map, by its pin, when an AQM is asked for) */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct aqm_port);
-} aqm SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 262144);

@@ -101,6 +101,17 @@ def veth_pair(rate_mbit: float, limit: int = 100,
                 sh("ip", "-n", ns, "link", "set", "dev", intf, "gso_max_segs", "1")
             sh("ip", "-n", ns, "addr", "add", addr, "dev", intf)
             sh("ip", "-n", ns, "link", "set", intf, "up")
+        # no ARP either: a neighbour probe (a stale entry re-confirmed in the middle of a
+        # burst) is one more packet through HTB than the test sent (fresh clone, 2026-11-26:
+        # probe 500, HTB 501)
+        macs = {ns: json.loads(subprocess.run(
+            ["ip", "-n", ns, "-j", "link", "show", "dev", intf], capture_output=True,
+            text=True, timeout=10, check=True).stdout)[0]["address"]
+            for ns, intf in ((a, "qg0"), (b, "qg1"))}
+        for ns, intf, peer, mac in ((a, "qg0", "10.77.0.2", macs[b]),
+                                    (b, "qg1", "10.77.0.1", macs[a])):
+            sh("ip", "-n", ns, "neigh", "replace", peer, "lladdr", mac, "dev", intf,
+               "nud", "permanent")
         for cmd in ("qdisc add dev qg0 root handle 1: htb default 1",
                     f"class add dev qg0 parent 1: classid 1:1 htb rate {rate_mbit}mbit "
                     f"ceil {rate_mbit}mbit",
