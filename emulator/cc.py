@@ -49,7 +49,8 @@ BTF = Path("/sys/kernel/btf/vmlinux")
 STRUCT_OPS_NAMES = tuple(BPF_CCS)
 
 BPF_F_LINK = 1 << 13
-BPF_LINK_CREATE, BPF_LINK_DETACH = 28, 34
+BPF_LINK_CREATE, BPF_LINK_GET_FD_BY_ID, BPF_LINK_GET_NEXT_ID, BPF_LINK_DETACH = 28, 30, 31, 34
+BPF_LINK_TYPE_STRUCT_OPS = 9
 BPF_OBJ_GET_INFO_BY_FD = 15
 BPF_STRUCT_OPS = 44                      # enum bpf_attach_type
 
@@ -396,31 +397,83 @@ STAT_FIELDS = {
 
 # -- cleanup -------------------------------------------------------------------------------
 
+class _IdAttr(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32), ("next_id", ctypes.c_uint32),
+                ("open_flags", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+def struct_ops_links() -> dict[int, int]:
+    """Every struct_ops link on the machine: link id -> map id (bpf(2) directly: bpftool
+    7.1 does not print a struct_ops link's map)."""
+    out: dict[int, int] = {}
+    cur = 0
+    while True:
+        attr = _IdAttr(id=cur)
+        try:
+            _bpf(BPF_LINK_GET_NEXT_ID, attr)
+        except BpfError:
+            return out            # ENOENT: no more
+        cur = attr.next_id
+        try:
+            fd = _bpf(BPF_LINK_GET_FD_BY_ID, _IdAttr(id=cur))
+        except BpfError:
+            continue              # gone meanwhile
+        try:
+            info = link_info(fd)
+            if info.type == BPF_LINK_TYPE_STRUCT_OPS:
+                out[cur] = info.map_id
+        finally:
+            os.close(fd)
+
+
 def detach_link(link_id: int, map_id: int) -> bool:
-    """Detach a struct_ops link by id if it is still the one recorded (its map the recorded
+    """Detach a struct_ops link by id if it is still the one recorded (holding the recorded
     map); True if something was detached."""
-    links = _bpftool_json(["link", "show", "id", str(link_id)])
-    if not isinstance(links, dict) or links.get("map_id") != map_id:
+    if struct_ops_links().get(link_id) != map_id or not map_id:
         return False
-    p = subprocess.run(["bpftool", "link", "detach", "id", str(link_id)],
-                       capture_output=True, text=True, timeout=20, check=False)
-    return p.returncode == 0
+    try:
+        fd = _bpf(BPF_LINK_GET_FD_BY_ID, _IdAttr(id=link_id))
+    except BpfError:
+        return False
+    try:
+        _bpf(BPF_LINK_DETACH, _LinkDetach(link_fd=fd))
+        return True
+    except BpfError:
+        return False
+    finally:
+        os.close(fd)
 
 
-def clean_struct_ops(entries: list[dict[str, Any]], everything: bool = False) -> list[str]:
-    """Remove the registrations a dead run recorded (``entries``), and with ``everything``
-    any struct_ops of dcrepro's names still registered; one line per removal."""
+def clean_struct_ops(entries: list[dict[str, Any]]) -> list[str]:
+    """Detach the registrations a dead run recorded (``entries``) that are still there;
+    one line per removal."""
     done = []
     for e in entries:
         if detach_link(int(e.get("link_id", 0)), int(e.get("map_id", 0))):
             done.append(f"detached congestion control {e.get('name')} (link {e['link_id']})")
-    if everything:
-        for m in registered_struct_ops():
-            if m["name"] in STRUCT_OPS_NAMES:
-                p = subprocess.run(["bpftool", "struct_ops", "unregister", "id", str(m["id"])],
-                                   capture_output=True, text=True, timeout=20, check=False)
-                done.append(f"unregistered congestion control {m['name']} (map {m['id']})"
-                            if p.returncode == 0 else
-                            f"could not unregister congestion control {m['name']} (map "
-                            f"{m['id']}): {p.stderr.strip()[:200]}")
+    return done
+
+
+def orphan_struct_ops(live: list[dict[str, Any]]) -> list[str]:
+    """Remove every struct_ops of dcrepro's names that no live run recorded (``live``: the
+    live runs' entries): detach the links that hold it, or unregister a map registered
+    without a link; one line per removal."""
+    keep = {int(e.get("map_id", 0)) for e in live}
+    orphans = [m for m in registered_struct_ops()
+               if m["name"] in STRUCT_OPS_NAMES and m["id"] not in keep]
+    if not orphans:
+        return []
+    links = struct_ops_links()
+    done = []
+    for m in orphans:
+        held = [lid for lid, mid in links.items() if mid == m["id"]]
+        if held:
+            ok = all([detach_link(lid, m["id"]) for lid in held])
+        else:
+            ok = subprocess.run(["bpftool", "struct_ops", "unregister", "id", str(m["id"])],
+                                capture_output=True, text=True, timeout=20,
+                                check=False).returncode == 0
+        done.append(f"removed orphan congestion control {m['name']} (map {m['id']})" if ok
+                    else f"could not remove orphan congestion control {m['name']} (map "
+                         f"{m['id']})")
     return done

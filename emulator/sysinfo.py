@@ -144,6 +144,13 @@ def bpf_status() -> str:
     return bpf_unavailable() or "available"
 
 
+def congestion_controls() -> dict[str, str]:
+    """Every congestion control a run can use here (--cc): name -> 'built-in', or 'bpf'
+    for dcrepro's own, registered for a run (emulator/cc.py)."""
+    from .cc import runnable
+    return runnable()
+
+
 def environment() -> dict[str, Any]:
     """The environment report: datapath, netem, MPTCP, congestion control, versions."""
     ovs_up = vswitchd_answers()
@@ -156,6 +163,7 @@ def environment() -> dict[str, Any]:
         "mptcp_enabled": read_sysctl("net.mptcp.enabled") == "1",
         "tcp_congestion_control": read_sysctl("net.ipv4.tcp_congestion_control"),
         "tcp_available_cc": read_sysctl("net.ipv4.tcp_available_congestion_control").split(),
+        "congestion_controls": congestion_controls(),
         "cpus": os.cpu_count(),
         "versions": versions(),
     }
