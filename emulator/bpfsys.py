@@ -98,16 +98,6 @@ class BpfMap:
         self.key_size, self.value_size = info.key_size, info.value_size
         self.max_entries = info.max_entries
 
-    @classmethod
-    def from_fd(cls, fd: int, name: str) -> BpfMap:
-        """A map already open as ``fd`` (a duplicate is kept: the caller keeps its own)."""
-        m = cls.__new__(cls)
-        m.path, m.fd = name, os.dup(fd)
-        info = map_info(m.fd)
-        m.key_size, m.value_size, m.max_entries = info.key_size, info.value_size, \
-            info.max_entries
-        return m
-
     def close(self) -> None:
         """Release the file descriptor (the pinned map stays)."""
         if self.fd >= 0:

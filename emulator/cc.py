@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .bpfobj import bpf_unavailable, build
-from .bpfsys import BpfError, BpfMap, _bpf, map_info
+from .bpfsys import BPF_MAP_LOOKUP_ELEM, BpfError, _bpf, _ElemAttr, map_info
 from .proc import RunError
 from .sysinfo import read_sysctl
 
@@ -234,6 +234,25 @@ def _libbpf() -> Any:
     return lib
 
 
+def possible_cpus() -> int:
+    """How many CPUs the kernel may bring up (a per-CPU map holds one value for each)."""
+    text = Path("/sys/devices/system/cpu/possible").read_text().strip()
+    n = 0
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def percpu_lookup(fd: int, key: int, value_size: int) -> bytes:
+    """Every CPU's value of one u32 key of a per-CPU array (each padded to 8 bytes)."""
+    k = ctypes.create_string_buffer(struct.pack("<I", key), 4)
+    v = ctypes.create_string_buffer(((value_size + 7) // 8 * 8) * possible_cpus())
+    _bpf(BPF_MAP_LOOKUP_ELEM, _ElemAttr(map_fd=fd, key=ctypes.addressof(k),
+                                        value=ctypes.addressof(v)))
+    return v.raw
+
+
 class _LinkCreate(ctypes.Structure):
     _fields_ = [("map_fd", ctypes.c_uint32), ("target_fd", ctypes.c_uint32),
                 ("attach_type", ctypes.c_uint32), ("flags", ctypes.c_uint32),
@@ -368,13 +387,10 @@ class Registration:
         if not m:
             return {}
         names = STAT_FIELDS[self.name]
-        with BpfMap.from_fd(lib.bpf_map__fd(m), f"{self.name}.stats") as sm:
-            raw = sm.lookup(struct.pack("<I", 0)) or b""
-        ncpu = len(raw) // (8 * len(names)) if raw else 0
+        raw = percpu_lookup(lib.bpf_map__fd(m), 0, 8 * len(names))
         out = dict.fromkeys(names, 0)
-        for c in range(ncpu):
-            vals = struct.unpack_from(f"<{len(names)}Q", raw, c * 8 * len(names))
-            for n, v in zip(names, vals):
+        for off in range(0, len(raw), 8 * len(names)):
+            for n, v in zip(names, struct.unpack_from(f"<{len(names)}Q", raw, off)):
                 out[n] += v
         return out
 
@@ -390,7 +406,8 @@ class Registration:
 
 #: the counters of each control's ``stats`` map, in the program's order
 STAT_FIELDS = {
-    "lia": ("coupled_acks", "plain_acks", "no_slot", "no_conn"),
+    "lia": ("coupled_acks", "plain_acks", "no_slot", "no_conn", "slow_start", "not_limited",
+            "init_plain", "init_mptcp", "no_ulp"),
     "dctcp": ("windows", "marked_windows", "ce_flips", "no_ecn"),
 }
 

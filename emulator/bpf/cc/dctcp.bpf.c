@@ -48,7 +48,7 @@ struct dctcp_sk {
 
 /* Counters for userspace (array of one). */
 struct dctcp_stats {
-	__u64 windows;		/* alpha updates */
+	__u64 windows;		/* alpha updates of windows that acknowledged data */
 	__u64 marked_windows;	/* ... of windows with marks */
 	__u64 ce_flips;		/* receiver CE state changes */
 	__u64 no_ecn;		/* connections that run as Reno */
@@ -126,7 +126,7 @@ void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags)
 	if ((__s32)(una - ca->next_seq) < 0)
 		return;
 	st = dctcp_stats();
-	if (st) {
+	if (st && ca->acked) {	/* a receiver's every ACK ends an empty "window": not counted */
 		st->windows++;
 		if (ca->marked)
 			st->marked_windows++;

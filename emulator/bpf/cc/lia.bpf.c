@@ -54,6 +54,11 @@ struct lia_stats {
 	__u64 plain_acks;	/* ... of plain TCP sockets (Reno) */
 	__u64 no_slot;		/* subflows beyond CC_LIA_MAX_SUBFLOWS, run as Reno */
 	__u64 no_conn;		/* MPTCP subflows whose connection could not be found yet */
+	__u64 slow_start;	/* ACKs of subflows in slow start */
+	__u64 not_limited;	/* ACKs of subflows not limited by their window (no growth) */
+	__u64 init_plain;	/* sockets initialised as plain TCP */
+	__u64 init_mptcp;	/* ... as MPTCP subflows */
+	__u64 no_ulp;		/* MPTCP subflows without a subflow context (not counted in no_conn) */
 };
 
 struct {
@@ -86,10 +91,16 @@ SEC("struct_ops/lia_init")
 void BPF_PROG(lia_init, struct sock *sk)
 {
 	struct lia_sk *ca = lia_priv(sk);
+	struct lia_stats *st;
 
 	ca->conn = 0;
 	ca->slot = NO_SLOT;
 	ca->plain = !((struct tcp_sock *)sk)->is_mptcp;
+	st = lia_stats();
+	if (st && ca->plain)
+		st->init_plain++;
+	else if (st)
+		st->init_mptcp++;
 }
 
 /* This subflow's connection entry, its slot refreshed with the current cwnd and srtt, and
@@ -100,6 +111,7 @@ static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt
 	struct lia_sk *ca = lia_priv(sk);
 	struct lia_conn fresh = {}, *c;
 	struct mptcp_subflow_context *ctx;
+	struct lia_stats *st;
 	__u64 key = ca->conn, me = (__u64)sk;
 	__u32 my_cwnd = tp->snd_cwnd, my_rtt = tp->srtt_us >> 3;
 	int i, slot = -1;
@@ -110,8 +122,12 @@ static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt
 		 * bpf_skc_to_mptcp_sock#196"): read the subflow context's conn instead.  The
 		 * context is the ULP data of every socket with is_mptcp set. */
 		ctx = ((struct inet_connection_sock *)sk)->icsk_ulp_data;
-		if (!ctx)
+		if (!ctx) {
+			st = lia_stats();
+			if (st)
+				st->no_ulp++;
 			return 0;
+		}
 		key = (__u64)BPF_CORE_READ(ctx, conn);
 		if (!key)
 			return 0;
@@ -177,12 +193,16 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		st->no_conn++;
 	/* tcp_is_cwnd_limited() */
 	if (tp->snd_cwnd < tp->snd_ssthresh) {
+		if (st)
+			st->slow_start++;
 		if (tp->snd_cwnd >= 2 * tp->max_packets_out)
 			return;
 		acked = tcp_slow_start(tp, acked);
 		if (!acked)
 			return;
 	} else if (!tp->is_cwnd_limited) {
+		if (st)
+			st->not_limited++;
 		return;
 	}
 	if (!coupled) {
