@@ -71,19 +71,30 @@ def _bpftool_json(argv: list[str]) -> Any:
         return None
 
 
-def registered_struct_ops() -> list[dict[str, Any]]:
-    """The tcp_congestion_ops struct_ops maps registered on this machine (bpftool), as
-    {"id", "name"} (empty when bpftool is missing or says nothing)."""
+def struct_ops_maps() -> list[dict[str, Any]]:
+    """Every tcp_congestion_ops struct_ops map on the machine (bpftool), as {"id", "name"}:
+    registered or not (a map outlives its registration while a socket still runs it)."""
     out = _bpftool_json(["struct_ops", "show"]) or []
     return [{"id": m.get("id"), "name": m.get("name")} for m in out
             if isinstance(m, dict) and "tcp_congestion_ops" in str(m.get("kernel_struct_ops"))]
+
+
+def registered_struct_ops() -> list[dict[str, Any]]:
+    """The tcp_congestion_ops struct_ops maps that are registered: held by a struct_ops link,
+    or (registered without a link) named in the kernel's list while no linked map is."""
+    maps = struct_ops_maps()
+    linked = set(struct_ops_links().values())
+    listed = set(read_sysctl("net.ipv4.tcp_available_congestion_control").split())
+    linked_names = {m["name"] for m in maps if m["id"] in linked}
+    return [m for m in maps if m["id"] in linked or
+            (m["name"] in listed and m["name"] not in linked_names)]
 
 
 def builtin_ccs() -> list[str]:
     """The kernel's own congestion controls: what the kernel lists, less what BPF
     registered."""
     available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
-    bpf = {m["name"] for m in registered_struct_ops()}
+    bpf = {m["name"] for m in struct_ops_maps()}
     return [c for c in available if c not in bpf]
 
 

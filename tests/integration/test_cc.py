@@ -400,3 +400,57 @@ def test_a_registration_dies_with_its_process(name):
         assert time.monotonic() < deadline, f"{name} still registered 10 s after SIGKILL"
         time.sleep(0.1)
     assert not [m for m in ccs.registered_struct_ops() if m["name"] == name]
+
+
+HOLDER_NO_LEDGER = HOLDER
+
+
+def test_clean_removes_a_registration_no_live_run_recorded():
+    """`dcrepro clean` (registry.clean_all) detaches a dcrepro control that no live run's
+    ledger names, here one held by a process that recorded nothing."""
+    from emulator.registry import clean_all
+    repo = Path(__file__).resolve().parents[2]
+    p = subprocess.Popen([sys.executable, "-c", HOLDER_NO_LEDGER, "lia"], cwd=repo, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "registered"
+        done = clean_all(force=False)
+        assert any(line.startswith("removed orphan congestion control lia") for line in done), \
+            done
+        assert "lia" not in read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def test_an_emulated_run_registers_records_and_removes_lia(tmp_path):
+    """The Emulation registers lia before the hosts exist, records it (ledger, facts), the
+    hosts' MPTCP subflows run it coupled, and teardown restores the default and unregisters."""
+    import routing
+    import topos
+    from emulator.emulation import Emulation
+    from emulator.shaping import LinkSpec
+    from harness.traffic import Flow, run_iperf
+
+    before = read_sysctl(CC_SYSCTL)
+    topo = topos.build("fattree,k=2")
+    # a short queue: the two subflows share every link and must lose packets (leave slow
+    # start) within the few seconds of traffic for the coupled increase to run
+    with Emulation(topo, routing.make_plan(topo, "st"), LinkSpec(RATE, SHARED_QUEUE),
+                   tmp_path, "t-cc-lia", cc="lia") as emu:
+        ledger = json.loads((STATE_DIR / "t-cc-lia.json").read_text())
+        assert [e["name"] for e in ledger["struct_ops"]] == ["lia"], ledger
+        assert ledger["sysctl"][CC_SYSCTL] == before
+        emu.configure_mptcp(2)
+        flows = [Flow("0_0_2", "1_0_2")]
+        run_iperf(emu, flows, "mptcp", duration=10, trim=2, out=tmp_path / "mptcp")
+    facts = emu.facts
+    print(json.dumps({"mbps": flows[0].iperf_mbps, "subflows": len(flows[0].subflows),
+                      "cc_bpf": facts.cc_bpf}))
+    assert facts.cc_in_hosts == "lia" and facts.cc_restored_to == before
+    assert facts.cc_bpf is not None and facts.cc_bpf["name"] == "lia"
+    assert facts.cc_bpf["source_sha256"] == ccs.source_sha256("lia")
+    assert len(flows[0].subflows) == 2 and flows[0].iperf_mbps > 0.8 * RATE, flows[0]
+    assert facts.cc_bpf["stats"]["coupled_acks"] > 0, facts.cc_bpf
+    assert read_sysctl(CC_SYSCTL) == before
+    assert "lia" not in read_sysctl("net.ipv4.tcp_available_congestion_control").split()
