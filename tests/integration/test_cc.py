@@ -48,7 +48,8 @@ QUEUE = 100        # packets, the pfifo leaf (the shared-bottleneck test uses SH
 #: drop mostly hits the flow whose window just grew (it sent the extra packet), not flows in
 #: proportion to their rates as RFC 6356's design assumes; the larger the queue, the stronger
 #: that bias toward the smaller windows (MPTCP's subflows).  Measured lia/TCP ratios:
-#: 20 packets 0.69-1.09, 50: 1.25, 100: 1.40-1.60 (reno: 1.75-2.19 at every size)
+#: 20 packets 0.53-1.09, 50: 0.90-1.25, 100: 1.24-1.60; reno 1.57-2.56 (docs/transports.md,
+#: bench/bench_cc_share.py)
 SHARED_QUEUE = 20
 WARM, WINDOW = 4.0, 14.0   # seconds: slow start and convergence, then the measured window
 
@@ -254,16 +255,17 @@ def sockets(ss: str) -> list[tuple[str, str]]:
 
 # -- (a) one shared bottleneck -----------------------------------------------------------
 
-def shared_bottleneck(name: str) -> dict[str, Any]:
-    """snd (two interfaces) -> router -> dst, the router's port to dst the one bottleneck.
-    An MPTCP connection (2 subflows, one per interface) and a TCP flow, both from snd."""
+def shared_bottleneck(name: str, queue: int = SHARED_QUEUE) -> dict[str, Any]:
+    """snd (two interfaces) -> router -> dst, the router's port to dst the one bottleneck
+    (``queue`` packets).  An MPTCP connection (2 subflows, one per interface) and a TCP
+    flow, both from snd.  (bench/bench_cc_share.py runs it at other queue sizes.)"""
     with control(name) as reg, network() as net:
         snd, rt, dst = net.ns("snd"), net.ns("rt"), net.ns("dst")
         net.link(snd, "s0", "10.8.1.1/24", rt, "r0", "10.8.1.2/24")
         net.link(snd, "s1", "10.8.2.1/24", rt, "r1", "10.8.2.2/24")
         net.link(rt, "r9", "10.8.9.1/24", dst, "d0", "10.8.9.2/24")
         sh(*in_ns(rt, "sysctl", "-qw", "net.ipv4.ip_forward=1"))
-        net.shape(rt, "r9", SHARED_QUEUE)
+        net.shape(rt, "r9", queue)
         sh("ip", "-n", dst, "route", "add", "default", "via", "10.8.9.1")
         sh("ip", "-n", dst, "mptcp", "limits", "set", "subflow", "1", "add_addr_accepted", "0")
         two_homed_sender(snd, ("10.8.1.2", "10.8.2.2"))
@@ -271,7 +273,7 @@ def shared_bottleneck(name: str) -> dict[str, Any]:
                                      (snd, dst, "10.8.9.2", 5402, IPPROTO_TCP)])
         stats = reg.stats() if reg is not None else {}
     subflows = [info for sock, info in sockets(ss) if ":5401" in sock]
-    return {"cc": name, "mptcp_mbps": round(mptcp, 2), "tcp_mbps": round(tcp, 2),
+    return {"cc": name, "queue": queue, "mptcp_mbps": round(mptcp, 2), "tcp_mbps": round(tcp, 2),
             "ratio": round(mptcp / tcp, 2), "subflows": len(subflows),
             "subflow_ccs": sorted({cc_of(info) for info in subflows}), "stats": stats}
 
@@ -288,7 +290,9 @@ def test_lia_shares_a_bottleneck_with_tcp_as_one_flow_uncoupled_takes_twice():
     # the coupling ran, and the plain TCP flow went Reno's way
     assert coupled["stats"]["coupled_acks"] > 1000 and coupled["stats"]["plain_acks"] > 100
     assert coupled["ratio"] <= 1.2, coupled
-    assert uncoupled["ratio"] >= 1.5, uncoupled
+    # "about 2x": 1.57-1.87 measured at this queue size
+    assert uncoupled["ratio"] >= 1.4, uncoupled
+    assert coupled["ratio"] < uncoupled["ratio"] - 0.3, (coupled, uncoupled)
 
 
 # -- (b) two disjoint paths --------------------------------------------------------------
