@@ -108,6 +108,14 @@ if not bpf_unavailable():
     bpfobj.build(qgap.BUILD_DIR, qgap.SOURCE, kernel_types=True)
 PY
 
+# dcrepro's BPF congestion controls (--cc lia, --cc dctcp: emulator/cc.py), same cache
+.venv/bin/python - <<'PY' || echo "setup: the BPF congestion controls did not build (above); --cc lia/dctcp will not run" >&2
+from emulator import cc
+if not cc.bpf_cc_unavailable():
+    for name in cc.BPF_CCS:
+        cc.build_object(name)
+PY
+
 .venv/bin/python - <<'PY'
 from emulator.sysinfo import environment
 e = environment()
@@ -117,5 +125,6 @@ print(f"dcrepro environment: BPF dataplane {e['bpf_dataplane']}; OVS datapath={e
       f"netem={'yes' if e['netem'] else 'no'} MPTCP={'on' if e['mptcp_enabled'] else 'off'} "
       f"cc={e['tcp_congestion_control']} cpus={e['cpus']} "
       f"ns-3={e['ns3'] or 'absent (setup.sh --with-sim)'}")
+print("  congestion controls: " + ", ".join(f"{k} ({v})" for k, v in e["congestion_controls"].items()))
 print("  " + ", ".join(f"{k} {val}" for k, val in v.items()))
 PY

@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 from emulator.registry import BPFFS_DIR, machine_leftovers  # noqa: E402
 from emulator.sysinfo import ovsdb_pid, vswitchd_pid  # noqa: E402
 
-CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": []}
+CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": []}
 PHASES = ("bring-up", "traffic", "after traffic", "plotting")  # ("before": ahead of start)
 CLIENTS = 16                       # a k=4 permutation
 

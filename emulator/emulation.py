@@ -27,6 +27,7 @@ from routing.plan import Plan
 from topos.base import Topology
 from topos.grin import GrinTopology
 
+from . import cc as ccs
 from . import hostnet, netns, shaping
 from .dataplane import Dataplane
 from .dataplanes import make
@@ -88,6 +89,8 @@ class Facts:
     cc_requested: str = ""
     cc_in_hosts: str = ""
     cc_restored_to: str = ""
+    #: the BPF congestion control registered for the run (emulator/cc.py), or None
+    cc_bpf: dict[str, Any] | None = None
     bringup_s: float = 0.0
     rules_s: float = 0.0
     teardown_s: float = 0.0
@@ -133,6 +136,7 @@ class Emulation:
         #: one sock_diag socket per host looked at by ``sockets`` (closed at teardown)
         self._diag: dict[str, socket.socket] = {}
         self._saved_cc: str | None = None
+        self._cc_reg: ccs.Registration | None = None
         self.link_group = 4096 + secrets.randbelow(2**30)
 
     # ---- bring-up ----
@@ -174,7 +178,15 @@ class Emulation:
 
     def _set_cc(self) -> None:
         # Congestion control is per namespace and a host cannot set its own here: set it in
-        # the root namespace before Mininet creates the hosts, which inherit it.
+        # the root namespace before Mininet creates the hosts, which inherit it.  A BPF one
+        # (lia, dctcp) is registered first, through a link this process holds.
+        assert self.registry is not None
+        if ccs.needs_registration(self.cc):
+            reg = self.registry
+            self._cc_reg = ccs.Registration(
+                self.cc, record=lambda entry: reg.add("struct_ops", [entry]))
+            self._cc_reg.open()
+            self.facts.cc_bpf = self._cc_reg.facts()
         available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
         if self.cc not in available:
             subprocess.run(["modprobe", "-q", f"tcp_{self.cc}"], check=False, timeout=10)
@@ -183,7 +195,6 @@ class Emulation:
             raise RunError(f"congestion control '{self.cc}' is not available here "
                            f"(available: {' '.join(available)})")
         self._saved_cc = read_sysctl("net.ipv4.tcp_congestion_control")
-        assert self.registry is not None
         self.registry.state["sysctl"]["net.ipv4.tcp_congestion_control"] = self._saved_cc
         self.registry.save()
         check(["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.cc}"])
@@ -478,12 +489,21 @@ class Emulation:
                                 f"net.ipv4.tcp_congestion_control={self._saved_cc}"],
                                check=False, timeout=10)
                 self.facts.cc_restored_to = self._saved_cc
+            if self._cc_reg is not None and self.facts.cc_bpf is not None:
+                try:
+                    self.facts.cc_bpf["stats"] = self._cc_reg.stats()
+                except Exception as exc:
+                    LOG.warning("could not read %s's counters: %s", self.cc, exc)
             if self.registry is not None and not keep_record:
                 self.registry.remove()
             elif self.registry is not None:
                 LOG.warning("teardown: some of the run's resources are left (above); their "
                             "record stays in %s for `dcrepro clean`", STATE_DIR)
         finally:
+            if self._cc_reg is not None:
+                # after the default went back (above): unregister the BPF control
+                self._cc_reg.close()
+                self._cc_reg = None
             if self._lock_fh is not None:
                 self._lock_fh.close()
                 self._lock_fh = None

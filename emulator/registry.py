@@ -17,7 +17,7 @@ from .proc import kill_namespace_strays, pid_alive
 STATE_DIR = Path("/run/dcrepro")
 #: private bpffs mounts of BPF-dataplane runs live below this directory
 BPFFS_DIR = STATE_DIR / "bpffs"
-KINDS = ("bridges", "intfs", "pids", "bpffs")
+KINDS = ("bridges", "intfs", "pids", "bpffs", "struct_ops")
 
 
 class Registry:
@@ -143,6 +143,11 @@ def clean_state(state: dict[str, Any]) -> list[str]:
     for path in state.get("bpffs", []):
         done.append(f"removed bpffs {path}" if remove_bpffs(path) else
                     f"could not remove bpffs {path}")
+    if state.get("struct_ops"):
+        # a congestion control's link dies with the run's process; one some other process
+        # kept open (an inherited descriptor) is detached by the ids recorded
+        from .cc import clean_struct_ops
+        done += clean_struct_ops(state["struct_ops"])
     for name, value in state.get("sysctl", {}).items():
         _run(["sysctl", "-qw", f"{name}={value}"])
         done.append(f"restored {name}={value}")
@@ -184,6 +189,9 @@ def clean_all(force: bool = False) -> list[str]:
             if "dcrepro-run" in tags and tags["dcrepro-run"] not in live:
                 _run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", name])
                 done.append(f"deleted orphan bridge {name}")
+    # dcrepro's BPF congestion controls still registered when no live run recorded them
+    from .cc import orphan_struct_ops
+    done += orphan_struct_ops(live_entries(live))
     # private bpffs mounts of runs that are not live any more ("<run>" or "<run>+<use>")
     for mnt in bpf_mounts():
         if Path(mnt).name.split("+")[0] not in live:
@@ -192,12 +200,28 @@ def clean_all(force: bool = False) -> list[str]:
     return done
 
 
+def live_entries(live: set[Any]) -> list[dict[str, Any]]:
+    """The struct_ops registrations recorded by the runs named in ``live``."""
+    out: list[dict[str, Any]] = []
+    for p in STATE_DIR.glob("*.json"):
+        try:
+            state = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if state.get("run") in live:
+            out += state.get("struct_ops", [])
+    return out
+
+
 def machine_leftovers() -> dict[str, list[str]]:
     """Emulator state present on the machine (any origin): bridges, veths, processes, pins."""
     bridges = _run(["ovs-vsctl", "--timeout=10", "list-br"]).stdout.split()
     veths = _run(["ip", "-o", "link", "show", "type", "veth"]).stdout.splitlines()
     procs = _run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"]).stdout.splitlines()
     # a zombie (<defunct>) is already dead: only init's reaping of an orphan is pending
+    from .cc import STRUCT_OPS_NAMES, registered_struct_ops
     return {"bridges": bridges, "veths": veths,
             "procs": [p for p in procs if "pytest" not in p and "<defunct>" not in p],
-            "bpffs": bpf_mounts()}
+            "bpffs": bpf_mounts(),
+            "struct_ops": [f"{m['name']} (map {m['id']})" for m in registered_struct_ops()
+                           if m["name"] in STRUCT_OPS_NAMES]}

@@ -150,6 +150,13 @@ def aqm_status() -> dict[str, str]:
     return {mode: why or "available" for mode, why in unavailable().items()}
 
 
+def congestion_controls() -> dict[str, str]:
+    """Every congestion control a run can use here (--cc): name -> 'built-in', or 'bpf'
+    for dcrepro's own, registered for a run (emulator/cc.py)."""
+    from .cc import runnable
+    return runnable()
+
+
 def environment() -> dict[str, Any]:
     """The environment report: datapath, netem, AQMs, MPTCP, congestion control, versions."""
     ovs_up = vswitchd_answers()
@@ -164,6 +171,7 @@ def environment() -> dict[str, Any]:
         "mptcp_enabled": read_sysctl("net.mptcp.enabled") == "1",
         "tcp_congestion_control": read_sysctl("net.ipv4.tcp_congestion_control"),
         "tcp_available_cc": read_sysctl("net.ipv4.tcp_available_congestion_control").split(),
+        "congestion_controls": congestion_controls(),
         "cpus": os.cpu_count(),
         "versions": versions(),
         "ns3": ns3_version(),

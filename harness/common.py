@@ -153,14 +153,15 @@ def validate(params: Mapping[str, Any]) -> None:
 
 
 def check_cc(cc: str) -> None:
-    """The congestion control exists here (built in, or a module modprobe could load)."""
+    """The congestion control can run here: built in, one of dcrepro's BPF controls
+    (emulator/cc.py, registered for the run), or a module modprobe could load."""
     import subprocess
 
-    from emulator.sysinfo import read_sysctl
+    from emulator import cc as ccs
     if not cc.replace("_", "").isalnum():
         raise ValueError(f"--cc {cc!r} is not a congestion control name")
-    available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
-    if cc in available:
+    runnable = ccs.runnable()
+    if cc in runnable:
         return
     try:
         loadable = subprocess.run(["modprobe", "-n", "-q", f"tcp_{cc}"], capture_output=True,
@@ -168,8 +169,11 @@ def check_cc(cc: str) -> None:
     except (OSError, subprocess.TimeoutExpired):
         loadable = False
     if not loadable:
-        raise ValueError(f"--cc {cc}: not available on this machine (available: "
-                         f"{' '.join(available)})")
+        why = ""
+        if cc in ccs.BPF_CCS:
+            why = f" (dcrepro's BPF {cc} cannot be registered: {ccs.bpf_cc_unavailable()})"
+        raise ValueError(f"--cc {cc}: not available on this machine{why}; it can run "
+                         f"{ccs.describe(runnable)}")
 
 
 def transports(params: Mapping[str, Any]) -> list[str]:

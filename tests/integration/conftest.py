@@ -8,7 +8,7 @@ import pytest
 
 from emulator.registry import STATE_DIR, clean_all, machine_leftovers
 
-CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": []}
+CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": []}
 
 
 @pytest.fixture(autouse=True)

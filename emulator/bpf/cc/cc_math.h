@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Fixed-point arithmetic of dcrepro's BPF congestion controls (lia.bpf.c, dctcp.bpf.c).
+ *
+ * The same text is compiled twice: into the BPF programs (static inline, no floats, no
+ * 128-bit division: the verifier and the BPF backend have neither) and, with
+ * -DCC_MATH_EXPORT, into a userspace shared object that tests/unit/test_cc_math.py calls
+ * through ctypes, so the unit tests check exactly the code the kernel runs.
+ *
+ * LIA (RFC 6356), in packets (every subflow has the same MSS here):
+ *
+ *   alpha = cwnd_total * max_i(cwnd_i / rtt_i^2) / (sum_i cwnd_i / rtt_i)^2
+ *
+ * Let j be the subflow that maximises cwnd_i / rtt_i^2.  Multiplying the sum by rtt_j
+ * leaves a sum of packets, y = sum_i cwnd_i * rtt_j / rtt_i, and
+ *
+ *   alpha = cwnd_total * cwnd_j / y^2
+ *
+ * so no 1/rtt^2 term (tiny, or huge, in any fixed point) is ever formed: y is kept in Q16
+ * (packets * 2^16) and alpha is returned in Q16 (1.0 = 65536).  Bounds that keep every
+ * product inside 64 bits: cwnd clamped to [1, 2^16] packets, rtt to [1, 2^23] us, at most
+ * CC_LIA_MAX_SUBFLOWS subflows (cwnd_total <= 2^19).
+ *
+ * The per-ACK increase of subflow i, min(alpha * acked / cwnd_total, acked / cwnd_i)
+ * packets, is acked / w with w = max(cwnd_total / alpha, cwnd_i): the kernel's additive
+ * increase tcp_cong_avoid_ai(tp, w, acked) grows cwnd by one packet per w packets acked,
+ * so the programs hand it that w (lia_ai_window).
+ *
+ * DCTCP: alpha in Q16 too (1.0 = 65536), g = 1/16 (shift 4):
+ *
+ *   alpha <- (1 - g) * alpha + g * F,   F = ECE-marked bytes / acked bytes of the window
+ *   ssthresh = cwnd * (1 - alpha / 2)
+ */
+#ifndef DCREPRO_CC_MATH_H
+#define DCREPRO_CC_MATH_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#ifdef CC_MATH_EXPORT
+#define CC_FN __attribute__((visibility("default")))
+#else
+#define CC_FN static inline __attribute__((always_inline))
+#endif
+
+#define CC_LIA_MAX_SUBFLOWS 8
+#define CC_Q16 16
+#define CC_ONE_Q16 (1ULL << CC_Q16)
+#define CC_CWND_BITS 16		/* cwnd clamped to 2^16 packets */
+#define CC_RTT_BITS 23		/* rtt clamped to 2^23 us */
+#define CC_DCTCP_SHIFT_G 4
+
+/* Branch-free helpers.  The verifier walks every path of a program; a clamp written with
+ * branches (8 slots x 3 ways) made lia_cong_avoid "too large" (over 10^6 instructions
+ * processed), so the LIA loop branches once per slot only.  The empty asm keeps clang from
+ * turning the arithmetic back into a compare and a branch. */
+static inline __attribute__((always_inline)) __u64 cc_nonzero(__u64 x)
+{
+	__u64 v = x | (0 - x);	/* top bit set iff x != 0, for x < 2^63 */
+
+	asm volatile("" : "+r"(v));
+	return (v >> 63) & 1;
+}
+
+/* min(x, 2^bits), x < 2^63 */
+static inline __attribute__((always_inline)) __u64 cc_sat(__u64 x, unsigned int bits)
+{
+	__u64 over = cc_nonzero(x >> bits);
+
+	return x * (1 - over) + (over << bits);
+}
+
+/* RFC 6356's alpha in Q16 over CC_LIA_MAX_SUBFLOWS slots (cwnd 0: an empty slot, left
+ * out); 0 when every slot is empty. */
+CC_FN __u64 lia_alpha_q16(const __u32 *cwnd, const __u32 *rtt_us)
+{
+	__u64 total = 0, cj = 0, rj = 1, y = 0, t, c, r;
+	int i;
+
+	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
+		c = cc_sat(cwnd[i], CC_CWND_BITS);
+		r = cc_sat(rtt_us[i], CC_RTT_BITS);
+		r += 1 - cc_nonzero(r);
+		total += c;
+		/* c_i / r_i^2 > c_j / r_j^2  <=>  c_i * r_j^2 > c_j * r_i^2 (both < 2^62); an
+		 * empty slot (c = 0) never wins */
+		if (c * rj * rj > cj * r * r) {
+			cj = c;
+			rj = r;
+		}
+	}
+	if (!cj)
+		return 0;
+	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
+		c = cc_sat(cwnd[i], CC_CWND_BITS);
+		r = cc_sat(rtt_us[i], CC_RTT_BITS);
+		r += 1 - cc_nonzero(r);
+		y += ((c << CC_Q16) * rj) / r;		/* < 2^16 * 2^16 * 2^23 */
+	}
+	/* alpha = total * cj / y^2 with y = yq / 2^16, in two divisions:
+	 *   t = total * cj * 2^28 / yq    (= total * cj / y * 2^12; total * cj < 2^35)
+	 *   alpha_q16 = t * 2^20 / yq     (= total * cj / y^2 * 2^16)
+	 * t <= total * 2^12 < 2^31 since y >= cj, so t << 20 < 2^51.  t >= 2^12 * 0.35 (y <=
+	 * sqrt(cj) * sum sqrt(c_i)), so truncating t costs under 0.1 % of alpha. */
+	t = ((total * cj) << 28) / y;
+	return (t << 20) / y;
+}
+
+/* The additive-increase window of one subflow: cwnd grows by acked / w packets per ACK,
+ * w = max(cwnd_total / alpha, cwnd_i), rounded up (never a faster increase than LIA's). */
+CC_FN __u32 lia_ai_window(__u32 cwnd_total, __u64 alpha_q16, __u32 cwnd_i)
+{
+	__u64 w;
+
+	if (alpha_q16 == 0)
+		return cwnd_i ? cwnd_i : 1;
+	w = (((__u64)cwnd_total << CC_Q16) + alpha_q16 - 1) / alpha_q16;
+	if (w < cwnd_i)
+		w = cwnd_i;
+	if (w > 0xffffffffULL)
+		w = 0xffffffffULL;
+	return w ? (__u32)w : 1;
+}
+
+/* One DCTCP window's alpha update: acked and marked are the bytes acknowledged in the
+ * window and those of them acknowledged with ECE. */
+CC_FN __u32 dctcp_alpha_update(__u32 alpha_q16, __u32 acked, __u32 marked)
+{
+	__u64 a = alpha_q16, decay = a >> CC_DCTCP_SHIFT_G;
+
+	/* below 16/2^16 the shift gives 0 and alpha could never reach 0: take it all */
+	a -= decay ? decay : a;
+	if (marked && acked) {
+		if (marked > acked)
+			marked = acked;
+		/* g * F in Q16: marked * 2^16 / 2^4 / acked */
+		a += ((__u64)marked << (CC_Q16 - CC_DCTCP_SHIFT_G)) / acked;
+	}
+	return a > CC_ONE_Q16 ? (__u32)CC_ONE_Q16 : (__u32)a;
+}
+
+/* The window DCTCP keeps after a window with marks: cwnd * (1 - alpha / 2), at least 2. */
+CC_FN __u32 dctcp_ssthresh(__u32 cwnd, __u32 alpha_q16)
+{
+	__u64 cut = ((__u64)cwnd * alpha_q16) >> (CC_Q16 + 1);
+	__u64 left = cwnd - cut;
+
+	return left < 2 ? 2 : (__u32)left;
+}
+
+#endif

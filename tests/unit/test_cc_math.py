@@ -1,0 +1,168 @@
+"""The fixed-point arithmetic of the BPF congestion controls (emulator/bpf/cc/cc_math.h),
+compiled by clang into a shared object and called through ctypes: the same text the BPF
+programs include, checked against values worked out by hand from RFC 6356 (LIA) and
+RFC 8257 (DCTCP), and against the RFC formula in floating point on random inputs."""
+from __future__ import annotations
+
+import ctypes
+import random
+import shutil
+
+import pytest
+
+from emulator import cc
+
+pytestmark = pytest.mark.skipif(shutil.which("clang") is None, reason="needs clang")
+
+Q16 = 1 << 16
+N = 8          # CC_LIA_MAX_SUBFLOWS
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):  # type: ignore[no-untyped-def]
+    so = ctypes.CDLL(str(cc.build_math_library(tmp_path_factory.mktemp("ccmath"))))
+    so.lia_alpha_q16.restype = ctypes.c_uint64
+    so.lia_alpha_q16.argtypes = [ctypes.POINTER(ctypes.c_uint32)] * 2
+    so.lia_ai_window.restype = ctypes.c_uint32
+    so.lia_ai_window.argtypes = [ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32]
+    so.dctcp_alpha_update.restype = ctypes.c_uint32
+    so.dctcp_alpha_update.argtypes = [ctypes.c_uint32] * 3
+    so.dctcp_ssthresh.restype = ctypes.c_uint32
+    so.dctcp_ssthresh.argtypes = [ctypes.c_uint32] * 2
+    return so
+
+
+def alpha(lib, cwnd: list[int], rtt_us: list[int]) -> int:  # type: ignore[no-untyped-def]
+    """lia_alpha_q16 over the given subflows (the other slots empty)."""
+    arr = ctypes.c_uint32 * N
+    c = arr(*cwnd, *([0] * (N - len(cwnd))))
+    r = arr(*rtt_us, *([0] * (N - len(rtt_us))))
+    return int(lib.lia_alpha_q16(c, r))
+
+
+def rfc_alpha(cwnd: list[int], rtt: list[float]) -> float:
+    """RFC 6356 section 3, literally (equal MSS, so packets stand for bytes)."""
+    total = sum(cwnd)
+    best = max(c / r ** 2 for c, r in zip(cwnd, rtt))
+    return total * best / sum(c / r for c, r in zip(cwnd, rtt)) ** 2
+
+
+# -- LIA: hand-worked values ------------------------------------------------------------
+
+def test_alpha_two_equal_subflows_is_one_half(lib):
+    # cwnd 10 and 10, both 10 ms: total 20, max c/r^2 = 10/r^2, sum c/r = 20/r
+    # alpha = 20 * (10/r^2) / (20/r)^2 = 200 / 400 = 0.5
+    assert alpha(lib, [10, 10], [10_000, 10_000]) == Q16 // 2
+
+
+def test_alpha_unequal_windows_same_rtt(lib):
+    # cwnd 10 and 30, same rtt: alpha = 40 * (30/r^2) / (40/r)^2 = 1200 / 1600 = 0.75
+    assert alpha(lib, [10, 30], [10_000, 10_000]) == 3 * Q16 // 4
+
+
+def test_alpha_one_subflow_is_one(lib):
+    # alpha = c * (c/r^2) / (c/r)^2 = 1: a lone subflow increases as one TCP
+    assert alpha(lib, [17], [2_345]) == Q16
+
+
+def test_alpha_unequal_rtts(lib):
+    # cwnd 10 at 10 ms, 10 at 20 ms.  c/r^2 (per ms^2): 0.1 and 0.025, so the first wins.
+    # sum c/r = 10/10 + 10/20 = 1.5 per ms; alpha = 20 * 0.1 / 1.5^2 = 2 / 2.25 = 8/9
+    got = alpha(lib, [10, 10], [10_000, 20_000])
+    assert abs(got / Q16 - 8 / 9) < 1e-4, got
+    assert got <= round(8 / 9 * Q16)         # truncated, never rounded up
+
+
+def test_alpha_above_one_when_the_short_path_has_the_small_window(lib):
+    # cwnd 2 at 10 ms, 10 at 100 ms: c/r^2 = 0.02 and 0.001 (first wins);
+    # sum c/r = 0.2 + 0.1 = 0.3; alpha = 12 * 0.02 / 0.09 = 8/3
+    got = alpha(lib, [2, 10], [10_000, 100_000])
+    assert abs(got / Q16 - 8 / 3) < 1e-4, got
+
+
+def test_empty_slots_are_left_out_and_all_empty_gives_zero(lib):
+    arr = ctypes.c_uint32 * N
+    # the subflows in slots 2 and 5, the others free
+    c = arr(0, 0, 10, 0, 0, 30, 0, 0)
+    r = arr(0, 0, 10_000, 0, 0, 10_000, 0, 0)
+    assert lib.lia_alpha_q16(c, r) == 3 * Q16 // 4
+    assert lib.lia_alpha_q16(arr(), arr()) == 0
+
+
+def test_increase_is_the_smaller_of_the_coupled_and_the_tcp_one(lib):
+    # two equal subflows of 10 (alpha 1/2, total 20): per ACK min(0.5/20, 1/10) = 1/40,
+    # i.e. one packet per 40 acked: w = 40
+    assert lib.lia_ai_window(20, Q16 // 2, 10) == 40
+    # cwnd 2 at 10 ms and 10 at 100 ms (alpha 8/3, total 12): for the second,
+    # alpha/total = 2/9 > 1/10, so TCP's 1/cwnd caps it: w = 10
+    a = alpha(lib, [2, 10], [10_000, 100_000])
+    assert lib.lia_ai_window(12, a, 10) == 10
+    # ... and for the first: min(2/9, 1/2) = 2/9, w = 4.5 rounded up to 5 (never faster)
+    assert lib.lia_ai_window(12, a, 2) == 5
+    # a lone subflow: alpha 1, w = cwnd (Reno)
+    assert lib.lia_ai_window(17, Q16, 17) == 17
+    # alpha 0 (nothing known): Reno's window
+    assert lib.lia_ai_window(20, 0, 7) == 7
+
+
+def test_alpha_matches_the_rfc_formula_on_random_connections(lib):
+    rng = random.Random(6356)
+    for _ in range(2000):
+        n = rng.randint(1, N)
+        cwnd = [rng.randint(1, 5000) for _ in range(n)]
+        rtt = [rng.randint(20, 2_000_000) for _ in range(n)]
+        want = rfc_alpha(cwnd, [float(r) for r in rtt])
+        got = alpha(lib, cwnd, rtt) / Q16
+        assert abs(got - want) <= 2e-3 * want + 2 / Q16, (cwnd, rtt, got, want)
+
+
+def test_clamps_keep_extreme_inputs_finite(lib):
+    # windows above 2^16 and RTTs above 2^23 us are clamped: the same alpha as at the clamp
+    big = alpha(lib, [1 << 20, 1 << 20], [1 << 30, 1 << 30])
+    assert big == alpha(lib, [1 << 16, 1 << 16], [1 << 23, 1 << 23]) == Q16 // 2
+
+
+# -- DCTCP: hand-worked values ------------------------------------------------------------
+
+def test_dctcp_alpha_decays_by_g_without_marks(lib):
+    # alpha 1, F 0: (1 - 1/16) * 1 = 0.9375 = 61440 / 65536
+    assert lib.dctcp_alpha_update(Q16, 15_000, 0) == 61_440
+
+
+def test_dctcp_alpha_from_zero_with_half_marked(lib):
+    # alpha 0, F = 10000 / 20000 = 1/2: g * F = 1/32 = 2048 / 65536
+    assert lib.dctcp_alpha_update(0, 20_000, 10_000) == 2_048
+
+
+def test_dctcp_alpha_half_all_marked(lib):
+    # alpha 1/2, F 1: 15/16 * 1/2 + 1/16 = 17/32 = 34816 / 65536
+    assert lib.dctcp_alpha_update(Q16 // 2, 1_448, 1_448) == 34_816
+
+
+def test_dctcp_alpha_small_values_reach_zero_and_one_is_the_cap(lib):
+    # below 16 / 2^16 the g-shift is 0: the value still decays to 0 rather than sticking
+    assert lib.dctcp_alpha_update(10, 1_000, 0) == 0
+    assert lib.dctcp_alpha_update(Q16, 1_000, 1_000) == Q16
+    # more marked than acked (cannot happen; guarded): as F = 1
+    assert lib.dctcp_alpha_update(0, 1_000, 5_000) == Q16 // 16
+    # nothing acked in the window: decay only
+    assert lib.dctcp_alpha_update(Q16, 0, 0) == 61_440
+
+
+def test_dctcp_alpha_converges_to_the_marked_fraction(lib):
+    # 40 windows of F = 1 from 0: 1 - (15/16)^40 = 0.9243 (each step truncated)
+    a = 0
+    for _ in range(40):
+        a = lib.dctcp_alpha_update(a, 10_000, 10_000)
+    assert abs(a / Q16 - (1 - (15 / 16) ** 40)) < 1e-3, a
+
+
+def test_dctcp_ssthresh(lib):
+    # cwnd 100, alpha 1: 100 * (1 - 1/2) = 50
+    assert lib.dctcp_ssthresh(100, Q16) == 50
+    # alpha 1/4: 100 * (1 - 1/8) = 87.5; the cut (12.5) is truncated, 88 kept
+    assert lib.dctcp_ssthresh(100, Q16 // 4) == 88
+    # alpha 0: no cut; and never below 2
+    assert lib.dctcp_ssthresh(100, 0) == 100
+    assert lib.dctcp_ssthresh(3, Q16) == 2
+    assert lib.dctcp_ssthresh(2, Q16) == 2
