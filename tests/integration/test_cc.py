@@ -429,10 +429,17 @@ def test_clean_removes_a_registration_no_live_run_recorded():
 
 def test_an_emulated_run_registers_records_and_removes_lia(tmp_path):
     """The Emulation registers lia before the hosts exist, records it (ledger, facts), the
-    hosts' MPTCP subflows run it coupled, and teardown restores the default and unregisters."""
+    hosts' MPTCP subflows run it coupled, and teardown restores the default and unregisters.
+    The sender's own link runs at 10x the rate, so that the bottleneck is a switch port:
+    with the sender's link the bottleneck, its packets wait in the sender's own qdisc, TCP
+    Small Queues holds the subflows (as it would behind a real 10 Mb/s NIC) and they are
+    never window-limited, so LIA's increase never runs (fresh clone, 2026-11-26: both
+    subflows cwnd-limited in 0 % of samples, in flight 4 of a cwnd of 20-30, 0 coupled
+    ACKs)."""
     import routing
     import topos
     from emulator.emulation import Emulation
+    from emulator.proc import in_ns as emu_in_ns
     from emulator.shaping import LinkSpec
     from harness.traffic import Flow, run_iperf
 
@@ -446,6 +453,10 @@ def test_an_emulated_run_registers_records_and_removes_lia(tmp_path):
         assert [e["name"] for e in ledger["struct_ops"]] == ["lia"], ledger
         assert ledger["sysctl"][CC_SYSCTL] == before
         emu.configure_mptcp(2)
+        subprocess.run(emu_in_ns(emu.host("0_0_2").pid, [
+            "tc", "class", "change", "dev", emu.host_intf["0_0_2"], "parent", "1:",
+            "classid", "1:1", "htb", "rate", f"{10 * RATE}mbit", "ceil", f"{10 * RATE}mbit"]),
+            check=True, timeout=10)
         flows = [Flow("0_0_2", "1_0_2")]
         run_iperf(emu, flows, "mptcp", duration=10, trim=2, out=tmp_path / "mptcp")
     facts = emu.facts
