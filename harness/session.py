@@ -82,6 +82,8 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
         s.facts["qdisc_after"] = emu.verify_qdiscs()
     # what the Emulation learnt leaving (the facts above were read while it was up)
     s.facts.update(teardown_s=emu.facts.teardown_s, cc_restored_to=emu.facts.cc_restored_to)
+    if emu.facts.cc_bpf is not None:   # a BPF control's counters are read at its unregistering
+        s.facts["cc_bpf"] = emu.facts.cc_bpf
 
 
 def judge(folder: RunFolder, fid: Mapping[str, Any], where: str, extra: str = "") -> None:
