@@ -42,7 +42,7 @@ from .proc import (
 )
 from .registry import BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all, clean_state, list_bridges
 from .shaping import LinkSpec
-from .sockdiag import SockInfo, dump, netns_socket
+from .sockdiag import SockInfo, dump, netns_sockets
 from .sysinfo import read_sysctl
 
 LOG = logging.getLogger("dcrepro")
@@ -387,9 +387,9 @@ class Emulation:
         subflows, their tokens), read in this process over sock_diag: no process per host
         and look, which under a saturated CPU made a look at 16 hosts by `ss` take 3-6 s
         (fairness, 2026-11-26).  One socket per host, made at its first look."""
-        for n in names:
-            if n not in self._diag:
-                self._diag[n] = netns_socket(self.host(n).pid)
+        new = [n for n in names if n not in self._diag]
+        if new:   # one thread for all of them (at the first look: every sender at once)
+            self._diag.update(zip(new, netns_sockets([self.host(n).pid for n in new])))
         return {n: dump(self._diag[n]) for n in names}
 
     def hosts_cmd(self, names: list[str], argv: list[str], timeout: float = 30,

@@ -242,8 +242,9 @@ TCA_HTB_PARMS, TCA_HTB_RATE64, TCA_HTB_CEIL64 = 1, 6, 7
 RATESPEC = struct.Struct("=BBHhHI")
 
 
-def _attrs(data: bytes) -> dict[int, bytes]:
-    """rtnetlink attributes (type -> payload) of one level."""
+def nl_attrs(data: bytes) -> dict[int, bytes]:
+    """Netlink attributes (type -> payload, NLA_F_NESTED cleared) of one level; the caller
+    parses nested ones."""
     out: dict[int, bytes] = {}
     i = 0
     while i + 4 <= len(data):
@@ -294,9 +295,9 @@ def _htb_class_rates(nl: socket.socket, intf: str, seq: int) -> list[HtbClass]:
             if kind == NLMSG_ERROR:
                 err = struct.unpack_from("i", data, i + 16)[0]
                 raise OSError(-err, f"tc class show dev {intf}: {os.strerror(-err)}")
-            attrs = _attrs(data[i + 16 + 20:i + length])
+            attrs = nl_attrs(data[i + 16 + 20:i + length])
             if attrs.get(TCA_KIND, b"").rstrip(b"\0") == b"htb" and TCA_OPTIONS in attrs:
-                opts = _attrs(attrs[TCA_OPTIONS])
+                opts = nl_attrs(attrs[TCA_OPTIONS])
                 if TCA_HTB_RATE64 in opts:
                     rate = struct.unpack("Q", opts[TCA_HTB_RATE64][:8])[0]
                 else:
@@ -334,11 +335,12 @@ RTM_GETQDISC, TCA_STATS, TC_H_ROOT = 38, 3, 0xFFFFFFFF
 TC_STATS = struct.Struct("=QIIIIIII")
 
 
-def root_qlen(nl: socket.socket, ifindex: int) -> int | None:
+def root_qlen(nl: socket.socket, ifindex: int, timeout: float = 5.0) -> int | None:
     """Packets in the root qdisc of ``ifindex`` now (the kernel's qdisc_qlen_sum: HTB's
     q.qlen, every packet of its tree), by one RTM_GETQDISC dump on the rtnetlink socket
     ``nl``, in-process (about a hundred microseconds, where a ``tc`` process takes tens of
-    milliseconds); None if the device has no root qdisc."""
+    milliseconds); None if the device has no root qdisc.  socket.timeout past ``timeout``."""
+    nl.settimeout(timeout)
     body = struct.pack("BxxxiIII", socket.AF_UNSPEC, ifindex, 0, 0, 0)
     nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP,
                         1, 0) + body)
@@ -357,7 +359,7 @@ def root_qlen(nl: socket.socket, ifindex: int) -> int | None:
                 raise OSError(-err, f"qdisc dump: {os.strerror(-err)}")
             _, dev, _, parent, _ = struct.unpack_from("BxxxiIII", data, i + 16)
             if dev == ifindex and parent == TC_H_ROOT:
-                stats = _attrs(data[i + 16 + 20:i + length]).get(TCA_STATS)
+                stats = nl_attrs(data[i + 16 + 20:i + length]).get(TCA_STATS)
                 if stats is not None and len(stats) >= TC_STATS.size:
                     found = TC_STATS.unpack_from(stats)[6]
             i += (length + 3) & ~3

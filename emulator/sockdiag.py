@@ -18,7 +18,7 @@ import socket
 import struct
 from typing import NamedTuple
 
-from .netns import in_namespaces
+from .netns import in_namespaces, nl_attrs
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -122,26 +122,13 @@ def _tcp_info(raw: bytes) -> dict[str, int]:
     return out
 
 
-def _attrs(raw: bytes) -> dict[int, bytes]:
-    """The netlink attributes in ``raw`` by type (nested ones are parsed by the caller)."""
-    out: dict[int, bytes] = {}
-    a = 0
-    while a + RTATTR.size <= len(raw):
-        alen, atype = RTATTR.unpack_from(raw, a)
-        if alen < RTATTR.size:
-            break
-        out[atype & 0x3FFF] = raw[a + RTATTR.size: a + alen]   # without NLA_F_NESTED
-        a += _align4(alen)
-    return out
-
-
 def _mptcp_tokens(ulp: bytes) -> dict[str, int] | None:
     """An MPTCP subflow's tokens from an INET_DIAG_ULP_INFO payload (None: not MPTCP)."""
-    nested = _attrs(ulp)
+    nested = nl_attrs(ulp)
     if nested.get(INET_ULP_INFO_NAME, b"").rstrip(b"\0") != b"mptcp" or \
             INET_ULP_INFO_MPTCP not in nested:
         return None
-    sub = _attrs(nested[INET_ULP_INFO_MPTCP])
+    sub = nl_attrs(nested[INET_ULP_INFO_MPTCP])
     out = {}
     for key, attr in (("token_rem", MPTCP_SUBFLOW_ATTR_TOKEN_REM),
                       ("token_loc", MPTCP_SUBFLOW_ATTR_TOKEN_LOC)):
@@ -176,7 +163,7 @@ def parse(data: bytes) -> tuple[list[SockInfo], bool]:
             DIAG_MSG.unpack_from(body, 0)
         if family != socket.AF_INET:
             continue
-        attrs = _attrs(body[DIAG_MSG.size:])
+        attrs = nl_attrs(body[DIAG_MSG.size:])
         info = _tcp_info(attrs[INET_DIAG_INFO]) if INET_DIAG_INFO in attrs else {}
         mem: dict[str, int] = {}
         if INET_DIAG_SKMEMINFO in attrs:
@@ -191,11 +178,17 @@ def parse(data: bytes) -> tuple[list[SockInfo], bool]:
     return socks, done
 
 
+def netns_sockets(pids: list[int]) -> list[socket.socket]:
+    """A sock_diag netlink socket in the network namespace of each process in ``pids`` (a
+    Mininet host's shell), made by netns.in_namespaces on one thread, so this process stays
+    where it is."""
+    return in_namespaces(pids, lambda _: socket.socket(
+        socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG), timeout=10)
+
+
 def netns_socket(pid: int) -> socket.socket:
-    """A sock_diag netlink socket in the network namespace of process ``pid`` (a Mininet
-    host's shell), made by netns.in_namespaces, so this process stays where it is."""
-    return in_namespaces([pid], lambda _: socket.socket(
-        socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG), timeout=10)[0]
+    """netns_sockets for one process."""
+    return netns_sockets([pid])[0]
 
 
 def dump(sock: socket.socket, states: int = 1 << TCP_ESTABLISHED,
@@ -216,13 +209,7 @@ class HostSockets:
     """One sock_diag socket per host (pid) for repeated dumps; a context manager."""
 
     def __init__(self, pids: dict[str, int]) -> None:
-        self.socks: dict[str, socket.socket] = {}
-        try:
-            for name, pid in pids.items():
-                self.socks[name] = netns_socket(pid)
-        except BaseException:
-            self.close()
-            raise
+        self.socks = dict(zip(pids, netns_sockets(list(pids.values()))))
 
     def __enter__(self) -> HostSockets:
         return self
