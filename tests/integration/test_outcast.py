@@ -70,7 +70,15 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     assert len(list(run.glob("n02-run00/iperf-server-recv-52*.json"))) == 3
     flows = read_csv(run / "flows.csv")
     assert [r["sender"] for r in flows] == ["lone", "a1", "a2"]
-    assert all(float(r["iperf_mbps"]) > 0 for r in flows), flows
+    # Every flow connected and was measured. A flow's goodput may be 0: with a full tail-drop
+    # queue of 20 and rto_min 10ms, 2 of 19 runs of this test locked both aggregated flows out
+    # for the whole 6 s (all 21 packets of a window lost, each RTO retransmission dropped at the
+    # full queue: backoff 4, RTO 1.7 s), while the lone flow took 9.57 Mb/s. That is tail-drop
+    # lockout, a real effect of the queue under test (issue 26), not a harness fault.
+    assert all(r["connected"] == "True" for r in flows), flows
+    assert {r["sender"] for r in read_csv(run / "series.csv") if r["source"] == "iperf3"} \
+        == {"lone", "a1", "a2"}
+    assert any(float(r["iperf_mbps"]) > 0 for r in flows), flows
     total = sum(float(r["iperf_mbps"]) for r in flows)
     assert 0.6 * 10 < total <= 10.5, total  # the bottleneck is full, and not exceeded
     drops = read_csv(run / "drops.csv")
