@@ -225,19 +225,35 @@ def _outcast(run_folder, shares, others=(5.0, 5.0, 5.0)):
     return run_folder("outcast", {"summary.csv": summary, "flows.csv": flows})
 
 
+def test_outcast_robust_claims_count_repetitions(run_folder, judge):
+    """8 of 10 repetitions below half hold; 7 of 10 do not; the pooled row is not one."""
+    def folder(n6_below: int, n12_below: int):
+        summary = [{"flows": n, "run": r, "lone_share_of_fair": 0.1 if r < below else 0.9}
+                   for n, below in ((6, n6_below), (12, n12_below)) for r in range(10)]
+        summary += [{"flows": n, "run": "all", "lone_share_of_fair": 0.3} for n in (6, 12)]
+        return run_folder("outcast", {"summary.csv": summary, "flows.csv": []})
+    got = {v.key: v for v in judge("outcast", folder(8, 7)).values()}
+    assert got["lone-n6-runs"].verdict == C.HOLDS
+    assert got["lone-n6-runs"].measured == "8 of 10 repetitions below half"
+    assert got["lone-n12-runs"].verdict == C.FAILS
+
+
 def test_outcast_claims(run_folder, judge):
     got = {v.key: v for v in judge("outcast", _outcast(
         run_folder, {2: 0.8, 6: 0.45, 12: 0.2})).values()}
     assert {k: v.verdict for k, v in got.items()} == {
         "lone-n6": C.HOLDS, "lone-n12": C.HOLDS, "lone-falls": C.HOLDS,
-        "others-equal": C.HOLDS}
+        "others-equal": C.HOLDS, "lone-n6-runs": C.NOT_MEASURED,
+        "lone-n12-runs": C.NOT_MEASURED}
+    assert "0 repetitions at N = 6; the criterion needs 10" in got["lone-n6-runs"].detail
     assert got["lone-n6"].measured == "0.45 of its fair share"
     # at half the fair share it is not "well below"; a rise breaks the fall; unequal others
     got = {v.key: v for v in judge("outcast", _outcast(
         run_folder, {2: 0.5, 6: 0.5, 12: 0.6}, others=(1.0, 9.0))).values()}
     assert {k: v.verdict for k, v in got.items()} == {
         "lone-n6": C.FAILS, "lone-n12": C.FAILS, "lone-falls": C.FAILS,
-        "others-equal": C.FAILS}
+        "others-equal": C.FAILS, "lone-n6-runs": C.NOT_MEASURED,
+        "lone-n12-runs": C.NOT_MEASURED}
     # a run without N = 12: that claim is not measured and says what was
     got = {v.key: v for v in judge("outcast", _outcast(run_folder, {2: 0.9, 6: 0.3})).values()}
     assert got["lone-n12"].verdict == C.NOT_MEASURED
