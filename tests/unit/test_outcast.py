@@ -1,4 +1,5 @@
 """Outcast: linear topology shape and port layout, flag validation, drop accounting (no root)."""
+import json
 import ipaddress
 
 import pytest
@@ -119,3 +120,33 @@ def test_derived_drops_per_input_port():
     assert [(r["port"], r["rx_packets"], r["delivered"], r["drops"]) for r in totals] == [
         ("lone", 200, 150, 50), ("up", 400, 385, 15)]
     assert all(r["check_residual"] == 0 and r["bottleneck_qdisc_drops"] == 65 for r in totals)
+
+
+def test_ablation_reads_each_settings_newest_complete_run(tmp_path):
+    """experiments/outcast/ablation.py: per setting and N, the repetitions' lone shares,
+    the count below half, and a table line; an unfinished run is skipped."""
+    from experiments.outcast import ablation
+    from store import write_csv
+
+    def run(setting: str, stamp: str, status: str, shares: list[float]) -> None:
+        d = tmp_path / setting / "outcast" / stamp
+        d.mkdir(parents=True)
+        (d / "status.json").write_text(json.dumps({"status": status}))
+        write_csv(d / "summary.csv",
+                  [{"flows": 6, "run": i, "lone_share_of_fair": x, "drop_rate_lone_port": 0.1,
+                    "drop_rate_uplink_port": 0.01, "cpu_mean": 5} for i, x in enumerate(shares)]
+                  + [{"flows": 6, "run": "all", "lone_share_of_fair": 0.5,
+                      "drop_rate_lone_port": 0.1, "drop_rate_uplink_port": 0.01,
+                      "cpu_mean": 5}])
+        write_csv(d / "flows.csv", [{"flows": 6, "run": 0, "role": "lone", "iperf_mbps": 0}])
+
+    run("default", "20261126T000000Z-a", "ok", [0.1, 0.2, 0.9, 0.3])
+    run("default", "20261126T010000Z-b", "running", [1.0])      # newer, not complete
+    run("ovs", "20261126T000000Z-c", "ok", [0.8, 0.9])
+    rows = ablation.collect(tmp_path)
+    assert [(r["setting"], r["runs"], r["runs_below_half"], r["lone_zero_runs"]) for r in rows] \
+        == [("default", 4, 3, 1), ("ovs", 2, 0, 1)]
+    assert rows[0]["lone_share_median"] == 0.25
+    table = ablation.markdown(rows)
+    assert "| `default` |" in table and "0.250 (0.175-0.450), 3 of 4" in table
+    assert table.index("`default`") < table.index("`ovs`")

@@ -1,0 +1,204 @@
+"""Issue #26's ablation of the TCP Outcast (linear topology): one setting changed at a time
+against the default, 10 repetitions per N, shown as distributions.
+
+``scripts/outcast-ablation.sh`` runs ``dcrepro run outcast`` once per setting below, each into
+``results/outcast-ablation/<setting>/``, then calls ``python -m experiments.outcast.ablation
+results/outcast-ablation``, which reads those run folders only (summary.csv, flows.csv,
+drops.csv, config.json) and writes ablation.csv, ablation.md and ablation.png beside them.
+
+Each setting names the condition of the paper's testbed (1 GbE commodity switches, tail drop,
+microsecond RTTs, windows limited by congestion) or of the emulator that it changes, so the
+table says which of them turns the outcast on or off.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from store import cell, read_csv, write_csv
+
+#: what every setting shares (the sweep script adds them): 3 N, 10 repetitions each
+COMMON = ["--flows", "2,6,12", "--runs", "10", "--duration", "12", "--trim", "2"]
+#: below this share of its fair share a repetition counts as an outcast (claims.py)
+OUTCAST_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the ablation: its name, its flags and what it changes."""
+    name: str
+    flags: tuple[str, ...]
+    changes: str
+
+
+SETTINGS = [
+    Setting("default", ("--dataplane", "bpf"),
+            "bpf dataplane, 10 Mb/s, pfifo 20, tc's own HTB burst, rto_min 200 ms, reno, "
+            "the sender's socket released at the first switch"),
+    Setting("socket-kept", ("--dataplane", "bpf,socket=keep"),
+            "packets keep the sender's socket through the fabric (before the TSQ fix): TCP "
+            "Small Queues caps each flow at about 2 packets in flight"),
+    Setting("ovs", ("--dataplane", "ovs"),
+            "Open vSwitch's userspace datapath under os-ken instead of the kernel switch "
+            "(batched forwarding, some loss inside the switch)"),
+    Setting("rto-2ms", ("--dataplane", "bpf", "--rto-min", "2ms"),
+            "rto_min 2 ms (one 4-ms jiffy at HZ = 250): the datacenter-tuned timeout"),
+    Setting("red", ("--dataplane", "bpf", "--aqm", "red"),
+            "RED before every tail-drop queue (the paper's proposed fix): early random drops"),
+    Setting("burst-15k", ("--dataplane", "bpf", "--burst", "15k"),
+            "Mininet TCLink's HTB burst of 15 KiB: links release packets in bursts"),
+    Setting("queue-100", ("--dataplane", "bpf", "--queue", "100"),
+            "a 100-packet tail-drop queue instead of 20"),
+    Setting("rate-100", ("--dataplane", "bpf", "--bw", "100"),
+            "100 Mb/s links instead of 10: 10x shorter service time per packet"),
+]
+BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    i = q * (len(v) - 1)
+    lo = int(i)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (i - lo)
+
+
+def newest_run(folder: Path) -> Path | None:
+    """The newest complete (status ok) outcast run folder under ``folder``, or None."""
+    runs = sorted(p.parent for p in folder.glob("outcast/*/status.json"))
+    for run in reversed(runs):
+        try:
+            if json.loads((run / "status.json").read_text()).get("status") == "ok":
+                return run
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:
+    """One row per N of one setting's run: the lone flow's share of its fair share over the
+    repetitions, how many were outcasts, drop rates per input port, CPU."""
+    summary = [r for r in read_csv(run / "summary.csv") if r.get("run") != "all"]
+    flows = read_csv(run / "flows.csv")
+    out = []
+    for n in sorted({int(cell(r["flows"])) for r in summary}):
+        rows = [r for r in summary if int(cell(r["flows"])) == n]
+        shares = [cell(r["lone_share_of_fair"]) for r in rows]
+        shares = [x for x in shares if x == x]
+        lone_zero = sum(1 for f in flows if int(cell(f["flows"])) == n and f["role"] == "lone"
+                        and cell(f["iperf_mbps"]) == 0)
+        col = {c: [cell(r[c]) for r in rows if r.get(c, "") != ""]
+               for c in ("drop_rate_lone_port", "drop_rate_uplink_port", "cpu_mean")}
+        out.append({
+            "setting": name, "flows": n, "runs": len(shares),
+            "lone_share_median": round(_quantile(shares, 0.5), 4),
+            "lone_share_q1": round(_quantile(shares, 0.25), 4),
+            "lone_share_q3": round(_quantile(shares, 0.75), 4),
+            "lone_share_min": round(min(shares), 4) if shares else "",
+            "lone_share_max": round(max(shares), 4) if shares else "",
+            "runs_below_half": sum(x < OUTCAST_SHARE for x in shares),
+            "lone_zero_runs": lone_zero,
+            "lone_port_drop_rate_median": round(_quantile(col["drop_rate_lone_port"], 0.5), 4),
+            "uplink_drop_rate_median": round(_quantile(col["drop_rate_uplink_port"], 0.5), 4),
+            "cpu_mean": round(_quantile(col["cpu_mean"], 0.5), 1),
+            "run_folder": str(run),
+            "shares": " ".join(f"{x:.3f}" for x in shares),
+        })
+    return out
+
+
+def collect(root: Path) -> list[dict[str, Any]]:
+    """Rows of every setting that has a complete run under ``root``, in SETTINGS order."""
+    rows: list[dict[str, Any]] = []
+    for s in SETTINGS:
+        run = newest_run(root / s.name)
+        if run is not None:
+            rows += setting_rows(s.name, run)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table of ablation.md: one line per setting, N columns of median (quartiles) and
+    outcasts out of runs."""
+    ns = sorted({int(r["flows"]) for r in rows})
+    head = "| setting | changes | " + " | ".join(
+        f"N = {n}: median (q1-q3), outcasts" for n in ns) + " |"
+    lines = [head, "|" + "---|" * (2 + len(ns))]
+    for s in SETTINGS:
+        mine = {int(r["flows"]): r for r in rows if r["setting"] == s.name}
+        if not mine:
+            continue
+        cells = []
+        for n in ns:
+            r = mine.get(n)
+            cells.append("-" if r is None else
+                         f"{r['lone_share_median']:.3f} ({r['lone_share_q1']:.3f}-"
+                         f"{r['lone_share_q3']:.3f}), {r['runs_below_half']} of {r['runs']}")
+        lines.append(f"| `{s.name}` | {s.changes} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """One panel per N: every repetition's lone share, per setting, with the median."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.figures import save
+
+    ns = sorted({int(r["flows"]) for r in rows})
+    names = [s.name for s in SETTINGS if any(r["setting"] == s.name for r in rows)]
+    fig, axes = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 4.2), sharey=True,
+                             squeeze=False)
+    for ax, n in zip(axes[0], ns):
+        for i, name in enumerate(names):
+            r = next((x for x in rows if x["setting"] == name and int(x["flows"]) == n), None)
+            if r is None or not r["shares"]:
+                continue
+            ys = [float(v) for v in r["shares"].split()]
+            xs = [i + 0.25 * ((k % 5) - 2) / 2 for k in range(len(ys))]
+            ax.scatter(xs, ys, s=14, alpha=0.7)
+            ax.hlines(r["lone_share_median"], i - 0.3, i + 0.3, color="k", lw=1.5)
+        ax.axhline(OUTCAST_SHARE, ls="--", color="grey", lw=1)
+        ax.axhline(1.0, ls=":", color="grey", lw=1)
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+        ax.set_title(f"N = {n}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("lone flow's goodput / fair share (each repetition)")
+    fig.suptitle("TCP Outcast ablation: one setting changed at a time (dashed: half the "
+                 "fair share)")
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("root", nargs="?", type=Path, default=Path("results/outcast-ablation"),
+                   help="the ablation's results folder (default: results/outcast-ablation)")
+    p.add_argument("--list", action="store_true",
+                   help="print each setting's name and flags, one per line, and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        for s in SETTINGS:
+            print(s.name, *s.flags, *COMMON)
+        return 0
+    rows = collect(args.root)
+    if not rows:
+        print(f"outcast-ablation: no complete run under {args.root}", file=sys.stderr)
+        return 1
+    write_csv(args.root / "ablation.csv", rows)
+    (args.root / "ablation.md").write_text(markdown(rows))
+    fig = plot(rows, args.root / "ablation.png")
+    print(markdown(rows), end="")
+    print(f"outcast-ablation: {args.root / 'ablation.csv'}, {args.root / 'ablation.md'}, {fig}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

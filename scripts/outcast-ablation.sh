@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue #26's TCP Outcast ablation (002_b94e7e7e77304abe.txt, Fig. 4): the linear topology
+# at N = 2, 6, 12 with 10 repetitions each, once per setting of experiments/outcast/ablation.py
+# (the default, the socket kept, ovs, rto_min 2ms, RED, HTB burst 15k, queue 100, 100 Mb/s),
+# each changing one thing.  A setting with a complete run is not run again (delete its folder
+# to redo it); then ablation.csv / ablation.md / ablation.png in results/outcast-ablation.
+# About 8 minutes per setting.  As root:
+#   scripts/outcast-ablation.sh              # every setting
+#   scripts/outcast-ablation.sh default red  # only these
+set -uo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+./setup.sh >/dev/null || exit 1
+read -r -a cmd <<< "${DCREPRO:-.venv/bin/dcrepro}"
+root=results/outcast-ablation
+failed=()
+while read -r name flags; do
+  if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
+  if .venv/bin/python -c "import sys; from pathlib import Path; from experiments.outcast.ablation import newest_run; sys.exit(newest_run(Path('$root/$name')) is None)"; then
+    echo "=== $name: complete run present, skipped"; continue
+  fi
+  echo "=== $name: ${cmd[*]} run outcast $flags --out $root/$name"
+  # shellcheck disable=SC2086  # the flags are words by design
+  "${cmd[@]}" run outcast $flags --out "$root/$name" || failed+=("$name")
+done < <(.venv/bin/python -m experiments.outcast.ablation --list)
+.venv/bin/python -m experiments.outcast.ablation "$root" || failed+=(figure)
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "outcast-ablation: failed: ${failed[*]} (their run folders' log.txt say why)" >&2
+  exit 1
+fi
