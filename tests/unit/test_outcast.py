@@ -1,6 +1,6 @@
 """Outcast: linear topology shape and port layout, flag validation, drop accounting (no root)."""
-import json
 import ipaddress
+import json
 
 import pytest
 
