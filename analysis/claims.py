@@ -89,6 +89,17 @@ class Claim:
                    for k, vals in self.select.items())
 
 
+def claim_maker(paper: str, **common: Any) -> Callable[..., Claim]:
+    """How a claims module makes its claims: ``common`` holds the fields all of them share
+    (experiment, conditions, pools ...; a claim may override one), and ``where``, the figure
+    or section, is cited as ``source`` = '<paper>, <where>'."""
+    def make(**fields: Any) -> Claim:
+        merged = {**common, **fields}
+        merged["source"] = f"{paper}, {merged.pop('where')}"
+        return Claim(**merged)
+    return make
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A claim judged on some runs: every field is text, ready for any rendering."""

@@ -8,11 +8,9 @@ many servers as the fat tree); every chosen run's flows are pooled.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows
+from analysis.claims import Missing, Outcome, Run, claim_maker, fmt, grouped, mean_jain, need_rows
 
 PAPER = "000_b87022286e416fdf.txt"
 #: "a few percent" (issue #20's reading of Fig. 6), for the mean and for Jain's index
@@ -76,9 +74,7 @@ def jain_vs_fattree(runs: list[Run], _cond: str) -> Outcome:
                    "mean over repetitions of each one's Jain index")
 
 
-def _claim(**kw: Any) -> Claim:
-    return Claim(experiment="fairness", pools=True, source=f"{PAPER}, Fig. 6 (Results)",
-                 **kw)
+_claim = claim_maker(PAPER, experiment="fairness", pools=True, where="Fig. 6 (Results)")
 
 
 CLAIMS = [

@@ -10,9 +10,7 @@ model's bounds (said in each verdict's basis); the preconditions need a measurem
 """
 from __future__ import annotations
 
-from typing import Any
-
-from analysis.claims import Claim, Missing, Outcome, Run, need_rows, num
+from analysis.claims import Claim, Measure, Missing, Outcome, Run, claim_maker, need_rows, num
 
 PAPER = "001_da816e6d87c9a0a9.txt"
 PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1.4 GB)
@@ -39,28 +37,29 @@ def _regime(runs: list[Run]) -> str:
             "repair add to the link's time")
 
 
-def _unicast(runs: list[Run], single: bool) -> list[dict[str, str]]:
-    return [r for r in _summary(runs) if r.get("mode") == "unicast"
+def _unicast(runs: list[Run], single: bool, most: str, lacking: str
+             ) -> tuple[dict[str, str], float]:
+    """The unicast row with one sending process (``single``) or more, beside multicast, that
+    has the largest ``most``, and its speedup of multicast (Missing: ``lacking``)."""
+    rows = [r for r in _summary(runs) if r.get("mode") == "unicast"
             and (int(num(r, "procs")) == 1) == single
             and r.get("speedup_of_multicast", "") != ""]
+    if not rows:
+        raise Missing(lacking)
+    row = max(rows, key=lambda r: num(r, most))
+    return row, num(row, "speedup_of_multicast")
 
 
 def speedup(runs: list[Run], _cond: str) -> Outcome:
-    uni = _unicast(runs, single=True)
-    if not uni:
-        raise Missing("no single-process unicast beside multicast at one workload")
-    top = max(uni, key=lambda r: num(r, "workload"))
-    s = num(top, "speedup_of_multicast")
+    top, s = _unicast(runs, True, "workload",
+                      "no single-process unicast beside multicast at one workload")
     return Outcome(f"{s:.2f}x ({top['total_mb']} MB)",
                    abs(s - PAPER_SPEEDUP) <= SPEEDUP_TOLERANCE * PAPER_SPEEDUP, _regime(runs))
 
 
 def procs_gain(runs: list[Run], _cond: str) -> Outcome:
-    multi = _unicast(runs, single=False)
-    if not multi:
-        raise Missing("no unicast with more than one sending process (--procs 1,2,4)")
-    most = max(multi, key=lambda r: num(r, "procs"))
-    s = num(most, "speedup_of_multicast")
+    most, s = _unicast(runs, False, "procs",
+                       "no unicast with more than one sending process (--procs 1,2,4)")
     detail = ("more processes cannot beat the link the copies share; the paper's sender was "
               "CPU-bound" if _measured(runs) else "model bound, not a measurement")
     return Outcome(f"unicast time = {s:.2f}x multicast's ({int(num(most, 'procs'))} "
@@ -106,14 +105,22 @@ def rounds_complete(runs: list[Run], _cond: str) -> Outcome:
                    f"datagrams lost before repair {lost}, repaired {rep}")
 
 
-def _claim(**kw: Any) -> Claim:
-    return Claim(experiment="orca", **kw)
+_claim = claim_maker(PAPER, experiment="orca")
+
+
+def _precondition(key: str, text: str, where: str, criterion: str, reason: str,
+                  measure: Measure) -> Claim:
+    """A premise of the comparison, not a claim of the paper: it states no value, and only a
+    measured run can judge it."""
+    return _claim(key=key, text=f"Precondition: {text}", where=where, paper="-",
+                  criterion=criterion, reason=f"{reason}  Measured runs only.",
+                  measure=measure)
 
 
 CLAIMS = [
     _claim(key="speedup", text="Multicast's speedup over single-process unicast at the "
                                "largest workload",
-           source=f"{PAPER}, Fig. 5 (section V.B)",
+           where="Fig. 5 (section V.B)",
            paper=f"{PAPER_SPEEDUP}x (1.4 GB)",
            quote="for the largest workload (1.4GB total file size) Orca achieves 4.16x "
                  "improvement",
@@ -125,7 +132,7 @@ CLAIMS = [
            measure=speedup),
     _claim(key="procs", text="Multicast beats unicast even with one sending process per "
                              "receiver",
-           source=f"{PAPER}, Fig. 8 (section V.E)",
+           where="Fig. 8 (section V.E)",
            paper=f"{PAPER_PROCS_GAIN:.0%} better",
            quote="Even in the case that application uses one core for each multicast "
                  "destination, Orca improves the total application running time by 85%",
@@ -133,24 +140,19 @@ CLAIMS = [
            reason="'Improves by 85%' is read as unicast taking 1.85 times multicast's time; "
                   "at least that counts.",
            measure=procs_gain),
-    _claim(key="multicast-once", text="Precondition: multicast carries each file byte at most "
-                                      "once on the sender's link (plus repairs)",
-           source=f"{PAPER}, Figs. 1-2 (the switches replicate)", paper="-",
-           criterion=f"max copies <= {COPIES_LIMIT}",
-           reason="In-network multicast is the comparison's premise; 5 % allows headers' "
-                  "rounding and repairs.  Measured runs only.",
-           measure=multicast_copies),
-    _claim(key="unicast-n", text="Precondition: unicast carries each byte once per receiver "
-                                 "behind the sender's link",
-           source=f"{PAPER}, section V (application-layer unicast)", paper="-",
-           criterion=">= number of receivers",
-           reason="Application-layer unicast sends one copy per receiver; fewer copies would "
-                  "mean a receiver was not served.  Measured runs only.",
-           measure=unicast_copies),
-    _claim(key="complete", text="Precondition: no round completes with missing data",
-           source=f"{PAPER}, section V.C (a round ends when every receiver has the file)",
-           paper="-", criterion="all receiver-rounds complete with every byte",
-           reason="A time is only comparable if every receiver got every byte.  Measured runs "
-                  "only.",
-           measure=rounds_complete),
+    _precondition("multicast-once", "multicast carries each file byte at most once on the "
+                  "sender's link (plus repairs)", "Figs. 1-2 (the switches replicate)",
+                  f"max copies <= {COPIES_LIMIT}",
+                  "In-network multicast is the comparison's premise; 5 % allows headers' "
+                  "rounding and repairs.", multicast_copies),
+    _precondition("unicast-n", "unicast carries each byte once per receiver behind the "
+                  "sender's link", "section V (application-layer unicast)",
+                  ">= number of receivers",
+                  "Application-layer unicast sends one copy per receiver; fewer copies would "
+                  "mean a receiver was not served.", unicast_copies),
+    _precondition("complete", "no round completes with missing data",
+                  "section V.C (a round ends when every receiver has the file)",
+                  "all receiver-rounds complete with every byte",
+                  "A time is only comparable if every receiver got every byte.",
+                  rounds_complete),
 ]

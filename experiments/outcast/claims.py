@@ -12,7 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows, num
+from analysis.claims import (
+    Claim,
+    Missing,
+    Outcome,
+    Run,
+    claim_maker,
+    fmt,
+    grouped,
+    mean_jain,
+    need_rows,
+    num,
+)
 
 PAPER = "002_b94e7e7e77304abe.txt"
 #: "drops dramatically" / "does not even register": below half of the fair share
@@ -109,11 +120,8 @@ def _local_below_half(runs: list[Run], _cond: str) -> Outcome:
                    f"median local/remote {', '.join(medians)}")
 
 
-def _claim(**kw: Any) -> Claim:
-    return Claim(pools=True, **kw)   # a sweep's runs add N values or repetitions
-
-
-_FIG4 = f"{PAPER}, Fig. 4 (Observing Outcast)"
+_claim = claim_maker(PAPER, pools=True)  # a sweep's runs add N values or repetitions
+_FIG4 = "Fig. 4 (Observing Outcast)"
 _DROPS = ("as the number of competing flows increase, the throughput of the single-flow drops "
           "dramatically")
 _SWEEP_NS = "scripts/outcast-sweep.sh runs N = 2, 6, 12"
@@ -124,7 +132,7 @@ def _lone_below(n: int, reason: str) -> Claim:
     return _claim(experiment="outcast", key=f"lone-n{n}",
                   text=f"With N = {n} competing flows the lone flow gets well below its fair "
                        "share",
-                  source=_FIG4, paper="drops dramatically (no number)", quote=_DROPS,
+                  where=_FIG4, paper="drops dramatically (no number)", quote=_DROPS,
                   criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} at N = {n}",
                   reason=reason, measure=_share_at(n), needs=_SWEEP_NS)
 
@@ -134,7 +142,7 @@ def _lone_robust(n: int) -> Claim:
     return _claim(experiment="outcast", key=f"lone-n{n}-runs",
                   text=f"With N = {n} competing flows the lone flow is the outcast in nearly "
                        "every repetition, not only on average",
-                  source=_FIG4, paper="drops dramatically (no number)", quote=_DROPS,
+                  where=_FIG4, paper="drops dramatically (no number)", quote=_DROPS,
                   criterion=f"lone flow's goodput / fair share < {OUTCAST_SHARE:g} in at least "
                             f"{ROBUST_SHARE:.0%} of the repetitions at N = {n} "
                             f"({ROBUST_RUNS} or more)",
@@ -157,7 +165,7 @@ CLAIMS = [
     _lone_robust(12),
     _claim(experiment="outcast", key="lone-falls",
            text="The lone flow's share falls as N grows",
-           source=_FIG4, paper="falls with N", quote=_DROPS,
+           where=_FIG4, paper="falls with N", quote=_DROPS,
            criterion="share of its fair share strictly lower at each larger N measured",
            reason="The sentence states an ordering, not a value: every step to a larger N "
                   "(2, 6, 12 in the script) must lower the lone flow's share of its fair "
@@ -165,7 +173,7 @@ CLAIMS = [
            measure=share_falls, needs=_SWEEP_NS),
     _claim(experiment="outcast", key="others-equal",
            text="The N flows entering on the shared port split their bandwidth fairly equally",
-           source=_FIG4, paper="fairly equal (no number)",
+           where=_FIG4, paper="fairly equal (no number)",
            quote="the flows coming in within the larger set share bandwidth fairly equally",
            criterion=f"Jain's index of the N flows >= {EQUAL_JAIN:g} at every N",
            reason="No number in the text.  Jain's index 0.9 is a coefficient of variation "
@@ -176,7 +184,7 @@ CLAIMS = [
     _claim(experiment="outcast-fattree", key="st-outcast",
            text="Under spanning-tree routing the sender on the receiver's edge switch gets "
                 "well below the remote senders",
-           source=f"{PAPER}, Fig. 5 (Effects of Topology and Routing)",
+           where="Fig. 5 (Effects of Topology and Routing)",
            paper="does not even register",
            quote="These results show an extreme occurrence of Outcast where the throughput "
                  "of the isolated sender does not even register",
@@ -190,7 +198,7 @@ CLAIMS = [
            needs="scripts/fattree-outcast-sweep.sh -r st makes one"),
     _claim(experiment="outcast-fattree", key="hashed-outcast",
            text="Hashed routing does not remove it: the local sender stays well below",
-           source=f"{PAPER}, Fig. 6 (Effects of Topology and Routing)",
+           where="Fig. 6 (Effects of Topology and Routing)",
            paper="no improvement",
            quote="We actually observe no improvement to the throughput of the outcasted "
                  "node as a result of this",

@@ -8,9 +8,7 @@ permutations, as the write-up's 8 runs do).
 """
 from __future__ import annotations
 
-from typing import Any
-
-from analysis.claims import Claim, Missing, Outcome, Run, fmt, grouped, mean_jain, need_rows
+from analysis.claims import Missing, Outcome, Run, claim_maker, fmt, grouped, mean_jain, need_rows
 from store import cell
 
 PAPER = "000_b87022286e416fdf.txt"
@@ -82,13 +80,14 @@ def tools_agree(runs: list[Run], _cond: str) -> Outcome:
                    abs(off) <= TOOLS_TOLERANCE, f"median of {len(ratios)} MPTCP flows")
 
 
-def _claim(**kw: Any) -> Claim:
-    return Claim(experiment="permutation", pools=True, **kw)
+_claim = claim_maker(PAPER, experiment="permutation", pools=True)
+#: what the two transports' claims need
+_BOTH = "run permutation with --transport tcp,mptcp"
 
 
 CLAIMS = [
     _claim(key="mptcp-mean", text="MPTCP's mean throughput above single-path TCP's",
-           source=f"{PAPER}, Fig. 4 (and the MPTCP paper's Fig. 3 it shows)",
+           where="Fig. 4 (and the MPTCP paper's Fig. 3 it shows)",
            paper="MPTCP above TCP (no number)",
            quote="we confirmed that MPTCP was indeed working and providing the advertised "
                  "fairness benefits",
@@ -98,9 +97,9 @@ CLAIMS = [
                   "criterion is the ordering itself.  Means over every flow of every run (the "
                   "write-up averages its runs); iperf3 goodput for emulated runs, as our "
                   "rank.png draws, the flow model's rates for model runs.",
-           measure=mean_over_tcp, needs="run permutation with --transport tcp,mptcp"),
+           measure=mean_over_tcp, needs=_BOTH),
     _claim(key="mptcp-jain", text="MPTCP shares the fabric more fairly than single-path TCP",
-           source=f"{PAPER}, Fig. 4",
+           where="Fig. 4",
            paper="MPTCP fairer (no number)",
            quote="MPTCP shows better fairness compared to Single Path TCP",
            criterion="Jain's index of MPTCP > Jain's index of TCP",
@@ -108,9 +107,9 @@ CLAIMS = [
                   "form of the fairness the figure shows; it is computed per run (that run's "
                   "flows share the fabric) and averaged over runs; the text gives no value, "
                   "so any increase counts.",
-           measure=jain_over_tcp, needs="run permutation with --transport tcp,mptcp"),
+           measure=jain_over_tcp, needs=_BOTH),
     _claim(key="tools-agree", text="iperf3 and bwm-ng report roughly the same throughput",
-           source=f"{PAPER}, Fig. 5 (MPTCP, k=4 fat tree, ECMP)",
+           where="Fig. 5 (MPTCP, k=4 fat tree, ECMP)",
            paper="roughly the same",
            quote="both tools provided roughly the same readings",
            criterion=f"median MPTCP flow's bwm-ng / iperf3 within {TOOLS_TOLERANCE:.0%} of "

@@ -10,11 +10,10 @@ runs are not pooled.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from analysis.claims import Claim, Missing, Outcome, Run, need_rows
+from analysis.claims import Claim, Missing, Outcome, Run, claim_maker, need_rows
 from store import cell
 
 from .figures import PAPER_PCT, RECOVERIES, SPRAYS, _ordered, _r, _ratio
@@ -129,41 +128,49 @@ def spray_spread(runs: list[Run], cond: str) -> Outcome:
                    ", ".join(f"{s} {v:.2f}" for s, v in sp.items()))
 
 
-def _claim(**kw: Any) -> Claim:
-    return Claim(experiment="plts", conditions=recoveries, **kw)
-
+_claim = claim_maker(PAPER, experiment="plts", conditions=recoveries)
 
 _POINT = ("A point estimate read off a bar chart: within +-5 points of the paper's value "
           "counts as reproduced (the gap to the neighbouring scheme in the paper is 11 "
           "points).  Mean over every flow of every run.")
 
+
+def _pct(scheme: str, quote: str) -> Claim:
+    """A spray's mean % of ideal within PCT_TOLERANCE points of the paper's (Fig. 1(a))."""
+    paper = PAPER_PCT[scheme]
+    return _claim(key=f"{scheme}-pct", text=f"{scheme.upper()} % of ideal",
+                  where="Fig. 1(a), section 3", paper=f"{paper:g} %", quote=quote,
+                  criterion=f"abs(measured - {paper:g}) <= {PCT_TOLERANCE:g} points",
+                  reason=_POINT, measure=pct_of_ideal(scheme))
+
+
+def _latency(pct: str, ratio: float, quote: str, reason: str) -> Claim:
+    """The sprays' latency at percentile ``pct`` at most ``ratio`` of ECMP's (Fig. 1(b))."""
+    return _claim(key=f"latency-{pct}", text=f"latency {pct} spray/ECMP",
+                  where="Fig. 1(b), section 3", paper=f"{round(ratio, 3)}", quote=quote,
+                  criterion=f"mean of the sprays' {pct} / ECMP's {pct} <= {ratio:.3f}",
+                  reason=reason, measure=latency_ratio(pct, ratio))
+
+
 CLAIMS = [
-    _claim(key="rr-pct", text="RR % of ideal", source=f"{PAPER}, Fig. 1(a), section 3",
-           paper=f"{PAPER_PCT['rr']:g} %",
-           quote="PLTS-RR is able to achieve almost 92% of the ideal throughput",
-           criterion=f"abs(measured - {PAPER_PCT['rr']:g}) <= {PCT_TOLERANCE:g} points",
-           reason=_POINT, measure=pct_of_ideal("rr")),
-    _claim(key="cnt-pct", text="CNT % of ideal", source=f"{PAPER}, Fig. 1(a), section 3",
-           paper=f"{PAPER_PCT['cnt']:g} %",
-           quote="PLTS-CNT attains around 81% of the ideal throughput",
-           criterion=f"abs(measured - {PAPER_PCT['cnt']:g}) <= {PCT_TOLERANCE:g} points",
-           reason=_POINT, measure=pct_of_ideal("cnt")),
+    _pct("rr", "PLTS-RR is able to achieve almost 92% of the ideal throughput"),
+    _pct("cnt", "PLTS-CNT attains around 81% of the ideal throughput"),
     _claim(key="rnd-lowest", text="RND lowest of the three sprays",
-           source=f"{PAPER}, Fig. 1(a), section 3",
+           where="Fig. 1(a), section 3",
            paper="yes", quote="Among packet-level traffic splitting, PLTS-RND attains the "
                                 "least throughput",
            criterion="rnd mean < cnt and rr means",
            reason="An ordering in the text; the means of % of ideal are compared as they are.",
            measure=rnd_lowest),
     _claim(key="sprays-above-ecmp", text="every spray above ECMP",
-           source=f"{PAPER}, Fig. 1(a), section 3",
+           where="Fig. 1(a), section 3",
            paper="yes",
            quote="All the three PLTS techniques achieve better throughput than ECMP",
            criterion="each spray's mean % of ideal > ECMP's",
            reason="An ordering in the text; every spray measured must beat ECMP.",
            measure=sprays_above_ecmp),
     _claim(key="spray-over-ecmp", text="spray/ECMP throughput",
-           source=f"{PAPER}, abstract and section 1",
+           where="abstract and section 1",
            paper=f"{PAPER_SPRAY_OVER_ECMP:g}",
            quote="per-packet load balancing outperforms ECMP in all the dimensions—1.5× "
                  "better throughput",
@@ -172,23 +179,16 @@ CLAIMS = [
            reason="'1.5x better' taken as at least 1.5x, for the sprays on average (the "
                   "abstract speaks of per-packet load balancing as one).",
            measure=spray_over_ecmp),
-    _claim(key="latency-p90", text="latency p90 spray/ECMP",
-           source=f"{PAPER}, Fig. 1(b), section 3", paper=f"{round(PAPER_P90_RATIO, 3)}",
-           quote="A packet in PLTS experiences only one-third of the packet latency of ECMP "
-                 "with RED/ECN at the 90th percentile",
-           criterion=f"mean of the sprays' p90 / ECMP's p90 <= {PAPER_P90_RATIO:.3f}",
-           reason="The spray's latency is at most that fraction of ECMP's.  One-way fabric "
-                  "latency of sampled packets; emulated runs only.",
-           measure=latency_ratio("p90", PAPER_P90_RATIO)),
-    _claim(key="latency-p99", text="latency p99 spray/ECMP",
-           source=f"{PAPER}, Fig. 1(b), section 3",
-           paper=f"{round(PAPER_P99_RATIO, 3)}",
-           quote="... and one-sixth of the packet latency at the 99th percentile",
-           criterion=f"mean of the sprays' p99 / ECMP's p99 <= {PAPER_P99_RATIO:.3f}",
-           reason="As for p90, at the 99th percentile.",
-           measure=latency_ratio("p99", PAPER_P99_RATIO)),
+    _latency("p90", PAPER_P90_RATIO,
+             "A packet in PLTS experiences only one-third of the packet latency of ECMP with "
+             "RED/ECN at the 90th percentile",
+             "The spray's latency is at most that fraction of ECMP's.  One-way fabric latency "
+             "of sampled packets; emulated runs only."),
+    _latency("p99", PAPER_P99_RATIO,
+             "... and one-sixth of the packet latency at the 99th percentile",
+             "As for p90, at the 99th percentile."),
     _claim(key="ecmp-spread", text="ECMP per-flow max/min >= 10",
-           source=f"{PAPER}, Fig. 1(c), section 3",
+           where="Fig. 1(c), section 3",
            paper=f">= {PAPER_SPREAD:g}",
            quote="There is an order of magnitude of difference between the highest and "
                  "lowest throughput seen by ECMP",
@@ -198,7 +198,7 @@ CLAIMS = [
                   "runs are not mixed.",
            measure=ecmp_spread),
     _claim(key="spray-spread", text="spray per-flow max/min < 10",
-           source=f"{PAPER}, Fig. 1(c), section 3",
+           where="Fig. 1(c), section 3",
            paper=f"< {PAPER_SPREAD:g}",
            quote="Flow throughputs for ECMP show a huge variability as compared to those of "
                  "PLTS",
