@@ -1,14 +1,20 @@
 """Every integration test starts on a clean machine and must leave it clean."""
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
 from emulator.registry import STATE_DIR, clean_all, machine_leftovers
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": []}
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -31,3 +37,21 @@ def _sweep(left: dict[str, list[str]]) -> None:
             os.kill(int(line.split()[0]), signal.SIGKILL)
         except (ValueError, ProcessLookupError):
             pass
+
+
+@pytest.fixture
+def short_run(tmp_path: Path) -> Callable[..., Path]:
+    """run(experiment, *flags, files=()): `dcrepro run` as a user starts it, into tmp_path;
+    asserts it exited 0 with status ok and wrote ``files``; returns its run folder."""
+    def run(experiment: str, *flags: str, files: Sequence[str] = ()) -> Path:
+        p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", experiment, *flags,
+                            "--out", str(tmp_path)],
+                           cwd=REPO, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert p.returncode == 0, p.stdout + p.stderr
+        folder = next((tmp_path / experiment).iterdir())
+        assert json.loads((folder / "status.json").read_text())["status"] == "ok"
+        for f in files:
+            assert (folder / f).exists(), f
+        return folder
+    return run

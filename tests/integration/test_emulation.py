@@ -176,17 +176,23 @@ def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(dataplane, tmp_p
     assert all(float(r.split(",")[4]) > 0 for r in rows[1:]), "every flow moved data"
 
 
-@pytest.mark.parametrize("dataplane", DATAPLANES)
-def test_sigint_leaves_nothing_behind(dataplane, tmp_path):
+def _start_traffic(dataplane: str, tmp_path: Path) -> subprocess.Popen:
+    """A 30-s TCP permutation run in its own session, returned once its traffic runs (the
+    first iperf3 client report file exists)."""
     p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "30", "--trim", "1",
                  "--transport", "tcp", "--out", str(tmp_path), "--dataplane", dataplane,
                  start_new_session=True)
     deadline = time.monotonic() + 90
-    # interrupt once traffic runs: the first iperf3 server report file exists
     while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
         assert p.poll() is None, p.stdout.read()
         assert time.monotonic() < deadline, "run did not start traffic in time"
         time.sleep(0.2)
+    return p
+
+
+@pytest.mark.parametrize("dataplane", DATAPLANES)
+def test_sigint_leaves_nothing_behind(dataplane, tmp_path):
+    p = _start_traffic(dataplane, tmp_path)
     up = machine_leftovers()
     assert up["veths"] and (up["bridges"] if dataplane == "ovs" else up["bpffs"]), up
     os.killpg(p.pid, signal.SIGINT)
@@ -281,13 +287,7 @@ def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
 @pytest.mark.parametrize("dataplane", DATAPLANES)
 def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(dataplane, tmp_path):
     """A run killed with SIGKILL cannot clean up; `dcrepro clean` must, from its registry."""
-    p = _dcrepro("run", "permutation", "--runs", "1", "--duration", "30", "--trim", "1",
-                 "--transport", "tcp", "--out", str(tmp_path), "--dataplane", dataplane,
-                 start_new_session=True)
-    deadline = time.monotonic() + 90
-    while not list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json")):
-        assert p.poll() is None and time.monotonic() < deadline, "run did not start"
-        time.sleep(0.2)
+    p = _start_traffic(dataplane, tmp_path)
     os.kill(p.pid, signal.SIGKILL)  # only the dcrepro process: its children live on
     p.wait(timeout=10)
     left = machine_leftovers()

@@ -61,32 +61,26 @@ def _ends_failed(p: subprocess.Popen, run: Path, t_kill: float, *needles: str) -
     return status["error"]
 
 
-@pytest.mark.parametrize("dataplane", ["bpf", "ovs"])
-def test_killed_iperf3_client_fails_the_run_at_once(dataplane, tmp_path):
+#: a component killed during traffic: dataplane, its command line (pgrep -f), what the
+#: run's one-line error must say ({pid}: the victim's)
+KILLED = {
+    "iperf3-client-bpf": ("bpf", "iperf3 -c", ("iperf3 client", "(pid {pid})", "signal SIGKILL")),
+    "iperf3-client-ovs": ("ovs", "iperf3 -c", ("iperf3 client", "(pid {pid})", "signal SIGKILL")),
+    "bwm-ng": ("bpf", "bwm-ng -o csv", ("bwm-ng (pid {pid}) ended with signal SIGKILL",)),
+    "controller": ("ovs", "controller.launch --plan",
+                   ("os-ken controller", "pid {pid}", "signal SIGKILL")),
+}
+
+
+@pytest.mark.parametrize("killed", KILLED)
+def test_killed_component_fails_the_run_at_once_with_its_cause(killed, tmp_path):
+    dataplane, command, needles = KILLED[killed]
     p = _start(tmp_path, dataplane)
     run = _wait_traffic(p, tmp_path)
-    victim = _pids("iperf3 -c")[0]
+    victim = _pids(command)[0]
     t = time.monotonic()
     os.kill(victim, signal.SIGKILL)
-    _ends_failed(p, run, t, "iperf3 client", f"(pid {victim})", "signal SIGKILL")
-
-
-def test_killed_bwm_ng_fails_the_run(tmp_path):
-    p = _start(tmp_path, "bpf")
-    run = _wait_traffic(p, tmp_path)
-    victim = _pids("bwm-ng -o csv")[0]
-    t = time.monotonic()
-    os.kill(victim, signal.SIGKILL)
-    _ends_failed(p, run, t, f"bwm-ng (pid {victim}) ended with signal SIGKILL")
-
-
-def test_killed_controller_fails_the_run_with_its_cause(tmp_path):
-    p = _start(tmp_path, "ovs")
-    run = _wait_traffic(p, tmp_path)
-    victim = _pids("controller.launch --plan")[0]
-    t = time.monotonic()
-    os.kill(victim, signal.SIGKILL)
-    _ends_failed(p, run, t, "os-ken controller", f"pid {victim}", "signal SIGKILL")
+    _ends_failed(p, run, t, *(n.format(pid=victim) for n in needles))
 
 
 def _restart_ovs() -> None:

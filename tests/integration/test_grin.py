@@ -4,10 +4,7 @@ really use those links."""
 from __future__ import annotations
 
 import csv
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -47,20 +44,13 @@ def test_every_address_reaches_every_other(dataplane, spec, how, tmp_path):
     assert not any(failed.values()), {h: f[:5] for h, f in failed.items() if f}
 
 
-def test_short_grin_run_uses_the_horizontal_links(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "grin",
-                        "--racks", "2", "--servers", "4", "--degrees", "0,1",
-                        "--multihomed", "1",
-                        "--active", "10", "--duration", "10", "--trim", "2", "--runs", "1",
-                        "--dataplane", "bpf", "--out", str(tmp_path)],
-                       cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = next((tmp_path / "grin").iterdir())
-    assert json.loads((run / "status.json").read_text())["status"] == "ok"
-    for f in ("flows.csv", "summary.csv", "claims.md", "throughput.png",
-              "run00/active10-grin1/subflows.json", "run00/active10-grin1/fidelity.json"):
-        assert (run / f).exists(), f
+def test_short_grin_run_uses_the_horizontal_links(short_run):
+    run = short_run("grin", "--racks", "2", "--servers", "4", "--degrees", "0,1",
+                    "--multihomed", "1", "--active", "10", "--duration", "10", "--trim", "2",
+                    "--runs", "1", "--dataplane", "bpf",
+                    files=("flows.csv", "summary.csv", "claims.md", "throughput.png",
+                           "run00/active10-grin1/subflows.json",
+                           "run00/active10-grin1/fidelity.json"))
     rows = list(csv.DictReader(open(run / "flows.csv")))
     grin1 = [r for r in rows if r["degree"] == "1"]
     assert len(grin1) == 2 and all(int(r["horizontal_subflows"]) >= 1 for r in grin1)

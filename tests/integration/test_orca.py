@@ -6,7 +6,6 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,19 +15,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("dataplane", ["bpf", "ovs"])
-def test_short_orca_run(dataplane, tmp_path):
-    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "orca",
-                        "--runs", "1", "--workloads", "1,2", "--procs", "1,2",
-                        "--base-mb", "0.3", "--dataplane", dataplane, "--out", str(tmp_path)],
-                       cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = next((tmp_path / "orca").iterdir())
-    assert json.loads((run / "status.json").read_text())["status"] == "ok"
-    for f in ("transfers.csv", "rounds.csv", "receivers.csv", "summary.csv", "claims.md",
-              "exec_time.png", "send_cdf.png", "wait_cdf.png", "procs.png",
-              "run00/group.json", "run00/x2-unicast-p2/sender.json"):
-        assert (run / f).exists(), f
+def test_short_orca_run(dataplane, short_run):
+    run = short_run("orca", "--runs", "1", "--workloads", "1,2", "--procs", "1,2",
+                    "--base-mb", "0.3", "--dataplane", dataplane,
+                    files=("transfers.csv", "rounds.csv", "receivers.csv", "summary.csv",
+                           "claims.md", "exec_time.png", "send_cdf.png", "wait_cdf.png",
+                           "procs.png", "run00/group.json", "run00/x2-unicast-p2/sender.json"))
     transfers = list(csv.DictReader(open(run / "transfers.csv")))
     assert [(t["workload"], t["mode"], t["procs"]) for t in transfers] == [
         ("1", "multicast", "1"), ("1", "unicast", "1"), ("2", "multicast", "1"),

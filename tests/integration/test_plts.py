@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,21 +18,14 @@ def _root_recovery() -> str:
                           text=True, check=True).stdout.strip()
 
 
-def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(tmp_path):
+def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(short_run):
     before = _root_recovery()
-    p = subprocess.run([sys.executable, "-m", "dcrepro.cli", "run", "plts",
-                        "--topo", "fattree,k=4", "--schemes", "ecmp,rr", "--runs", "1",
-                        "--duration", "8", "--trim", "2", "--sample", "4",
-                        "--recovery", "classic", "--out", str(tmp_path)],
-                       cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = next((tmp_path / "plts").iterdir())
-    assert json.loads((run / "status.json").read_text())["status"] == "ok"
-    for f in ("flows.csv", "latency.csv", "summary.csv", "claims.csv", "claims.md",
-              "throughput.png", "latency_rank.png", "flows_rank.png", "run00/pairs.json",
-              "run00/classic-ecmp/paths.json", "run00/classic-rr/spread.json"):
-        assert (run / f).exists(), f
+    run = short_run("plts", "--topo", "fattree,k=4", "--schemes", "ecmp,rr", "--runs", "1",
+                    "--duration", "8", "--trim", "2", "--sample", "4", "--recovery", "classic",
+                    files=("flows.csv", "latency.csv", "summary.csv", "claims.csv", "claims.md",
+                           "throughput.png", "latency_rank.png", "flows_rank.png",
+                           "run00/pairs.json", "run00/classic-ecmp/paths.json",
+                           "run00/classic-rr/spread.json"))
     flows = list(csv.DictReader(open(run / "flows.csv")))
     assert len(flows) == 2 * 8 and {r["scheme"] for r in flows} == {"ecmp", "rr"}
     assert all(float(r["mbps"]) > 0 for r in flows), "every flow moved data"
