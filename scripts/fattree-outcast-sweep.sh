@@ -19,24 +19,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#strategies[@]} -gt 0 ] || strategies=(st hashed ecmp)
+. scripts/run-folder.sh
 ./setup.sh
 DCREPRO=${DCREPRO:-.venv/bin/dcrepro}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 dirs=()
 for r in "${strategies[@]}"; do
-  set +e
-  $DCREPRO run outcast-fattree --routing "$r" ${extra[@]+"${extra[@]}"} 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  set -e
-  dir=$(sed -n 's/^run folder: //p' "$log" | head -1)
-  if [ "$rc" -ne 0 ]; then
-    echo "fattree-outcast-sweep: routing $r failed (exit $rc); see ${dir:-the output above}/log.txt" >&2
-    exit "$rc"
-  fi
+  run_folder fattree-outcast-sweep "routing $r" \
+    $DCREPRO run outcast-fattree --routing "$r" ${extra[@]+"${extra[@]}"}
   dirs+=("$dir")
 done
-for d in "${dirs[@]}"; do
-  echo "fattree-outcast-sweep: figures in $d:"
-  ls "$d"/*.png
-done
+show_figures fattree-outcast-sweep "${dirs[@]}"

@@ -4,18 +4,8 @@
 # e.g.  scripts/outcast-sweep.sh --quick   or   scripts/outcast-sweep.sh --rto-min 2ms
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+. scripts/run-folder.sh
 ./setup.sh
 DCREPRO=${DCREPRO:-.venv/bin/dcrepro}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-set +e
-$DCREPRO run outcast --flows 2,6,12 "$@" 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-set -e
-dir=$(sed -n 's/^run folder: //p' "$log" | head -1)
-if [ "$rc" -ne 0 ]; then
-  echo "outcast-sweep: run failed (exit $rc); see ${dir:-the output above}/log.txt" >&2
-  exit "$rc"
-fi
-echo "outcast-sweep: figures in $dir:"
-ls "$dir"/*.png
+run_folder outcast-sweep run $DCREPRO run outcast --flows 2,6,12 "$@"
+show_figures outcast-sweep "$dir"
