@@ -9,7 +9,7 @@ there are latency samples) and flows_rank.png (Fig. 1c).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -205,12 +205,23 @@ def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]
             for s in _ordered((r["scheme"] for r in mine), SCHEMES)}
 
 
+def _per_recovery(run_dir: Path, config: dict[str, Any], recs: list[str], notes: str,
+                  name: str, title: str, draw: Callable[[Any, str], Any], legend: tuple[str, int],
+                  what: str) -> Path:
+    """One figure ``name``, a panel per loss recovery: ``draw(ax, rec)`` fills it, then its
+    legend (where, font size) and title; saved with the run's notes and ``what`` it shows."""
+    fig, axes = _figure(len(recs), caption(config, title))
+    for ax, rec in zip(axes, recs):
+        draw(ax, rec)
+        ax.legend(loc=legend[0], fontsize=legend[1])
+        ax.set_title(f"recovery={rec}", fontsize=9)
+    return note(save(fig, run_dir / name), notes, what)
+
+
 def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(a): mean % of ideal per scheme, per-flow min-max whiskers, paper markers."""
-    fig, axes = _figure(len(recs), caption(config, "average throughput per scheme (004 Fig. "
-                                                   "1a)"))
-    for ax, rec in zip(axes, recs):
+    def draw(ax: Any, rec: str) -> None:
         srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
         x = np.arange(len(srows))
         mean = np.array([cell(s["mean_pct_ideal"]) for s in srows])
@@ -237,19 +248,18 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
         ax.set_ylabel("average throughput (% of ideal)")
         ax.set_ylim(0, max(105.0, float(np.nanmax(hi, initial=0)) + 5))
         ax.grid(alpha=0.3, axis="y")
-        ax.legend(loc="lower right", fontsize=8)
-        ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(save(fig, run_dir / "throughput.png"), notes,
-                "bars: mean % of ideal over every flow of every run; whiskers: per-flow "
-                "min-max; red diamonds: the paper (RR 92 %, CNT 81 %); the paper cites MPTCP "
-                "~90 % on this setup (not measured here)")
+    return _per_recovery(run_dir, config, recs, notes, "throughput.png",
+                         "average throughput per scheme (004 Fig. 1a)", draw,
+                         ("lower right", 8),
+                         "bars: mean % of ideal over every flow of every run; whiskers: "
+                         "per-flow min-max; red diamonds: the paper (RR 92 %, CNT 81 %); the "
+                         "paper cites MPTCP ~90 % on this setup (not measured here)")
 
 
 def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
                       recs: list[str], notes: str) -> Path:
     """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
-    fig, axes = _figure(len(recs), caption(config, "packet latency, ranked (004 Fig. 1b)"))
-    for ax, rec in zip(axes, recs):
+    def draw(ax: Any, rec: str) -> None:
         for scheme, mine in _by(latency, rec).items():
             v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
             if v.size == 0:
@@ -268,18 +278,16 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
         ax.set_xlabel("rank of packet (fraction of samples)")
         ax.set_ylabel("one-way fabric latency (us)")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(loc="best", fontsize=7)
-        ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(save(fig, run_dir / "latency_rank.png"), notes,
-                f"{LATENCY_DEF}; every run's samples pooled, each curve drawn at "
-                f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
+    return _per_recovery(run_dir, config, recs, notes, "latency_rank.png",
+                         "packet latency, ranked (004 Fig. 1b)", draw, ("best", 7),
+                         f"{LATENCY_DEF}; every run's samples pooled, each curve drawn at "
+                         f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
 
 
 def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(c): per-flow % of ideal ranked per run, mean over runs of the rank curves."""
-    fig, axes = _figure(len(recs), caption(config, "throughput by rank of flow (004 Fig. 1c)"))
-    for ax, rec in zip(axes, recs):
+    def draw(ax: Any, rec: str) -> None:
         for scheme, mine in _by(rows, rec).items():
             valid = [r for r in mine if cell(r.get("pct_ideal")) == cell(r.get("pct_ideal"))]
             if not valid:
@@ -297,12 +305,11 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
         ax.set_ylabel("throughput (% of ideal)")
         ax.set_ylim(0, 105)
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
-        ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(save(fig, run_dir / "flows_rank.png"), notes,
-                "per-flow throughput sorted within each run, then the mean over runs at each "
-                "rank (shaded: min-max over runs; runs cut to the smallest flow count); "
-                "max/min: median over runs of the per-run spread")
+    return _per_recovery(run_dir, config, recs, notes, "flows_rank.png",
+                         "throughput by rank of flow (004 Fig. 1c)", draw, ("lower right", 8),
+                         "per-flow throughput sorted within each run, then the mean over runs "
+                         "at each rank (shaded: min-max over runs; runs cut to the smallest "
+                         "flow count); max/min: median over runs of the per-run spread")
 
 
 def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
