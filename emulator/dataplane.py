@@ -16,12 +16,43 @@ every dataplane; a dataplane only decides what the switches are and how they for
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from routing.plan import Plan
 
+from .proc import RunError
+
 if TYPE_CHECKING:
+    from topos.base import Topology
+
     from .emulation import Emulation
+
+
+class TraceError(RunError):
+    """A traced flow was dropped, flooded, looped, has no record on a switch, or was
+    delivered to the wrong host."""
+
+
+def follow(topo: Topology, src: str, dst: str, out_port: Callable[[str, int], int]
+           ) -> list[str]:
+    """The switches a flow from ``src`` to ``dst`` crosses, hop by hop from ``src``'s access
+    switch, as a dataplane's ``trace`` asks them: ``out_port(switch, in_port)`` is the port
+    the flow left that switch by.  A loop, or delivery to a host other than ``dst``, is a
+    TraceError."""
+    sw = topo.access_switch(src)
+    in_port = topo.port(sw, src)
+    path: list[str] = []
+    while True:
+        if sw in path:
+            raise TraceError(f"trace {src}->{dst} loops: {path + [sw]}")
+        path.append(sw)
+        peer, in_port = topo.ports(sw)[out_port(sw, in_port)]
+        if not topo.is_switch(peer):
+            if peer != dst:
+                raise TraceError(f"trace {src}->{dst} delivered to {peer}")
+            return path
+        sw = peer
 
 
 def other_than(name: str, needs: list[str]) -> str:

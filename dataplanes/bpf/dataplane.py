@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emulator.bpfobj import bpf_unavailable
-from emulator.dataplane import Dataplane
+from emulator.dataplane import Dataplane, TraceError, follow
 from emulator.proc import RunError, check
 from emulator.registry import BPFFS_DIR
 
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
 #: how often check_alive asks the kernel where the program is attached (seconds)
 ATTACH_LOOK_S = 1.0
-
-
-class TraceError(RunError):
-    """The traced flow has no record on a switch, loops, or left at the wrong host."""
 
 
 def _ifindex(name: str) -> int:
@@ -206,25 +202,16 @@ class BpfDataplane(Dataplane):
               proto: str = "tcp") -> list[str]:
         """The path the flow's packets took, from the switches' own records (the port most of
         its packets left by, hop by hop; per-packet spraying: see ``spread``)."""
-        topo, num = emu.topo, (6 if proto == "tcp" else 17)
-        sw = topo.access_switch(src)
-        path: list[str] = []
-        while True:
-            if sw in path:
-                raise TraceError(f"trace {src}->{dst} loops: {path + [sw]}")
-            path.append(sw)
+        num = 6 if proto == "tcp" else 17
+
+        def out_port(sw: str, _in_port: int) -> int:
             recs = self._flow_ports(emu.plan.switches[sw].sid, five_tuple, num)
             if not recs:
                 raise TraceError(f"trace {src}->{dst}: {sw} has no record of "
                                  f"{five_tuple['src_ip']}:{five_tuple['src_port']} -> "
                                  f"{five_tuple['dst_ip']}:{five_tuple['dst_port']}")
-            port = max(recs, key=lambda r: r[1])[0]
-            peer, _ = topo.ports(sw)[port]
-            if not topo.is_switch(peer):
-                if peer != dst:
-                    raise TraceError(f"trace {src}->{dst} delivered to {peer}")
-                return path
-            sw = peer
+            return int(max(recs, key=lambda r: r[1])[0])
+        return follow(emu.topo, src, dst, out_port)
 
     def sample_latency(self, every: int) -> None:
         """Sample about one TCP data segment in ``every`` for one-way fabric latency (first

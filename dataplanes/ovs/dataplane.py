@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emulator.dataplane import Dataplane
+from emulator.dataplane import Dataplane, TraceError, follow
 from emulator.proc import RunError, check, free_port, how_ended, pid_alive, run, stop_process
 from emulator.registry import delete_bridges
 from emulator.sysinfo import ovs_datapath, ovsdb_pid, vswitchd_answers, vswitchd_pid
@@ -122,10 +122,6 @@ _FINAL = re.compile(r"^Final flow: (.*)$", re.M)
 _DROP_FIELDS = re.compile(r"^(reg\d+|in_port|tcp_flags|recirc_id|dp_hash|vlan_tci1)=")
 
 
-class TraceError(RunError):
-    """The traced packet was dropped, flooded, looped or delivered to the wrong host."""
-
-
 class OvsDataplane(Dataplane):
     """Open vSwitch bridges + the os-ken controller (OpenFlow 1.3)."""
 
@@ -209,16 +205,12 @@ class OvsDataplane(Dataplane):
               proto: str = "tcp") -> list[str]:
         """Follow ofproto/trace hop by hop, carrying the packet as each bridge modified it."""
         topo = emu.topo
-        sw = topo.access_switch(src)
         fields = [proto, f"dl_src={topo.node(src).mac}", f"dl_dst={topo.node(dst).mac}",
                   f"nw_src={five_tuple['src_ip']}", f"nw_dst={five_tuple['dst_ip']}",
                   f"tp_src={five_tuple['src_port']}", f"tp_dst={five_tuple['dst_port']}"]
-        in_port = topo.port(sw, src)
-        path: list[str] = []
-        while True:
-            if sw in path:
-                raise TraceError(f"trace {src}->{dst} loops: {path + [sw]}")
-            path.append(sw)
+
+        def out_port(sw: str, in_port: int) -> int:
+            nonlocal fields
             flow = ",".join([fields[0], f"in_port={in_port}", *fields[1:]])
             out = check(["ovs-appctl", "ofproto/trace", sw, flow], timeout=15)
             ports = _OUTPUT.findall(out)
@@ -229,12 +221,8 @@ class OvsDataplane(Dataplane):
             if final and final.group(1).strip() != "unchanged":
                 items = final.group(1).split(",")
                 fields = [items[0], *(f for f in items[1:] if not _DROP_FIELDS.match(f))]
-            peer, in_port = topo.ports(sw)[int(ports[0])]
-            if not topo.is_switch(peer):
-                if peer != dst:
-                    raise TraceError(f"trace {src}->{dst} delivered to {peer}")
-                return path
-            sw = peer
+            return int(ports[0])
+        return follow(topo, src, dst, out_port)
 
     def stop(self, emu: Emulation) -> None:
         """Delete the run's bridges in one OVS transaction, then stop the controller."""
