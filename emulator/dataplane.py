@@ -10,7 +10,8 @@ every dataplane; a dataplane only decides what the switches are and how they for
   install(emu)       after the links exist: install the plan and return only once the
                      switches confirm it (barriers, or maps read back equal to the plan)
   check_alive()      raise RunError naming the component if one died
-  trace(emu, ...)    where a 5-tuple goes, asked of the datapath itself (never recomputed)
+  trace(emu, ...)    where a 5-tuple goes, asked of the datapath itself (never recomputed;
+                     ``follow`` walks the hops, the dataplane names each one's out port)
   stop(emu)          remove what prepare/install made (links are already gone)
 """
 from __future__ import annotations
