@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -397,68 +398,94 @@ def _fat_tree(params: FairnessParams) -> tuple[Topology, Any]:
     return topo, routing.make_plan(topo, "ecmp")
 
 
-def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
-    """Every repetition in Mininet: both networks, one after the other, each fresh."""
-    from analysis.summaries import write_permutation_summary
-    from store import write_csv
+#: what one network of one repetition gives the tables: its flow rows and its link rows
+_NetworkRows = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+#: how one network of one repetition is measured: (repetition, label, topology, plan,
+#: permutation, the model's synthetic subflows, seconds the plans took, its folder, the
+#: columns every row of it carries) -> its rows
+_MeasureNetwork = Callable[[int, str, Topology, Any, dict[str, str], dict[str, Any], float, Path,
+                    dict[str, Any]], _NetworkRows]
 
-    from .figures import write_fidelity
+
+def _repetitions(params: FairnessParams, folder: RunFolder, measure: _MeasureNetwork,
+                 summarize: Callable[[list[dict[str, Any]]], None]) -> list[dict[str, Any]]:
+    """Every repetition: both networks, fresh plans and permutation, each measured by
+    ``measure``; after each repetition every table so far is on disk (links.csv,
+    path_lengths.csv and ``summarize``'s).  Returns the flow rows."""
+    from store import write_csv
 
     ft = _fat_tree(params)
     rows: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
     lengths: list[dict[str, Any]] = []
-    t_start = time.monotonic()
-    traffic_s = 0.0
     for r in range(params.runs):
         nets, tuples, plan_s, run_dir = _networks(params, folder, r, ft)
         for label, topo, plan, pairs in nets:
             lengths += path_length_rows(r, label, topo)
-            base = _base_row(r, label, topo, plan)
-            sub_dir = run_dir / label
-            flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
-                                                f"{folder.id}-{r}-{label}", r)
-            traffic_s += params.duration
-            if facts.get("subflows_missing"):
-                folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
-                                   "%s", r, label, facts["subflows_missing"],
-                                   facts["short_connections"])
-            links += lrows
-            (sub_dir / "flows.json").write_text(json.dumps(
-                [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
-                indent=1))
-            # fidelity: the model on the same plan with the 5-tuples the run really used
-            real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
-                            for s in f.subflows] or tuples[label][f.src] for f in flows}
-            t = time.monotonic()
-            pred, _ = model_rates(topo, plan, pairs, real, params.bw,
-                                  _aggregate_wanted(params, topo),
-                                  params.tcp_model)
-            facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
-            folder.record(f"run{r:02d}-{label}", facts)
-            for why in measurement_reasons(meas):      # as every experiment judges
-                folder.flag(f"run {r} {label}: {why}")
-            for f in flows:
-                rows.append({**base, "src": f.src, "dst": f.dst,
-                             "iperf_mbps": round(f.iperf_mbps, 4),
-                             "bwm_mbps": round(f.bwm_mbps, 4),
-                             "norm_iperf": round(f.iperf_mbps / params.bw, 5),
-                             "norm_bwm": round(f.bwm_mbps / params.bw, 5),
-                             "norm_model": round(pred[f.src]["mbps"] / params.bw, 5),
-                             "norm_model_aggregate": round(
-                                 pred[f.src]["aggregate_mbps"] / params.bw, 5),
-                             "norm_model_tcp": round(pred[f.src]["tcp_mbps"] / params.bw, 5),
-                             "subflows": len(f.subflows),
-                             "src_addrs": len({s["src_ip"] for s in f.subflows}),
-                             "model_paths": pred[f.src]["paths"],
-                             "cpu_mean": meas["cpu_mean"],
-                             "cpu_saturated_share": meas["cpu_saturated_share"],
-                             "emulator_loss_share": meas["emulator_loss_share"],
-                             "gaps_within_10pct": gap_share(meas["dequeue_gaps"])})
-        # everything so far is on disk after every repetition
+            new_rows, new_links = measure(r, label, topo, plan, pairs, tuples[label], plan_s,
+                                          run_dir / label, _base_row(r, label, topo, plan))
+            rows += new_rows
+            links += new_links
         write_csv(folder.path / "links.csv", links)
         write_csv(folder.path / "path_lengths.csv", lengths)
-        write_permutation_summary(folder.path, rows, params, key="topology")
+        summarize(rows)
+    return rows
+
+
+def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
+    """Every repetition in Mininet: both networks, one after the other, each fresh."""
+    from analysis.summaries import write_permutation_summary
+
+    from .figures import write_fidelity
+
+    traffic_s = 0.0
+
+    def measure(r: int, label: str, topo: Topology, plan: Any, pairs: dict[str, str],
+                tuples: dict[str, Any], plan_s: float, sub_dir: Path,
+                base: dict[str, Any]) -> _NetworkRows:
+        nonlocal traffic_s
+        flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
+                                            f"{folder.id}-{r}-{label}", r)
+        traffic_s += params.duration
+        if facts.get("subflows_missing"):
+            folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
+                               "%s", r, label, facts["subflows_missing"],
+                               facts["short_connections"])
+        (sub_dir / "flows.json").write_text(json.dumps(
+            [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
+            indent=1))
+        # fidelity: the model on the same plan with the 5-tuples the run really used
+        real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
+                        for s in f.subflows] or tuples[f.src] for f in flows}
+        t = time.monotonic()
+        pred, _ = model_rates(topo, plan, pairs, real, params.bw,
+                              _aggregate_wanted(params, topo),
+                              params.tcp_model)
+        facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
+        folder.record(f"run{r:02d}-{label}", facts)
+        for why in measurement_reasons(meas):      # as every experiment judges
+            folder.flag(f"run {r} {label}: {why}")
+        return [{**base, "src": f.src, "dst": f.dst,
+                 "iperf_mbps": round(f.iperf_mbps, 4),
+                 "bwm_mbps": round(f.bwm_mbps, 4),
+                 "norm_iperf": round(f.iperf_mbps / params.bw, 5),
+                 "norm_bwm": round(f.bwm_mbps / params.bw, 5),
+                 "norm_model": round(pred[f.src]["mbps"] / params.bw, 5),
+                 "norm_model_aggregate": round(
+                     pred[f.src]["aggregate_mbps"] / params.bw, 5),
+                 "norm_model_tcp": round(pred[f.src]["tcp_mbps"] / params.bw, 5),
+                 "subflows": len(f.subflows),
+                 "src_addrs": len({s["src_ip"] for s in f.subflows}),
+                 "model_paths": pred[f.src]["paths"],
+                 "cpu_mean": meas["cpu_mean"],
+                 "cpu_saturated_share": meas["cpu_saturated_share"],
+                 "emulator_loss_share": meas["emulator_loss_share"],
+                 "gaps_within_10pct": gap_share(meas["dequeue_gaps"])}
+                for f in flows], lrows
+
+    t_start = time.monotonic()
+    rows = _repetitions(params, folder, measure, lambda rows: write_permutation_summary(
+        folder.path, rows, params, key="topology"))
     wall = time.monotonic() - t_start
     # overhead = everything but the traffic itself
     timing = {"wall_s": round(wall, 1), "traffic_s": round(traffic_s, 1),
@@ -470,40 +497,29 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
 
 def run_model(params: FairnessParams, folder: RunFolder) -> None:
     """Every repetition on the flow model: the same networks, plans and permutations."""
-    from store import write_csv
-
     from .figures import write_fidelity, write_model_summary
 
-    ft = _fat_tree(params)
-    rows: list[dict[str, Any]] = []
-    links: list[dict[str, Any]] = []
-    lengths: list[dict[str, Any]] = []
+    def measure(r: int, label: str, topo: Topology, plan: Any, pairs: dict[str, str],
+                tuples: dict[str, Any], plan_s: float, _sub_dir: Path,
+                base: dict[str, Any]) -> _NetworkRows:
+        agg = _aggregate_wanted(params, topo)
+        t = time.monotonic()
+        pred, load = model_rates(topo, plan, pairs, tuples, params.bw, agg, params.tcp_model)
+        folder.record(f"run{r:02d}-{label}", {
+            "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
+            "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
+        return [{**base, "src": src, "dst": dst,
+                 "model_mbps": round(pred[src]["mbps"], 4),
+                 "norm_model": round(pred[src]["mbps"] / params.bw, 5),
+                 "norm_model_aggregate": round(pred[src]["aggregate_mbps"] / params.bw, 5),
+                 "norm_model_tcp": round(pred[src]["tcp_mbps"] / params.bw, 5),
+                 "subflows": len(tuples[src]),
+                 "model_paths": pred[src]["paths"]}
+                for src, dst in pairs.items()], model_link_rows(topo, load, params.bw, r, label)
+
     t_start = time.monotonic()
-    for r in range(params.runs):
-        nets, tuples, plan_s, _ = _networks(params, folder, r, ft)
-        for label, topo, plan, pairs in nets:
-            lengths += path_length_rows(r, label, topo)
-            base = _base_row(r, label, topo, plan)
-            agg = _aggregate_wanted(params, topo)
-            t = time.monotonic()
-            pred, load = model_rates(topo, plan, pairs, tuples[label], params.bw, agg,
-                                     params.tcp_model)
-            folder.record(f"run{r:02d}-{label}", {
-                "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
-                "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
-            links += model_link_rows(topo, load, params.bw, r, label)
-            for src, dst in pairs.items():
-                rows.append({**base, "src": src, "dst": dst,
-                             "model_mbps": round(pred[src]["mbps"], 4),
-                             "norm_model": round(pred[src]["mbps"] / params.bw, 5),
-                             "norm_model_aggregate": round(
-                                 pred[src]["aggregate_mbps"] / params.bw, 5),
-                             "norm_model_tcp": round(pred[src]["tcp_mbps"] / params.bw, 5),
-                             "subflows": len(tuples[label][src]),
-                             "model_paths": pred[src]["paths"]})
-        write_csv(folder.path / "links.csv", links)
-        write_csv(folder.path / "path_lengths.csv", lengths)
-        write_model_summary(folder.path, rows)
+    rows = _repetitions(params, folder, measure,
+                        lambda rows: write_model_summary(folder.path, rows))
     timing = {"wall_s": round(time.monotonic() - t_start, 1), "traffic_s": 0.0,
               "overhead_share_of_traffic": None, "transport": transports(params)[0]}
     folder.record("timing", timing)
