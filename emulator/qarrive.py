@@ -119,9 +119,10 @@ class RingReader:
         out: list[bytes] = []
         pos = cons
         try:
-            for pos, rec in walk_ring(data, cons, prod, self.size - 1):
+            for nxt, rec in walk_ring(data, cons, prod, self.size - 1):
                 if rec is not None:
                     out.append(bytes(rec))
+                pos = nxt
         finally:
             data.release()
         if pos != cons:
@@ -147,8 +148,8 @@ def qdisc_counters(ref: LinkRef) -> dict[str, int]:
     if ns is not None:
         argv = ["nsenter", f"--net={_ns_path(ns)}", *argv]
     qs = json.loads(check(argv, timeout=5) or "[]")
-    root = next((q for q in qs if q.get("root")), {})
-    leaf = next((q for q in qs if q.get("kind") == "pfifo"), {})
+    root: dict[str, Any] = next((q for q in qs if q.get("root")), {})
+    leaf: dict[str, Any] = next((q for q in qs if q.get("kind") == "pfifo"), {})
     return {"root_sent": int(root.get("packets", 0)), "root_qlen": int(root.get("qlen", 0)),
             "root_drops": int(root.get("drops", 0)), "pfifo_drops": int(leaf.get("drops", 0)),
             "pfifo_qlen": int(leaf.get("qlen", 0))}
