@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .bpfsys import BpfMap, obj_get, raw_tracepoint_open
+from .bpfsys import BpfMap, attach_pinned
 from .proc import RunError, check
 from .qgap import LinkRef, cleanup, resolve
 
@@ -201,38 +201,39 @@ class ArrivalTracer:
     def __enter__(self) -> ArrivalTracer:
         """Build, load, fill the watch map, attach, start draining.  Any failure is a
         RunError, with nothing left behind."""
-        from .bpfobj import load_pinned
         try:
-            if not 0 < len(self.links) <= MAX_PORTS:
-                raise RunError(f"{len(self.links)} links; the tracer watches 1..{MAX_PORTS}")
-            where = [resolve(ref) for ref in self.links]
-            obj = build_object()
-            if not cleanup(self.workdir):
-                raise RunError(f"{self.workdir} is in the way (not an empty directory)")
-            progs = load_pinned(obj, self.workdir, all_programs=True)
-            for name in ("watch", "counts", "events"):
-                self.maps[name] = BpfMap(str(self.workdir / "maps" / name))
-            if self.maps["counts"].value_size != COUNTS.size:
-                raise RunError(f"{SOURCE.name} and {__name__} disagree on map layouts")
-            for slot, key in enumerate(where):
-                self.maps["watch"].update(WATCH_KEY.pack(*key), struct.pack("<I", slot))
-            self.ring = RingReader(self.maps["events"].fd, self.maps["events"].max_entries)
-            self.before = {ref: qdisc_counters(ref) for ref in self.links}
-            self.mono_to_wall = time.time() - time.monotonic()
-            for name in PROGRAMS:
-                fd = obj_get(str(progs / name))
-                try:
-                    self.fds.append(raw_tracepoint_open(None, fd))
-                finally:
-                    os.close(fd)
-            self._thread = threading.Thread(target=self._drain, name="qarrive", daemon=True)
-            self._thread.start()
-        except BaseException as exc:
+            self._open()
+        except OSError as exc:                # BpfError and friends
             self._teardown()
-            if isinstance(exc, OSError):      # BpfError and friends
-                raise RunError(f"arrival tracer: {exc}") from exc
+            raise RunError(f"arrival tracer: {exc}") from exc
+        except BaseException:
+            self._teardown()
             raise
         return self
+
+    def _open(self) -> None:
+        from .bpfobj import load_pinned
+        if not 0 < len(self.links) <= MAX_PORTS:
+            raise RunError(f"{len(self.links)} links; the tracer watches 1..{MAX_PORTS}")
+        where = [resolve(ref) for ref in self.links]
+        obj = build_object()
+        if not cleanup(self.workdir):
+            raise RunError(f"{self.workdir} is in the way (not an empty directory)")
+        progs = load_pinned(obj, self.workdir, all_programs=True)
+        for name in ("watch", "counts", "events"):
+            self.maps[name] = BpfMap(str(self.workdir / "maps" / name))
+        if self.maps["counts"].value_size != COUNTS.size:
+            raise RunError(f"{SOURCE.name} and {__name__} disagree on map layouts")
+        for slot, key in enumerate(where):
+            self.maps["watch"].update(WATCH_KEY.pack(*key), struct.pack("<I", slot))
+        self.ring = RingReader(self.maps["events"].fd, self.maps["events"].max_entries)
+        # the counters before any record: nothing is sent to the queue while it attaches
+        self.before = {ref: qdisc_counters(ref) for ref in self.links}
+        self.mono_to_wall = time.time() - time.monotonic()
+        for name in PROGRAMS:
+            self.fds.append(attach_pinned(str(progs / name)))
+        self._thread = threading.Thread(target=self._drain, name="qarrive", daemon=True)
+        self._thread.start()
 
     def _drain(self) -> None:
         try:
