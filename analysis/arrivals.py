@@ -70,6 +70,25 @@ def gap_stats(times_s: Sequence[float], service_s: float) -> dict[str, Any]:
     return out
 
 
+def resend_delays(rows: Sequence[dict[str, Any]]) -> list[float]:
+    """For each dropped packet (rows in time order), the time until the same segment
+    (sender, source port, sequence number, payload) next arrived and was accepted; s.
+    A TCP retransmission takes at least a round trip through the full queue; much less is
+    the switch sending the refused packet again (OVS's userspace datapath retries a send
+    the qdisc refused)."""
+    pending: dict[tuple, float] = {}
+    out = []
+    for r in rows:
+        key = (r.get("sender"), r.get("sport"), r.get("seq"), r.get("payload"))
+        if key[2] is None or not int(r.get("payload") or 0):
+            continue
+        if int(r["dropped"]):
+            pending.setdefault(key, float(r["t"]))
+        elif key in pending:
+            out.append(float(r["t"]) - pending.pop(key))
+    return out
+
+
 def port_stats(rows: Sequence[dict[str, Any]], service_s: float, t_lo: float = -np.inf,
                t_hi: float = np.inf) -> list[dict[str, Any]]:
     """Per input port (``port``), over arrivals with t_lo <= ``t`` <= t_hi: arrivals,
@@ -93,8 +112,15 @@ def port_stats(rows: Sequence[dict[str, Any]], service_s: float, t_lo: float = -
             "blackout_max": max(runs, default=0),
             "drops_in_runs_ge2": sum(r for r in runs if r >= 2),
             "run_lengths": run_histogram(runs),
+            **_resends(mine, service_s),
             **gap_stats([float(r["t"]) for r in mine], service_s)})
     return out
+
+
+def _resends(rows: Sequence[dict[str, Any]], service_s: float) -> dict[str, Any]:
+    d = resend_delays(rows)
+    return {"resent": len(d), "resent_p50_ms": _q([x * 1e3 for x in d], 0.5),
+            "resent_within_2_service": sum(x <= 2 * service_s for x in d)}
 
 
 def flat(stats: Sequence[dict[str, Any]], **base: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from analysis.arrivals import (
     gap_stats,
     parse_run_lengths,
     port_stats,
+    resend_delays,
     run_histogram,
     service_time_s,
 )
@@ -49,6 +50,22 @@ def test_gap_stats_of_a_regular_and_a_bursty_port():
     assert bursty["gap_below_half"] == pytest.approx(0.5, abs=0.02)
     assert bursty["gap_p90"] == pytest.approx(1.9, abs=0.01)
     assert gap_stats([1.0], s)["gap_p50"] is None
+
+
+def test_resend_delay_pairs_a_drop_with_the_same_segment_accepted_later():
+    rows = [{"t": 0.0, "sender": "a1", "sport": 1, "seq": 100, "payload": 1448, "dropped": 1},
+            {"t": 0.001, "sender": "a2", "sport": 1, "seq": 100, "payload": 1448,
+             "dropped": 0},
+            {"t": 0.0015, "sender": "a1", "sport": 1, "seq": 100, "payload": 1448,
+             "dropped": 1},
+            {"t": 0.002, "sender": "a1", "sport": 1, "seq": 100, "payload": 1448,
+             "dropped": 0},
+            {"t": 0.003, "sender": "a1", "sport": 1, "seq": 200, "payload": 1448,
+             "dropped": 1}]
+    assert resend_delays(rows) == [pytest.approx(0.002)]   # from the first drop; 200 never
+    st = port_stats([{**r, "port": "p"} for r in rows], 0.0005)[0]
+    assert st["resent"] == 1 and st["resent_within_2_service"] == 0
+    assert st["resent_p50_ms"] == pytest.approx(2.0)
 
 
 def test_port_stats_blackouts_ignore_the_other_ports_packets():
