@@ -439,8 +439,7 @@ def _raster(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float, title
     for dropped, color, marker, size in ((0, "0.6", "|", 12), (1, "red", "x", 14)):
         pts = [r for r in sel if r["dropped"] == dropped]
         ax.scatter([r["t"] for r in pts], [y[(r["port"], r["sender"])] for r in pts],
-                   c=color, marker=marker, s=size, lw=0.8,
-                   label="dropped" if dropped else "accepted")
+                   c=color, marker=marker, s=size, lw=0.8)
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels([f"{s} ({p.split(' (')[0]})" for p, s in order], fontsize=6)
     ax.set_xlim(t_lo, t_hi)
@@ -448,9 +447,9 @@ def _raster(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float, title
     q = ax.twinx()
     q.plot([r["t"] for r in sel], [r["qlen"] for r in sel], color="tab:blue", lw=0.5,
            alpha=0.6)
-    q.set_ylabel("queue (packets)", fontsize=7, color="tab:blue")
-    ax.legend(fontsize=6, loc="upper left")
-    ax.set_title(title, fontsize=8)
+    q.set_ylim(0, max((r["qlen"] for r in sel), default=1) * 1.05 + 0.5)
+    q.set_ylabel("queue at each arrival (packets)", fontsize=7, color="tab:blue")
+    ax.set_title(f"{title}\n(grey |: accepted, red x: dropped, blue: queue)", fontsize=8)
 
 
 def _gap_cdf(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float,
@@ -461,7 +460,8 @@ def _gap_cdf(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float,
         if g.size:
             ax.plot(g, np.arange(1, g.size + 1) / g.size, lw=1, label=port)
     ax.axvline(1, color="grey", ls=":", lw=1)
-    ax.set_xlim(0, 4)
+    ax.set_xscale("log")      # bursts (<< 1) and RTO silences (>> 1) both show
+    ax.set_xlim(1e-2, 1e3)
     ax.set_xlabel("gap between a port's consecutive arrivals / service time")
     ax.set_ylabel("CDF")
     ax.legend(fontsize=6)
@@ -477,6 +477,7 @@ def _run_hist(ax: Any, summary: list[dict[str, str]]) -> None:
                    width=width, label=f"{s['port']}: median {s['blackout_median']}, "
                                       f"p90 {s['blackout_p90']}, max {s['blackout_max']}")
     ax.set_yscale("log")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("blackout: consecutive drops of one port")
     ax.set_ylabel("runs")
     ax.legend(fontsize=6)
@@ -504,8 +505,8 @@ def plot_arrivals(run_dir: Path, config: dict[str, Any],
         _raster(row[0], rows, mid - 0.5, mid + 0.5, f"{label}: arrivals in 1 s; drop share "
                                                      f"{shares}")
         _gap_cdf(row[1], rows, t_lo, t_hi, service)
-        row[1].set_title(f"{label}: inter-arrival regularity (p50 per port: " + ", ".join(
-            f"{s['gap_p50']}" for s in summary) + ")", fontsize=8)
+        row[1].set_title(f"{label}: gaps between a port's arrivals (p50 per port: " +
+                         ", ".join(f"{s['gap_p50']}" for s in summary) + ")", fontsize=8)
         _run_hist(row[2], summary)
         row[2].set_title(f"{label}: blackout run lengths", fontsize=8)
     fig.suptitle(caption(config, "arrivals at the bottleneck queue, per input port"),
