@@ -102,19 +102,21 @@ def bpffs_mounts(path: Path) -> int:
     return n
 
 
-def load_pinned(obj: Path, pin_dir: Path, prog_type: str | None = None) -> Path:
+def load_pinned(obj: Path, pin_dir: Path, prog_type: str | None = None,
+                all_programs: bool = False) -> Path:
     """Mount a private bpffs at ``pin_dir`` and load ``obj`` there with bpftool; return the
-    program's pin (maps are pinned under pin_dir/maps by name).  On failure nothing is left
-    mounted."""
+    program's pin (maps are pinned under pin_dir/maps by name).  ``all_programs``: an object
+    with several programs, pinned by name in the returned directory.  On failure nothing
+    is left mounted."""
     pin_dir = Path(pin_dir)
     if bpffs_mounts(pin_dir):
         raise RunError(f"a bpffs is already mounted at {pin_dir} (a crashed run? "
                        f"`dcrepro clean` removes it)")
     pin_dir.mkdir(parents=True, exist_ok=True)
     _run(["mount", "-t", "bpf", "bpf", str(pin_dir)], timeout=10)
-    prog = pin_dir / PROG_PIN
+    prog = pin_dir / ("progs" if all_programs else PROG_PIN)
     try:
-        _run(["bpftool", "prog", "load", str(obj), str(prog),
+        _run(["bpftool", "prog", "loadall" if all_programs else "load", str(obj), str(prog),
               *(["type", prog_type] if prog_type else []), "pinmaps", str(pin_dir / MAP_DIR)],
              timeout=120)
     except BaseException:

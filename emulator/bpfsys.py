@@ -188,3 +188,13 @@ def raw_tracepoint_open(name: str | None, prog_fd: int) -> int:
     raw = name.encode() + b"\0"
     buf = ctypes.create_string_buffer(raw, len(raw))
     return _bpf(BPF_RAW_TRACEPOINT_OPEN, _RawTpAttr(name=ctypes.addressof(buf), prog_fd=prog_fd))
+
+
+def attach_pinned(path: str) -> int:
+    """Attach a pinned BTF tracing program (it knows its tracepoint); the attachment lives
+    while the returned fd is open."""
+    fd = obj_get(path)
+    try:
+        return raw_tracepoint_open(None, fd)
+    finally:
+        os.close(fd)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bpfsys import BpfMap, obj_get, raw_tracepoint_open
+from .bpfsys import BpfMap, attach_pinned
 from .proc import RunError
 from .registry import remove_bpffs
 
@@ -231,11 +231,7 @@ class QueueGapProbe:
                 self.slots[ref] = slot
                 self.maps["watch"].update(WATCH_KEY.pack(*where[ref]),
                                           WATCH_VAL.pack(round(mbps * 1e6), self.overhead, slot))
-            fd = obj_get(str(prog))
-            try:
-                self.link_fd = raw_tracepoint_open(None, fd)
-            finally:
-                os.close(fd)
+            self.link_fd = attach_pinned(str(prog))
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError):      # BpfError and friends

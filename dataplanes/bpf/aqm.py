@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from emulator.aqm import AqmSpec
 from emulator.bpfobj import build
-from emulator.bpfsys import obj_get, raw_tracepoint_open
+from emulator.bpfsys import attach_pinned
 from emulator.proc import RunError, run
 
 SOURCE = Path(__file__).resolve().parent / "qlen.bpf.c"
@@ -102,11 +102,7 @@ class QueueLengths:
             run(["bpftool", "prog", "loadall", str(obj), str(self.prog_dir), "map", "name",
                  "aqm", "pinned", str(aqm_pin)], 120)
             for name in PROGS:
-                fd = obj_get(str(self.prog_dir / name))
-                try:
-                    self.fds.append(raw_tracepoint_open(None, fd))
-                finally:
-                    os.close(fd)
+                self.fds.append(attach_pinned(str(self.prog_dir / name)))
         except (OSError, subprocess.SubprocessError) as exc:
             self.close()
             raise RunError(f"the AQM's queue-length programs could not be attached: "

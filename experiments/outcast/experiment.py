@@ -305,14 +305,25 @@ class Sender:
 
 
 def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups: list[Group],
-                    params: ManyToOneParams, out: Path, rng: random.Random) -> dict[str, Any]:
+                    params: ManyToOneParams, out: Path, rng: random.Random,
+                    arrivals: bool = True) -> dict[str, Any]:
     """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once,
-    through the one iperf3 runner (traffic.run_iperf), with the drop sampler around it.
+    through the one iperf3 runner (traffic.run_iperf), with the drop sampler and (unless
+    ``arrivals`` is False: the cost benchmark) the bottleneck's arrival tracer around it.
 
-    Writes iperf3 JSON per flow, bwm.csv (also rx of each sender's access port), cpu.csv and
-    the drop samples; fills in every sender's flow and offered rate; returns the facts.
+    Writes iperf3 JSON per flow, bwm.csv (also rx of each sender's access port), cpu.csv,
+    the drop samples, arrivals.csv / arrivals_summary.csv (harness/arrivals.py) and
+    tcp_events.csv (each sender's RTOs and fast retransmits, harness/tcpevents.py); fills in
+    every sender's flow and offered rate; returns the facts.
     """
+    from contextlib import ExitStack
+
+    from harness import tcpevents
+    from harness.arrivals import trace_arrivals, write_arrivals
+
     out.mkdir(parents=True, exist_ok=True)
+    bottleneck = host_port(emu.topo, receiver)
+    counters0 = {s.name: tcpevents.read_counters(emu.host_pids[s.name]) for s in senders}
     duration, trim, interval = params.duration, params.trim, params.interval
     access = {s.name: host_port(emu.topo, s.name) for s in senders}
     pairs = dict(many_to_one([s.name for s in senders], receiver=receiver))
@@ -320,23 +331,33 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     for s, f in zip(senders, order):
         s.flow = f
     rng.shuffle(order)  # start order from the run's seed: no sender always starts first
-    drops = Sampler("drop", DropReader(emu, receiver, host_port(emu.topo, receiver), groups),
-                    interval)
+    drops = Sampler("drop", DropReader(emu, receiver, bottleneck, groups), interval)
     drops.start()
     try:
         drops.wait_first(10)       # the baseline, before any client
-        # A starved sender (the phenomenon itself) and iperf3's control connection through
-        # the same tail-drop port can sit in RTO backoff, capped at 120 s by Linux: allow
-        # one full backoff after the test before calling the client hung.  A sender whose
-        # SYNs the full port drops for the whole connect timeout is the Outcast effect at
-        # its extreme: recorded as 0 Mb/s and flagged, not failed.
-        meas = run_iperf(emu, order, "tcp", duration, trim, out, interval=interval,
-                         watch_intfs=sorted(set(access.values())), grace=150,
-                         may_not_connect=True)
+        with ExitStack() as stack:
+            tracer: Any = stack.enter_context(trace_arrivals(emu, bottleneck)) if arrivals \
+                else "not asked (arrivals=False)"
+            # A starved sender (the phenomenon itself) and iperf3's control connection
+            # through the same tail-drop port can sit in RTO backoff, capped at 120 s by
+            # Linux: allow one full backoff after the test before calling the client hung.
+            # A sender whose SYNs the full port drops for the whole connect timeout is the
+            # Outcast effect at its extreme: recorded as 0 Mb/s and flagged, not failed.
+            meas = run_iperf(emu, order, "tcp", duration, trim, out, interval=interval,
+                             watch_intfs=sorted(set(access.values())), grace=150,
+                             may_not_connect=True)
     finally:
         samples = [v for _, v in drops.stop()]
+    events = {s.name: tcpevents.delta(counters0[s.name],
+                                      tcpevents.read_counters(emu.host_pids[s.name]))
+              for s in senders}
+    write_csv(out / "tcp_events.csv", [{"sender": k, **v} for k, v in events.items()])
     bwm_path = out / "bwm.csv"
     t0 = min(f.start for f in order)
+    port_of = {x: g.label for g in groups for x in g.senders}
+    rate = emu.topo.link_bw(emu.topo.access_switch(receiver), receiver, emu.link.bw)
+    traced = write_arrivals(out, tracer, bottleneck, rate, t0, (trim, duration - trim),
+                            {emu.topo.ip(s.name): s.name for s in senders}, port_of)
     check_coverage(bwm_path, sorted(set(access.values())), t0 + trim,
                    max(f.start for f in order) + duration - trim, interval)
     series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
@@ -348,7 +369,8 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
         bw = [r for t, r in offered[s.name]
               if s.flow.start + trim <= t <= s.flow.start + duration - trim]
         s.offered_mbps = sum(bw) / len(bw) if bw else float("nan")
-    return {**meas, "t0": t0, "drops_series": series, "drops": totals,
+    return {**meas, "t0": t0, "drops_series": series, "drops": totals, "arrivals": traced,
+            "tcp_events": events,
             "bwm": {name: [(round(t - t0, 3), round(r, 4)) for t, r in rates]
                     for name, rates in offered.items()}}
 
@@ -378,22 +400,39 @@ def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any
     return rows, series
 
 
+def flow_events(meas: dict[str, Any], sender: str) -> dict[str, Any]:
+    """flows.csv columns of one sender: its RTOs and fast retransmits over the whole run
+    (tcp_events.csv) and its arrivals and drops at the bottleneck queue in the window."""
+    ev = meas.get("tcp_events", {}).get(sender, {})
+    q = meas.get("arrivals", {}).get("senders", {}).get(sender, {})
+    return {"rtos": ev.get("rto_data", ""), "syn_rtos": ev.get("TCPSynRetrans", ""),
+            "fast_retrans": ev.get("TCPFastRetrans", ""),
+            "loss_probes": ev.get("TCPLossProbes", ""),
+            "queue_arrivals": q.get("queue_arrivals", ""), "queue_drops": q.get("queue_drops", "")}
+
+
 def emulate_once(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path, run_id: str,
                  senders: list[Sender], receiver: str, groups: list[Group],
-                 rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Bring up one network, check it, run the flows, verify the queues again."""
+                 rng: random.Random, arrivals: bool = True) -> tuple[dict[str, Any],
+                                                                   dict[str, Any]]:
+    """Bring up one network, check it, run the flows, verify the queues again
+    (``arrivals``: trace the bottleneck's arrivals, see run_many_to_one)."""
     with session(topo, plan, params, run_dir, run_id) as s:
         facts = s.facts
         facts["rto_min_requested"] = params.rto_min
         facts["routes"] = set_rto_min(s.emu, [x.name for x in senders], receiver,
                                       params.rto_min)
-        meas = run_many_to_one(s.emu, senders, receiver, groups, params, run_dir, rng)
+        meas = run_many_to_one(s.emu, senders, receiver, groups, params, run_dir, rng,
+                               arrivals)
         s.flows = [x.flow for x in senders]
         facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
         facts["drops"] = meas["drops"]
         facts["dequeue_gaps"] = meas["dequeue_gaps"]
         facts["tcp_limits"] = meas["tcp_limits"]
         facts["switch_losses"] = loss_fields(meas)
+        # the per-sender counts go to flows.csv; config.json keeps the ports and the check
+        facts["arrivals"] = {k: v for k, v in meas["arrivals"].items() if k != "senders"}
+        facts["tcp_events"] = meas["tcp_events"]
     return facts, meas
 
 
@@ -449,6 +488,7 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
     series: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
     drop_series: list[dict[str, Any]] = []
+    arrivals: list[dict[str, Any]] = []
     for n in parse_flows(params.flows):
         for r in range(params.runs):
             rng = run_rng(params.seed, 1000 * n + r)
@@ -482,10 +522,13 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             folder.record(tag, facts)
             judge_measurement(folder, meas, tag)
             fair = params.bw / (n + 1)
-            extra = {s: {"role": topo.node(s).attrs["role"]} for s in topo.senders()}
+            extra = {s: {"role": topo.node(s).attrs["role"], **flow_events(meas, s)}
+                     for s in topo.senders()}
             rws, srs = sender_rows(senders, meas, base, fair, extra)
             rows += rws
             series += srs
             drops += [{**base, **d} for d in meas["drops"]]
             drop_series += [{**base, **d} for d in meas["drops_series"]]
-            write_outcast_summary(folder.path, rows, series, drops, drop_series, params)
+            arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
+            write_outcast_summary(folder.path, rows, series, drops, drop_series, params,
+                                  arrivals)

@@ -124,12 +124,14 @@ def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Grou
 
 def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
     """--runs repetitions of every host but the receiver sending to it."""
+    from .experiment import flow_events
     from .figures import write_fattree_summary
 
     rows: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
     drop_series: list[dict[str, Any]] = []
+    arrivals: list[dict[str, Any]] = []
     for r in range(params.runs):
         rng = run_rng(params.seed, r)
         topo = topos.build(params.topo)
@@ -145,9 +147,11 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         judge_measurement(folder, meas, tag)
         base = {"routing": plan.routing, "run": r}
         fair = params.bw / len(senders)
+        extra = {x: {**extra.get(x, {}), **flow_events(meas, x)} for x in extra}
         rws, srs = sender_rows(senders, meas, base, fair, extra)
         rows += rws
         series += srs
         drops += [{**base, **d} for d in meas["drops"]]
         drop_series += [{**base, **d} for d in meas["drops_series"]]
-        write_fattree_summary(folder.path, rows, series, drops, drop_series, params)
+        arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
+        write_fattree_summary(folder.path, rows, series, drops, drop_series, params, arrivals)

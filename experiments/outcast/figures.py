@@ -16,10 +16,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from analysis.arrivals import QUANTILES, parse_run_lengths
 from analysis.fidelity import validity_caption
 from analysis.figures import caption, note, save
 from store import cell, read_csv, write_csv
 
+ARRIVALS_METHOD = ("every packet offered to the bottleneck's tail-drop queue, traced in the "
+                   "kernel (emulator/qarrive.py: qdisc_enqueue for accepted, kfree_skb with a "
+                   "qdisc drop reason for dropped), attributed to its input port by source "
+                   "address; blackout = consecutive drops of one port's packets with no "
+                   "accepted packet of that port between; service time = one 1514-byte frame "
+                   "at the link rate; statistics over the trimmed window")
 DROP_METHOD = ("drops per input port = packets entering the switch on that port (sysfs rx) "
                "- segments of its senders delivered to the receiver (tcp_info segs_in)")
 
@@ -84,15 +91,24 @@ def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> di
     }
 
 
+def _write_tables(run_dir: Path, rows: list[dict[str, Any]], series: list[dict[str, Any]],
+                  drops: list[dict[str, Any]], drop_series: list[dict[str, Any]],
+                  arrivals: list[dict[str, Any]] | None) -> None:
+    """The tables both outcast experiments write as they go."""
+    for name, table in (("flows", rows), ("series", series), ("drops", drops),
+                        ("drops_series", drop_series), ("arrivals_summary", arrivals)):
+        if table is not None:
+            write_csv(run_dir / f"{name}.csv", table)
+
+
 def write_outcast_summary(run_dir: Path, rows: list[dict[str, Any]],
                           series: list[dict[str, Any]], drops: list[dict[str, Any]],
-                          drop_series: list[dict[str, Any]], params: Mapping[str, Any]) -> None:
-    """flows.csv, series.csv, drops.csv, drops_series.csv and summary.csv (per N, per run
-    and pooled over runs as run=all)."""
-    write_csv(run_dir / "flows.csv", rows)
-    write_csv(run_dir / "series.csv", series)
-    write_csv(run_dir / "drops.csv", drops)
-    write_csv(run_dir / "drops_series.csv", drop_series)
+                          drop_series: list[dict[str, Any]], params: Mapping[str, Any],
+                          arrivals: list[dict[str, Any]] | None = None) -> None:
+    """flows.csv, series.csv, drops.csv, drops_series.csv, arrivals_summary.csv (the traced
+    arrivals per point and input port) and summary.csv (per N, per run and pooled over runs
+    as run=all)."""
+    _write_tables(run_dir, rows, series, drops, drop_series, arrivals)
     out = []
     for n in sorted({r["flows"] for r in rows}):
         mine = [r for r in rows if r["flows"] == n]
@@ -142,12 +158,11 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def write_fattree_summary(run_dir: Path, rows: list[dict[str, Any]],
                           series: list[dict[str, Any]], drops: list[dict[str, Any]],
-                          drop_series: list[dict[str, Any]], params: Mapping[str, Any]) -> None:
-    """flows.csv, series.csv, drops.csv, drops_series.csv and summary.csv (per run + all)."""
-    write_csv(run_dir / "flows.csv", rows)
-    write_csv(run_dir / "series.csv", series)
-    write_csv(run_dir / "drops.csv", drops)
-    write_csv(run_dir / "drops_series.csv", drop_series)
+                          drop_series: list[dict[str, Any]], params: Mapping[str, Any],
+                          arrivals: list[dict[str, Any]] | None = None) -> None:
+    """flows.csv, series.csv, drops.csv, drops_series.csv, arrivals_summary.csv and
+    summary.csv (per run + all)."""
+    _write_tables(run_dir, rows, series, drops, drop_series, arrivals)
     out = []
     for run in sorted({r["run"] for r in rows}) + ["all"]:
         sel = [r for r in rows if run == "all" or r["run"] == run]
@@ -309,6 +324,9 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     path = save(fig, run_dir / "outcast_share.png")
     figs.append(note(path, _extra(params, rows), "lines: mean over runs; dots: single runs; "
                      "fair share = link / (N + 1)"))
+    first = {n: min(int(r["run"]) for r in rows if int(r["flows"]) == n) for n in ns}
+    points = [(f"N={n}", run_dir / f"n{n:02d}-run{first[n]:02d}") for n in ns]
+    figs += plot_arrivals(run_dir, config, points)
     return figs
 
 
@@ -356,7 +374,8 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                                  f"{params['routing']}, receiver {params['receiver']} (002 "
                                  "Figs. 5/6)"), fontsize=11)
     path = save(fig, run_dir / "fattree_outcast.png")
-    return [note(path, _extra(params, rows), DROP_METHOD), _plot_runs(run_dir, config, rows)]
+    return [note(path, _extra(params, rows), DROP_METHOD), _plot_runs(run_dir, config, rows),
+            *plot_arrivals(run_dir, config, [(f"run {run0}", run_dir / f"run{int(run0):02d}")])]
 
 
 def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> Path:
@@ -401,3 +420,98 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     path = save(fig, run_dir / "fattree_outcast_runs.png")
     return note(path, _extra(params, rows), "left: the local sender's goodput over the "
                 "remote senders' mean, one dot per run; right: mean goodput by hop distance")
+
+
+# -- arrivals at the bottleneck ---------------------------------------------------------------
+
+def _arrival_table(point: Path) -> list[dict[str, Any]]:
+    return [{"t": float(r["t"]), "port": r["port"], "sender": r["sender"],
+             "dropped": int(r["dropped"]), "qlen": int(r["qlen"])}
+            for r in read_csv(point / "arrivals.csv")]
+
+
+def _raster(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float, title: str) -> None:
+    """Accepted (grey) and dropped (red) arrivals per sender, grouped by input port, with
+    the queue length."""
+    sel = [r for r in rows if t_lo <= r["t"] <= t_hi]
+    order = sorted({(r["port"], r["sender"]) for r in sel}, key=lambda x: (x[0], x[1]))
+    y = {k: i for i, k in enumerate(order)}
+    for dropped, color, marker, size in ((0, "0.6", "|", 12), (1, "red", "x", 14)):
+        pts = [r for r in sel if r["dropped"] == dropped]
+        ax.scatter([r["t"] for r in pts], [y[(r["port"], r["sender"])] for r in pts],
+                   c=color, marker=marker, s=size, lw=0.8)
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels([f"{s} ({p.split(' (')[0]})" for p, s in order], fontsize=6)
+    ax.set_xlim(t_lo, t_hi)
+    ax.set_xlabel("time since the first flow started (s)")
+    q = ax.twinx()
+    q.plot([r["t"] for r in sel], [r["qlen"] for r in sel], color="tab:blue", lw=0.5,
+           alpha=0.6)
+    q.set_ylim(0, max((r["qlen"] for r in sel), default=1) * 1.05 + 0.5)
+    q.set_ylabel("queue at each arrival (packets)", fontsize=7, color="tab:blue")
+    ax.set_title(f"{title}\n(grey |: accepted, red x: dropped, blue: queue)", fontsize=8)
+
+
+def _gap_cdf(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float,
+             service: float) -> None:
+    for port in sorted({r["port"] for r in rows}):
+        t = np.sort([r["t"] for r in rows if r["port"] == port and t_lo <= r["t"] <= t_hi])
+        g = np.sort(np.diff(t) / service)
+        if g.size:
+            ax.plot(g, np.arange(1, g.size + 1) / g.size, lw=1, label=port)
+    ax.axvline(1, color="grey", ls=":", lw=1)
+    ax.set_xscale("log")      # bursts (<< 1) and RTO silences (>> 1) both show
+    ax.set_xlim(1e-2, 1e3)
+    ax.set_xlabel("gap between a port's consecutive arrivals / service time")
+    ax.set_ylabel("CDF")
+    ax.legend(fontsize=6)
+    ax.grid(alpha=0.3)
+
+
+def _run_hist(ax: Any, summary: list[dict[str, str]]) -> None:
+    width = 0.8 / max(1, len(summary))
+    for i, s in enumerate(summary):
+        h = parse_run_lengths(s.get("run_lengths", ""))
+        if h:
+            ax.bar([k + (i - (len(summary) - 1) / 2) * width for k in h], list(h.values()),
+                   width=width, label=f"{s['port']}: median {s['blackout_median']}, "
+                                      f"p90 {s['blackout_p90']}, max {s['blackout_max']}")
+    ax.set_yscale("log")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("blackout: consecutive drops of one port")
+    ax.set_ylabel("runs")
+    ax.legend(fontsize=6)
+    ax.grid(alpha=0.3, axis="y")
+
+
+def plot_arrivals(run_dir: Path, config: dict[str, Any],
+                  points: list[tuple[str, Path]]) -> list[Path]:
+    """outcast_arrivals.png: per point (one row each), a 1-s raster of every arrival at the
+    bottleneck queue per sender and input port, the CDF of each port's inter-arrival gaps
+    over the service time, and the blackout run lengths; nothing if no point was traced."""
+    params = config["params"]
+    points = [(label, p) for label, p in points if (p / "arrivals.csv").exists()]
+    if not points:
+        return []
+    service = 1514 * 8 / (params["bw"] * 1e6)
+    t_lo, t_hi = params["trim"], params["duration"] - params["trim"]
+    mid = (t_lo + t_hi) / 2
+    fig, axes = plt.subplots(len(points), 3, figsize=(15, 3.6 * len(points)), squeeze=False)
+    for (label, point), row in zip(points, axes):
+        rows = _arrival_table(point)
+        summary = read_csv(point / "arrivals_summary.csv") \
+            if (point / "arrivals_summary.csv").exists() else []
+        shares = ", ".join(f"{s['port'].split(' (')[0]} {s['drop_share']}" for s in summary)
+        _raster(row[0], rows, mid - 0.5, mid + 0.5, f"{label}: arrivals in 1 s; drop share "
+                                                     f"{shares}")
+        _gap_cdf(row[1], rows, t_lo, t_hi, service)
+        row[1].set_title(f"{label}: gaps between a port's arrivals (p50 per port: " +
+                         ", ".join(f"{s['gap_p50']}" for s in summary) + ")", fontsize=8)
+        _run_hist(row[2], summary)
+        row[2].set_title(f"{label}: blackout run lengths", fontsize=8)
+    fig.suptitle(caption(config, "arrivals at the bottleneck queue, per input port"),
+                 fontsize=11)
+    path = save(fig, run_dir / "outcast_arrivals.png")
+    return [note(path, _extra(params), ARRIVALS_METHOD,
+                 f"service time {service * 1e3:.3f} ms; gap quantiles in "
+                 f"arrivals_summary.csv: {', '.join(f'p{round(q * 100)}' for q in QUANTILES)}")]

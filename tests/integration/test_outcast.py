@@ -57,7 +57,8 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     folder.set_status("ok")
     run = folder.path
     figs = plot_outcast(run, json.loads((run / "config.json").read_text()))
-    assert [f.name for f in figs] == ["outcast_n02.png", "outcast_share.png"]
+    assert [f.name for f in figs] == ["outcast_n02.png", "outcast_share.png",
+                                      "outcast_arrivals.png"]
     config = json.loads((run / "config.json").read_text())
     facts = config["runtime"]["n02-run00"]
     assert facts["qdisc"]["limit"] == facts["qdisc_after"]["limit"] == 20

@@ -1,0 +1,139 @@
+"""Arrivals at a tail-drop queue, per input port: who was dropped, in what runs, and how
+regularly each port's packets came (pure; the records come from emulator/qarrive.py).
+
+A *blackout* (TCP Outcast paper, "port blackout") is a run of consecutive drops of one
+port's packets: drops with no accepted packet from that port between them.  Other ports'
+packets may be accepted meanwhile; that is the point: the queue takes the other port's
+packet each time a slot frees.
+
+Inter-arrival times are measured between consecutive packets of one port (accepted or
+dropped: the queue sees both), divided by the *service time*, one full frame (1514 bytes)
+on the bottleneck at its rate: a port that sends at line rate from a busy upstream queue
+delivers a packet every 1.0 service times; jitter shows as spread around it, bursts as
+values near 0.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+FRAME_BYTES = 1514
+QUANTILES = (0.01, 0.1, 0.5, 0.9, 0.99)
+
+
+def service_time_s(rate_mbps: float, frame_bytes: int = FRAME_BYTES) -> float:
+    """One full frame's time on the wire at the link rate."""
+    if not rate_mbps > 0:
+        raise ValueError(f"link rate must be positive, got {rate_mbps}")
+    return frame_bytes * 8 / (rate_mbps * 1e6)
+
+
+def drop_runs(dropped: Iterable[bool]) -> list[int]:
+    """Lengths of the maximal runs of consecutive drops in one port's arrival sequence."""
+    runs, cur = [], 0
+    for d in dropped:
+        if d:
+            cur += 1
+        elif cur:
+            runs.append(cur)
+            cur = 0
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+def run_histogram(runs: Sequence[int]) -> dict[int, int]:
+    """Run length -> how many runs had it."""
+    out: dict[int, int] = {}
+    for r in runs:
+        out[r] = out.get(r, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _q(values: Sequence[float] | np.ndarray, q: float) -> float | None:
+    return round(float(np.quantile(values, q)), 4) if len(values) else None
+
+
+def gap_stats(times_s: Sequence[float], service_s: float) -> dict[str, Any]:
+    """Quantiles of the gaps between consecutive times over the service time; the share
+    within 10 % of it (regular, at line rate) and below half of it (bursts)."""
+    t = np.sort(np.asarray(times_s, dtype=float))
+    g = np.diff(t) / service_s if t.size > 1 else np.empty(0)
+    out: dict[str, Any] = {"gaps": int(g.size)}
+    for q in QUANTILES:
+        out[f"gap_p{round(q * 100)}"] = _q(g, q)
+    out["gap_mean"] = round(float(g.mean()), 4) if g.size else None
+    out["gap_within10"] = round(float(np.mean(np.abs(g - 1) <= 0.1)), 4) if g.size else None
+    out["gap_below_half"] = round(float(np.mean(g < 0.5)), 4) if g.size else None
+    return out
+
+
+def resend_delays(rows: Sequence[dict[str, Any]]) -> list[float]:
+    """For each dropped packet (rows in time order), the time until the same segment
+    (sender, source port, sequence number, payload) next arrived and was accepted; s.
+    A TCP retransmission takes at least a round trip through the full queue; much less is
+    the switch sending the refused packet again (OVS's userspace datapath retries a send
+    the qdisc refused)."""
+    pending: dict[tuple, float] = {}
+    out = []
+    for r in rows:
+        key = (r.get("sender"), r.get("sport"), r.get("seq"), r.get("payload"))
+        if key[2] is None or not int(r.get("payload") or 0):
+            continue
+        if int(r["dropped"]):
+            pending.setdefault(key, float(r["t"]))
+        elif key in pending:
+            out.append(float(r["t"]) - pending.pop(key))
+    return out
+
+
+def port_stats(rows: Sequence[dict[str, Any]], service_s: float, t_lo: float = -np.inf,
+               t_hi: float = np.inf) -> list[dict[str, Any]]:
+    """Per input port (``port``), over arrivals with t_lo <= ``t`` <= t_hi: arrivals,
+    drops, drop rate (of the port's arrivals), drop share (of all drops), blackout run
+    lengths (count, median, p90, max, drops in runs of 2 or more) and inter-arrival gaps
+    over the service time.  Rows need ``t`` (s), ``port`` and ``dropped`` (0/1)."""
+    sel = sorted((r for r in rows if t_lo <= float(r["t"]) <= t_hi), key=lambda r: float(r["t"]))
+    total_drops = sum(int(r["dropped"]) for r in sel)
+    out = []
+    for port in sorted({str(r["port"]) for r in sel}):
+        mine = [r for r in sel if str(r["port"]) == port]
+        dropped = [bool(int(r["dropped"])) for r in mine]
+        runs = drop_runs(dropped)
+        drops = sum(dropped)
+        out.append({
+            "port": port, "arrivals": len(mine), "drops": drops,
+            "drop_rate": round(drops / len(mine), 5) if mine else None,
+            "drop_share": round(drops / total_drops, 4) if total_drops else None,
+            "blackouts": len(runs),
+            "blackout_median": _q(runs, 0.5), "blackout_p90": _q(runs, 0.9),
+            "blackout_max": max(runs, default=0),
+            "drops_in_runs_ge2": sum(r for r in runs if r >= 2),
+            "run_lengths": run_histogram(runs),
+            **_resends(mine, service_s),
+            **gap_stats([float(r["t"]) for r in mine], service_s)})
+    return out
+
+
+def _resends(rows: Sequence[dict[str, Any]], service_s: float) -> dict[str, Any]:
+    d = resend_delays(rows)
+    return {"resent": len(d), "resent_p50_ms": _q([x * 1e3 for x in d], 0.5),
+            "resent_within_2_service": sum(x <= 2 * service_s for x in d)}
+
+
+def flat(stats: Sequence[dict[str, Any]], **base: Any) -> list[dict[str, Any]]:
+    """port_stats rows for a CSV: the run-length histogram as ``len:count`` pairs."""
+    return [{**base, **{k: v for k, v in s.items() if k != "run_lengths"},
+             "run_lengths": " ".join(f"{k}:{v}" for k, v in s["run_lengths"].items())}
+            for s in stats]
+
+
+def parse_run_lengths(text: str) -> dict[int, int]:
+    """``"1:40 2:3"`` (flat's column) -> {1: 40, 2: 3}."""
+    out = {}
+    for item in str(text or "").split():
+        k, v = item.split(":")
+        out[int(k)] = int(v)
+    return out

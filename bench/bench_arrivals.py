@@ -1,0 +1,84 @@
+"""What the bottleneck arrival tracer costs (root). Prints figures, asserts nothing.
+
+    .venv/bin/python bench/bench_arrivals.py [--flows 12] [--reps 2] [--duration 20]
+        [--trim 4] [--dataplane bpf]
+
+One outcast point (lone flow vs N flows), run ``--reps`` times with the tracer and as often
+without it, alternating (on, off, on, off, ...) so that a drift of the machine falls on
+both; per run the machine's mean CPU over the measurement window and its CPU per
+packet-hop (harness/traffic.run_iperf's figures), the records traced and the lone flow's
+share of its fair share.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import routing  # noqa: E402
+import topos  # noqa: E402
+from emulator.proc import install_signal_handlers  # noqa: E402
+from experiments.outcast import experiment as outcast  # noqa: E402
+from harness.common import checked, resolve, run_rng  # noqa: E402
+
+
+def one(params: object, n: int, traced: bool, rep: int, work: Path) -> dict:
+    """One outcast point; its CPU figures."""
+    topo = topos.build(f"outcast,n={n}")
+    plan = routing.make_plan(topo, outcast.ROUTING)
+    senders = [outcast.Sender(x, f"s1 port {topo.entry_port(x)}") for x in topo.senders()]
+    groups = [outcast.Group("s1 port 2 (lone)", ["s1-eth2"], [topo.lone]),
+              outcast.Group(f"s1 port 3 (from s2, {n} flows)", ["s1-eth3"],
+                            topo.senders_behind_s2)]
+    tag = f"{'on' if traced else 'off'}{rep}"
+    _, meas = outcast.emulate_once(topo, plan, params, work / tag, f"bench-arrivals-{tag}",
+                                   senders, topo.receiver, groups, run_rng(1, rep),
+                                   arrivals=traced)
+    lone = next(s for s in senders if s.name == topo.lone)
+    assert lone.flow is not None
+    fair = params.bw / (n + 1)  # type: ignore[attr-defined]
+    arr = meas.get("arrivals", {})
+    return {"traced": traced, "cpu_mean": meas["cpu_mean"],
+            "cpu_us_per_packet_hop": meas["cpu_us_per_packet_hop"],
+            "records": arr.get("records"), "drops_agree": arr.get("check", {}).get(
+                "drops_agree"), "lone_share": round(lone.flow.iperf_mbps / fair, 3)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--flows", type=int, default=12)
+    p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--duration", type=float, default=20.0)
+    p.add_argument("--trim", type=float, default=4.0)
+    p.add_argument("--dataplane", default="bpf")
+    args = p.parse_args()
+    install_signal_handlers()
+    ep = argparse.ArgumentParser()
+    outcast.add_arguments(ep)
+    with tempfile.TemporaryDirectory(prefix="bench-arrivals-") as tmp:
+        eargs = ep.parse_args(["--flows", str(args.flows), "--duration", str(args.duration),
+                               "--trim", str(args.trim), "--runs", "1", "--dataplane",
+                               args.dataplane, "--out", tmp])
+        params = checked(outcast, resolve(eargs, outcast.DEFAULTS, outcast.QUICK))
+        rows = []
+        for rep in range(args.reps):
+            for traced in (True, False):
+                r = one(params, args.flows, traced, rep, Path(tmp))
+                print(r, flush=True)
+                rows.append(r)
+    for traced in (True, False):
+        mine = [r for r in rows if r["traced"] == traced]
+        print(f"tracer {'on ' if traced else 'off'}: cpu_mean "
+              f"{statistics.mean(r['cpu_mean'] for r in mine):.1f} % "
+              f"({', '.join(str(r['cpu_mean']) for r in mine)}), cpu per packet-hop "
+              f"{statistics.mean(r['cpu_us_per_packet_hop'] for r in mine):.2f} us "
+              f"({', '.join(str(r['cpu_us_per_packet_hop']) for r in mine)})")
+
+
+if __name__ == "__main__":
+    main()

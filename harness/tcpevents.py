@@ -1,0 +1,58 @@
+"""How each sender's TCP recovered from losses: RTOs against fast retransmits.
+
+tcp_info has no per-socket count of either (``retransmits`` is the current run of RTOs,
+``total_retrans`` every retransmitted segment), but every emulated host has its own network
+namespace, and the kernel's TCP MIB counters (/proc/<pid>/net/netstat, /proc/<pid>/net/snmp)
+are per namespace.  A sender that runs one data connection (plus iperf3's control
+connection, which sends a few hundred bytes) therefore has its own counts: read before and
+after the traffic, the difference is that flow's.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+#: (MIB line prefix, counter): what each means, from the kernel's tcp_input/tcp_timer code
+COUNTERS = (
+    ("Tcp", "RetransSegs"),            # every retransmitted segment
+    ("TcpExt", "TCPTimeouts"),         # retransmission timer expiries (RTOs), SYNs included
+    ("TcpExt", "TCPSynRetrans"),       # SYN retransmissions (connection set-up RTOs)
+    ("TcpExt", "TCPFastRetrans"),      # retransmissions by fast retransmit / recovery
+    ("TcpExt", "TCPSlowStartRetrans"), # retransmissions in loss state after an RTO
+    ("TcpExt", "TCPLossProbes"),       # tail loss probes sent
+    ("TcpExt", "TCPSpuriousRTOs"),     # RTOs found spurious (F-RTO)
+    ("TcpExt", "TCPRenoRecovery"),     # fast recoveries entered without SACK
+    ("TcpExt", "TCPSackRecovery"),     # fast recoveries entered with SACK
+)
+
+
+def parse_mib(text: str) -> dict[str, int]:
+    """/proc/net/netstat or /proc/net/snmp text -> {"Prefix.Name": value}: each MIB is a
+    header line of names and a line of values with the same prefix."""
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+    for names, values in zip(lines[::2], lines[1::2]):
+        pre, _, ns = names.partition(":")
+        pre2, _, vs = values.partition(":")
+        if pre != pre2:
+            raise ValueError(f"MIB lines out of step: {pre!r} then {pre2!r}")
+        for n, v in zip(ns.split(), vs.split()):
+            try:
+                out[f"{pre}.{n}"] = int(v)
+            except ValueError:
+                continue
+    return out
+
+
+def read_counters(pid: int) -> dict[str, int]:
+    """The TCP counters of the network namespace of process ``pid``."""
+    mib: dict[str, int] = {}
+    for name in ("snmp", "netstat"):
+        mib.update(parse_mib(Path(f"/proc/{pid}/net/{name}").read_text()))
+    return {name: mib.get(f"{pre}.{name}", 0) for pre, name in COUNTERS}
+
+
+def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """What happened between two reads, with ``rto_data``: RTOs outside connection set-up."""
+    out = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    out["rto_data"] = out.get("TCPTimeouts", 0) - out.get("TCPSynRetrans", 0)
+    return out
