@@ -175,11 +175,14 @@ def run_pids(root: int) -> set[int]:
     return seen
 
 
-def first_client(timeout: float) -> bool:
-    """Wait until an iperf3 client runs (the traffic started); False after ``timeout``."""
+def first_client(timeout: float, clients: int = 1) -> bool:
+    """Wait until ``clients`` iperf3 clients run (the traffic started); False after
+    ``timeout``.  More than one skips a run's single-flow calibration, which comes first on
+    a network of its own."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if subprocess.run(["pgrep", "-f", "iperf3 -c"], capture_output=True).returncode == 0:
+        p = subprocess.run(["pgrep", "-c", "-f", "iperf3 -c"], capture_output=True, text=True)
+        if int(p.stdout.strip() or 0) >= clients:
             return True
         time.sleep(0.2)
     return False
@@ -249,6 +252,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="how long perf records")
     ap.add_argument("--delay", type=float, default=8.0,
                     help="seconds after the first iperf3 client before recording")
+    ap.add_argument("--clients", type=int, default=2,
+                    help="iperf3 clients that mark the traffic's start (2: after a run's "
+                         "one-flow calibration)")
     ap.add_argument("--freq", type=int, default=499, help="samples per second per CPU")
     ap.add_argument("--perf-data", default=None, help="classify this recording, run nothing")
     ap.add_argument("command", nargs="*", help="dcrepro arguments (after --)")
@@ -270,8 +276,8 @@ def main() -> int:
                             *([] if "--out" in args.command else ["--out", str(tmp)])],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        if not first_client(120):
-            print("bench_profile: no iperf3 client started within 120 s", file=sys.stderr)
+        if not first_client(300, args.clients):
+            print("bench_profile: no traffic started within 300 s", file=sys.stderr)
             return 1
         time.sleep(args.delay)
         data = tmp / "perf.data"
