@@ -372,18 +372,14 @@ static __always_inline struct egress_info *egress_of(__u32 sw, __u16 port)
 	return bpf_map_lookup_elem(&egress, &k);
 }
 
-/* Count one IPv4 packet of this switch's flow under the port it leaves by (``sprayed``: the
- * port was drawn per packet, so every packet counts; see the top for CONF_FLOWS_SAMPLED). */
+/* Count one IPv4 packet of this switch's flow under the port it leaves by. */
 static __always_inline void record(__u32 sw, const struct pkt *p, __u16 out_port,
-				   __u16 out_label, int sprayed)
+				   __u16 out_label)
 {
 	struct flow_key k = {};
 	struct flow_stat *st;
 
 	if (!p->is_ip)
-		return;
-	if ((p->conf_flags & CONF_FLOWS_SAMPLED) && !sprayed && p->proto == IPPROTO_TCP &&
-	    !(p->tcp_flags & TCP_SYN_FIN_RST) && bpf_get_prandom_u32() % FLOW_SAMPLE_EVERY)
 		return;
 	k.sw = sw;
 	k.saddr = p->saddr;
@@ -488,9 +484,12 @@ static __always_inline int aqm_drop(struct __sk_buff *skb, __u32 ifindex, const 
 
 /* Send the packet to choice i: the skb itself (last = 1; returns the tc verdict) or a clone
  * (last = 0; leaves the skb as it was, ready for the next copy).  With ``release`` the last
- * copy is a clone too and the skb, with its socket reference, is consumed (see the top). */
+ * copy is a clone too and the skb, with its socket reference, is consumed (see the top).
+ * ``skip_record``: leave it out of ``flows`` (CONF_FLOWS_SAMPLED; a constant 0 for replicated
+ * copies, so that the verifier does not walk both ways through every copy). */
 static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *a, __u32 i,
-				struct port_info *pi, const struct pkt *p, int last, int release)
+				struct port_info *pi, const struct pkt *p, int last, int release,
+				int skip_record)
 {
 	struct egress_info *e;
 	__u16 port, push;
@@ -522,8 +521,8 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 	}
 	__sync_fetch_and_add(&e->tx_packets, p->segs);
 	__sync_fetch_and_add(&e->tx_bytes, p->len);
-	record(pi->sw, p, port, push ? push : p->out_base,
-	       a->kind == ACT_FORWARD && a->n > 1 && a->mode != MODE_HASH);
+	if (!skip_record)
+		record(pi->sw, p, port, push ? push : p->out_base);
 	if (p->sampled)
 		measure(p, e->ifindex);
 	if (!last)
@@ -592,7 +591,7 @@ int dcrepro_switch(struct __sk_buff *skb)
 	struct conf *c;
 	__u32 ifindex = skb->ifindex, off = sizeof(eth), i;
 	__be16 proto;
-	int release;
+	int release, skip;
 
 	pi = bpf_map_lookup_elem(&ports, &ifindex);
 	if (!pi)
@@ -708,11 +707,16 @@ int dcrepro_switch(struct __sk_buff *skb)
 		for (i = 0; i < MAX_CHOICES - 1; i++) {
 			if (i + 1 >= a->n)
 				break;
-			emit(skb, a, i, pi, &p, 0, 0);
+			emit(skb, a, i, pi, &p, 0, 0, 0);
 		}
-		return emit(skb, a, a->n - 1, pi, &p, 1, release);
+		return emit(skb, a, a->n - 1, pi, &p, 1, release, 0);
 	}
-	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1, release);
+	/* CONF_FLOWS_SAMPLED (see the top): where the 5-tuple fixes the port, a TCP segment
+	 * without SYN, FIN or RST is recorded only when one draw in FLOW_SAMPLE_EVERY says so */
+	skip = (p.conf_flags & CONF_FLOWS_SAMPLED) && p.proto == IPPROTO_TCP &&
+	       !(p.tcp_flags & TCP_SYN_FIN_RST) && (a->n == 1 || a->mode == MODE_HASH) &&
+	       bpf_get_prandom_u32() % FLOW_SAMPLE_EVERY;
+	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1, release, skip);
 }
 
 char LICENSE[] SEC("license") = "GPL";
