@@ -285,6 +285,13 @@ def main() -> int:
         subprocess.run(["perf", "record", "-a", "-g", "-F", str(args.freq), "-o", str(data),
                         "--", "sleep", str(args.seconds)], capture_output=True, check=True)
         (h1, e1), seconds = switch_rx_packets(), time.monotonic() - t0
+        if run.poll() is not None or h1 <= h0:
+            # perf's start-up (it lists every task of the machine first) can take seconds
+            print("bench_profile: the recording outlasted the traffic (the run ended or its "
+                  "network went meanwhile); give the run a longer --duration",
+                  file=sys.stderr)
+            run.wait()
+            return 1
         mine = run_pids(run.pid)
         lines = switch_lines() if "dcrepro_switch" in subprocess.run(
             ["bpftool", "prog", "show"], capture_output=True, text=True).stdout else []
