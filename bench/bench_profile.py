@@ -290,7 +290,7 @@ def main() -> int:
             print("bench_profile: the recording outlasted the traffic (the run ended or its "
                   "network went meanwhile); give the run a longer --duration",
                   file=sys.stderr)
-            run.wait()
+            run.communicate(timeout=600)
             return 1
         mine = run_pids(run.pid)
         lines = switch_lines() if "dcrepro_switch" in subprocess.run(
