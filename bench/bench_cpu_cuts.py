@@ -92,12 +92,23 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
     row("mean normalized throughput", lambda r: r.get("mean_norm_emulated"), ".3f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
-    print("| runs suspect | " + " | ".join(
+    print("| runs suspect (why: runs) | " + " | ".join(
         f"{sum(1 for r in ok[k] if r.get('suspect'))} of {len(results[k])}"
-        + "".join(f" ({'; '.join(r.get('reasons') or [])[:80]})" for r in ok[k]
-                  if r.get("suspect"))
+        + (f" ({why(ok[k])})" if why(ok[k]) else "")
         + "".join(f" (failed: {r['failed'][:80]})" for r in results[k] if "failed" in r)
         for k in labels) + " |")
+
+
+#: the fidelity judge's reasons, by a word each holds
+REASONS = {"CPU": "CPU", "dequeue gaps": "gaps", "model": "model", "outside": "loss",
+           "limited": "not cwnd-limited", "apart": "apart"}
+
+
+def why(reports: list[dict[str, Any]]) -> str:
+    """'CPU 3, gaps 2': how many suspect runs gave each kind of reason."""
+    counts = {short: sum(1 for r in reports if any(word in x for x in r.get("reasons") or []))
+              for word, short in REASONS.items()}
+    return ", ".join(f"{k} {n}" for k, n in counts.items() if n)
 
 
 def main() -> int:
@@ -112,7 +123,12 @@ def main() -> int:
                     help="LABEL:DATAPLANE[:SHAPER], repeatable (default: base, "
                          "flows=sampled, tbf, both)")
     ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
+    ap.add_argument("--table", default=None, help="print the table of an earlier bench's "
+                    "cpu_cuts.json, run nothing")
     args = ap.parse_args()
+    if args.table:
+        table(json.loads(Path(args.table).read_text()))
+        return 0
     variants = [parse_variant(v) for v in args.variant or VARIANTS]
     root = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-cpucuts-"))
     print(f"bench_cpu_cuts: {args.topo}, TCP permutation at {args.bw:g} Mb/s, "
