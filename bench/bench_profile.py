@@ -18,10 +18,16 @@ process (iperf3, bwm-ng, dcrepro's Python, ss, ovs-vswitchd).  On a VM without a
 event is cpu-clock, which lands where interrupts are enabled again
 (_raw_spin_unlock_irqrestore): the stack, not the leaf, says who did the work.
 ``--perf-data FILE`` classifies an existing recording instead.
+
+Then the switch program's own samples by source line of switch.bpf.c: the line whose
+native code was running or, for time in a helper or map function the program called (a
+hash-map lookup, a clone), the line of that call, read from the loaded program's line info
+while the run is up (emulator.bpfsys.prog_lines): which map lookups cost what.
 """
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -31,9 +37,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 #: (component, frame pattern, caller pattern or None), tried on every frame from the leaf up
 RULES: list[tuple[str, str, str | None]] = [
@@ -61,6 +69,8 @@ RULES: list[tuple[str, str, str | None]] = [
 USER_PROCS = {"iperf3": "iperf3", "bwm-ng": "bwm-ng", "ss": "ss", "python": "dcrepro (Python)",
               "python3": "dcrepro (Python)", "dcrepro": "dcrepro (Python)",
               "ovs-vswitchd": "ovs-vswitchd", "perf": "perf itself"}
+SWITCH = re.compile(r"^bpf_prog_\w+_dcrepro_switch$")
+SOURCE = REPO / "dataplanes" / "bpf" / "switch.bpf.c"
 COMPILED = [(name, re.compile(f), re.compile(c) if c else None) for name, f, c in RULES]
 _HEADER = re.compile(r"^(\S.*?)\s+(\d+)/(\d+)\s+\[(\d+)\]")
 
@@ -79,17 +89,18 @@ def classify(comm: str, frames: list[tuple[str, str]]) -> str:
     return f"kernel, other ({user})" if in_kernel else user
 
 
-def parse_script(text: str, mine: set[int] | None = None) -> Counter[str]:
-    """Samples per component from `perf script` output (header line, then one frame a
-    line: address and symbol).  With ``mine`` (the run's pids), a Python process that is not
-    the run's counts as another process (a test suite beside the bench, say)."""
-    out: Counter[str] = Counter()
+def samples(text: str, mine: set[int] | None = None
+            ) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """(process name, frames) of every sample of `perf script` output (header line, then one
+    frame a line: address and symbol); frames are (address, symbol) from the leaf up.  With
+    ``mine`` (the run's pids), a Python process that is not the run's is renamed as another
+    process (a test suite beside the bench, say)."""
     comm: str | None = None
     frames: list[tuple[str, str]] = []
     for line in text.splitlines() + [""]:
         if not line.strip():
             if comm is not None:
-                out[classify(comm, frames)] += 1
+                yield comm, frames
             comm, frames = None, []
             continue
         m = _HEADER.match(line)
@@ -102,6 +113,29 @@ def parse_script(text: str, mine: set[int] | None = None) -> Counter[str]:
         if comm is not None and len(parts) == 2:
             # symbol without its offset and without a compiler suffix (.isra.0, .constprop.0)
             frames.append((parts[0], parts[1].split("+")[0].strip().split(".")[0]))
+
+
+def parse_script(text: str, mine: set[int] | None = None) -> Counter[str]:
+    """Samples per component from `perf script` output (see ``samples``)."""
+    return Counter(classify(comm, frames) for comm, frames in samples(text, mine))
+
+
+def switch_sites(text: str, lines: list[tuple[int, int]]) -> Counter[tuple[int, str]]:
+    """Samples inside the switch program (or below it) by (source line, what ran there):
+    the line of switch.bpf.c whose native code holds the sampled address or, for a sample
+    in a helper or map function the program called, the call's return address; ``lines``
+    is emulator.bpfsys.prog_lines (line 0, compiler-made code, is folded into the line
+    before it)."""
+    starts = [a for a, ln in lines if ln]
+    nums = [ln for _, ln in lines if ln]
+    out: Counter[tuple[int, str]] = Counter()
+    for _, frames in samples(text):
+        at = next((i for i, (_, sym) in enumerate(frames) if SWITCH.match(sym)), None)
+        if at is None:
+            continue
+        addr = int(frames[at][0], 16) - (1 if at else 0)   # a return address: the call
+        k = bisect.bisect_right(starts, addr) - 1
+        out[(nums[k] if k >= 0 else 0, frames[at - 1][1] if at else "(the program)")] += 1
     return out
 
 
@@ -141,11 +175,14 @@ def run_pids(root: int) -> set[int]:
     return seen
 
 
-def first_client(timeout: float) -> bool:
-    """Wait until an iperf3 client runs (the traffic started); False after ``timeout``."""
+def first_client(timeout: float, clients: int = 1) -> bool:
+    """Wait until ``clients`` iperf3 clients run (the traffic started); False after
+    ``timeout``.  More than one skips a run's single-flow calibration, which comes first on
+    a network of its own."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if subprocess.run(["pgrep", "-f", "iperf3 -c"], capture_output=True).returncode == 0:
+        p = subprocess.run(["pgrep", "-c", "-f", "iperf3 -c"], capture_output=True, text=True)
+        if int(p.stdout.strip() or 0) >= clients:
             return True
         time.sleep(0.2)
     return False
@@ -179,12 +216,45 @@ def report(counts: Counter[str], seconds: float, hops: int, cpus: int,
         print(f"  {label:48s} {n / max(1, busy):6.1%} of busy  {cpu_s / seconds:5.3f} CPU  {per}")
 
 
+def switch_lines() -> list[tuple[int, int]]:
+    """Line info of every loaded switch program (emulator.bpfsys.prog_lines); read while
+    the run is up, since the program goes with its network."""
+    from emulator.bpfsys import prog_lines
+    out = subprocess.run(["bpftool", "-j", "prog", "show", "name", "dcrepro_switch"],
+                         capture_output=True, text=True).stdout.strip()
+    progs = json.loads(out) if out else []
+    return sorted(x for p in (progs if isinstance(progs, list) else [progs])
+                  for x in prog_lines(int(p["id"])))
+
+
+def report_sites(sites: Counter[tuple[int, str]], total: int, busy: int, cpus: int,
+                 seconds: float, hops: int, top: int = 14) -> None:
+    """Print where the switch program's samples fall, by source line and callee."""
+    src = SOURCE.read_text().splitlines()
+    inside = sum(sites.values())
+    print(f"switch program by source line ({inside} samples, {inside / max(1, busy):.1%} of "
+          f"busy; the line of the call for time spent in what it called):")
+    for (line, callee), n in sites.most_common(top):
+        text = src[line - 1].strip() if 0 < line <= len(src) else "?"
+        cpu_s = n / total * cpus * seconds
+        per = f"{1e9 * cpu_s / hops:6.0f} ns/packet-hop" if hops else ""
+        print(f"  {n / busy:6.1%} of busy {per}  line {line:4d} {callee:28s} {text[:60]}")
+    by_callee: Counter[str] = Counter()
+    for (_, callee), n in sites.items():
+        by_callee[callee] += n
+    print("  by what ran: " + "; ".join(f"{c} {n / max(1, busy):.1%}"
+                                        for c, n in by_callee.most_common(8)))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=10.0, help="how long perf records")
     ap.add_argument("--delay", type=float, default=8.0,
                     help="seconds after the first iperf3 client before recording")
+    ap.add_argument("--clients", type=int, default=2,
+                    help="iperf3 clients that mark the traffic's start (2: after a run's "
+                         "one-flow calibration)")
     ap.add_argument("--freq", type=int, default=499, help="samples per second per CPU")
     ap.add_argument("--perf-data", default=None, help="classify this recording, run nothing")
     ap.add_argument("command", nargs="*", help="dcrepro arguments (after --)")
@@ -206,8 +276,8 @@ def main() -> int:
                             *([] if "--out" in args.command else ["--out", str(tmp)])],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        if not first_client(120):
-            print("bench_profile: no iperf3 client started within 120 s", file=sys.stderr)
+        if not first_client(300, args.clients):
+            print("bench_profile: no traffic started within 300 s", file=sys.stderr)
             return 1
         time.sleep(args.delay)
         data = tmp / "perf.data"
@@ -215,7 +285,16 @@ def main() -> int:
         subprocess.run(["perf", "record", "-a", "-g", "-F", str(args.freq), "-o", str(data),
                         "--", "sleep", str(args.seconds)], capture_output=True, check=True)
         (h1, e1), seconds = switch_rx_packets(), time.monotonic() - t0
+        if run.poll() is not None or h1 <= h0:
+            # perf's start-up (it lists every task of the machine first) can take seconds
+            print("bench_profile: the recording outlasted the traffic (the run ended or its "
+                  "network went meanwhile); give the run a longer --duration",
+                  file=sys.stderr)
+            run.communicate(timeout=600)
+            return 1
         mine = run_pids(run.pid)
+        lines = switch_lines() if "dcrepro_switch" in subprocess.run(
+            ["bpftool", "prog", "show"], capture_output=True, text=True).stdout else []
         _, err = run.communicate(timeout=600)
         if run.returncode != 0:
             print(f"bench_profile: the run failed ({err.strip()[-300:]})", file=sys.stderr)
@@ -223,7 +302,12 @@ def main() -> int:
                                "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
                               check=True).stdout
         print(f"bench_profile: dcrepro {' '.join(args.command)}")
-        report(parse_script(text, mine), seconds, h1 - h0, cpus, e1 - e0)
+        counts = parse_script(text, mine)
+        report(counts, seconds, h1 - h0, cpus, e1 - e0)
+        if lines:
+            report_sites(switch_sites(text, lines), sum(counts.values()),
+                         sum(n for c, n in counts.items() if c != "idle"), cpus, seconds,
+                         h1 - h0)
     finally:
         if run.poll() is None:
             run.terminate()

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 # bpf(2) commands (include/uapi/linux/bpf.h)
 BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM = 1, 2, 3
 BPF_MAP_GET_NEXT_KEY, BPF_OBJ_GET = 4, 7
-BPF_OBJ_GET_INFO_BY_FD, BPF_RAW_TRACEPOINT_OPEN = 15, 17
+BPF_PROG_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD, BPF_RAW_TRACEPOINT_OPEN = 13, 15, 17
 BPF_ANY = 0
 
 _SYSCALL_NR = {"x86_64": 321, "aarch64": 280}
@@ -178,6 +178,56 @@ class BpfMap:
             value = self.lookup(key)
             if value is not None:
                 yield key, value
+
+
+class _IdAttr(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32), ("next_id", ctypes.c_uint32),
+                ("open_flags", ctypes.c_uint32)]
+
+
+#: struct bpf_prog_info (include/uapi/linux/bpf.h): byte offsets of the line-info fields
+_PI_LINE = {"nr_line_info": 148, "line_info": 152, "jited_line_info": 160,
+            "nr_jited_line_info": 168, "line_info_rec_size": 172,
+            "jited_line_info_rec_size": 176}
+_PI_SIZE = 232
+
+
+def prog_lines(prog_id: int) -> list[tuple[int, int]]:
+    """(kernel address where its native code starts, source line) of every line-info
+    record of a loaded program, by address: which source line a sampled instruction
+    address of the JIT image belongs to (what ``bpftool prog dump jited linum`` shows; that
+    needs a bpftool built with libbfd, Debian's is not).  Root; empty without BTF lines."""
+    fd = _bpf(BPF_PROG_GET_FD_BY_ID, _IdAttr(id=prog_id))
+    try:
+        info = ctypes.create_string_buffer(_PI_SIZE)
+        _bpf(BPF_OBJ_GET_INFO_BY_FD, _InfoAttr(bpf_fd=fd, info_len=_PI_SIZE,
+                                               info=ctypes.addressof(info)))
+
+        def u32(name: str) -> int:
+            return int.from_bytes(info.raw[_PI_LINE[name]:_PI_LINE[name] + 4], "little")
+        n, rec = u32("nr_line_info"), u32("line_info_rec_size")
+        nj, jrec = u32("nr_jited_line_info"), u32("jited_line_info_rec_size")
+        if not n or n != nj:
+            return []
+        lines = ctypes.create_string_buffer(n * rec)
+        addrs = ctypes.create_string_buffer(nj * jrec)
+        ask = ctypes.create_string_buffer(_PI_SIZE)   # zeroed, but for what we ask
+        for name, value, size in (("nr_line_info", n, 4), ("line_info_rec_size", rec, 4),
+                                  ("nr_jited_line_info", nj, 4),
+                                  ("jited_line_info_rec_size", jrec, 4),
+                                  ("line_info", ctypes.addressof(lines), 8),
+                                  ("jited_line_info", ctypes.addressof(addrs), 8)):
+            ctypes.memmove(ctypes.addressof(ask) + _PI_LINE[name],
+                           value.to_bytes(size, "little"), size)
+        _bpf(BPF_OBJ_GET_INFO_BY_FD, _InfoAttr(bpf_fd=fd, info_len=_PI_SIZE,
+                                               info=ctypes.addressof(ask)))
+    finally:
+        os.close(fd)
+    # struct bpf_line_info: insn_off, file_name_off, line_off, line_col (line << 10 | col)
+    out = [(int.from_bytes(addrs.raw[i * jrec:i * jrec + 8], "little"),
+            int.from_bytes(lines.raw[i * rec + 12:i * rec + 16], "little") >> 10)
+           for i in range(n)]
+    return sorted(out)
 
 
 def raw_tracepoint_open(name: str | None, prog_fd: int) -> int:

@@ -277,7 +277,8 @@ class Emulation:
 
     # ---- checks ----
     def verify_qdiscs(self) -> dict[str, Any]:
-        """Refuse the run unless every link end is HTB root + pfifo leaf of the asked limit."""
+        """Refuse the run unless every link end is the asked shaper (HTB or TBF) + pfifo leaf
+        of the asked limit (shaping.verify)."""
         return shaping.verify(self.topo, self.link, self.host_pids)
 
     def set_static_arp(self, extra: int) -> None:

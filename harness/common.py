@@ -27,6 +27,8 @@ SHARED = {
     "aqm": (str, "what every switch port does before its tail-drop queue: droptail, "
                  "ecn[,k=20] (mark CE at >= k packets) or red[,min=,max=,p=,w=] (classic RED "
                  "on an EWMA; ECT marked, others dropped early); bpf dataplane only"),
+    "shaper": (str, "root qdisc that shapes every link end above its tail-drop pfifo: htb "
+                    "(one class) or tbf (bench/bench_cpu_cuts.py compares them)"),
     "duration": (float, "traffic time per flow, seconds"),
     "trim": (float, "seconds dropped at the start and end of every flow"),
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
@@ -119,7 +121,8 @@ def validate(params: Mapping[str, Any]) -> None:
         routing.parse(params["routing"])
     if "bw" in params or "queue" in params:
         link = LinkSpec(params.get("bw", 10.0), params.get("queue", 100),
-                        params.get("burst", "default"), params.get("aqm", "droptail"))
+                        params.get("burst", "default"), params.get("aqm", "droptail"),
+                        params.get("shaper", "htb"))
         if link.aqm_spec.active and params.get("backend", "emulated") == "model":
             raise ValueError(f"--aqm {link.aqm}: the flow model has no queues; AQM applies "
                              "to emulated runs only")

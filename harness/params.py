@@ -70,13 +70,14 @@ class Params(Mapping[str, Any]):
 @dataclasses.dataclass(frozen=True)
 class NetworkParams(Params):
     """What every emulated experiment has: the links (rate, tail-drop queue, HTB burst, the
-    switch ports' AQM), the repetitions and their root seed, the dataplane.  An experiment
-    redeclares a field to change its default."""
+    switch ports' AQM, the shaper), the repetitions and their root seed, the dataplane.  An
+    experiment redeclares a field to change its default."""
 
     bw: float = 10.0
     queue: int = 100
     burst: str = "default"
     aqm: str = "droptail"
+    shaper: str = "htb"
     runs: int = 1
     seed: int = 1
     dataplane: str = "auto"

@@ -27,9 +27,10 @@ from .runfolder import RunFolder
 
 
 def link_spec(params: Mapping[str, Any]) -> LinkSpec:
-    """The run's link: rate (Mb/s), tail-drop queue (packets), HTB burst, switch AQM."""
+    """The run's link: rate (Mb/s), tail-drop queue (packets), HTB burst, switch AQM,
+    shaper."""
     return LinkSpec(params["bw"], params["queue"], params.get("burst", "default"),
-                    params.get("aqm", "droptail"))
+                    params.get("aqm", "droptail"), params.get("shaper", "htb"))
 
 
 @dataclass

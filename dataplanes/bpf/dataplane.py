@@ -51,17 +51,22 @@ class BpfDataplane(Dataplane):
     # socket=keep: packets keep their sender's socket through the fabric, so TCP Small
     # Queues caps every flow at about two packets in flight (the kernel's own behaviour
     # across veths; kept only to show its effect, see switch.bpf.c)
-    options = {"socket": ("release", "keep")}
+    # flows=sampled: the flow records that path tracing reads count SYN/FIN/RST and one
+    # TCP segment in 64 where the 5-tuple fixes the port, not every packet (a per-packet
+    # hash lookup fewer; sprayed packets still all counted; see switch.bpf.c)
+    options = {"socket": ("release", "keep"), "flows": ("all", "sampled")}
 
     @classmethod
     def unavailable(cls) -> str:
         """Why tc-BPF programs cannot run here ('' if they can)."""
         return bpf_unavailable()
 
-    def __init__(self, socket: str = "release") -> None:
+    def __init__(self, socket: str = "release", flows: str = "all") -> None:
         #: packets keep their sender's socket through the fabric (``bpf,socket=keep``): the
         #: kernel's own behaviour, which caps TCP by TCP Small Queues; for ablations only
         self.keep_socket = socket == "keep"
+        #: flow records sampled where the path is fixed (``bpf,flows=sampled``)
+        self.flows_sampled = flows == "sampled"
         self.runtime: Any = None  # bpfswitch.SwitchRuntime once prepared
         self._next_attach_look = 0.0
         self.obj: Path | None = None
@@ -108,10 +113,13 @@ class BpfDataplane(Dataplane):
         fib = bpfplan.fib_entries(emu.plan)
         self.runtime.fill(ports, egress, fib)
         self.runtime.keep_socket(self.keep_socket)
+        self.runtime.sample_flows(self.flows_sampled)
         bad = self.runtime.verify(ports, egress, fib) or self._set_aqm(emu)
-        kept = bool(self.runtime.read_conf().flags & bpfswitch.CONF_KEEP_SOCKET)
-        if not bad and kept != self.keep_socket:
-            bad = "conf: the socket-release flag did not read back"
+        flags = self.runtime.read_conf().flags
+        want = ((bpfswitch.CONF_KEEP_SOCKET if self.keep_socket else 0) |
+                (bpfswitch.CONF_FLOWS_SAMPLED if self.flows_sampled else 0))
+        if not bad and flags != want:
+            bad = f"conf: flags read back as {flags:#x}, written {want:#x}"
         if bad:
             raise RunError(f"BPF maps do not hold the plan: {bad}")
         self.runtime.attach(intfs)
@@ -246,4 +254,7 @@ class BpfDataplane(Dataplane):
                 "fib_entries": self.entries, "install_s": self.install_s, "aqm": self.aqm,
                 "sender_socket": "kept through the fabric (ablation: TCP Small Queues "
                                  "counts every hop)" if self.keep_socket else
-                                 "released at the first switch, as a NIC would"}
+                                 "released at the first switch, as a NIC would",
+                "flow_records": "SYN/FIN/RST and 1 in 64 TCP segments where the 5-tuple "
+                                "fixes the port; every packet elsewhere"
+                                if self.flows_sampled else "every packet"}

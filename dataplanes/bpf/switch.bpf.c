@@ -18,8 +18,8 @@
  *   rr      per-flow round-robin state: the choice index the flow's last packet took
  *   flows   the datapath's own record: (switch, 5-tuple, out port) -> packets, bytes, labels;
  *           path tracing reads it (a sprayed flow shows several out ports on one switch)
- *   conf    one entry: the latency sampling rate (0 = off), flags (CONF_KEEP_SOCKET) and the
- *           sampling counters
+ *   conf    one entry: the latency sampling rate (0 = off), flags (CONF_KEEP_SOCKET,
+ *           CONF_FLOWS_SAMPLED) and the sampling counters
  *   lat_start  sampled TCP data segments in flight: (5-tuple, seq) -> time at the first switch
  *   lat     their one-way fabric latency: (5-tuple, seq) -> arrival time, latency
  *   aqm     egress ifindex -> the port's AQM (aqm.h): configuration, queue length (kept by
@@ -54,6 +54,17 @@
  * bpf_sk_assign (which does) leaves a prefetched socket that the receiver would then deliver
  * to.  CONF_KEEP_SOCKET turns this off (the old behaviour, kept for the ablation only).
  *
+ * Sampled flow records (CONF_FLOWS_SAMPLED, ``bpf,flows=sampled``): the record of every
+ * packet in ``flows`` is one hash lookup and two atomic adds per packet-hop, on entries both
+ * CPUs write.  Where the port a packet leaves by follows from its 5-tuple (a single choice,
+ * a hash select, a replicated copy), path tracing only needs the record to exist: a TCP
+ * segment is then recorded only when it carries SYN, FIN or RST (so every connection and
+ * subflow is on record from its first packet, at every switch it crosses) or when a random
+ * draw picks it, one in FLOW_SAMPLE_EVERY (so a flow moved to another port later shows up
+ * there too, with about 1/FLOW_SAMPLE_EVERY of its packets).  Sprayed packets (rnd, rr, cnt
+ * over several choices) and anything not TCP are recorded every time, as without the flag:
+ * their counts per port are what ``spread`` reports.
+ *
  * Counters count packets as wire packets (gso_segs of a GSO skb, else 1) and bytes as skb
  * length at ingress (Ethernet header included, an offloaded VLAN tag not).  Concurrent
  * updates from several CPUs use atomic adds, except the round-robin index (see choose()).
@@ -82,6 +93,9 @@
 
 #define PORT_HOST 1	/* port_info.flags: the port faces a host */
 #define CONF_KEEP_SOCKET 1	/* conf.flags: packets keep the sender's socket (ablation only) */
+#define CONF_FLOWS_SAMPLED 2	/* conf.flags: flow records sampled where the path is fixed */
+#define FLOW_SAMPLE_EVERY 64	/* ... one TCP segment in this many, besides SYN/FIN/RST */
+#define TCP_SYN_FIN_RST 0x07	/* the TCP flags byte's FIN, SYN and RST bits */
 
 struct port_info {
 	__u32 sw;
@@ -263,6 +277,8 @@ struct pkt {
 	__u32 segs;
 	__u32 seq;		/* TCP sequence number (host order) of a sampled segment */
 	__u8 sampled;		/* a TCP data segment chosen for latency sampling */
+	__u8 tcp_flags;		/* the TCP flags byte (FIN 0x01, SYN 0x02, RST 0x04, ...) */
+	__u32 conf_flags;	/* conf.flags, read once per packet */
 };
 
 /* murmur3's 32-bit finaliser: every input bit flips every output bit with probability ~1/2. */
@@ -468,9 +484,12 @@ static __always_inline int aqm_drop(struct __sk_buff *skb, __u32 ifindex, const 
 
 /* Send the packet to choice i: the skb itself (last = 1; returns the tc verdict) or a clone
  * (last = 0; leaves the skb as it was, ready for the next copy).  With ``release`` the last
- * copy is a clone too and the skb, with its socket reference, is consumed (see the top). */
+ * copy is a clone too and the skb, with its socket reference, is consumed (see the top).
+ * ``skip_record``: leave it out of ``flows`` (CONF_FLOWS_SAMPLED; a constant 0 for replicated
+ * copies, so that the verifier does not walk both ways through every copy). */
 static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *a, __u32 i,
-				struct port_info *pi, const struct pkt *p, int last, int release)
+				struct port_info *pi, const struct pkt *p, int last, int release,
+				int skip_record)
 {
 	struct egress_info *e;
 	__u16 port, push;
@@ -502,7 +521,8 @@ static __always_inline int emit(struct __sk_buff *skb, const struct fib_action *
 	}
 	__sync_fetch_and_add(&e->tx_packets, p->segs);
 	__sync_fetch_and_add(&e->tx_bytes, p->len);
-	record(pi->sw, p, port, push ? push : p->out_base);
+	if (!skip_record)
+		record(pi->sw, p, port, push ? push : p->out_base);
 	if (p->sampled)
 		measure(p, e->ifindex);
 	if (!last)
@@ -554,14 +574,10 @@ static __always_inline struct fib_action *lookup(struct fib_key *key, const stru
 }
 
 /* Does this packet enter the fabric still holding its sender's socket (see the top)? */
-static __always_inline int releases_socket(struct __sk_buff *skb, const struct port_info *pi)
+static __always_inline int releases_socket(struct __sk_buff *skb, const struct port_info *pi,
+					   const struct pkt *p)
 {
-	struct conf *c;
-
-	if (!(pi->flags & PORT_HOST) || !skb->sk)
-		return 0;
-	c = config();
-	return !(c && (c->flags & CONF_KEEP_SOCKET));
+	return (pi->flags & PORT_HOST) && skb->sk && !(p->conf_flags & CONF_KEEP_SOCKET);
 }
 
 SEC("tc")
@@ -572,15 +588,18 @@ int dcrepro_switch(struct __sk_buff *skb)
 	struct port_info *pi;
 	struct ethhdr eth;
 	struct pkt p = {};
+	struct conf *c;
 	__u32 ifindex = skb->ifindex, off = sizeof(eth), i;
 	__be16 proto;
-	int release;
+	int release, skip;
 
 	pi = bpf_map_lookup_elem(&ports, &ifindex);
 	if (!pi)
 		return TC_ACT_SHOT; /* not a port of this network: never forward it */
 	p.len = skb->len;
 	p.segs = skb->gso_segs ? skb->gso_segs : 1;
+	c = config();
+	p.conf_flags = c ? c->flags : 0;
 	__sync_fetch_and_add(&pi->rx_packets, p.segs);
 	__sync_fetch_and_add(&pi->rx_bytes, p.len);
 
@@ -632,11 +651,17 @@ int dcrepro_switch(struct __sk_buff *skb)
 		 * one too, MF set) hashes alike and so takes the same path. */
 		if ((p.proto == IPPROTO_TCP || p.proto == IPPROTO_UDP) &&
 		    !(ip.frag_off & bpf_htons(0x3fff))) {
-			__be16 l4[2];
+			/* ports, and for TCP the flags byte (offset 13) */
+			__u8 l4[14];
+			int got = p.proto == IPPROTO_TCP ?
+				bpf_skb_load_bytes(skb, off + ip.ihl * 4, l4, 14) :
+				bpf_skb_load_bytes(skb, off + ip.ihl * 4, l4, 4);
 
-			if (bpf_skb_load_bytes(skb, off + ip.ihl * 4, l4, sizeof(l4)) == 0) {
-				p.sport = bpf_ntohs(l4[0]);
-				p.dport = bpf_ntohs(l4[1]);
+			if (got == 0) {
+				p.sport = ((__u16)l4[0] << 8) | l4[1];
+				p.dport = ((__u16)l4[2] << 8) | l4[3];
+				if (p.proto == IPPROTO_TCP)
+					p.tcp_flags = l4[13];
 			}
 			if (p.proto == IPPROTO_TCP)
 				sample(skb, &p, &ip, off + ip.ihl * 4, pi);
@@ -676,17 +701,22 @@ int dcrepro_switch(struct __sk_buff *skb)
 		p.out_base = skb->vlan_present ? (skb->vlan_tci & 0x0fff) : 0;
 	}
 
-	release = releases_socket(skb, pi);
+	release = releases_socket(skb, pi, &p);
 	if (a->kind == ACT_REPLICATE) {
 		/* bpf_clone_redirect for the first n-1 copies, bpf_redirect for the last */
 		for (i = 0; i < MAX_CHOICES - 1; i++) {
 			if (i + 1 >= a->n)
 				break;
-			emit(skb, a, i, pi, &p, 0, 0);
+			emit(skb, a, i, pi, &p, 0, 0, 0);
 		}
-		return emit(skb, a, a->n - 1, pi, &p, 1, release);
+		return emit(skb, a, a->n - 1, pi, &p, 1, release, 0);
 	}
-	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1, release);
+	/* CONF_FLOWS_SAMPLED (see the top): where the 5-tuple fixes the port, a TCP segment
+	 * without SYN, FIN or RST is recorded only when one draw in FLOW_SAMPLE_EVERY says so */
+	skip = (p.conf_flags & CONF_FLOWS_SAMPLED) && p.proto == IPPROTO_TCP &&
+	       !(p.tcp_flags & TCP_SYN_FIN_RST) && (a->n == 1 || a->mode == MODE_HASH) &&
+	       bpf_get_prandom_u32() % FLOW_SAMPLE_EVERY;
+	return emit(skb, a, a->n > 1 ? choose(a, &p, pi) : 0, pi, &p, 1, release, skip);
 }
 
 char LICENSE[] SEC("license") = "GPL";

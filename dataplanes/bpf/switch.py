@@ -42,6 +42,8 @@ MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
 MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat", "aqm")
 PORT_HOST = 1                                  # port_info.flags: the port faces a host
 CONF_KEEP_SOCKET = 1                           # conf.flags: packets keep the sender's socket
+CONF_FLOWS_SAMPLED = 2                         # conf.flags: flow records sampled (switch.bpf.c)
+FLOW_SAMPLE_EVERY = 64                         # ... one TCP segment in this many, and SYN/FIN/RST
 TIMEOUT = 60.0
 
 # struct formats (switch.bpf.c); x = an explicit pad field, always zero
@@ -155,7 +157,8 @@ class FlowStat(NamedTuple):
 class Conf(NamedTuple):
     """conf value (its one entry): latency sampling rate (0 = off), flags
     (CONF_KEEP_SOCKET: packets keep their sender's socket through the fabric, the ablation
-    of switch.bpf.c's socket release) and the sampling counters."""
+    of switch.bpf.c's socket release; CONF_FLOWS_SAMPLED: flow records sampled where the
+    5-tuple fixes the path) and the sampling counters."""
 
     sample_every: int
     flags: int = 0
@@ -632,13 +635,22 @@ class SwitchRuntime:
         flags = self.read_conf().flags
         self.maps["conf"].update(pack_ifindex(0), pack_conf(Conf(every, flags)))
 
+    def set_flag(self, flag: int, on: bool) -> None:
+        """Set or clear one of conf's flags (CONF_*), the others left as they are."""
+        c = self.read_conf()
+        flags = (c.flags | flag) if on else (c.flags & ~flag)
+        self.maps["conf"].update(pack_ifindex(0), pack_conf(c._replace(flags=flags)))
+
     def keep_socket(self, keep: bool) -> None:
         """Whether packets keep their sender's socket through the fabric (True: the kernel's
         own behaviour, which caps every TCP flow by TCP Small Queues; for ablations only)
         or are released at their first switch (False, the default; see switch.bpf.c)."""
-        c = self.read_conf()
-        flags = (c.flags | CONF_KEEP_SOCKET) if keep else (c.flags & ~CONF_KEEP_SOCKET)
-        self.maps["conf"].update(pack_ifindex(0), pack_conf(c._replace(flags=flags)))
+        self.set_flag(CONF_KEEP_SOCKET, keep)
+
+    def sample_flows(self, sampled: bool) -> None:
+        """Whether the flow records are sampled where a packet's 5-tuple fixes its port
+        (True; see switch.bpf.c) or count every packet (False, the default)."""
+        self.set_flag(CONF_FLOWS_SAMPLED, sampled)
 
     def read_conf(self) -> Conf:
         """The sampling rate, the flags and the sampling counters."""

@@ -1,0 +1,156 @@
+"""The per-packet cuts of issue #22 side by side (root).  Prints figures, asserts nothing.
+
+    .venv/bin/python bench/bench_cpu_cuts.py [--topo fattree,k=6] [--bw 10] [--seeds 3]
+        [--duration 30] [--lock /tmp/dcrepro-heavy.lock] [--variant LABEL:DATAPLANE[:SHAPER]]
+
+Every variant runs the same TCP-ECMP permutation (``dcrepro run permutation --transport
+tcp --runs 1 --seed S``) once per seed, interleaved (seed 1 of every variant, then seed 2,
+...), so slow drifts of the machine fall on all of them alike.  Default variants:
+
+  base           ``--dataplane bpf``: every packet counted in the switch's flow records, HTB
+  flows=sampled  ``bpf,flows=sampled``: flow records sampled where the 5-tuple fixes the port
+  tbf            ``--shaper tbf``: TBF + the same pfifo instead of HTB + pfifo
+  both           both cuts
+
+Per variant, from each run's own fidelity.json: the CPU (whole machine, mean of the run's
+samples, per seed and the median over seeds; the share of samples above 90 %), busy CPU
+microseconds per packet-hop (cpu_us_per_packet_hop: busy CPU seconds of the traffic window
+over packets that entered switch ports), busy-link dequeue gaps within 10 % (full-size
+frames), emulated/model aggregate, packets lost outside the queues, and how many runs were
+``suspect`` (with their reasons).  With ``--lock`` every run holds that lock (flock) for
+itself only, so other heavy work can interleave between runs.  Run on an otherwise quiet
+machine: everything else competes for the same cores.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
+            "both:bpf,flows=sampled:tbf")
+
+
+def parse_variant(text: str) -> tuple[str, str, str]:
+    """'LABEL:DATAPLANE[:SHAPER]' -> (label, dataplane, shaper)."""
+    label, _, rest = text.partition(":")
+    dataplane, _, shaper = rest.partition(":")
+    if not label or not dataplane:
+        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER]")
+    return label, dataplane, shaper or "htb"
+
+
+def one(topo: str, bw: float, duration: float, seed: int, dataplane: str, shaper: str,
+        out: Path, lock: str | None) -> dict[str, Any]:
+    """One run; its fidelity report (TCP), or {'failed': why}."""
+    cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", topo,
+           "--transport", "tcp", "--runs", "1", "--seed", str(seed), "--duration",
+           str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", dataplane,
+           "--shaper", shaper, "--out", str(out)]
+    p = subprocess.run((["flock", lock] if lock else []) + cmd, cwd=REPO,
+                       capture_output=True, text=True)
+    runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
+    if p.returncode != 0 or not runs:
+        why = next((l for l in p.stderr.splitlines() if l.startswith("dcrepro:")),
+                   p.stderr.strip()[-300:])
+        return {"failed": why}
+    report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
+    return dict(report, folder=str(runs[-1]))
+
+
+def fmt(values: list[float], spec: str) -> str:
+    """'median (a, b, c)' of the values."""
+    if not values:
+        return "-"
+    return (f"{statistics.median(values):{spec}} ("
+            + ", ".join(f"{v:{spec}}" for v in values) + ")")
+
+
+def table(results: dict[str, list[dict[str, Any]]]) -> None:
+    """One row per figure, one column per variant (markdown)."""
+    labels = list(results)
+    ok = {k: [r for r in v if "failed" not in r] for k, v in results.items()}
+
+    def row(name: str, pick: Any, spec: str) -> None:
+        cells = [fmt([pick(r) for r in ok[k] if pick(r) is not None], spec) for k in labels]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("| median (per seed) | " + " | ".join(f"`{k}`" for k in labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    row("CPU, whole machine, mean of the run, %", lambda r: r.get("cpu_mean"), ".1f")
+    row("share of CPU samples above 90 %", lambda r: r.get("cpu_saturated_share"), ".2f")
+    row("busy CPU per packet-hop, us", lambda r: r.get("cpu_us_per_packet_hop"), ".2f")
+    row("busy-link gaps within 10 %, full-size frames",
+        lambda r: r.get("gaps_within_10pct"), ".4f")
+    row("emulated / model, aggregate", lambda r: r.get("aggregate_ratio"), ".3f")
+    row("mean normalized throughput", lambda r: r.get("mean_norm_emulated"), ".3f")
+    row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
+    row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
+    print("| runs suspect (why: runs) | " + " | ".join(
+        f"{sum(1 for r in ok[k] if r.get('suspect'))} of {len(results[k])}"
+        + (f" ({why(ok[k])})" if why(ok[k]) else "")
+        + "".join(f" (failed: {r['failed'][:80]})" for r in results[k] if "failed" in r)
+        for k in labels) + " |")
+
+
+#: the fidelity judge's reasons, by a word each holds
+REASONS = {"CPU": "CPU", "dequeue gaps": "gaps", "model": "model", "outside": "loss",
+           "limited": "not cwnd-limited", "apart": "apart"}
+
+
+def why(reports: list[dict[str, Any]]) -> str:
+    """'CPU 3, gaps 2': how many suspect runs gave each kind of reason."""
+    counts = {short: sum(1 for r in reports if any(word in x for x in r.get("reasons") or []))
+              for word, short in REASONS.items()}
+    return ", ".join(f"{k} {n}" for k, n in counts.items() if n)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--topo", default="fattree,k=6")
+    ap.add_argument("--bw", type=float, default=10.0)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=30.0)
+    ap.add_argument("--lock", default=None, help="flock this file around every run")
+    ap.add_argument("--variant", action="append", default=None,
+                    help="LABEL:DATAPLANE[:SHAPER], repeatable (default: base, "
+                         "flows=sampled, tbf, both)")
+    ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
+    ap.add_argument("--table", default=None, help="print the table of an earlier bench's "
+                    "cpu_cuts.json, run nothing")
+    args = ap.parse_args()
+    if args.table:
+        table(json.loads(Path(args.table).read_text()))
+        return 0
+    variants = [parse_variant(v) for v in args.variant or VARIANTS]
+    root = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-cpucuts-"))
+    print(f"bench_cpu_cuts: {args.topo}, TCP permutation at {args.bw:g} Mb/s, "
+          f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs; "
+          f"out {root}", flush=True)
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
+    for seed in range(1, args.seeds + 1):
+        for label, dataplane, shaper in variants:
+            dest = root / f"{label.replace('=', '-')}-seed{seed}"
+            r = one(args.topo, args.bw, args.duration, seed, dataplane, shaper, dest,
+                    args.lock)
+            results[label].append(r)
+            print(f"  seed {seed} {label}: " + (f"failed: {r['failed']}" if "failed" in r else
+                  f"CPU {r.get('cpu_mean')} %, {r.get('cpu_us_per_packet_hop')} us/packet-hop, "
+                  f"gaps {r.get('gaps_within_10pct')}, emulated/model "
+                  f"{r.get('aggregate_ratio')}, lost outside {r.get('emulator_drops')}, "
+                  f"suspect {r.get('suspect')}"), flush=True)
+    print()
+    table(results)
+    (root / "cpu_cuts.json").write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The per-packet cuts of issue #22 without root: ``--shaper tbf``'s tc lines, its read-back
+and checks; ``bpf,flows=sampled`` as a dataplane option; the profile bench's attribution of
+switch-program samples to source lines; the cuts bench's variant syntax."""
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from dataplanes.bpf import switch as bs
+from emulator import dataplanes, shaping
+from emulator.shaping import LinkSpec
+from harness.params import NetworkParams
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tbf_lines_put_the_same_pfifo_under_tbf_last():
+    lines = shaping.tc_lines("s1-eth1", 10.0, 100, None, "tbf")
+    assert lines[0] == ("qdisc replace dev s1-eth1 root handle 1: tbf rate 10.0mbit burst "
+                        f"{shaping.TBF_DEFAULT_BURST} limit {100 * shaping.FRAME_BYTES}")
+    # the leaf comes after the root: replacing a TBF root resizes its child
+    assert lines[-1] == "qdisc replace dev s1-eth1 parent 1:1 handle 10: pfifo limit 100"
+    assert lines[-1] == shaping.tc_lines("s1-eth1", 10.0, 100)[-1]
+    assert "burst 15360 " in shaping.tc_lines("x", 10.0, 7, 15360, "tbf")[0]
+    assert all("tbf" not in l for l in shaping.tc_lines("x", 10.0, 7))
+
+
+def test_shaper_is_checked_and_htb_stays_the_default():
+    assert LinkSpec().shaper == "htb" and NetworkParams().shaper == "htb"
+    assert LinkSpec(10, 100, "default", "droptail", "tbf").shaper == "tbf"
+    with pytest.raises(ValueError, match="--shaper must be one of htb, tbf"):
+        LinkSpec(10, 100, shaper="cbq")
+
+
+def test_tbf_read_back_from_tc_json():
+    state = {"s1-eth1": [{"kind": "tbf", "root": True,
+                          "options": {"rate": 1250000, "burst": 1600, "lat": 78720}},
+                         {"kind": "pfifo", "parent": "1:1", "options": {"limit": 100}}],
+             "s1-eth2": [{"kind": "htb", "root": True, "options": {}}]}
+    got = shaping._tbf_classes(state)
+    assert list(got) == ["s1-eth1"]
+    assert got["s1-eth1"][0].rate == 10e6 and got["s1-eth1"][0].burst == 1600
+
+
+def test_flows_sampled_is_a_bpf_option_only():
+    dp = dataplanes.make("bpf,flows=sampled")
+    assert dp.flows_sampled and not dp.keep_socket
+    assert not dataplanes.make("bpf").flows_sampled
+    assert "flow_records" in dataplanes.make("bpf").facts()
+    with pytest.raises(ValueError, match="takes no option"):
+        dataplanes.make("bpf,flows=some")
+    with pytest.raises(ValueError, match="takes no option"):
+        dataplanes.make("ovs,flows=sampled")
+
+
+def test_flag_values_mirror_the_program():
+    src = Path(bs.SOURCE).read_text()
+    for name in ("CONF_KEEP_SOCKET", "CONF_FLOWS_SAMPLED", "FLOW_SAMPLE_EVERY"):
+        m = re.search(rf"#define {name} (\d+)", src)
+        assert m and int(m.group(1)) == getattr(bs, name), name
+
+
+def test_profile_samples_go_to_the_line_of_the_call():
+    prof = _bench("bench_profile")
+    base = 0xffffffffc0001000
+    lines = [(base, 500), (base + 0x10, 0), (base + 0x20, 520), (base + 0x40, 540)]
+    sym = "bpf_prog_0123456789abcdef_dcrepro_switch"
+    text = "\n".join([
+        # a lookup called from line 520: return address just past the call
+        "ksoftirqd/0 12/12 [000]", "\tffffffff81000010 lookup_nulls_elem_raw",
+        "\tffffffff81000020 __htab_map_lookup_elem", f"\t{base + 0x40:x} {sym}", "",
+        # the program itself at line 500 (line 0 folds into the line before it)
+        "iperf3 99/99 [001]", f"\t{base + 0x18:x} {sym}", "",
+        "iperf3 99/99 [001]", "\tffffffff81000030 tcp_sendmsg", ""])
+    got = prof.switch_sites(text, lines)
+    assert got == {(520, "__htab_map_lookup_elem"): 1, (500, "(the program)"): 1}
+    assert sum(prof.parse_script(text).values()) == 3
+
+
+def test_cuts_bench_variant_syntax():
+    cuts = _bench("bench_cpu_cuts")
+    assert cuts.parse_variant("flows=sampled:bpf,flows=sampled") == (
+        "flows=sampled", "bpf,flows=sampled", "htb")
+    assert cuts.parse_variant("tbf:bpf:tbf") == ("tbf", "bpf", "tbf")
+    with pytest.raises(ValueError):
+        cuts.parse_variant("nolabel")
