@@ -169,7 +169,7 @@ def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[st
     try:
         classes = (_tbf_classes(state) if link.shaper == "tbf" else netns.htb_classes(where))
     except OSError as exc:
-        raise RunError(f"could not read the HTB classes back: {exc}") from None
+        raise RunError(f"could not read the {link.shaper.upper()} rates back: {exc}") from None
     want_burst = link.burst_b or (TBF_DEFAULT_BURST if link.shaper == "tbf" else None)
     bursts: list[int] = []
     for n, p, peer in ends:
@@ -182,7 +182,8 @@ def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[st
         if link.shaper not in kinds or limit != link.queue:
             bad.append(f"{intf}: {[q['kind'] for q in qs]} limit={limit}")
         elif len(got) != 1 or abs(got[0].rate - want) > 1e-6 * want + 8:
-            bad.append(f"{intf}: {link.shaper.upper()} rates {[c.rate / 1e6 for c in got]} "
+            what = "HTB class" if link.shaper == "htb" else link.shaper.upper()
+            bad.append(f"{intf}: {what} rates {[c.rate / 1e6 for c in got]} "
                        f"Mb/s, not {want / 1e6:g}")
         else:
             bursts += [round(got[0].burst), round(got[0].cburst)]
