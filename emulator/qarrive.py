@@ -33,7 +33,7 @@ from typing import Any
 
 from .bpfsys import BpfMap, attach_pinned
 from .proc import RunError, check
-from .qgap import LinkRef, cleanup, resolve
+from .qgap import LinkRef, cleanup, netns_path, resolve
 
 SOURCE = Path(__file__).resolve().parent / "bpf" / "qarrive.bpf.c"
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
@@ -146,18 +146,13 @@ def qdisc_counters(ref: LinkRef) -> dict[str, int]:
     ns, name = (None, ref) if isinstance(ref, str) else ref
     argv = ["tc", "-s", "-j", "qdisc", "show", "dev", name]
     if ns is not None:
-        argv = ["nsenter", f"--net={_ns_path(ns)}", *argv]
+        argv = ["nsenter", f"--net={netns_path(ns)}", *argv]
     qs = json.loads(check(argv, timeout=5) or "[]")
     root: dict[str, Any] = next((q for q in qs if q.get("root")), {})
     leaf: dict[str, Any] = next((q for q in qs if q.get("kind") == "pfifo"), {})
     return {"root_sent": int(root.get("packets", 0)), "root_qlen": int(root.get("qlen", 0)),
             "root_drops": int(root.get("drops", 0)), "pfifo_drops": int(leaf.get("drops", 0)),
             "pfifo_qlen": int(leaf.get("qlen", 0))}
-
-
-def _ns_path(ns: str | int) -> str:
-    from .qgap import netns_path
-    return netns_path(ns)
 
 
 def check_counts(traced: dict[str, int], before: dict[str, int],

@@ -54,8 +54,10 @@ def trace_arrivals(emu: Emulation, intf: str) -> Iterator[Any]:
         LOG.warning("arrival tracer not loaded: %s", str(exc).splitlines()[0][:300])
         yield str(exc).splitlines()[0][:300]
         return
-    with tracer:
+    try:      # entered above: a ``with`` here would load and attach it a second time
         yield tracer
+    finally:
+        tracer.close()
 
 
 def arrival_rows(records: list[Any], mono_to_wall: float, t0: float,

@@ -13,13 +13,14 @@ table says which of them turns the outcast on or off.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from store import cell, read_csv, write_csv
+import numpy as np
+
+from store import cell, read_csv, status_of, write_csv
 
 #: what every setting shares (the sweep script adds them): 3 N, 10 repetitions each
 COMMON = ["--flows", "2,6,12", "--runs", "10", "--duration", "12", "--trim", "2"]
@@ -60,23 +61,16 @@ BY_NAME = {s.name: s for s in SETTINGS}
 
 
 def _quantile(values: list[float], q: float) -> float:
-    v = sorted(values)
-    if not v:
-        return float("nan")
-    i = q * (len(v) - 1)
-    lo = int(i)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (i - lo)
+    return float(np.quantile(values, q)) if values else float("nan")
 
 
 def newest_run(folder: Path) -> Path | None:
     """The newest complete (status ok) outcast run folder under ``folder``, or None."""
-    runs = sorted(p.parent for p in folder.glob("outcast/*/status.json"))
-    for run in reversed(runs):
+    for run in sorted((p.parent for p in folder.glob("outcast/*/status.json")), reverse=True):
         try:
-            if json.loads((run / "status.json").read_text()).get("status") == "ok":
+            if status_of(run).get("status") == "ok":
                 return run
-        except (OSError, ValueError):
+        except ValueError:            # unreadable status.json: not a complete run
             continue
     return None
 
