@@ -295,7 +295,8 @@ def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
                   "| claim | source | paper | measured | criterion | verdict | detail |",
                   "|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(_md(x) for x in (
-            v.label, v.source, v.paper, v.measured, v.criterion, f"**{v.verdict}**",
+            v.label, v.source, v.paper, v.measured, v.criterion,
+            f"**{v.verdict}**" + (f", because {v.because}" if v.because else ""),
             v.detail)) + " |" for v in s.verdicts]
         for run in s.runs:
             p = provenance(run)
@@ -404,6 +405,8 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
         quote = f'<div class="quote">&ldquo;{_e(v.quote)}&rdquo;</div>' if v.quote else ""
         why = (f"<details><summary>why this criterion</summary>{_e(v.reason)}</details>"
                if v.reason else "")
+        because = (f'<div class="detail">because {_e(v.because)}</div>' if v.because
+                   else "")
         measured = _e(v.measured) + (' <span class="src">(model)</span>'
                                      if v.basis == "model" and v.measured else "")
         rows.append(
@@ -413,7 +416,7 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
             f'<div class="src">{_e(v.source)}</div></td>'
             f"<td>{_e(v.paper)}</td><td>{measured}"
             f'<div class="detail">{_e(v.detail)}</div></td>'
-            f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}</td></tr>")
+            f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}{because}</td></tr>")
     table = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
              "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>")
