@@ -10,6 +10,7 @@ it was made in, so the sockets are then used from any thread.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import os
 import re
@@ -363,3 +364,60 @@ def root_qlen(nl: socket.socket, ifindex: int, timeout: float = 5.0) -> int | No
                 if stats is not None and len(stats) >= TC_STATS.size:
                     found = TC_STATS.unpack_from(stats)[6]
             i += (length + 3) & ~3
+
+
+RTM_GETTFILTER = 46
+#: clsact's ingress hook as a filter parent: TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS)
+TC_H_CLSACT_INGRESS = 0xFFFFFFF2
+#: TCA_OPTIONS of a "bpf" filter: the kernel id of the program it runs (linux/pkt_cls.h)
+TCA_BPF_ID = 11
+
+
+def parse_bpf_filters(data: bytes) -> tuple[list[int], bool, int]:
+    """The program ids of the "bpf" filters in one recv of an RTM_GETTFILTER dump, whether
+    the dump ended in it, and the negative errno of an error message (0: none)."""
+    ids: list[int] = []
+    i = 0
+    while i + 16 <= len(data):
+        length, kind, _, _, _ = struct.unpack_from("IHHII", data, i)
+        if length < 16 or kind == NLMSG_DONE:
+            return ids, True, 0
+        if kind == NLMSG_ERROR:
+            return ids, True, struct.unpack_from("i", data, i + 16)[0]
+        attrs = nl_attrs(data[i + 16 + 20:i + length])
+        if attrs.get(TCA_KIND, b"").rstrip(b"\0") == b"bpf" and TCA_OPTIONS in attrs:
+            got = nl_attrs(attrs[TCA_OPTIONS]).get(TCA_BPF_ID)
+            if got is not None and len(got) >= 4:
+                ids.append(struct.unpack_from("I", got)[0])
+        i += (length + 3) & ~3
+    return ids, False, 0
+
+
+def ingress_bpf_ids(intfs: Iterable[str], timeout: float = 5.0) -> dict[str, list[int]]:
+    """Per interface of this namespace: the ids of the BPF programs its clsact ingress hook
+    runs ([] when it has none or the interface is gone).  One RTM_GETTFILTER dump each on
+    one rtnetlink socket, in-process: what ``bpftool net show`` tells, for only these
+    interfaces and without a process that walks every device of the namespace."""
+    out: dict[str, list[int]] = {}
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+        nl.settimeout(timeout)
+        for seq, intf in enumerate(intfs, 1):
+            try:
+                index = socket.if_nametoindex(intf)
+            except OSError:
+                out[intf] = []            # the interface is gone: nothing runs there
+                continue
+            body = struct.pack("BxxxiIII", socket.AF_UNSPEC, index, 0, TC_H_CLSACT_INGRESS, 0)
+            nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETTFILTER,
+                                NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
+            ids: list[int] = []
+            while True:
+                got, done, err = parse_bpf_filters(nl.recv(1 << 16))
+                ids += got
+                if err and -err not in (errno.EINVAL, errno.ENOENT, errno.ENODEV):
+                    raise OSError(-err, f"tc filter show dev {intf} ingress: "
+                                        f"{os.strerror(-err)}")
+                if done:
+                    break
+            out[intf] = ids
+    return out
