@@ -323,9 +323,14 @@ class Emulation:
             result["skipped"] = str(exc).splitlines()[0][:300]
             yield result
             return
-        with probe:
+        # entered above already: a second ``with probe`` loaded and attached it again and
+        # overwrote the first attachment's fd, which then stayed attached (and cost CPU on
+        # every dequeue of the machine) until the process ended: one more per network
+        try:
             yield result
             hists = probe.read()
+        finally:
+            probe.close()
         result.update(summarize(merge(list(hists.values()))))
         # the links that fare worst, judged on full-size frames (ACK-only links are noise)
         per_link = {name: summarize(h)["full_size"] for name, h in hists.items()}

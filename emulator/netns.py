@@ -341,28 +341,33 @@ def root_qlen(nl: socket.socket, ifindex: int, timeout: float = 5.0) -> int | No
     q.qlen, every packet of its tree), by one RTM_GETQDISC dump on the rtnetlink socket
     ``nl``, in-process (about a hundred microseconds, where a ``tc`` process takes tens of
     milliseconds); None if the device has no root qdisc.  socket.timeout past ``timeout``."""
+    return root_qlens(nl, timeout).get(ifindex)
+
+
+def root_qlens(nl: socket.socket, timeout: float = 5.0) -> dict[int, int]:
+    """ifindex -> packets in its root qdisc now, for every device of ``nl``'s namespace
+    that has one: one RTM_GETQDISC dump (the kernel dumps every qdisc either way).
+    socket.timeout past ``timeout``."""
     nl.settimeout(timeout)
-    body = struct.pack("BxxxiIII", socket.AF_UNSPEC, ifindex, 0, 0, 0)
+    body = struct.pack("BxxxiIII", socket.AF_UNSPEC, 0, 0, 0, 0)
     nl.send(struct.pack("IHHII", 16 + len(body), RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP,
                         1, 0) + body)
-    found = None
+    found: dict[int, int] = {}
     while True:
         data = nl.recv(1 << 16)
         i = 0
         while i + 16 <= len(data):
             length, kind, _, _, _ = struct.unpack_from("IHHII", data, i)
-            if length < 16:
-                return found
-            if kind == NLMSG_DONE:
+            if length < 16 or kind == NLMSG_DONE:
                 return found
             if kind == NLMSG_ERROR:
                 err = struct.unpack_from("i", data, i + 16)[0]
                 raise OSError(-err, f"qdisc dump: {os.strerror(-err)}")
             _, dev, _, parent, _ = struct.unpack_from("BxxxiIII", data, i + 16)
-            if dev == ifindex and parent == TC_H_ROOT:
+            if parent == TC_H_ROOT:
                 stats = nl_attrs(data[i + 16 + 20:i + length]).get(TCA_STATS)
                 if stats is not None and len(stats) >= TC_STATS.size:
-                    found = TC_STATS.unpack_from(stats)[6]
+                    found[dev] = TC_STATS.unpack_from(stats)[6]
             i += (length + 3) & ~3
 
 

@@ -5,6 +5,7 @@
 # Flags pass through to `dcrepro run plts` (see --help), e.g.:
 #   scripts/plts-sweep.sh --quick
 #   scripts/plts-sweep.sh --recovery both          # also with the paper-era loss recovery
+#   scripts/plts-sweep.sh --ecmp-aqm red/droptail  # ECMP on RED/ECN (the paper's) and on drop-tail
 #   scripts/plts-sweep.sh --backend model --topo fattree,k=16
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."

@@ -18,11 +18,24 @@ reordering degree TCP had adapted to.  Measured in the datapath: the one-way lat
 sampled data segments from the ingress of their first switch to the ingress of their last
 one (dataplanes/bpf/switch.bpf.c; the host links' own queues are not in it).
 
-Differences from the paper, stated in every figure: the paper's ECMP ran RED/ECN queues;
-this kernel has no RED qdisc, so every scheme uses the same tail-drop pfifo.  The paper's
+The queues: every scheme's switch ports run ``--aqm`` (tail drop by default) except ECMP's,
+which run ``--ecmp-aqm`` (default: the same).  The paper compared the sprays on drop-tail
+with ECMP on RED/ECN queues: ``--ecmp-aqm red`` (or ``ecn``) is that set-up, and
+``--ecmp-aqm red/droptail`` runs ECMP once on each queue beside the same sprays (the
+ablation is ECMP's queue).  The kernel has no RED qdisc; the BPF switch does RED and ECN
+marking itself, before each port's HTB + pfifo (emulator/aqm.py, docs/fidelity.md).  Hosts
+of a network whose ports mark ask for ECN (``net.ipv4.tcp_ecn=1`` in every host namespace,
+gone with the namespace); the others keep the kernel's default (accept ECN, never ask).
+Every flow and latency row names its scheme's AQM.  The paper's
 TCP treated three duplicate ACKs as a loss; Linux today detects loss by time (RACK) and
 adapts its reordering threshold.  ``--recovery classic`` runs the senders with RACK off and
 the reordering threshold fixed at 3 (per host namespace), ``both`` runs each scheme twice.
+
+Where the latency comes from: every switch port's root-qdisc length, sampled every 0.5 s
+over rtnetlink (queues.csv: per tier, e.g. ``edge->agg``, the queue in packets and in
+milliseconds at the link rate, with the tier's tail drops, AQM drops and marks); each
+latency sample's path length in switch-to-switch links (``hops``) and the retransmissions
+of its flow in the tcp_info interval around it (``flow_retrans``).
 
 ``--backend model`` replaces the emulator by the flow model on the same plans: ECMP flows on
 hash-chosen paths, sprayed flows split evenly over every equal-cost path, max-min fair rates.
@@ -31,28 +44,35 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+import numpy as np
+
 import routing
 import topos
 from analysis.fidelity import report
+from emulator import aqm as aqm_spec
 from emulator import dataplanes
 from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
+from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
+from harness.sampling import Sampler
 from harness.session import judge, session
 from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, loss_fields, run_iperf
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
-from store import write_csv
+from store import read_csv, write_csv
 from topos.traffic import pairing
 
 #: 5 Mb/s links: on this 2-core machine 10 Mb/s kept the CPU above 90 % for the sprayed
@@ -85,6 +105,8 @@ class PltsParams(FlowParams):
     runs: int = 3
     recovery: str = "modern"
     sample: int = 64
+    #: ECMP's switch-port AQM(s), '/'-separated, each in --aqm's form; '' = --aqm's
+    ecmp_aqm: str = ""
     backend: str = "emulated"
     dataplane: str = "bpf"
 
@@ -120,11 +142,52 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--sample", type=int, default=None,
                    help="sample one TCP data segment in about N for packet latency; 0 = off "
                         f"(default: {DEFAULTS['sample']})")
+    p.add_argument("--ecmp-aqm", dest="ecmp_aqm", default=None,
+                   help="ECMP's switch ports' AQM, in --aqm's form (e.g. red or "
+                        "ecn,k=20); several separated by '/' run ECMP once on each "
+                        "(red/droptail: the paper's RED/ECN and the ablation); hosts ask for "
+                        "ECN where the ports mark (default: the same as --aqm)")
 
 
 def schemes(params: PltsParams) -> list[str]:
     """The run's schemes, in the order given."""
     return [s.strip() for s in str(params.schemes).split(",") if s.strip()]
+
+
+#: the queue-length sampler's period (s): the tcp_info sampler's, so both see the same
+#: moments; one rtnetlink dump of every qdisc (about 300 here) per look
+QUEUE_INTERVAL = 0.5
+
+
+def ecmp_aqms(params: PltsParams) -> list[str]:
+    """ECMP's AQM(s), each written out in full (aqm.AqmSpec.describe), in the order given;
+    --aqm's when --ecmp-aqm is empty."""
+    if not params.ecmp_aqm:
+        return [aqm_spec.parse(str(params.aqm), params.queue).describe()]
+    out = []
+    for item in str(params.ecmp_aqm).split("/"):
+        try:
+            out.append(aqm_spec.parse(item.strip(), params.queue).describe())
+        except ValueError as e:   # the parser speaks of --aqm: name the flag it came from
+            raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: {e}") from None
+    return out
+
+
+def variants(params: PltsParams) -> list[tuple[str, str]]:
+    """(scheme, AQM) of every network a run builds, in --schemes' order: ECMP once per
+    --ecmp-aqm, each spray on --aqm."""
+    own = aqm_spec.parse(str(params.aqm), params.queue).describe()
+    out: list[tuple[str, str]] = []
+    for s in schemes(params):
+        out += [(s, a) for a in ecmp_aqms(params)] if s == "ecmp" else [(s, own)]
+    return out
+
+
+def label(scheme: str, aqm: str, params: PltsParams) -> str:
+    """The variant's name in folders and facts: the scheme alone on --aqm (so a run without
+    --ecmp-aqm names them as before), else scheme-mode (ecmp-red)."""
+    own = aqm_spec.parse(str(params.aqm), params.queue).describe()
+    return scheme if aqm == own else f"{scheme}-{aqm.split(',')[0]}"
 
 
 def recoveries(params: PltsParams) -> list[str]:
@@ -146,9 +209,21 @@ def validate(params: PltsParams) -> None:
                          f"{params.recovery!r}")
     if params.sample < 0:
         raise ValueError(f"--sample must be >= 0, got {params.sample}")
+    if params.ecmp_aqm:
+        if "ecmp" not in names:
+            raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: --schemes has no ecmp")
+        if params.backend == "model":
+            raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: the flow model has no queues; "
+                             "AQM applies to emulated runs only")
+        modes = [a.split(",")[0] for a in ecmp_aqms(params)]   # parsed: bad specs raise
+        if len(set(modes)) != len(modes):
+            raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: each mode at most once "
+                             f"(got {', '.join(modes)})")
     if params.backend == "emulated":
         dp = dataplanes.make(params.dataplane)
         dp.check_needs("plts", NEEDS)
+        if any(aqm_spec.parse(a, params.queue).active for _, a in variants(params)):
+            dp.check_needs(f"--ecmp-aqm {params.ecmp_aqm}", {"aqm"})
         for s in names:
             dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
     topo = topos.build(params.topo)
@@ -163,9 +238,10 @@ def validate(params: PltsParams) -> None:
                          "and ECMP cannot differ (use a fat tree with k >= 4)")
 
 
-def _row(run: int, scheme: str, recovery: str, src: str, dst: str, ideal: float,
+def _row(run: int, scheme: str, aqm: str, recovery: str, src: str, dst: str, ideal: float,
          mbps: float, model: float, **extra: Any) -> dict[str, Any]:
-    return {"run": run, "scheme": scheme, "recovery": recovery, "src": src, "dst": dst,
+    return {"run": run, "scheme": scheme, "aqm": aqm, "recovery": recovery, "src": src,
+            "dst": dst,
             "ideal_mbps": round(ideal, 4), "mbps": round(mbps, 4),
             "pct_ideal": round(100 * mbps / ideal, 3), "model_mbps": round(model, 4), **extra}
 
@@ -199,43 +275,167 @@ def set_recovery(emu: Emulation, recovery: str) -> dict[str, str]:
     return seen
 
 
+def set_ecn(emu: Emulation, aqm: str) -> str:
+    """Hosts ask for ECN (tcp_ecn=1, per namespace) where the switch ports mark; the
+    others keep the kernel's default (2: accept, never ask).  Returns the value read back."""
+    hosts = emu.topo.hosts()
+    if aqm_spec.parse(aqm, emu.link.queue).active:
+        emu.hosts_cmd(hosts, ["sysctl", "-qw", "net.ipv4.tcp_ecn=1"])
+    got = emu.hosts_cmd(hosts[:1], ["sysctl", "-n", "net.ipv4.tcp_ecn"])[hosts[0]].strip()
+    if aqm_spec.parse(aqm, emu.link.queue).active and got != "1":
+        raise RunError(f"host {hosts[0]} kept net.ipv4.tcp_ecn={got} after setting 1")
+    return got
+
+
+def hop_counts(topo: topos.Topology, flows: list[Flow]) -> dict[str, int]:
+    """Flow name -> switch-to-switch links on its (shortest, equal-cost) paths: 0 under one
+    edge switch, 2 inside a pod, 4 across pods of a fat tree."""
+    g = topo.switch_graph()
+    return {f.name: nx.shortest_path_length(g, topo.access_switch(f.src),
+                                            topo.access_switch(f.dst)) for f in flows}
+
+
+def retrans_steps(tcp_rows: list[dict[str, str]]) -> dict[tuple, list[tuple[float, int]]]:
+    """(saddr, daddr, sport, dport) -> [(time, total_retrans)] in time order (tcp_samples)."""
+    out: dict[tuple, list[tuple[float, int]]] = {}
+    for r in tcp_rows:
+        if r.get("total_retrans") in ("", None):
+            continue
+        key = (r["saddr"], r["daddr"], int(r["sport"]), int(r["dport"]))
+        out.setdefault(key, []).append((float(r["time"]), int(r["total_retrans"])))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def retrans_around(steps: list[tuple[float, int]], at: float) -> int | str:
+    """Retransmissions of a connection between the two tcp_info looks around wall time
+    ``at`` ('' outside the sampled span)."""
+    for (t0, n0), (t1, n1) in zip(steps, steps[1:]):
+        if t0 <= at <= t1:
+            return n1 - n0
+    return ""
+
+
 def latency_rows(samples: list[dict[str, Any]], flows: list[Flow], trim: float,
                  duration: float, mono_to_wall: float,
-                 base: dict[str, Any]) -> list[dict[str, Any]]:
-    """Samples of each flow's data connection inside its measurement window, as rows."""
+                 base: dict[str, Any], hops: dict[str, int] | None = None,
+                 steps: dict[tuple, list[tuple[float, int]]] | None = None
+                 ) -> list[dict[str, Any]]:
+    """Samples of each flow's data connection inside its measurement window, as rows, with
+    the flow's path length (``hops``) and its retransmissions around the sample
+    (``flow_retrans``, from ``steps``) when given."""
     by_tuple = {}
     for f in flows:
         sub = f.subflows[0]
         by_tuple[(sub["src_ip"], sub["dst_ip"], int(sub["src_port"]), int(sub["dst_port"]))] = f
     rows = []
     for s in samples:
-        flow = by_tuple.get((s["saddr"], s["daddr"], s["sport"], s["dport"]))
+        key = (s["saddr"], s["daddr"], s["sport"], s["dport"])
+        flow = by_tuple.get(key)
         if flow is None:
             continue  # iperf3's control connection
         at = s["at_ns"] / 1e9 + mono_to_wall
         if flow.start + trim <= at <= flow.start + duration - trim:
-            rows.append({**base, "src": flow.src, "dst": flow.dst,
-                         "latency_us": round(s["latency_ns"] / 1000, 2)})
+            row = {**base, "src": flow.src, "dst": flow.dst,
+                   "latency_us": round(s["latency_ns"] / 1000, 2)}
+            if hops is not None:
+                row["hops"] = hops[flow.name]
+            if steps is not None:
+                row["flow_retrans"] = retrans_around(steps.get(key, []), at)
+            rows.append(row)
     return rows
 
 
-def emulate(params: PltsParams, topo: topos.Topology, scheme: str, recovery: str,
+def port_tiers(topo: topos.Topology) -> dict[str, str]:
+    """Every switch port's interface -> its tier as 'layer->peer layer' (edge->agg,
+    agg->core, core->agg, agg->edge, edge->host): the queue a packet meets leaving there."""
+    def layer(n: str) -> str:
+        return str(topo.node(n).attrs.get("layer", "switch")) if topo.is_switch(n) else "host"
+    return {f"{sw}-eth{port}": f"{layer(sw)}->{layer(peer)}"
+            for sw in topo.switches() for port, (peer, _) in topo.ports(sw).items()}
+
+
+def queue_sampler(tiers: dict[str, str]) -> Sampler[dict[str, int]]:
+    """Every switch port's root-qdisc length (packets, HTB's whole tree) every
+    QUEUE_INTERVAL s, over one rtnetlink socket of this (the root) namespace, where the
+    switch ports live.  The samples are {interface: packets}."""
+    index = {socket.if_nametoindex(i): i for i in tiers}
+    nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+
+    def read() -> dict[str, int]:
+        return {index[i]: q for i, q in root_qlens(nl).items() if i in index}
+    sampler: Sampler[dict[str, int]] = Sampler("queue lengths", read, QUEUE_INTERVAL)
+    sampler.nl = nl  # type: ignore[attr-defined]
+    return sampler
+
+
+def queue_rows(samples: list[tuple[float, dict[str, int]]], tiers: dict[str, str],
+               ports: list[dict[str, str]], window: tuple[float, float], bw: float,
+               base: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per tier: the sampled queue lengths inside ``window`` (packets; ms at the link rate
+    for full-size frames) and the tier's tail drops, AQM drops and marks (ports.csv)."""
+    frame_ms = 1514 * 8 / (bw * 1e3)
+    lengths: dict[str, list[int]] = {}
+    for t, snap in samples:
+        if window[0] <= t <= window[1]:
+            for intf, q in snap.items():
+                lengths.setdefault(tiers[intf], []).append(q)
+    counts: dict[str, dict[str, int]] = {}
+    for p in ports:
+        tier = tiers.get(f"{p['switch']}-eth{p['port']}")
+        if tier is None:
+            continue
+        c = counts.setdefault(tier, {})
+        for col in ("qdisc_sent_packets", "qdisc_drops", "aqm_drops", "aqm_marks"):
+            c[col] = c.get(col, 0) + int(p.get(col) or 0)
+    rows = []
+    for tier in sorted(set(lengths) | set(counts)):
+        qs = np.asarray(lengths.get(tier, []), dtype=float)
+        c = counts.get(tier, {})
+        stats: dict[str, Any] = {"samples": int(qs.size)}
+        if qs.size:
+            stats.update(mean_pkts=round(float(qs.mean()), 3),
+                         p90_pkts=round(float(np.percentile(qs, 90)), 1),
+                         p99_pkts=round(float(np.percentile(qs, 99)), 1),
+                         max_pkts=int(qs.max()), busy_share=round(float((qs > 0).mean()), 4),
+                         mean_ms=round(float(qs.mean()) * frame_ms, 3),
+                         p99_ms=round(float(np.percentile(qs, 99)) * frame_ms, 3))
+        rows.append({**base, "tier": tier, **stats,
+                     "sent_packets": c.get("qdisc_sent_packets", 0),
+                     "tail_drops": c.get("qdisc_drops", 0), "aqm_drops": c.get("aqm_drops", 0),
+                     "aqm_marks": c.get("aqm_marks", 0)})
+    return rows
+
+
+def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, recovery: str,
             pairs: dict[str, str], run_dir: Path, run_id: str, r: int,
-            folder: RunFolder) -> tuple[list[dict], list[dict]]:
-    """One scheme under one recovery setting on a fresh network: flow rows, latency rows."""
+            folder: RunFolder) -> tuple[list[dict], list[dict], list[dict]]:
+    """One scheme on its AQM under one recovery setting on a fresh network: flow rows,
+    latency rows, queue rows."""
     plan = routing.make_plan(topo, SCHEMES[scheme])
     bw, duration, trim = params.bw, params.duration, params.trim
     ideal = goodput_capacity(bw)
-    with session(topo, plan, params, run_dir, run_id, scheme) as s:
+    name = label(scheme, aqm, params)
+    tiers = port_tiers(topo)
+    with session(topo, plan, {**params, "aqm": aqm}, run_dir, run_id, name) as s:
         emu = s.emu
         dp = emu.dataplane
         # validate checked the dataplane offers both (NEEDS)
         assert isinstance(dp, LatencySampling) and isinstance(dp, Spread), dp
         s.facts["recovery_sysctls"] = set_recovery(emu, recovery)
+        s.facts["aqm"] = aqm
+        s.facts["hosts_tcp_ecn"] = set_ecn(emu, aqm)
         dp.sample_latency(params.sample)
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows = flows
-        meas = run_iperf(emu, flows, "tcp", duration, trim, run_dir, port=BASE_PORT)
+        queues = queue_sampler(tiers)
+        queues.start()
+        try:
+            meas = run_iperf(emu, flows, "tcp", duration, trim, run_dir, port=BASE_PORT)
+        finally:
+            try:
+                qsamples = queues.stop()
+            finally:
+                queues.nl.close()  # type: ignore[attr-defined]
         samples, sampling = dp.latency_samples()
         mono_to_wall = time.time() - time.monotonic()
         if scheme == "ecmp":
@@ -248,38 +448,44 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, recovery: str
             (run_dir / "spread.json").write_text(json.dumps(spread, indent=1))
     facts = s.facts
     facts["latency_sampling"] = sampling
-    folder.record(f"run{r:02d}-{recovery}-{scheme}", facts)
+    folder.record(f"run{r:02d}-{recovery}-{name}", facts)
     model = model_rates(topo, plan, scheme, bw, pairs, routed)
     fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas["cpu_saturated_share"],
                  None, meas["emulator_loss_share"], meas["dequeue_gaps"],
                  meas["measurement_note"],
                  tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"])
-    fid.update(run=r, scheme=scheme, recovery=recovery, cpu_mean=meas["cpu_mean"],
+    fid.update(run=r, scheme=scheme, aqm=aqm, recovery=recovery, cpu_mean=meas["cpu_mean"],
                latency_sampling=sampling, **loss_fields(meas))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
-    judge(folder, fid, f"run {r} {recovery} {scheme}")
+    judge(folder, fid, f"run {r} {recovery} {name}")
     rows = []
     for f in flows:
         tcp = f.subflows[0]
-        rows.append(_row(r, scheme, recovery, f.src, f.dst, ideal, f.iperf_mbps, model[f.src],
+        rows.append(_row(r, scheme, aqm, recovery, f.src, f.dst, ideal, f.iperf_mbps,
+                         model[f.src],
                          retrans=f.retransmits,
                          **{k: tcp.get(k, "") for k in ("reord_seen", "dsack_dups",
                                                         "reordering")},
                          cpu_mean=meas["cpu_mean"],
                          cpu_saturated_share=meas["cpu_saturated_share"],
                          emulator_loss_share=meas["emulator_loss_share"]))
-    base = {"run": r, "scheme": scheme, "recovery": recovery}
-    lats = latency_rows(samples, flows, trim, duration, mono_to_wall, base)
+    base = {"run": r, "scheme": scheme, "aqm": aqm, "recovery": recovery}
+    steps = retrans_steps(read_csv(run_dir / "tcp_samples.csv"))
+    lats = latency_rows(samples, flows, trim, duration, mono_to_wall, base,
+                        hops=hop_counts(topo, flows), steps=steps)
     if params.sample and not lats:
-        raise RunError(f"{scheme}: no latency sample inside the measurement window "
+        raise RunError(f"{name}: no latency sample inside the measurement window "
                        f"({sampling})")
-    return rows, lats
+    window = (min(f.start for f in flows) + trim, max(f.start for f in flows) + duration - trim)
+    qrows = queue_rows(qsamples, tiers, read_csv(run_dir / "ports.csv"), window, bw, base)
+    return rows, lats, qrows
 
 
 def run(params: PltsParams, folder: RunFolder) -> None:
     """Every run: one pairing, every recovery setting, every scheme."""
     rows: list[dict[str, Any]] = []
     lats: list[dict[str, Any]] = []
+    queues: list[dict[str, Any]] = []
     emulated = params.backend == "emulated"
     ideal = goodput_capacity(params.bw)
     for r in range(params.runs):
@@ -290,19 +496,24 @@ def run(params: PltsParams, folder: RunFolder) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "pairs.json").write_text(json.dumps(pairs, indent=1))
         for recovery in recoveries(params):
-            for i, scheme in enumerate(schemes(params)):
-                folder.log.info("run %d: %s, %s, %s recovery", r, topo.spec, scheme, recovery)
+            for i, (scheme, aqm) in enumerate(variants(params)):
+                name = label(scheme, aqm, params)
+                folder.log.info("run %d: %s, %s on %s, %s recovery", r, topo.spec, scheme, aqm,
+                                recovery)
                 if not emulated:
                     plan = routing.make_plan(topo, SCHEMES[scheme])
                     model = model_rates(topo, plan, scheme, params.bw, pairs, rng=rng)
-                    rows += [_row(r, scheme, recovery, s, d, ideal, model[s], model[s])
+                    rows += [_row(r, scheme, aqm, recovery, s, d, ideal, model[s], model[s])
                              for s, d in pairs.items()]
                     continue
-                new_rows, new_lats = emulate(
-                    params, topo, scheme, recovery, pairs, run_dir / f"{recovery}-{scheme}",
-                    f"{folder.id}-{r}-{recovery[0]}{i}", r, folder)
+                new_rows, new_lats, new_queues = emulate(
+                    params, topo, scheme, aqm, recovery, pairs,
+                    run_dir / f"{recovery}-{name}", f"{folder.id}-{r}-{recovery[0]}{i}", r,
+                    folder)
                 rows += new_rows
                 lats += new_lats
+                queues += new_queues
     write_csv(folder.path / "flows.csv", rows)
     if emulated:
         write_csv(folder.path / "latency.csv", lats)
+        write_csv(folder.path / "queues.csv", queues)

@@ -1,10 +1,14 @@
 """Summaries and figures of the ``plts`` experiment (packet-level traffic splitting vs ECMP,
 Dixit, Prakash and Kompella, SIGCOMM'11 poster); its paper's claims are in claims.py.
 
-Reads the run folder only: flows.csv (one row per flow, scheme, run and recovery) and, for
-emulated runs, latency.csv (one row per sampled data packet).  Writes summary.csv and the
-figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when
-there are latency samples) and flows_rank.png (Fig. 1c).
+Reads the run folder only: flows.csv (one row per flow, scheme, its AQM, run and recovery)
+and, for emulated runs, latency.csv (one row per sampled data packet) and queues.csv (per
+tier of switch ports: sampled queue lengths, drops, marks).  Writes summary.csv and the
+figures throughput.png (Fig. 1a), latency_rank.png (Fig. 1b, only when there are latency
+samples) and flows_rank.png (Fig. 1c); with path lengths and queues recorded (runs since
+the per-scheme AQM), latency_sources.csv and latency_sources.png: where the latency comes
+from.  A scheme is named with its AQM everywhere ("ECMP (red)"); rows without an ``aqm``
+column (older runs) ran on drop-tail.
 """
 from __future__ import annotations
 
@@ -34,8 +38,11 @@ PAPER_PCT = {"rr": 92.0, "cnt": 81.0}
 TCP_COUNTERS = ("retrans", "reord_seen", "dsack_dups")
 LAT_SAMPLES_DRAWN = 2000          # points per ranked latency curve (quantiles, not thinning)
 
+#: the queue note of every figure (older runs, before --ecmp-aqm: one queue for all)
 NO_RED = ("ECMP without RED/ECN (no RED qdisc on this kernel); all schemes share the same "
           "tail-drop pfifo")
+#: rows of runs before the per-scheme AQM had none: every port was drop-tail
+DEFAULT_AQM = "droptail"
 LATENCY_DEF = ("latency: one-way fabric latency of sampled data packets, from ingress of the "
                "first switch to ingress of the last switch (host-link queues excluded)")
 
@@ -69,8 +76,20 @@ def _ordered(values: Iterable[str], known: tuple[str, ...]) -> list[str]:
     return [k for k in known if k in seen] + [v for v in seen if v not in known]
 
 
-def _label(scheme: str) -> str:
-    return LABELS.get(scheme, scheme.upper())
+def _label(scheme: str, aqm: str | None = None) -> str:
+    """'ECMP', or with its AQM's mode 'ECMP (red)'."""
+    name = LABELS.get(scheme, scheme.upper())
+    return name if aqm is None else f"{name} ({aqm_mode(aqm)})"
+
+
+def aqm_of(row: dict[str, Any]) -> str:
+    """A row's AQM as written (DEFAULT_AQM for rows of older runs that have none)."""
+    return str(row.get("aqm") or DEFAULT_AQM)
+
+
+def aqm_mode(aqm: str) -> str:
+    """'red,min=20,max=60,...' -> 'red'."""
+    return aqm.split(",")[0]
 
 
 def spread(values: Iterable[Any]) -> float:
@@ -154,23 +173,32 @@ def _latency_stats(values: list[float]) -> dict[str, Any]:
             "latency_p90_us": _r(p90, 2), "latency_p99_us": _r(p99, 2)}
 
 
+def _key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """(recovery, scheme, AQM) of a row."""
+    return str(row.get("recovery", "")), str(row.get("scheme", "")), aqm_of(row)
+
+
+def _variants(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(scheme, AQM) pairs in scheme order (ecmp, rnd, cnt, rr, others), AQMs as first seen."""
+    return [(s, a) for s in _ordered((k[0] for k in keys), SCHEMES)
+            for a in dict.fromkeys(a for k, a in keys if k == s)]
+
+
 def summarize(flows_rows: list[dict[str, Any]],
               latency_rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """One row per (scheme, recovery), grouped by recovery, schemes in the order ecmp, rnd,
-    cnt, rr (others after).  Every flow of every run is pooled unless a column says per run;
-    latency percentiles pool every run's samples (empty when there are none)."""
+    """One row per (scheme, AQM, recovery), grouped by recovery, schemes in the order ecmp,
+    rnd, cnt, rr (others after), a scheme's AQMs as first seen.  Every flow of every run is
+    pooled unless a column says per run; latency percentiles pool every run's samples
+    (empty when there are none)."""
     latency_rows = latency_rows or []
-    keys = [(str(r.get("recovery", "")), str(r.get("scheme", "")))
-            for r in [*flows_rows, *latency_rows]]
+    keys = [_key(r) for r in [*flows_rows, *latency_rows]]
     out = []
     for rec in _ordered((k[0] for k in keys), RECOVERIES):
-        for scheme in _ordered((s for r, s in keys if r == rec), SCHEMES):
-            mine = [r for r in flows_rows
-                    if str(r.get("recovery", "")) == rec and str(r.get("scheme", "")) == scheme]
-            lat = _finite(r.get("latency_us") for r in latency_rows
-                          if str(r.get("recovery", "")) == rec
-                          and str(r.get("scheme", "")) == scheme)
-            out.append({"scheme": scheme, "recovery": rec, **_flow_stats(mine),
+        for scheme, aqm in _variants([(s, a) for r, s, a in keys if r == rec]):
+            key = (rec, scheme, aqm)
+            lat = _finite(r.get("latency_us") for r in latency_rows if _key(r) == key)
+            out.append({"scheme": scheme, "aqm": aqm, "recovery": rec,
+                        **_flow_stats([r for r in flows_rows if _key(r) == key]),
                         **_latency_stats(lat)})
     return out
 
@@ -186,8 +214,19 @@ def _notes(config: dict[str, Any], rows: list[dict[str, str]]) -> str:
     how = ("backend=model: flow-model numbers, not measurements" if backend == "model" else
            "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
            "goodput / payload ceiling of one host link")
-    text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{NO_RED}\n{how}"
+    text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{queues_note(p)}\n{how}"
     return text + (validity_caption(rows) if backend != "model" else "")
+
+
+def queues_note(params: dict[str, Any]) -> str:
+    """What queue each scheme ran on: NO_RED for runs before the per-scheme AQM."""
+    if "ecmp_aqm" not in params:
+        return NO_RED
+    aqm = params.get("aqm", DEFAULT_AQM)
+    ecmp = params.get("ecmp_aqm") or aqm
+    return (f"sprays on --aqm {aqm}, ECMP on {ecmp.replace('/', ' and on ')} (BPF switch "
+            "before each port's pfifo of " f"{params.get('queue')}; hosts ask for ECN where "
+            "the ports mark)")
 
 
 def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
@@ -199,10 +238,11 @@ def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
 
 
 
-def _by(rows: list[dict[str, str]], rec: str) -> dict[str, list[dict[str, str]]]:
+def _by(rows: list[dict[str, str]], rec: str) -> dict[tuple[str, str], list[dict[str, str]]]:
+    """The rows of one recovery by (scheme, AQM), in scheme order."""
     mine = [r for r in rows if r.get("recovery", "") == rec]
-    return {s: [r for r in mine if r["scheme"] == s]
-            for s in _ordered((r["scheme"] for r in mine), SCHEMES)}
+    return {(s, a): [r for r in mine if r["scheme"] == s and aqm_of(r) == a]
+            for s, a in _variants([(r["scheme"], aqm_of(r)) for r in mine])}
 
 
 def _per_recovery(run_dir: Path, config: dict[str, Any], recs: list[str], notes: str,
@@ -244,7 +284,7 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
         if model and config["params"].get("backend", "emulated") != "model":
             ax.scatter(*zip(*model), marker="_", s=300, color="black", zorder=4,
                        label="flow model (mean)")
-        ax.set_xticks(x, [_label(s["scheme"]) for s in srows])
+        ax.set_xticks(x, [_label(s["scheme"], aqm_of(s)) for s in srows], fontsize=8)
         ax.set_ylabel("average throughput (% of ideal)")
         ax.set_ylim(0, max(105.0, float(np.nanmax(hi, initial=0)) + 5))
         ax.grid(alpha=0.3, axis="y")
@@ -260,14 +300,14 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
                       recs: list[str], notes: str) -> Path:
     """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
     def draw(ax: Any, rec: str) -> None:
-        for scheme, mine in _by(latency, rec).items():
+        for (scheme, aqm), mine in _by(latency, rec).items():
             v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
             if v.size == 0:
                 continue
             q = np.linspace(0, 1, min(v.size, LAT_SAMPLES_DRAWN))
             y = np.quantile(v, q)
             p90, p99 = np.percentile(v, [90, 99])
-            (line,) = ax.plot(q, y, lw=1.3, label=f"{_label(scheme)} (p90 {p90:.0f}, "
+            (line,) = ax.plot(q, y, lw=1.3, label=f"{_label(scheme, aqm)} (p90 {p90:.0f}, "
                               f"p99 {p99:.0f} us, n={v.size})")
             ax.scatter([0.9], [p90], marker="o", color=line.get_color(), zorder=5)
             ax.scatter([0.99], [p99], marker="s", color=line.get_color(), zorder=5)
@@ -288,7 +328,7 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
                     recs: list[str], notes: str) -> Path:
     """Fig. 1(c): per-flow % of ideal ranked per run, mean over runs of the rank curves."""
     def draw(ax: Any, rec: str) -> None:
-        for scheme, mine in _by(rows, rec).items():
+        for (scheme, aqm), mine in _by(rows, rec).items():
             valid = [r for r in mine if cell(r.get("pct_ideal")) == cell(r.get("pct_ideal"))]
             if not valid:
                 continue
@@ -298,7 +338,7 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
             sp = [s for s in sp if s == s]
             x = np.arange(1, len(mean) + 1)
             text = f"max/min {np.median(sp):.1f}" if sp else "max/min n/a"
-            ax.plot(x, mean, marker="o", ms=3, label=f"{_label(scheme)} ({text})")
+            ax.plot(x, mean, marker="o", ms=3, label=f"{_label(scheme, aqm)} ({text})")
             ax.fill_between(x, lo, hi, alpha=0.2)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("rank of flow")
@@ -312,10 +352,148 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
                          "flow count); max/min: median over runs of the per-run spread")
 
 
+# -- where the latency comes from ----------------------------------------------------------
+
+#: the queues a packet meets between its first switch's ingress and its last one's, in path
+#: order (a 4-hop path of a fat tree; a 2-hop one skips the two middle tiers); the host
+#: link's queue (edge->host) is outside the measured latency
+FABRIC_TIERS = ("edge->agg", "agg->core", "core->agg", "agg->edge")
+SOURCES_DEF = ("queues: every switch port's root-qdisc length every 0.5 s (rtnetlink), pooled "
+               "over ports of a tier and over runs, in ms at the link rate for 1514-byte "
+               "frames; a 4-hop packet meets one queue of each fabric tier, so the tiers' "
+               "means add up to what a packet arriving at a random moment waits (the "
+               "switch does not timestamp hops: this is the per-hop view it gives)")
+
+
+def _weighted(rows: list[dict[str, str]], col: str) -> float:
+    """Mean of a per-run column weighted by each run's sample count (NaN without any)."""
+    pairs = [(cell(r.get(col)), cell(r.get("samples"))) for r in rows]
+    pairs = [(v, n) for v, n in pairs if v == v and n == n and n > 0]
+    total = sum(n for _, n in pairs)
+    return sum(v * n for v, n in pairs) / total if total else float("nan")
+
+
+def latency_sources(latency: list[dict[str, str]],
+                    queues: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """One row per (recovery, scheme, AQM): the latency's p99 overall and by path length
+    (hops), how much of the path's queueing each fabric tier holds (mean and p99 of its
+    sampled queue in ms, tail drops, AQM drops and marks; share = the tier's mean over the
+    four tiers' sum), and whether the slowest samples coincide with retransmissions of
+    their flow (share of samples whose flow retransmitted in the tcp_info interval around
+    them, over all samples and over those at or above the p99)."""
+    out = []
+    keys = [_key(r) for r in latency]
+    for rec in _ordered((k[0] for k in keys), RECOVERIES):
+        for scheme, aqm in _variants([(s, a) for r, s, a in keys if r == rec]):
+            key = (rec, scheme, aqm)
+            mine = [r for r in latency if _key(r) == key]
+            v = np.asarray(_finite(r.get("latency_us") for r in mine), dtype=float)
+            row: dict[str, Any] = {"scheme": scheme, "aqm": aqm, "recovery": rec,
+                                   "samples": int(v.size)}
+            if not v.size:
+                continue
+            p99 = float(np.percentile(v, 99))
+            row["p99_ms"] = _r(p99 / 1000, 3)
+            for h in sorted({int(cell(r["hops"])) for r in mine
+                             if cell(r.get("hops")) == cell(r.get("hops"))}):
+                hv = _finite(r["latency_us"] for r in mine if cell(r.get("hops")) == h)
+                row[f"hops{h}_samples"] = len(hv)
+                row[f"hops{h}_mean_ms"] = _r(float(np.mean(hv)) / 1000, 3)
+                row[f"hops{h}_p99_ms"] = _r(float(np.percentile(hv, 99)) / 1000, 3)
+            tiers = [q for q in queues if _key(q) == key]
+            means = {t: _weighted([q for q in tiers if q["tier"] == t], "mean_ms")
+                     for t in FABRIC_TIERS}
+            path = sum(m for m in means.values() if m == m)
+            for t in FABRIC_TIERS:
+                mine_t = [q for q in tiers if q["tier"] == t]
+                row[f"{t}_mean_ms"] = _r(means[t], 3)
+                row[f"{t}_p99_ms"] = _r(_weighted(mine_t, "p99_ms"), 3)
+                row[f"{t}_share"] = _r(means[t] / path, 3) if path > 0 and means[t] == \
+                    means[t] else ""
+                for c in ("tail_drops", "aqm_drops", "aqm_marks"):
+                    row[f"{t}_{c}"] = _count(float(sum(_finite(q.get(c) for q in mine_t)))) \
+                        if mine_t else ""
+            row["path_mean_ms"] = _r(path, 3) if tiers else ""
+            rt = [(cell(r.get("latency_us")), cell(r.get("flow_retrans"))) for r in mine]
+            rt = [(lv, n) for lv, n in rt if lv == lv and n == n]
+            if rt:
+                top = [n for lv, n in rt if lv >= p99]
+                row["retrans_share_all"] = _r(float(np.mean([n > 0 for _, n in rt])), 3)
+                row["retrans_share_p99"] = _r(float(np.mean([n > 0 for n in top])), 3) \
+                    if top else ""
+            out.append(row)
+    return out
+
+
+def plot_latency_sources(run_dir: Path, config: dict[str, Any], rows: list[dict[str, Any]],
+                         notes: str) -> Path:
+    """Three panels per recovery: p99 by path length, each fabric tier's share of the
+    path's queueing (total in ms written on top), samples coinciding with retransmissions."""
+    recs = _ordered((r["recovery"] for r in rows), RECOVERIES)
+    fig, axes = plt.subplots(len(recs), 3, figsize=(17.0, 4.6 * len(recs)), squeeze=False)
+    fig.suptitle(caption(config, "where the packet latency comes from"), fontsize=10)
+    colors = [f"C{i}" for i in range(10)]
+    for axrow, rec in zip(axes, recs):
+        mine = [r for r in rows if r["recovery"] == rec]
+        names = [_label(r["scheme"], r["aqm"]) for r in mine]
+        x = np.arange(len(mine))
+        ax = axrow[0]
+        hops = sorted({int(k[4:k.index("_")]) for r in mine for k in r
+                       if k.startswith("hops") and k.endswith("_p99_ms")})
+        width = 0.8 / max(1, len(hops))
+        for j, h in enumerate(hops):
+            vals = [cell(r.get(f"hops{h}_p99_ms")) for r in mine]
+            ax.bar(x + (j - (len(hops) - 1) / 2) * width, vals, width, color=colors[j],
+                   label=f"{h} hops")
+        ax.set_yscale("log")
+        ax.set_xticks(x, names, fontsize=7, rotation=20)
+        ax.set_ylabel("p99 one-way fabric latency (ms)")
+        ax.set_title(f"recovery={rec}: p99 by path length", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y", which="both")
+        ax = axrow[1]
+        bottom = np.zeros(len(mine))
+        for j, t in enumerate(FABRIC_TIERS):
+            share = np.array([cell(r.get(f"{t}_share")) for r in mine], dtype=float)
+            share = np.nan_to_num(share)
+            drops = [cell(r.get(f"{t}_tail_drops")) for r in mine]
+            ax.bar(x, 100 * share, 0.6, bottom=100 * bottom, color=colors[j + 3],
+                   label=f"{t} (tail drops {', '.join(_fmt_count(d) for d in drops)})")
+            bottom += share
+        for xi, r in zip(x, mine):
+            ax.text(xi, 101, f"{cell(r.get('path_mean_ms')):.1f} ms", ha="center",
+                    fontsize=7)
+        ax.set_ylim(0, 125)
+        ax.set_xticks(x, names, fontsize=7, rotation=20)
+        ax.set_ylabel("share of the 4-hop path's mean queueing (%)")
+        ax.set_title("queueing per fabric tier (total on top)", fontsize=9)
+        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax = axrow[2]
+        for j, (col, what) in enumerate((("retrans_share_all", "all samples"),
+                                         ("retrans_share_p99", "samples >= p99"))):
+            vals = [100 * cell(r.get(col)) for r in mine]
+            ax.bar(x + (j - 0.5) * 0.35, vals, 0.35, color=colors[j + 7], label=what)
+        ax.set_xticks(x, names, fontsize=7, rotation=20)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("% with a retransmission of the flow\nwithin the 0.5 s around it")
+        ax.set_title("do slow packets coincide with retransmissions?", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
+    return note(save(fig, run_dir / "latency_sources.png"), notes,
+                f"{LATENCY_DEF}; {SOURCES_DEF}; right: the flow's tcp_info total_retrans "
+                "rose between the two looks (0.5 s apart) around the sample; "
+                "latency_sources.csv has every number")
+
+
+def _fmt_count(x: float) -> str:
+    return "?" if x != x else f"{int(x)}"
+
+
 def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """summary.csv and the figures throughput.png, flows_rank.png and
-    (only when latency.csv has samples) latency_rank.png; one panel per recovery value.
-    Returns the figures drawn."""
+    (only when latency.csv has samples) latency_rank.png; one panel per recovery value; and
+    where queues.csv and the samples' path lengths exist, latency_sources.csv and
+    latency_sources.png.  Returns the figures drawn."""
     from store import plottable, status_of
     run_dir = Path(run_dir)
     status = status_of(run_dir)
@@ -336,4 +514,10 @@ def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         lat_recs = _ordered((r.get("recovery", "") for r in latency), RECOVERIES)
         out.append(plot_latency_rank(run_dir, config, latency, lat_recs, notes))
     out.append(plot_flows_rank(run_dir, config, rows, recs, notes))
+    q_path = run_dir / "queues.csv"
+    if q_path.exists() and any(r.get("hops", "") != "" for r in latency):
+        sources = latency_sources(latency, read_csv(q_path))
+        write_csv(run_dir / "latency_sources.csv", sources)
+        if sources:
+            out.append(plot_latency_sources(run_dir, config, sources, notes))
     return out

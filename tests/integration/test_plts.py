@@ -1,5 +1,6 @@
 """A short real plts run on the BPF dataplane (root only): folder, figures, latency samples,
-classic loss recovery set in the host namespaces."""
+classic loss recovery set in the host namespaces, ECMP on RED (ECN hosts) and on drop-tail
+beside a spray on drop-tail, queue lengths per tier."""
 from __future__ import annotations
 
 import csv
@@ -22,18 +23,36 @@ def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(short
     before = _root_recovery()
     run = short_run("plts", "--topo", "fattree,k=4", "--schemes", "ecmp,rr", "--runs", "1",
                     "--duration", "8", "--trim", "2", "--sample", "4", "--recovery", "classic",
-                    files=("flows.csv", "latency.csv", "summary.csv", "claims.csv", "claims.md",
-                           "throughput.png", "latency_rank.png", "flows_rank.png",
+                    "--ecmp-aqm", "red/droptail",
+                    files=("flows.csv", "latency.csv", "queues.csv", "summary.csv",
+                           "claims.csv", "claims.md", "throughput.png", "latency_rank.png",
+                           "flows_rank.png", "latency_sources.png", "latency_sources.csv",
                            "run00/pairs.json", "run00/classic-ecmp/paths.json",
+                           "run00/classic-ecmp-red/paths.json",
                            "run00/classic-rr/spread.json"))
     flows = list(csv.DictReader(open(run / "flows.csv")))
-    assert len(flows) == 2 * 8 and {r["scheme"] for r in flows} == {"ecmp", "rr"}
+    assert len(flows) == 3 * 8 and {r["scheme"] for r in flows} == {"ecmp", "rr"}
+    red = "red,min=20,max=60,p=0.1,w=9"
+    assert {(r["scheme"], r["aqm"]) for r in flows} == {("ecmp", red), ("ecmp", "droptail"),
+                                                        ("rr", "droptail")}
     assert all(float(r["mbps"]) > 0 for r in flows), "every flow moved data"
     lat = list(csv.DictReader(open(run / "latency.csv")))
     for scheme in ("ecmp", "rr"):
         got = [float(r["latency_us"]) for r in lat if r["scheme"] == scheme]
         assert len(got) > 20 and min(got) > 0, (scheme, len(got))
+    assert {r["hops"] for r in lat} <= {"0", "2", "4"} and any(r["hops"] == "4" for r in lat)
+    assert all(r["flow_retrans"] == "" or int(r["flow_retrans"]) >= 0 for r in lat)
     config = json.loads((run / "config.json").read_text())
+    # hosts ask for ECN only where the ports mark; the switch ran each network's own AQM
+    for name, aqm, ecn in (("ecmp-red", red, "1"), ("ecmp", "droptail", "2"),
+                           ("rr", "droptail", "2")):
+        got = config["runtime"][f"run00-classic-{name}"]
+        assert (got["aqm"], got["dataplane"]["aqm"], got["hosts_tcp_ecn"]) == (aqm, aqm, ecn)
+    queues = list(csv.DictReader(open(run / "queues.csv")))
+    assert {r["tier"] for r in queues} == {"edge->host", "edge->agg", "agg->edge",
+                                           "agg->core", "core->agg"}
+    assert all(int(r["samples"]) >= 16 * 6 for r in queues), "about 8 looks x 16 ports"
+    assert any(float(r["mean_pkts"]) > 0 for r in queues), "some queue held packets"
     facts = config["runtime"]["run00-classic-rr"]
     assert facts["recovery_sysctls"] == {"net.ipv4.tcp_recovery": "0",
                                          "net.ipv4.tcp_reordering": "3",

@@ -262,9 +262,10 @@ def test_outcast_claims(run_folder, judge):
 
 # -- plts (the criteria moved from figures.py: same numbers) ----------------------------------
 
-def summary_row(scheme, pct, p90="", p99="", spread_=1.2, recovery="modern"):
-    return {"scheme": scheme, "recovery": recovery, "flows": 27, "mean_pct_ideal": pct,
-            "latency_p90_us": p90, "latency_p99_us": p99, "max_over_min_run_median": spread_}
+def summary_row(scheme, pct, p90="", p99="", spread_=1.2, recovery="modern", aqm="droptail"):
+    return {"scheme": scheme, "aqm": aqm, "recovery": recovery, "flows": 27,
+            "mean_pct_ideal": pct, "latency_p90_us": p90, "latency_p99_us": p99,
+            "max_over_min_run_median": spread_}
 
 
 def _plts(run_folder, judge, rows, backend="emulated"):
@@ -272,8 +273,9 @@ def _plts(run_folder, judge, rows, backend="emulated"):
     return judge("plts", path)
 
 
-def _holds(got, recovery="modern"):
-    return {v.text: v.verdict for v in got.values() if v.condition == f"recovery={recovery}"}
+def _holds(got, recovery="modern", ecmp="droptail"):
+    return {v.text: v.verdict for v in got.values()
+            if v.condition == f"recovery={recovery},ecmp={ecmp}"}
 
 
 #: every plts claim's words, in the claims module's order
@@ -314,7 +316,8 @@ def test_plts_claims_not_measured_without_inputs(run_folder, judge):
     rows = [summary_row(s, p, recovery=rec) for rec in ("classic", "modern")
             for s, p in (("ecmp", 60), ("rnd", 80), ("cnt", 81), ("rr", 92))]
     got = _plts(run_folder, judge, rows)
-    assert [v.condition for v in got.values()][:2] == ["recovery=modern", "recovery=classic"]
+    assert [v.condition for v in got.values()][:2] == ["recovery=modern,ecmp=droptail",
+                                                       "recovery=classic,ecmp=droptail"]
     for rec in ("modern", "classic"):
         h = _holds(got, rec)
         assert h["latency p90 spray/ECMP"] == h["latency p99 spray/ECMP"] == C.NOT_MEASURED
@@ -433,3 +436,25 @@ def test_grin3_short_of_its_goal_names_the_star_as_the_cause(run_folder, judge):
         "grin", {"summary.csv": agrin.summarize(rows(31.0, 16))})).values()}
     em = got[("grin3-original", "emulated")]
     assert em.verdict == C.HOLDS and "(a full mesh)" in em.detail and not em.because
+
+
+def test_plts_claims_per_ecmp_queue_compare_the_same_sprays_with_each_ecmp(run_folder, judge):
+    """ECMP on RED (the paper's set-up) and on drop-tail in one run: one condition each;
+    ECMP's numbers come from its own queue's row, the sprays' from theirs in both; every
+    claim says which condition is the paper's set-up.  A row without an AQM (older runs)
+    counts as drop-tail."""
+    red = "red,min=20,max=60,p=0.1,w=9"
+    rows = [summary_row("ecmp", 60, 300, 1200, 12, aqm=red),
+            {k: v for k, v in summary_row("ecmp", 70, 100, 200, 5).items() if k != "aqm"},
+            summary_row("rnd", 80, 90, 150), summary_row("cnt", 81, 90, 150),
+            summary_row("rr", 92, 90, 150)]
+    got = _plts(run_folder, judge, rows)
+    assert list(dict.fromkeys(v.condition for v in got.values())) == [
+        "recovery=modern,ecmp=red", "recovery=modern,ecmp=droptail"]
+    on_red, on_tail = _holds(got, ecmp="red"), _holds(got, ecmp="droptail")
+    assert on_red["latency p99 spray/ECMP"] == C.HOLDS        # 150 / 1200
+    assert on_tail["latency p99 spray/ECMP"] == C.FAILS       # 150 / 200
+    assert on_red["ECMP per-flow max/min >= 10"] == C.HOLDS
+    assert on_tail["ECMP per-flow max/min >= 10"] == C.FAILS
+    assert on_red["RR % of ideal"] == on_tail["RR % of ideal"] == C.HOLDS
+    assert all("ecmp=red" in v.reason and "set-up" in v.reason for v in got.values())

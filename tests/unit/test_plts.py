@@ -23,11 +23,69 @@ def _params(**kw):
     ({"recovery": "old"}, "--recovery"),
     ({"sample": -1}, "--sample"),
     ({"dataplane": "ovs"}, "dataplane does not offer; use --dataplane bpf"),
+    ({"dataplane": "ovs", "ecmp_aqm": "red"}, "dataplane does not offer; use --dataplane bpf"),
+    ({"ecmp_aqm": "codel"}, "--ecmp-aqm 'codel': --aqm must be one of"),
+    ({"ecmp_aqm": "red,min=50,max=20"}, "--ecmp-aqm .*need 1 <= min < max"),
+    ({"ecmp_aqm": "red/droptail/"}, "--ecmp-aqm .*must be one of"),
+    ({"ecmp_aqm": "red/red,p=0.2"}, "each mode at most once"),
+    ({"ecmp_aqm": "red", "schemes": "rr,cnt"}, "--schemes has no ecmp"),
+    ({"ecmp_aqm": "ecn", "backend": "model"}, "the flow model has no queues"),
 ])
 def test_bad_parameters_are_one_line_errors(kw, msg):
     with pytest.raises(ValueError, match=msg) as exc:
         plts.validate(_params(**kw))
     assert "\n" not in str(exc.value)
+
+
+def test_ecmp_aqm_gives_ecmp_one_network_per_queue_and_the_sprays_the_run_s_own():
+    red = "red,min=20,max=60,p=0.1,w=9"
+    params = _params(ecmp_aqm="red/droptail", schemes="rr,ecmp")
+    plts.validate(params)
+    assert plts.variants(params) == [("rr", "droptail"), ("ecmp", red), ("ecmp", "droptail")]
+    assert [plts.label(s, a, params) for s, a in plts.variants(params)] == [
+        "rr", "ecmp-red", "ecmp"]
+    # default: ECMP on --aqm, named as before
+    assert plts.variants(_params(schemes="ecmp,rnd")) == [("ecmp", "droptail"),
+                                                          ("rnd", "droptail")]
+    both = _params(aqm="ecn,k=10", ecmp_aqm="droptail", schemes="ecmp,cnt")
+    assert plts.variants(both) == [("ecmp", "droptail"), ("cnt", "ecn,k=10")]
+    assert plts.label("ecmp", "droptail", both) == "ecmp-droptail"
+
+
+def test_port_tiers_name_the_queue_a_packet_meets_leaving_each_switch_port():
+    tiers = plts.port_tiers(topos.build("fattree,k=4"))
+    assert len(tiers) == 20 * 4
+    assert {t: list(tiers.values()).count(t) for t in set(tiers.values())} == {
+        "edge->host": 16, "edge->agg": 16, "agg->edge": 16, "agg->core": 16, "core->agg": 16}
+    assert tiers["0_0_1-eth1"] == "edge->host" and tiers["0_0_1-eth3"] == "edge->agg"
+
+
+def test_queue_rows_per_tier_inside_the_window_with_drops_and_marks():
+    tiers = {"a-eth1": "edge->agg", "a-eth2": "edge->agg", "b-eth1": "agg->core"}
+    samples = [(0.0, {"a-eth1": 100, "a-eth2": 100, "b-eth1": 100}),      # before the window
+               (1.0, {"a-eth1": 0, "a-eth2": 4, "b-eth1": 1}),
+               (2.0, {"a-eth1": 2, "a-eth2": 2, "b-eth1": 0})]
+    ports = [{"switch": "a", "port": "1", "qdisc_sent_packets": "10", "qdisc_drops": "1",
+              "aqm_drops": "0", "aqm_marks": "3"},
+             {"switch": "a", "port": "2", "qdisc_sent_packets": "5", "qdisc_drops": "2",
+              "aqm_drops": "1", "aqm_marks": "0"},
+             {"switch": "z", "port": "9", "qdisc_sent_packets": "7"}]   # not a tiered port
+    rows = plts.queue_rows(samples, tiers, ports, (0.5, 2.5), 5.0, {"run": 0})
+    edge, agg = (next(r for r in rows if r["tier"] == t) for t in ("edge->agg", "agg->core"))
+    assert edge["samples"] == 4 and edge["mean_pkts"] == 2.0 and edge["max_pkts"] == 4
+    assert edge["busy_share"] == 0.75 and edge["mean_ms"] == round(2 * 1514 * 8 / 5e3, 3)
+    assert (edge["sent_packets"], edge["tail_drops"], edge["aqm_drops"],
+            edge["aqm_marks"]) == (15, 3, 1, 3)
+    assert agg["samples"] == 2 and agg["mean_pkts"] == 0.5 and agg["tail_drops"] == 0
+
+
+def test_retransmissions_around_a_sample_come_from_the_two_looks_around_it():
+    rows = [{"time": str(t), "saddr": "a", "daddr": "b", "sport": "1", "dport": "2",
+             "total_retrans": str(n)} for t, n in ((1.0, 0), (0.5, 0), (1.5, 4), (2.0, 4))]
+    steps = plts.retrans_steps(rows)[("a", "b", 1, 2)]
+    assert steps == [(0.5, 0), (1.0, 0), (1.5, 4), (2.0, 4)]
+    assert plts.retrans_around(steps, 1.2) == 4 and plts.retrans_around(steps, 1.7) == 0
+    assert plts.retrans_around(steps, 0.7) == 0 and plts.retrans_around(steps, 3.0) == ""
 
 
 def test_model_backend_ignores_the_dataplane_and_has_one_recovery():

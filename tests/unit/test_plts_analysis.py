@@ -136,7 +136,7 @@ def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
     assert len(found) == 18 and list(found[0])[:2] == ["claim", "condition"]
     assert {r["verdict"] for r in found if "latency" in r["claim"]} == {"holds"}
     md = (run_dir / "claims.md").read_text()
-    assert "| RR % of ideal [recovery=modern] | 92 % |" \
+    assert "| RR % of ideal [recovery=modern,ecmp=droptail] | 92 % |" \
         in md and "backend=emulated" in md
     # short titles; the methods are the figures' notes, which the report page shows
     assert len(captions) == 3 and all(c.count("\n") == 1 for c in captions)
@@ -168,3 +168,45 @@ def test_plot_plts_refuses_a_failed_run(tmp_path):
     run_dir, config = folder(tmp_path, "model", status="failed")
     with pytest.raises(ValueError, match="never plotted"):
         plot_plts(run_dir, config)
+
+
+def test_latency_sources_per_tier_path_length_and_retransmissions(tmp_path, captions):
+    """ECMP on RED and on drop-tail beside RR: a row each, the tiers' shares of the path's
+    queueing, p99 by path length, and the slowest samples' retransmissions."""
+    red = "red,min=20,max=60,p=0.1,w=9"
+    latency, queues = [], []
+    for scheme, aqm, base in (("ecmp", red, 10_000), ("ecmp", "droptail", 100_000),
+                              ("rr", "droptail", 1_000)):
+        for i in range(100):      # 2-hop samples fast, 4-hop slow; the slowest retransmit
+            row = lat(scheme, [base * (1 + i % 2) + i], run=0)[0]
+            row.update(aqm=aqm, hops=str(2 + 2 * (i % 2)), flow_retrans=str(int(i >= 98)))
+            latency.append(row)
+        for tier, ms in (("edge->agg", 1.0), ("agg->core", 3.0), ("core->agg", 0.0),
+                         ("agg->edge", 0.0), ("edge->host", 9.0)):
+            for run, n in ((0, 10), (1, 30)):   # weighted by samples: 1*10 + 3*30 / 40 ...
+                queues.append({"run": str(run), "scheme": scheme, "aqm": aqm,
+                               "recovery": "modern", "tier": tier, "samples": str(n),
+                               "mean_ms": str(ms * (1 + run)), "p99_ms": str(2 * ms),
+                               "tail_drops": "5", "aqm_drops": "0", "aqm_marks": "1"})
+    rows = plts.latency_sources(latency, queues)
+    assert [(r["scheme"], r["aqm"]) for r in rows] == [("ecmp", red), ("ecmp", "droptail"),
+                                                       ("rr", "droptail")]
+    rr = rows[2]
+    assert rr["samples"] == 100 and rr["hops2_samples"] == rr["hops4_samples"] == 50
+    assert rr["hops2_p99_ms"] < rr["hops4_p99_ms"]
+    # edge->agg: (1*10 + 2*30) / 40 = 1.75; agg->core 3 * 1.75 = 5.25; path 7.0
+    assert rr["edge->agg_mean_ms"] == 1.75 and rr["agg->core_mean_ms"] == 5.25
+    assert rr["path_mean_ms"] == 7.0 and rr["edge->agg_share"] == 0.25
+    assert rr["agg->core_share"] == 0.75 and rr["core->agg_share"] == 0.0
+    assert rr["edge->agg_tail_drops"] == 10 and rr["agg->core_aqm_marks"] == 2
+    assert "edge->host_mean_ms" not in rr           # outside the fabric latency
+    # 2 of 100 samples retransmitted, and they are the two slowest (the top 1 %)
+    assert rr["retrans_share_all"] == 0.02 and rr["retrans_share_p99"] == 1.0
+    run_dir, config = folder(tmp_path, "emulated")
+    write_csv(run_dir / "latency.csv", latency)
+    write_csv(run_dir / "queues.csv", queues)
+    out = plot_plts(run_dir, config)
+    assert [p.name for p in out][-1] == "latency_sources.png"
+    assert read_csv(run_dir / "latency_sources.csv")[0]["aqm"] == red
+    notes = json.loads((run_dir / "figures.json").read_text())
+    assert plts.SOURCES_DEF in notes["latency_sources.png"]

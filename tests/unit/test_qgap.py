@@ -113,3 +113,45 @@ def test_layout_matches_the_bpf_source():
                                      ("h1", "/run/netns/h1"), ("/x/ns", "/x/ns")])
 def test_namespace_paths(ns, path):
     assert netns_path(ns) == path
+
+
+def test_dequeue_gaps_attaches_the_probe_once_and_closes_it(monkeypatch, tmp_path):
+    """Emulation.dequeue_gaps entered its probe and then entered it again with ``with``:
+    a second load and attach whose fd replaced the first, which stayed attached until the
+    process ended (a k=6 plts run of 25 networks ended with 25 probes on every dequeue)."""
+    import topos
+    from emulator import bpfobj, emulation, qgap
+    from emulator.shaping import LinkSpec
+
+    events: list[str] = []
+
+    class Probe:
+        def __init__(self, links, pin):
+            self.links = links
+
+        def __enter__(self):
+            events.append("enter")
+            return self
+
+        def __exit__(self, *_):
+            self.close()
+
+        def read(self):
+            return {}
+
+        def close(self):
+            events.append("close")
+
+    monkeypatch.setattr(bpfobj, "bpf_unavailable", lambda: "")
+    monkeypatch.setattr(qgap, "QueueGapProbe", Probe)
+    emu = emulation.Emulation.__new__(emulation.Emulation)
+    emu.topo, emu.link, emu.run_id = topos.build("fattree,k=4"), LinkSpec(), "test"
+
+    class Registry:
+        def add(self, kind, items):
+            pass
+    emu.registry = Registry()
+    for _ in range(2):
+        with emu.dequeue_gaps():
+            assert events[-1] == "enter"
+    assert events == ["enter", "close"] * 2
