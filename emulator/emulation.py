@@ -40,6 +40,8 @@ from .proc import (
     signals_deferred,
     stop_all,
 )
+from .cgroup import CpuCap, find_hierarchy
+from .cgroup import wrap as wrap_in_cgroup
 from .registry import BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all, clean_state, list_bridges
 from .shaping import LinkSpec
 from .sockdiag import SockInfo, dump, netns_sockets
@@ -425,9 +427,31 @@ class Emulation:
             raise RunError(failed)
         return out
 
-    def popen(self, host: Any | None, argv: list[str], **kw: Any) -> subprocess.Popen:
-        """Start a tracked process (in a host namespace, or the root one if host is None)."""
+    def cpu_cap(self, use: str) -> CpuCap:
+        """A cgroup of this run (``<run>+<use>``, no limit yet) for CPU-capped processes
+        (``popen(..., cgroup=)``), recorded at once and removed at teardown.  RunError in
+        one line when this machine has no writable cpu controller."""
+        assert self.registry is not None
+        hier = find_hierarchy()
+        if hier is None:
+            raise RunError("CPU caps need a cgroup hierarchy with the cpu controller (v2 "
+                           "cpu.max or v1 cpu); this machine mounts neither")
+        cap = CpuCap(hier, f"{self.run_id}+{use}")
+        with signals_deferred():   # created and recorded together
+            try:
+                cap.create()
+            except OSError as e:
+                raise RunError(f"cannot create cgroup {cap.path}: {e.strerror}") from None
+            self.registry.add("cgroups", [str(cap.path)])
+        return cap
+
+    def popen(self, host: Any | None, argv: list[str], cgroup: CpuCap | None = None,
+              **kw: Any) -> subprocess.Popen:
+        """Start a tracked process (in a host namespace, or the root one if host is None),
+        inside ``cgroup`` from its first instruction when one is given."""
         full = in_ns(host.pid, argv) if host is not None else argv
+        if cgroup is not None:
+            full = wrap_in_cgroup(full, cgroup.procs_file)
         assert self.registry is not None
         # a Ctrl-C inside Popen would leave a live child that nobody recorded
         with signals_deferred():
@@ -482,7 +506,8 @@ class Emulation:
                                     if existing is None or b in existing],
                         "intfs": [i for i in st["intfs"] if i in links],
                         "pids": [p for p in st["pids"] if pid_alive(p)],
-                        "bpffs": [d for d in st["bpffs"] if os.path.exists(d)]}):
+                        "bpffs": [d for d in st["bpffs"] if os.path.exists(d)],
+                        "cgroups": [c for c in st.get("cgroups", []) if os.path.exists(c)]}):
                     LOG.warning("teardown sweep: %s", line)
                     keep_record = keep_record or line.startswith(NOT_DONE)
             if self._saved_cc:

@@ -15,6 +15,7 @@ import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
 import random
+import resource
 import selectors
 import signal
 import socket
@@ -697,6 +698,11 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     finally:
         if runner is not None:
             runner.close()
+    # CPU seconds of every sending process (workers are reaped by close, so counted): what a
+    # CPU cap (experiments/orca --sender-cpu) let the sender use
+    doc["cpu_s"] = round(sum(u.ru_utime + u.ru_stime for u in (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN))), 4)
     if doc["error"]:
         print(f"filexfer send: {doc['error']}", file=sys.stderr)
     else:

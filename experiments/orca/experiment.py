@@ -31,6 +31,7 @@ receiver or a bound wait that expires fails the run.
 from __future__ import annotations
 
 import json
+import os
 import random
 import select
 import subprocess
@@ -43,6 +44,7 @@ from typing import Any
 import routing
 import topos
 from apps.filexfer import protocol
+from emulator import cgroup
 from emulator.emulation import Emulation
 from emulator.proc import RunError, how_ended
 from harness.common import add_backend, add_shared, run_rng
@@ -83,6 +85,7 @@ class OrcaParams(NetworkParams):
     procs: str = "1,2,4"
     pace: float = 0.95
     members: int = 4
+    sender_cpu: str = "0"
 
 
 PARAMS = OrcaParams
@@ -122,6 +125,11 @@ def add_arguments(p: Any) -> None:
                         "0 = unpaced, as fast as the socket takes datagrams (the paper's "
                         f"sender; losses at its own queue are repaired) (default: "
                         f"{DEFAULTS['pace']})")
+    p.add_argument("--sender-cpu", dest="sender_cpu", default=None,
+                   help="cap every sending process at this many cores (a cgroup's CFS "
+                        "bandwidth: the paper's CPU-bound sender, Fig. 8); a comma list runs "
+                        "every case under each cap; 0 = uncapped (default: "
+                        f"{DEFAULTS['sender_cpu']})")
     p.add_argument("--members", type=int, default=None,
                    help="receivers drawn at random on topologies other than orca (default: "
                         f"{DEFAULTS['members']})")
@@ -135,6 +143,26 @@ def _ints(text: str, flag: str) -> list[int]:
     if not values or any(v < 1 for v in values) or len(set(values)) != len(values):
         raise ValueError(f"--{flag} {text!r}: give a comma list of distinct positive integers")
     return values
+
+
+def sender_caps(params: OrcaParams) -> list[float]:
+    """Cores per sending process, in the order given (0 = uncapped)."""
+    text = str(params.sender_cpu)
+    try:
+        caps = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--sender-cpu {text!r}: give a comma list of cores per sending "
+                         "process (0 = uncapped)") from None
+    if not caps or len(set(caps)) != len(caps):
+        raise ValueError(f"--sender-cpu {text!r}: give a comma list of distinct numbers")
+    cores = os.cpu_count() or 1
+    for c in caps:
+        if not 0 <= c <= cores:
+            raise ValueError(f"--sender-cpu {c:g}: must be 0 (uncapped) or above 0 and at "
+                             f"most this machine's {cores} cores")
+        if c:
+            cgroup.quota(c)   # raises, in one line, below the kernel's smallest quota
+    return caps
 
 
 def workloads(params: OrcaParams) -> list[int]:
@@ -180,6 +208,10 @@ def validate(params: OrcaParams) -> None:
     """One-line ValueError for anything this experiment cannot run."""
     workloads(params)
     procs_list(params)
+    caps = sender_caps(params)
+    if params.backend != "emulated" and any(caps):
+        raise ValueError("--sender-cpu caps a real sending process: it needs --backend "
+                         "emulated (the model has no CPU)")
     if not 0 <= params.pace <= 1:
         raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params.pace}")
     if params.base_mb < 0:
@@ -245,14 +277,15 @@ def _first_line(p: subprocess.Popen, deadline: float) -> str:
     return p.stdout.readline() if ready else ""
 
 
-def _app(emu: Emulation, host: str, args: list[str], log: Path) -> subprocess.Popen:
+def _app(emu: Emulation, host: str, args: list[str], log: Path,
+         cap: cgroup.CpuCap | None = None) -> subprocess.Popen:
     """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
     absolute path, like every path in ``args``), so neither where dcrepro was started nor
     where this module sits matters; the app is found as an installed package."""
     fh = open(log, "w")  # noqa: SIM115 - the child holds it; closed when we return
     try:
         return emu.popen(emu.host(host), [sys.executable, "-m", "apps.filexfer", *args],
-                         cwd=str(log.resolve().parent),
+                         cwd=str(log.resolve().parent), cgroup=cap,
                          stdout=subprocess.PIPE, stderr=fh, text=True)
     finally:
         fh.close()
@@ -265,8 +298,10 @@ def _tail(path: Path) -> str:
 
 def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int,
              sizes: list[int], port: int, rate_mbps: float, expected_s: float,
-             out: Path) -> dict[str, Any]:
-    """Run the app once (33 rounds) and check that every round delivered every byte."""
+             out: Path, cap: cgroup.CpuCap | None = None) -> dict[str, Any]:
+    """Run the app once (33 rounds) and check that every round delivered every byte.  With
+    ``cap``, the sender (every one of its processes) runs in that cgroup, whose limit the
+    caller has set; its throttling counters are read around the transfer."""
     out = out.resolve()   # the apps run in other folders: hand them absolute paths only
     out.mkdir(parents=True, exist_ok=True)
     topo = emu.topo
@@ -297,8 +332,9 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
     cpu = cpu_sampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
     cpu.start()
     limit = 60 + 3 * expected_s + 2 * len(sizes)
+    throttle0 = cap.stat() if cap is not None else None
     with emu.dequeue_gaps() as gaps:
-        sender = _app(emu, src, args, out / "sender.log")
+        sender = _app(emu, src, args, out / "sender.log", cap)
         end = time.monotonic() + limit
         while sender.poll() is None:
             if time.monotonic() > end:
@@ -313,6 +349,11 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
             except subprocess.TimeoutExpired:
                 pass
     samples = cpu.stop()
+    throttle = None
+    if cap is not None and throttle0 is not None:
+        end_stat = cap.stat()
+        throttle = {k: round(end_stat[k] - throttle0[k], 4) for k in end_stat}
+        throttle["limit"] = cap.read_limit()
     if sender.returncode != 0:
         raise RunError(f"{mode} x{procs}: sender ended with {how_ended(sender)}: "
                        f"{_tail(out / 'sender.log')}")
@@ -332,6 +373,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
                            f"({rep.get('error') or 'rounds incomplete'})")
     window = [u for _, u in samples]
     return {"sender": sender_rep, "receivers": receivers, "dequeue_gaps": gaps,
+            "throttle": throttle,
             "sender_link_bytes": after[key].rx_bytes - before[key].rx_bytes,
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
@@ -340,25 +382,34 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
 
 # -- the run -----------------------------------------------------------------------------------
 
-def _cases(params: OrcaParams, run: int) -> list[tuple[int, str, int]]:
-    """(workload, mode, procs) of one repetition: both modes at every workload, then the
-    extra process counts at the largest; odd repetitions swap the modes' order."""
+def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
+    """(sender cap, workload, mode, procs) of one repetition: under each cap, both modes at
+    every workload, then the extra process counts at the largest; odd repetitions swap the
+    modes' order (and the caps' order, so neither always goes first)."""
     loads = workloads(params)
     modes = ["multicast", "unicast"] if run % 2 == 0 else ["unicast", "multicast"]
-    cases = [(w, m, 1) for w in loads for m in modes]
-    return cases + [(loads[-1], "unicast", p) for p in procs_list(params) if p > 1]
+    caps = sender_caps(params)
+    if run % 2:
+        caps = caps[::-1]
+    cases = []
+    for c in caps:
+        cases += [(c, w, m, 1) for w in loads for m in modes]
+        cases += [(c, loads[-1], "unicast", p) for p in procs_list(params) if p > 1]
+    return cases
 
 
-def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: list[float],
-          res: dict[str, Any] | None) -> tuple[dict, list[dict], list[dict]]:
+def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
+          bounds: list[float], res: dict[str, Any] | None
+          ) -> tuple[dict, list[dict], list[dict]]:
     """transfers.csv, rounds.csv and receivers.csv rows of one transfer (model-only: None)."""
-    base = {"run": run, "workload": w, "mode": mode, "procs": procs}
+    base = {"run": run, "sender_cpu": cap, "workload": w, "mode": mode, "procs": procs}
     one = sum(one_copy_bytes(sizes))
     if res is None:
         t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4)}
         return t, [{**base, "round": i + 1, "size_bytes": s, "bound_s": round(b, 5)}
                    for i, (s, b) in enumerate(zip(sizes, bounds))], []
     snd = res["sender"]
+    throttle = res.get("throttle")
     rounds = [{**base, "round": x["round"], "size_bytes": x["size_bytes"],
                "bound_s": round(b, 5), "send_s": round(x["send_s"], 5),
                "round_s": round(x["round_s"], 5), "bytes_sent": x["bytes_sent"],
@@ -383,7 +434,14 @@ def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: lis
          "lost_before_repair": sum(x["lost_before_repair"] for x in recv_rows),
          "send_errors": sum(x["send_errors"] for x in snd["rounds"]),
          "cpu_mean": res["cpu_mean"], "cpu_saturated_share": res["cpu_saturated_share"],
-         "gaps_within_10pct": "" if gaps is None else gaps}
+         "gaps_within_10pct": "" if gaps is None else gaps,
+         # the sender's own CPU (every process), and how often its cap held it back
+         "sender_cpu_s": snd.get("cpu_s", ""),
+         "sender_cores": round(snd["cpu_s"] / snd["total_s"], 4) if snd.get("cpu_s") else "",
+         "throttled_periods": "" if throttle is None else int(throttle["nr_throttled"]),
+         "periods": "" if throttle is None else int(throttle["nr_periods"]),
+         "throttled_s": "" if throttle is None else throttle["throttled_s"],
+         "cpu_limit": "" if throttle is None else throttle["limit"]}
     return t, rounds, recv_rows
 
 
@@ -411,8 +469,8 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
              "tree": tree_edges(topo, src, members)}, indent=1))
         cases = _cases(params, r)
         if not emulated:
-            for w, mode, procs in cases:
-                t, rr, _ = _rows(r, w, mode, procs, sizes_of[w],
+            for c, w, mode, procs in cases:
+                t, rr, _ = _rows(r, c, w, mode, procs, sizes_of[w],
                                  bound_s(sizes_of[w], copies[mode], bw), None)
                 transfers.append(t)
                 rounds += rr
@@ -422,22 +480,36 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
         with session(topo, plan, params, run_dir, f"{folder.id}-{r}") as s:
             emu = s.emu
             folder.record(f"run{r:02d}", s.facts)   # (again below, with the queue check)
-            for i, (w, mode, procs) in enumerate(cases):
+            # one cgroup for the sender of every capped transfer, its limit set per transfer
+            cap = emu.cpu_cap("sender") if any(c for c, *_ in cases) else None
+            if cap is not None:
+                folder.record(f"run{r:02d}_sender_cgroup",
+                              {"path": str(cap.path), "cgroup_version": cap.hier.version})
+            for i, (c, w, mode, procs) in enumerate(cases):
                 bounds = bound_s(sizes_of[w], copies[mode], bw)
-                folder.log.info("run %d: workload x%d, %s, %d process(es)", r, w, mode, procs)
+                folder.log.info("run %d: cap %g, workload x%d, %s, %d process(es)", r, c, w,
+                                mode, procs)
+                nproc = procs if mode == "unicast" else 1
+                if cap is not None and c:
+                    # every sending process gets c cores: the group, all of them, c x nproc
+                    cap.set(c * nproc)
+                # a capped sender may take far longer than the link: its bounded waits grow
+                expected = sum(bounds) / (params.pace or 1.0) * (max(1.0, 0.5 / c) if c else 1)
                 res = transfer(emu, src, members, mode, procs, sizes_of[w], BASE_PORT + i,
-                               rate, sum(bounds) / (params.pace or 1.0),
-                               run_dir / f"x{w}-{mode}-p{procs}")
-                t, rr, rv = _rows(r, w, mode, procs, sizes_of[w], bounds, res)
+                               rate, expected,
+                               run_dir / f"x{w}-{mode}-p{procs}{f'-cpu{c:g}' if c else ''}",
+                               cap if c else None)
+                t, rr, rv = _rows(r, c, w, mode, procs, sizes_of[w], bounds, res)
                 transfers.append(t)
                 rounds += rr
                 recv_rows += rv
-                print(f"run {r} x{w} {mode} procs={procs}: {t['total_s']:.2f} s "
+                capped = f" cap {c:g}" if c else ""
+                print(f"run {r}{capped} x{w} {mode} procs={procs}: {t['total_s']:.2f} s "
                       f"(bound {t['bound_s']:.2f} s), copies on the sender's link "
-                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %",
-                      flush=True)
+                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %, "
+                      f"sender {t['sender_cores']} cores", flush=True)
                 # the same judgement as every iperf3 experiment (analysis.fidelity)
-                judge_measurement(folder, res, f"run {r} x{w} {mode} x{procs}")
+                judge_measurement(folder, res, f"run {r}{capped} x{w} {mode} x{procs}")
         folder.record(f"run{r:02d}", s.facts)
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)
