@@ -119,10 +119,20 @@ def run_of(name: str) -> str:
     return name.split("+")[0]
 
 
-def wrap(argv: list[str], procs_file: str) -> list[str]:
+def wrap(argv: list[str], procs_file: str, pin: int | None = None) -> list[str]:
     """``argv`` started inside a cgroup: a shell moves itself there, then execs it, so every
-    process the command starts is in the cgroup from its first instruction."""
-    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs_file, *argv]
+    process the command starts is in the cgroup from its first instruction; with ``pin``,
+    on that CPU only (``taskset``; children inherit it)."""
+    pinned = ["taskset", "-c", str(pin), *argv] if pin is not None else argv
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs_file, *pinned]
+
+
+def rps_mask(cpus: list[int]) -> str:
+    """The hex mask of /sys/class/net/<dev>/queues/rx-N/rps_cpus for ``cpus`` (none: "0",
+    RPS off: the packets are processed where they were sent)."""
+    if cpus and min(cpus) < 0:
+        raise ValueError(f"RPS: CPUs are numbered from 0, got {cpus}")
+    return format(sum(1 << c for c in set(cpus)), "x")
 
 
 class CpuCap:

@@ -29,6 +29,8 @@ from topos.grin import GrinTopology
 
 from . import cc as ccs
 from . import hostnet, netns, shaping
+from .cgroup import CpuCap, find_hierarchy, rps_mask
+from .cgroup import wrap as wrap_in_cgroup
 from .dataplane import Dataplane
 from .dataplanes import make
 from .proc import (
@@ -40,8 +42,6 @@ from .proc import (
     signals_deferred,
     stop_all,
 )
-from .cgroup import CpuCap, find_hierarchy
-from .cgroup import wrap as wrap_in_cgroup
 from .registry import BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all, clean_state, list_bridges
 from .shaping import LinkSpec
 from .sockdiag import SockInfo, dump, netns_sockets
@@ -445,13 +445,28 @@ class Emulation:
             self.registry.add("cgroups", [str(cap.path)])
         return cap
 
+    def steer_rx(self, intf: str, cpus: list[int]) -> str:
+        """Receive Packet Steering on one switch port: what the port receives is processed
+        (switch program, queues, every later hop) on ``cpus``, not in the softirq of the
+        sender that put it on the wire (no CPUs: RPS off again).  Returns the mask as the
+        kernel reads it back.  The port is the run's own, deleted at teardown, so nothing is
+        restored."""
+        if intf not in self.switch_intfs():
+            raise RunError(f"RPS: {intf} is not a switch port of this run")
+        rx = sorted(Path(f"/sys/class/net/{intf}/queues").glob("rx-*"))
+        mask = rps_mask(cpus)
+        for q in rx:
+            (q / "rps_cpus").write_text(mask)
+        return ",".join((q / "rps_cpus").read_text().strip() for q in rx)
+
     def popen(self, host: Any | None, argv: list[str], cgroup: CpuCap | None = None,
-              **kw: Any) -> subprocess.Popen:
+              pin: int | None = None, **kw: Any) -> subprocess.Popen:
         """Start a tracked process (in a host namespace, or the root one if host is None),
-        inside ``cgroup`` from its first instruction when one is given."""
+        inside ``cgroup`` from its first instruction when one is given (and pinned to CPU
+        ``pin``)."""
         full = in_ns(host.pid, argv) if host is not None else argv
         if cgroup is not None:
-            full = wrap_in_cgroup(full, cgroup.procs_file)
+            full = wrap_in_cgroup(full, cgroup.procs_file, pin)
         assert self.registry is not None
         # a Ctrl-C inside Popen would leave a live child that nobody recorded
         with signals_deferred():

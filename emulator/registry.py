@@ -199,7 +199,8 @@ def clean_all(force: bool = False) -> list[str]:
     from .cc import orphan_struct_ops
     done += orphan_struct_ops(live_entries(live))
     # CPU-cap cgroups of runs that are not live any more ("<run>+<use>")
-    from .cgroup import leftovers, remove as remove_cgroup, run_of
+    from .cgroup import leftovers, run_of
+    from .cgroup import remove as remove_cgroup
     for cg in leftovers():
         if run_of(cg.name) not in live:
             done.append(f"removed orphan cgroup {cg}" if remove_cgroup(cg) else

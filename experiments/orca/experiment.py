@@ -86,6 +86,7 @@ class OrcaParams(NetworkParams):
     pace: float = 0.95
     members: int = 4
     sender_cpu: str = "0"
+    sender_net: str = "away"
 
 
 PARAMS = OrcaParams
@@ -102,6 +103,9 @@ BASE_PORT = 6000
 #: file bytes a datagram: 1436 + 36 (app headers) + 28 (IP, UDP) = a full 1500-byte packet
 PAYLOAD = 1500 - protocol.DATA_HEADER_LEN - protocol.IP_UDP_OVERHEAD
 ETH_HEADER = 14
+SENDER_NET = ("away", "same")
+#: the CPU a capped sender is pinned to with --sender-net away (RPS sends the rest elsewhere)
+SENDER_PIN = 0
 SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's data set
 
 
@@ -130,6 +134,14 @@ def add_arguments(p: Any) -> None:
                         "bandwidth: the paper's CPU-bound sender, Fig. 8); a comma list runs "
                         "every case under each cap; 0 = uncapped (default: "
                         f"{DEFAULTS['sender_cpu']})")
+    p.add_argument("--sender-net", dest="sender_net", choices=SENDER_NET, default=None,
+                   help="where the emulated network processes a capped sender's datagrams: "
+                        "away = the sender pinned to CPU 0 and its switch port steering what "
+                        "it receives (RPS) to the other CPUs, so the cap holds only the "
+                        "sender's own work, as on a host whose NIC and switches do the rest; "
+                        "same = the kernel's default, the first switch and every hop after it "
+                        "in the sender's softirq, charged to its cap (default: "
+                        f"{DEFAULTS['sender_net']})")
     p.add_argument("--members", type=int, default=None,
                    help="receivers drawn at random on topologies other than orca (default: "
                         f"{DEFAULTS['members']})")
@@ -209,6 +221,16 @@ def validate(params: OrcaParams) -> None:
     workloads(params)
     procs_list(params)
     caps = sender_caps(params)
+    if params.sender_net not in SENDER_NET:
+        raise ValueError(f"--sender-net must be one of {', '.join(SENDER_NET)}, got "
+                         f"{params.sender_net!r}")
+    if any(caps) and params.sender_net == "away" and (os.cpu_count() or 1) < 2:
+        raise ValueError("--sender-net away needs a second CPU for the network's work "
+                         "(give --sender-net same)")
+    if params.sender_net == "away" and max(caps) * max(procs_list(params)) > 1:
+        raise ValueError(f"--sender-net away pins every sending process to one CPU: "
+                         f"--sender-cpu x --procs must be at most 1 core, got "
+                         f"{max(caps):g} x {max(procs_list(params))}")
     if params.backend != "emulated" and any(caps):
         raise ValueError("--sender-cpu caps a real sending process: it needs --backend "
                          "emulated (the model has no CPU)")
@@ -278,14 +300,14 @@ def _first_line(p: subprocess.Popen, deadline: float) -> str:
 
 
 def _app(emu: Emulation, host: str, args: list[str], log: Path,
-         cap: cgroup.CpuCap | None = None) -> subprocess.Popen:
+         cap: cgroup.CpuCap | None = None, pin: int | None = None) -> subprocess.Popen:
     """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
     absolute path, like every path in ``args``), so neither where dcrepro was started nor
     where this module sits matters; the app is found as an installed package."""
     fh = open(log, "w")  # noqa: SIM115 - the child holds it; closed when we return
     try:
         return emu.popen(emu.host(host), [sys.executable, "-m", "apps.filexfer", *args],
-                         cwd=str(log.resolve().parent), cgroup=cap,
+                         cwd=str(log.resolve().parent), cgroup=cap, pin=pin,
                          stdout=subprocess.PIPE, stderr=fh, text=True)
     finally:
         fh.close()
@@ -298,7 +320,8 @@ def _tail(path: Path) -> str:
 
 def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int,
              sizes: list[int], port: int, rate_mbps: float, expected_s: float,
-             out: Path, cap: cgroup.CpuCap | None = None) -> dict[str, Any]:
+             out: Path, cap: cgroup.CpuCap | None = None,
+             pin: int | None = None) -> dict[str, Any]:
     """Run the app once (33 rounds) and check that every round delivered every byte.  With
     ``cap``, the sender (every one of its processes) runs in that cgroup, whose limit the
     caller has set; its throttling counters are read around the transfer."""
@@ -334,7 +357,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
     limit = 60 + 3 * expected_s + 2 * len(sizes)
     throttle0 = cap.stat() if cap is not None else None
     with emu.dequeue_gaps() as gaps:
-        sender = _app(emu, src, args, out / "sender.log", cap)
+        sender = _app(emu, src, args, out / "sender.log", cap, pin)
         end = time.monotonic() + limit
         while sender.poll() is None:
             if time.monotonic() > end:
@@ -349,7 +372,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
             except subprocess.TimeoutExpired:
                 pass
     samples = cpu.stop()
-    throttle = None
+    throttle: dict[str, Any] | None = None
     if cap is not None and throttle0 is not None:
         end_stat = cap.stat()
         throttle = {k: round(end_stat[k] - throttle0[k], 4) for k in end_stat}
@@ -482,6 +505,8 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
             folder.record(f"run{r:02d}", s.facts)   # (again below, with the queue check)
             # one cgroup for the sender of every capped transfer, its limit set per transfer
             cap = emu.cpu_cap("sender") if any(c for c, *_ in cases) else None
+            access = topo.access_switch(src)
+            sender_port = f"{access}-eth{topo.port(access, src)}"
             if cap is not None:
                 folder.record(f"run{r:02d}_sender_cgroup",
                               {"path": str(cap.path), "cgroup_version": cap.hier.version})
@@ -490,15 +515,21 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
                 folder.log.info("run %d: cap %g, workload x%d, %s, %d process(es)", r, c, w,
                                 mode, procs)
                 nproc = procs if mode == "unicast" else 1
-                if cap is not None and c:
-                    # every sending process gets c cores: the group, all of them, c x nproc
-                    cap.set(c * nproc)
+                away = bool(c) and params.sender_net == "away"
+                if cap is not None:
+                    if c:   # every sending process gets c cores: the group c x nproc
+                        cap.set(c * nproc)
+                    # the first switch and what follows on other CPUs, or back in the
+                    # sender's softirq (the kernel's default, and every uncapped transfer's)
+                    rps = emu.steer_rx(sender_port, [k for k in range(os.cpu_count() or 1)
+                                                     if k != SENDER_PIN] if away else [])
+                    folder.log.info("sender port %s rps_cpus %s", sender_port, rps)
                 # a capped sender may take far longer than the link: its bounded waits grow
                 expected = sum(bounds) / (params.pace or 1.0) * (max(1.0, 0.5 / c) if c else 1)
                 res = transfer(emu, src, members, mode, procs, sizes_of[w], BASE_PORT + i,
                                rate, expected,
                                run_dir / f"x{w}-{mode}-p{procs}{f'-cpu{c:g}' if c else ''}",
-                               cap if c else None)
+                               cap if c else None, SENDER_PIN if away else None)
                 t, rr, rv = _rows(r, c, w, mode, procs, sizes_of[w], bounds, res)
                 transfers.append(t)
                 rounds += rr

@@ -67,13 +67,13 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
             row["repairs_mean"] = round(mean(cell(t["repairs_sent"]) for t in mine), 1)
             row["cpu_mean"] = _mean_present(t.get("cpu_mean") for t in mine)
             # the sender's own CPU: cores it used while sending, and its cap's throttling
-            row["sender_cores"] = _mean_present(t.get("sender_cores") for t in mine)
+            row["sender_cores"] = _mean_present((t.get("sender_cores") for t in mine), 4)
             row["throttled_share"] = _throttled_share(mine)
             # goodput of one sending process: bytes on the sender's link per second over
             # the processes that sent them (the rate that a cap limits)
-            row["mbps_per_process"] = round(mean(
-                cell(t["sender_link_bytes"]) * 8 / cell(t[col]) / 1e6
-                / (procs if mode == "unicast" else 1) for t in mine), 3)
+            row["mbps_per_process"] = _mean_present(
+                (cell(t.get("sender_link_bytes")) * 8 / cell(t[col]) / 1e6
+                 / (procs if mode == "unicast" else 1) for t in mine), 3)
         out.append(row)
     multicast = {(r["sender_cpu"], r["workload"]): r["time_s"] for r in out
                  if r["mode"] == "multicast"}
@@ -91,10 +91,10 @@ def _throttled_share(rows: list[dict[str, str]]) -> Any:
     return round(sum(a for a, _ in pairs) / sum(b for _, b in pairs), 4) if pairs else ""
 
 
-def _mean_present(values: Any) -> Any:
+def _mean_present(values: Any, digits: int = 1) -> Any:
     v = [cell(x) for x in values]
     v = [x for x in v if x == x]
-    return round(mean(v), 1) if v else ""
+    return round(mean(v), digits) if v else ""
 
 
 # -- figures ------------------------------------------------------------------------------
@@ -103,9 +103,11 @@ def _notes(config: dict[str, Any]) -> str:
     """Notes every figure shares (figures.json, on the report page)."""
     p = config["params"]
     model = p.get("backend") == "model"
+    caps = str(p.get("sender_cpu") or "0")
     text = (f"workloads x{p.get('workloads')} of a {p.get('base_mb') or 'scaled'} MB base, "
             f"pace={p.get('pace')} (0 = unpaced), 33 rounds, group 239.1.1.1"
-            f"{', sender cap ' + str(p['sender_cpu']) + ' cores/process' if p.get('sender_cpu') not in (None, '0') else ''}\n")
+            + ("" if caps == "0" else f", sender caps {caps} cores a process, network work "
+                                      f"{p.get('sender_net')} from it") + "\n")
     text += ("backend=model: the busiest link's time for the mode's copies, not measurements"
              if model else "measured by the sender app: a round ends at the last receiver's "
                            "ACK; the model's bound is the busiest link's time")
@@ -189,26 +191,26 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
     one panel per sender cap (--sender-cpu)."""
     top = max(r["workload"] for r in summary)
     caps = sorted({r["sender_cpu"] for r in summary})
-    panels = []
+    panels: list[tuple[float, list[dict[str, Any]], dict[str, Any]]] = []
     for c in caps:
         mine = [r for r in summary if r["workload"] == top and r["sender_cpu"] == c]
         uni = sorted((r for r in mine if r["mode"] == "unicast"), key=lambda r: r["procs"])
-        mc = [r for r in mine if r["mode"] == "multicast"]
-        if uni and mc:
-            panels.append((c, uni, mc[0]))
+        mcs = [r for r in mine if r["mode"] == "multicast"]
+        if uni and mcs:
+            panels.append((c, uni, mcs[0]))
     if not panels:
         return None
     fig, axes = _figure(len(panels), caption(config, f"unicast sending processes, workload "
                                                      f"x{top} (001 Fig. 8)"), width=4.5)
     for ax, (c, uni, mc) in zip(axes, panels):
         labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
-        rows = [*uni, mc]
-        ys = [r["time_s"] for r in rows]
-        lo = [r["time_s"] - r["time_min_s"] for r in rows]
-        hi = [r["time_max_s"] - r["time_s"] for r in rows]
+        bars = [*uni, mc]
+        ys = [r["time_s"] for r in bars]
+        lo = [r["time_s"] - r["time_min_s"] for r in bars]
+        hi = [r["time_max_s"] - r["time_s"] for r in bars]
         colors = [COLORS["unicast"]] * len(uni) + [COLORS["multicast"]]
         ax.bar(range(len(ys)), ys, 0.6, yerr=[lo, hi], capsize=3, color=colors)
-        ax.scatter(range(len(ys)), [r["bound_s"] for r in rows], marker="_", s=400,
+        ax.scatter(range(len(ys)), [r["bound_s"] for r in bars], marker="_", s=400,
                    color="black", zorder=3, label="model bound (link)")
         for i, r in enumerate(uni):
             if "speedup_of_multicast" in r:
