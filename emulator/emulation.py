@@ -30,6 +30,7 @@ from topos.grin import GrinTopology
 from . import cc as ccs
 from . import hostnet, netns, shaping
 from .cgroup import CpuCap, find_hierarchy, rps_mask
+from .cgroup import remove as remove_cgroup
 from .cgroup import wrap as wrap_in_cgroup
 from .dataplane import Dataplane
 from .dataplanes import make
@@ -494,6 +495,10 @@ class Emulation:
         self._diag = {}
         try:
             stop_all(self.procs)
+            if self.registry is not None:
+                # CPU caps: their processes are gone now; what fails is left to the sweep
+                for path in self.registry.state.get("cgroups", []):
+                    remove_cgroup(path)
             if self.net is not None:
                 stray = self._stop_strays()
                 if stray:

@@ -411,6 +411,15 @@ def test_orca_cpu_bound_claims_need_a_cap(run_folder, judge):
         assert got[key].verdict == C.NOT_MEASURED and "--sender-cpu" in got[key].detail
 
 
+def test_orca_ablation_runs_are_judged_by_no_claim(run_folder, judge):
+    rows = [_capped(0.05, "multicast", 1, 7, 8), _capped(0.05, "unicast", 1, 18, 12, 2.6),
+            _capped(0.05, "unicast", 4, 6, 12, 0.9)]
+    run = run_folder("orca", {"summary.csv": rows, "receivers.csv": [], "rounds.csv": []},
+                     params={"pace": 0.95, "bw": 50.0, "sender_net": "same"})
+    got = list(judge("orca", run).values())
+    assert got and all(v.verdict == C.NOT_MEASURED and "ablation" in v.detail for v in got)
+
+
 def test_orca_model_runs_judge_bounds_and_measure_no_precondition(tmp_path, judge):
     from dcrepro import cli
     assert cli.main(["run", "orca", "--backend", "model", "--quick", "--out",
