@@ -447,7 +447,8 @@ def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
                        "repaired": x["repaired"], "duplicates": x["duplicates"],
                        "wait_s": "" if x["wait_s"] is None else round(x["wait_s"], 5)}
                       for x in rep["rounds"]]
-    gaps = (res["dequeue_gaps"].get("full_size") or {}).get("within_10pct")
+    full = res["dequeue_gaps"].get("full_size") or {}
+    gaps = full.get("within_10pct")
     t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4),
          "total_s": round(snd["total_s"], 4),
          "bound_ratio": round(sum(bounds) / snd["total_s"], 4),
@@ -458,6 +459,9 @@ def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
          "send_errors": sum(x["send_errors"] for x in snd["rounds"]),
          "cpu_mean": res["cpu_mean"], "cpu_saturated_share": res["cpu_saturated_share"],
          "gaps_within_10pct": "" if gaps is None else gaps,
+         # how many busy-link gaps that share is of (a sender that never fills the link
+         # leaves few)
+         "gap_samples": full.get("samples", ""),
          # the sender's own CPU (every process), and how often its cap held it back
          "sender_cpu_s": snd.get("cpu_s", ""),
          "sender_cores": round(snd["cpu_s"] / snd["total_s"], 4) if snd.get("cpu_s") else "",
