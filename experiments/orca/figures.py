@@ -54,7 +54,7 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
         mine = [t for t in transfers if key(t) == (c, w, mode, procs)]
         times = [cell(t[col]) for t in mine]
         row: dict[str, Any] = {
-            "sender_cpu": c, "workload": w, "mode": mode, "procs": procs, "runs": len(mine),
+            "workload": w, "mode": mode, "procs": procs, "sender_cpu": c, "runs": len(mine),
             "total_mb": round(cell(mine[0]["total_bytes"]) / 1e6, 4),
             "time_s": round(mean(times), 4), "time_min_s": round(min(times), 4),
             "time_max_s": round(max(times), 4),
