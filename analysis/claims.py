@@ -82,6 +82,10 @@ class Claim:
     quote: str = ""
     #: judged on every accepted run of the newest sweep (or the newest run alone when False)
     pools: bool = False
+    #: why it does not hold here, as an ablation measured it (what changed the outcome, and
+    #: where the evidence is); shown only beside a "does not hold" verdict, so that a
+    #: reader sees the cause next to the verdict and not only on a docs page
+    because: str = ""
 
     def accepts(self, params: Mapping[str, Any]) -> bool:
         """True when a run with these parameters can judge the claim."""
@@ -117,6 +121,7 @@ class Verdict:
     detail: str
     basis: str                # measured | model
     runs: tuple[str, ...]     # run ids used
+    because: str = ""         # the ablation's explanation, set for "does not hold" only
 
     @property
     def label(self) -> str:
@@ -306,7 +311,8 @@ def evaluate(claim: Claim, sources: list[list[Run]], complete: bool = True) -> l
         return Verdict(claim.experiment, claim.key, cond, claim.text, claim.source,
                        claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
                        verdict_, outcome.detail, basis if runs else "",
-                       tuple(r.run_id for r in runs))
+                       tuple(r.run_id for r in runs),
+                       claim.because if verdict_ == FAILS else "")
 
     if not runs:
         return [verdict("", Outcome("", None, _unmeasured(claim, sources)), NOT_MEASURED)]
@@ -349,7 +355,7 @@ def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
 # -- rendering ------------------------------------------------------------------------------
 
 COLUMNS = ("condition", "text", "paper", "measured", "criterion", "verdict", "detail",
-           "basis", "source")
+           "basis", "source", "because")
 
 
 def write_run_claims(run_dir: Path, claims: list[Claim]) -> list[Verdict]:
@@ -382,16 +388,23 @@ def run_markdown(run: Run, verdicts: list[Verdict]) -> str:
               "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         lines.append("| " + " | ".join(_md(x) for x in (
-            v.label, v.paper, v.measured, v.criterion, v.verdict, v.detail, v.source)) + " |")
+            v.label, v.paper, v.measured, v.criterion, verdict_words(v), v.detail, v.source))
+            + " |")
     return "\n".join(lines) + "\n"
+
+
+def verdict_words(v: Verdict) -> str:
+    """The verdict, with the ablation's explanation when it does not hold and one exists."""
+    return f"{v.verdict}, because {v.because}" if v.because else v.verdict
 
 
 def terminal_line(v: Verdict, width: int = 16) -> str:
     """One line per claim: verdict, experiment, claim, measured vs paper."""
     measured = f"measured {v.measured}" if v.measured else v.detail
     model = " (model)" if v.basis == "model" else ""
+    because = f" (because {v.because})" if v.because else ""
     return (f"{v.verdict:<15}  {v.experiment:<{width}} {v.label}: {measured}{model}; "
-            f"paper {v.paper}")
+            f"paper {v.paper}{because}")
 
 
 def summary_line(experiment: str, verdicts: list[Verdict]) -> str:

@@ -8,6 +8,11 @@ copied under ``figures/<experiment>/<run id>/`` and linked relatively), ``report
 ``verdicts.json``; the terminal gets one line per claim.  Every registry experiment has a
 section, measured or not, so the table always says what was not reproduced.
 
+An experiment's ablations (one setting changed at a time, to show why a claim does or does
+not hold) live beside its runs as ``<root>/<experiment>-ablation*/`` with ``ablation.png``
+and ``ablation.md`` (a table with the command that made it); the section shows each one
+next to the claims, so a verdict's "because" can point at evidence on the same page.
+
 Only run folders' files are read; the claims, their evaluation and their rendering as lines
 come from analysis.claims.
 """
@@ -56,6 +61,7 @@ class Section:
     verdicts: list[Verdict]
     runs: list[Run] = field(default_factory=list)     # used by some verdict, newest first
     others: list[Run] = field(default_factory=list)   # given but used by none
+    ablations: list[Path] = field(default_factory=list)   # <root>/<experiment>-ablation*/
 
 
 @dataclass
@@ -127,8 +133,17 @@ def gather(paths: list[Path]) -> tuple[Path, list[list[Run]]]:
     return root, sources
 
 
+def ablations_of(root: Path, experiment: str) -> list[Path]:
+    """The experiment's ablation folders under the results root: ``<experiment>-ablation``
+    and ``<experiment>-ablation-<name>``, each with its ablation.png."""
+    return sorted(p for p in root.glob(f"{experiment}-ablation*")
+                  if p.is_dir() and (p.name == f"{experiment}-ablation" or
+                                     p.name.startswith(f"{experiment}-ablation-"))
+                  and (p / "ablation.png").is_file())
+
+
 def build(root: Path, sources: list[list[Run]]) -> Report:
-    """Every registry experiment's claims judged on the sources."""
+    """Every registry experiment's claims judged on the sources, with its ablations."""
     sections = []
     for name in registry.EXPERIMENTS:
         verdicts = evaluate_all(registry.claims(name), sources)
@@ -137,7 +152,8 @@ def build(root: Path, sources: list[list[Run]]) -> Report:
                       key=lambda r: r.started, reverse=True)
         sections.append(Section(name, getattr(registry.module(name), "PAPER", ""), verdicts,
                                 [r for r in mine if r.run_id in used],
-                                [r for r in mine if r.run_id not in used]))
+                                [r for r in mine if r.run_id not in used],
+                                ablations_of(root, name)))
     return Report(root, sources, sections)
 
 
@@ -242,6 +258,11 @@ def _copy_figures(report: Report, where: Path) -> dict[str, list[str]]:
                 shutil.copyfile(fig, dest)
                 rel.append(dest.relative_to(where).as_posix())
             out[run.run_id] = rel
+        for folder in sec.ablations:
+            dest = where / "figures" / sec.experiment / folder.name / "ablation.png"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / "ablation.png", dest)
+            out[str(folder)] = [dest.relative_to(where).as_posix()]
     return out
 
 
@@ -295,7 +316,8 @@ def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
                   "| claim | source | paper | measured | criterion | verdict | detail |",
                   "|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(_md(x) for x in (
-            v.label, v.source, v.paper, v.measured, v.criterion, f"**{v.verdict}**",
+            v.label, v.source, v.paper, v.measured, v.criterion,
+            f"**{v.verdict}**" + (f", because {v.because}" if v.because else ""),
             v.detail)) + " |" for v in s.verdicts]
         for run in s.runs:
             p = provenance(run)
@@ -305,6 +327,11 @@ def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
                       *(f"- {k}: `{v}`" for k, v in p.items() if k != "run id"),
                       f"- run folder: [{run.run_id}]({_rel(run.path, out)})", ""]
             lines += [f"![{Path(f).name}]({f})" for f in figs.get(run.run_id, [])]
+        for folder in s.ablations:
+            lines += ["", f"### ablation {folder.name}", "",
+                      f"Table and command: [{folder.name}/ablation.md]"
+                      f"({_rel(folder / 'ablation.md', out)})", ""]
+            lines += [f"![ablation {folder.name}]({f})" for f in figs.get(str(folder), [])]
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -404,6 +431,8 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
         quote = f'<div class="quote">&ldquo;{_e(v.quote)}&rdquo;</div>' if v.quote else ""
         why = (f"<details><summary>why this criterion</summary>{_e(v.reason)}</details>"
                if v.reason else "")
+        because = (f'<div class="detail">because {_e(v.because)}</div>' if v.because
+                   else "")
         measured = _e(v.measured) + (' <span class="src">(model)</span>'
                                      if v.basis == "model" and v.measured else "")
         rows.append(
@@ -413,7 +442,7 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
             f'<div class="src">{_e(v.source)}</div></td>'
             f"<td>{_e(v.paper)}</td><td>{measured}"
             f'<div class="detail">{_e(v.detail)}</div></td>'
-            f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}</td></tr>")
+            f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}{because}</td></tr>")
     table = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
              "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>")
@@ -434,6 +463,14 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
             figures.append(f'<figure><a href="{_e(rel)}"><img src="{_e(rel)}" '
                            f'alt="{_e(name)} of run {_e(run.run_id)}"></a>'
                            f"<figcaption>{_e(name)}, run {_e(run.run_id)}{note}"
+                           "</figcaption></figure>")
+    for folder in s.ablations:
+        for rel in figs.get(str(folder), []):
+            link = _rel(folder / "ablation.md", out)
+            figures.append(f'<figure><a href="{_e(rel)}"><img src="{_e(rel)}" '
+                           f'alt="ablation {_e(folder.name)}"></a>'
+                           f"<figcaption>ablation {_e(folder.name)}: one setting changed at "
+                           f'a time (<a href="{_e(link)}">table and command</a>)'
                            "</figcaption></figure>")
     if not figures:
         figures.append('<p class="detail">no figures: no run judged these claims</p>'

@@ -123,7 +123,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     ns = sorted({int(r["flows"]) for r in rows})
     head = "| setting | changes | " + " | ".join(
         f"N = {n}: median (q1-q3), outcasts" for n in ns) + " |"
-    lines = [head, "|" + "---|" * (2 + len(ns))]
+    lines = ["# Outcast ablation: one setting changed at a time", "",
+             "The lone flow's goodput as a share of its fair share (link / (N + 1)): median "
+             "and quartiles over the repetitions, and in how many repetitions it stayed "
+             "below half (an outcast).  Made by `scripts/outcast-ablation.sh` (10 "
+             "repetitions x 12 s per N and setting), then `.venv/bin/python -m "
+             "experiments.outcast.ablation <its folder>`; docs/results/002-outcast.md "
+             "reads it.", "", head, "|" + "---|" * (2 + len(ns))]
     for s in SETTINGS:
         mine = {int(r["flows"]): r for r in rows if r["setting"] == s.name}
         if not mine:

@@ -33,7 +33,7 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -480,15 +480,38 @@ def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir
     return rows, series, drops
 
 
+@dataclass
+class Tables:
+    """The tables a many-to-one run (outcast, outcast-fattree) grows point by point and
+    rewrites after each point, so that an interrupted run keeps what it measured."""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    series: list[dict[str, Any]] = field(default_factory=list)
+    drops: list[dict[str, Any]] = field(default_factory=list)
+    drop_series: list[dict[str, Any]] = field(default_factory=list)
+    arrivals: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_emulated(self, meas: dict[str, Any], base: dict[str, Any],
+                     senders: list[Sender], fair_mbps: float,
+                     extra: dict[str, dict[str, Any]]) -> None:
+        """One emulated point: its senders' rows and series, drops and traced arrivals."""
+        rows, series = sender_rows(senders, meas, base, fair_mbps, extra)
+        self.rows += rows
+        self.series += series
+        self.drops += [{**base, **d} for d in meas["drops"]]
+        self.drop_series += [{**base, **d} for d in meas["drops_series"]]
+        self.arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
+
+    def write(self, writer: Any, run_dir: Path, params: Any) -> None:
+        """Write them with one of figures' summary writers."""
+        writer(run_dir, self.rows, self.series, self.drops, self.drop_series, params,
+               self.arrivals)
+
+
 def run(params: OutcastParams, folder: RunFolder) -> None:
     """For each N in --flows, --runs repetitions of lone vs N senders."""
     from .figures import write_outcast_summary
 
-    rows: list[dict[str, Any]] = []
-    series: list[dict[str, Any]] = []
-    drops: list[dict[str, Any]] = []
-    drop_series: list[dict[str, Any]] = []
-    arrivals: list[dict[str, Any]] = []
+    t = Tables()
     for n in parse_flows(params.flows):
         for r in range(params.runs):
             rng = run_rng(params.seed, 1000 * n + r)
@@ -509,10 +532,10 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
                 rws, srs, drs = simulate_once(topo, plan, params, run_dir, r, rng, base)
                 folder.record(tag, {"topo": topo.spec, "backend": "sim",
                                     "sim_wall_s": rws[0]["sim_wall_s"]})
-                rows += rws
-                series += srs
-                drops += drs
-                write_outcast_summary(folder.path, rows, series, drops, drop_series, params)
+                t.rows += rws
+                t.series += srs
+                t.drops += drs
+                t.write(write_outcast_summary, folder.path, params)
                 continue
             folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params.cc,
                             params.rto_min)
@@ -524,11 +547,5 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             fair = params.bw / (n + 1)
             extra = {s: {"role": topo.node(s).attrs["role"], **flow_events(meas, s)}
                      for s in topo.senders()}
-            rws, srs = sender_rows(senders, meas, base, fair, extra)
-            rows += rws
-            series += srs
-            drops += [{**base, **d} for d in meas["drops"]]
-            drop_series += [{**base, **d} for d in meas["drops_series"]]
-            arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
-            write_outcast_summary(folder.path, rows, series, drops, drop_series, params,
-                                  arrivals)
+            t.add_emulated(meas, base, senders, fair, extra)
+            t.write(write_outcast_summary, folder.path, params)

@@ -31,9 +31,10 @@ from .experiment import (
     Group,
     ManyToOneParams,
     Sender,
+    Tables,
     add_tcp_arguments,
     emulate_once,
-    sender_rows,
+    flow_events,
     validate_tcp,
 )
 
@@ -124,14 +125,9 @@ def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Grou
 
 def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
     """--runs repetitions of every host but the receiver sending to it."""
-    from .experiment import flow_events
     from .figures import write_fattree_summary
 
-    rows: list[dict[str, Any]] = []
-    series: list[dict[str, Any]] = []
-    drops: list[dict[str, Any]] = []
-    drop_series: list[dict[str, Any]] = []
-    arrivals: list[dict[str, Any]] = []
+    t = Tables()
     for r in range(params.runs):
         rng = run_rng(params.seed, r)
         topo = topos.build(params.topo)
@@ -148,10 +144,5 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         base = {"routing": plan.routing, "run": r}
         fair = params.bw / len(senders)
         extra = {x: {**extra.get(x, {}), **flow_events(meas, x)} for x in extra}
-        rws, srs = sender_rows(senders, meas, base, fair, extra)
-        rows += rws
-        series += srs
-        drops += [{**base, **d} for d in meas["drops"]]
-        drop_series += [{**base, **d} for d in meas["drops_series"]]
-        arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
-        write_fattree_summary(folder.path, rows, series, drops, drop_series, params, arrivals)
+        t.add_emulated(meas, base, senders, fair, extra)
+        t.write(write_fattree_summary, folder.path, params)

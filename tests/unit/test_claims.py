@@ -450,12 +450,16 @@ def test_grin_claims_judge_the_lowest_activity(run_folder, judge):
                  "mbps": "18.0", "uncoupled_model_mbps": "18", "h1_optimum_mbps": "18"})
     got = {(v.key, v.condition): v for v in judge("grin", run_folder(
         "grin", {"summary.csv": agrin.summarize(rows)})).values()}
-    assert len(got) == 12
+    assert len(got) == 15
+    # no GRIN3 network in the run: its claim is not measured and says which flag adds it
+    v = got[("grin3-original", "emulated")]
+    assert v.verdict == C.NOT_MEASURED and "--degrees" in v.detail and not v.because
     em = {k: v.verdict for (k, c), v in got.items() if c == "emulated"}
     assert em == {"grin1-original": C.HOLDS,           # 1.89x >= 1.8
                   "grin2-original": C.FAILS,           # 2.22x < 2.6
                   "grin2-multihomed": C.HOLDS,         # 20 > 18
-                  "grin1-multihomed": C.HOLDS}         # 17 < 18
+                  "grin1-multihomed": C.HOLDS,         # 17 < 18
+                  "grin3-original": C.NOT_MEASURED}    # no degree 3 in the run
     assert got[("grin1-original", "emulated")].measured == "1.89x at 10 % active"
     assert got[("grin1-original", "emulated")].basis == "measured"
     assert got[("grin1-original", "model: h1 optimum (paper)")].basis == "model"
@@ -465,3 +469,28 @@ def test_grin_claims_judge_the_lowest_activity(run_folder, judge):
         "grin", {"summary.csv": agrin.summarize(rows)})).values()}
     v = got[("grin2-multihomed", "emulated")]
     assert v.verdict == C.NOT_MEASURED and "--multihomed 1" in v.detail
+
+
+def test_grin3_short_of_its_goal_names_the_star_as_the_cause(run_folder, judge):
+    """GRIN3's mesh (16 subflows) exceeds the kernel's 1 + 8: a run on the star (7) that falls
+    short gets 'does not hold, because' the star; one that reaches the goal holds, no cause."""
+    from experiments.grin import figures as agrin
+
+    def rows(grin3: float, subflows: int) -> list[dict[str, str]]:
+        return [{"degree": str(d), "active_pct": "10", "active": "2", "mbps": str(m),
+                 "uncoupled_model_mbps": str(m), "h1_optimum_mbps": str(h),
+                 "subflows": str(n), "horizontal_subflows": str(n - 1)}
+                for d, m, h, n in ((0, 9.0, 9.0, 1), (3, grin3, 36.0, subflows))]
+    got = {(v.key, v.condition): v for v in judge("grin", run_folder(
+        "grin", {"summary.csv": agrin.summarize(rows(16.2, 7))})).values()}
+    em = got[("grin3-original", "emulated")]
+    assert em.verdict == C.FAILS and em.measured == "1.80x at 10 % active"
+    assert "7 subflows per connection (a star: the mesh needs 16" in em.detail
+    assert "star" in em.because
+    assert "because" in C.verdict_words(em) and "because" in C.terminal_line(em)
+    h1 = got[("grin3-original", "model: h1 optimum (paper)")]
+    assert h1.verdict == C.HOLDS and not h1.because and "because" not in C.verdict_words(h1)
+    got = {(v.key, v.condition): v for v in judge("grin", run_folder(
+        "grin", {"summary.csv": agrin.summarize(rows(31.0, 16))})).values()}
+    em = got[("grin3-original", "emulated")]
+    assert em.verdict == C.HOLDS and "(a full mesh)" in em.detail and not em.because

@@ -122,13 +122,36 @@ def test_the_page_is_self_contained_and_can_be_copied(reference_report, tmp_path
         assert not src.startswith("/") and src.startswith("figures/"), src
         assert (copy / src).stat().st_size > 5_000, src
     # run-folder links are relative, and resolve beside the report
-    runs = [x for x in page.links if not x.startswith(("#", "figures/"))]
+    runs = [x for x in page.links if not x.startswith(("#", "figures/"))
+            and not x.endswith("ablation.md")]
     assert runs and all(not x.startswith("/") and (root / "report" / x).is_dir() for x in runs)
+    # an ablation's table is linked beside its figure, relatively too
+    tables = [x for x in page.links if x.endswith("ablation.md")]
+    assert tables and all(not x.startswith("/") and (root / "report" / x).is_file()
+                          for x in tables)
     verdicts = json.loads((root / "report" / "verdicts.json").read_text())
     assert [e["experiment"] for e in verdicts["experiments"]] == list(registry.EXPERIMENTS)
     assert sum(len(e["verdicts"]) for e in verdicts["experiments"]) == len(page.claims)
     md = (root / "report" / "report.md").read_text()
     assert R.markdown_table(R.build(*R.gather([root]))) in md
+
+
+def test_an_experiments_ablation_shows_in_its_section(reference_report):
+    """results/reference/outcast-ablation/ (ablation.png, ablation.md) is drawn in the outcast
+    section of both renderings, and in no other section."""
+    root, _ = reference_report
+    html_text = (root / "report" / "index.html").read_text()
+    sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html_text, re.S))
+    assert 'src="figures/outcast/outcast-ablation/ablation.png"' in sections["outcast"]
+    assert not any("ablation.png" in body for name, body in sections.items()
+                   if name != "outcast")
+    assert (root / "report" / "figures/outcast/outcast-ablation/ablation.png").stat().st_size \
+        > 5_000
+    md = (root / "report" / "report.md").read_text()
+    assert "### ablation outcast-ablation" in md
+    assert R.ablations_of(root, "outcast") == [root / "outcast-ablation"]
+    # a folder of the same prefix that is not '<experiment>-ablation[-name]' is not one
+    assert R.ablations_of(root, "outcast-fattree") == []
 
 
 def test_each_section_has_provenance_fidelity_and_the_rerun_command(reference_report):
