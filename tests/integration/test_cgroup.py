@@ -55,7 +55,7 @@ def test_a_capped_orca_run_records_and_removes_its_cgroup(short_run):
     run = short_run("orca", "--runs", "1", "--workloads", "2", "--procs", "1,2",
                     "--base-mb", "0.3", "--sender-cpu", "0.1", "--sender-net", "away")
     config = json.loads((run / "config.json").read_text())
-    where = config["run00_sender_cgroup"]["path"]
+    where = config["runtime"]["run00_sender_cgroup"]["path"]
     assert where.startswith(str(cgroup.find_hierarchy().root / cgroup.PARENT))
     assert not Path(where).exists()
     rows = list(csv.DictReader(open(run / "transfers.csv")))
