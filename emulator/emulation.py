@@ -29,6 +29,9 @@ from topos.grin import GrinTopology
 
 from . import cc as ccs
 from . import hostnet, netns, shaping
+from .cgroup import CpuCap, find_hierarchy, rps_mask
+from .cgroup import remove as remove_cgroup
+from .cgroup import wrap as wrap_in_cgroup
 from .dataplane import Dataplane
 from .dataplanes import make
 from .proc import (
@@ -430,9 +433,46 @@ class Emulation:
             raise RunError(failed)
         return out
 
-    def popen(self, host: Any | None, argv: list[str], **kw: Any) -> subprocess.Popen:
-        """Start a tracked process (in a host namespace, or the root one if host is None)."""
+    def cpu_cap(self, use: str) -> CpuCap:
+        """A cgroup of this run (``<run>+<use>``, no limit yet) for CPU-capped processes
+        (``popen(..., cgroup=)``), recorded at once and removed at teardown.  RunError in
+        one line when this machine has no writable cpu controller."""
+        assert self.registry is not None
+        hier = find_hierarchy()
+        if hier is None:
+            raise RunError("CPU caps need a cgroup hierarchy with the cpu controller (v2 "
+                           "cpu.max or v1 cpu); this machine mounts neither")
+        cap = CpuCap(hier, f"{self.run_id}+{use}")
+        with signals_deferred():   # created and recorded together
+            try:
+                cap.create()
+            except OSError as e:
+                raise RunError(f"cannot create cgroup {cap.path}: {e.strerror}") from None
+            self.registry.add("cgroups", [str(cap.path)])
+        return cap
+
+    def steer_rx(self, intf: str, cpus: list[int]) -> str:
+        """Receive Packet Steering on one switch port: what the port receives is processed
+        (switch program, queues, every later hop) on ``cpus``, not in the softirq of the
+        sender that put it on the wire (no CPUs: RPS off again).  Returns the mask as the
+        kernel reads it back.  The port is the run's own, deleted at teardown, so nothing is
+        restored."""
+        if intf not in self.switch_intfs():
+            raise RunError(f"RPS: {intf} is not a switch port of this run")
+        rx = sorted(Path(f"/sys/class/net/{intf}/queues").glob("rx-*"))
+        mask = rps_mask(cpus)
+        for q in rx:
+            (q / "rps_cpus").write_text(mask)
+        return ",".join((q / "rps_cpus").read_text().strip() for q in rx)
+
+    def popen(self, host: Any | None, argv: list[str], cgroup: CpuCap | None = None,
+              pin: int | None = None, **kw: Any) -> subprocess.Popen:
+        """Start a tracked process (in a host namespace, or the root one if host is None),
+        inside ``cgroup`` from its first instruction when one is given (and pinned to CPU
+        ``pin``)."""
         full = in_ns(host.pid, argv) if host is not None else argv
+        if cgroup is not None:
+            full = wrap_in_cgroup(full, cgroup.procs_file, pin)
         assert self.registry is not None
         # a Ctrl-C inside Popen would leave a live child that nobody recorded
         with signals_deferred():
@@ -460,6 +500,10 @@ class Emulation:
         self._diag = {}
         try:
             stop_all(self.procs)
+            if self.registry is not None:
+                # CPU caps: their processes are gone now; what fails is left to the sweep
+                for path in self.registry.state.get("cgroups", []):
+                    remove_cgroup(path)
             if self.net is not None:
                 stray = self._stop_strays()
                 if stray:
@@ -487,7 +531,8 @@ class Emulation:
                                     if existing is None or b in existing],
                         "intfs": [i for i in st["intfs"] if i in links],
                         "pids": [p for p in st["pids"] if pid_alive(p)],
-                        "bpffs": [d for d in st["bpffs"] if os.path.exists(d)]}):
+                        "bpffs": [d for d in st["bpffs"] if os.path.exists(d)],
+                        "cgroups": [c for c in st.get("cgroups", []) if os.path.exists(c)]}):
                     LOG.warning("teardown sweep: %s", line)
                     keep_record = keep_record or line.startswith(NOT_DONE)
             if self._saved_cc:

@@ -17,7 +17,7 @@ from .proc import kill_namespace_strays, pid_alive
 STATE_DIR = Path("/run/dcrepro")
 #: private bpffs mounts of BPF-dataplane runs live below this directory
 BPFFS_DIR = STATE_DIR / "bpffs"
-KINDS = ("bridges", "intfs", "pids", "bpffs", "struct_ops")
+KINDS = ("bridges", "intfs", "pids", "bpffs", "struct_ops", "cgroups")
 
 
 class Registry:
@@ -143,6 +143,12 @@ def clean_state(state: dict[str, Any]) -> list[str]:
     for path in state.get("bpffs", []):
         done.append(f"removed bpffs {path}" if remove_bpffs(path) else
                     f"could not remove bpffs {path}")
+    if state.get("cgroups"):
+        # CPU caps (emulator/cgroup.py): after the processes above, which ran in them
+        from .cgroup import remove as remove_cgroup
+        for path in state["cgroups"]:
+            done.append(f"removed cgroup {path}" if remove_cgroup(path) else
+                        f"{NOT_DONE} remove cgroup {path}")
     if state.get("struct_ops"):
         # a congestion control's link dies with the run's process; one some other process
         # kept open (an inherited descriptor) is detached by the ids recorded
@@ -192,6 +198,13 @@ def clean_all(force: bool = False) -> list[str]:
     # dcrepro's BPF congestion controls still registered when no live run recorded them
     from .cc import orphan_struct_ops
     done += orphan_struct_ops(live_entries(live))
+    # CPU-cap cgroups of runs that are not live any more ("<run>+<use>")
+    from .cgroup import leftovers, run_of
+    from .cgroup import remove as remove_cgroup
+    for cg in leftovers():
+        if run_of(cg.name) not in live:
+            done.append(f"removed orphan cgroup {cg}" if remove_cgroup(cg) else
+                        f"{NOT_DONE} remove orphan cgroup {cg}")
     # private bpffs mounts of runs that are not live any more ("<run>" or "<run>+<use>")
     for mnt in bpf_mounts():
         if Path(mnt).name.split("+")[0] not in live:
@@ -220,8 +233,10 @@ def machine_leftovers() -> dict[str, list[str]]:
     procs = _run(["pgrep", "-af", "iperf3|bwm-ng|mininet:|controller.launch"]).stdout.splitlines()
     # a zombie (<defunct>) is already dead: only init's reaping of an orphan is pending
     from .cc import STRUCT_OPS_NAMES, registered_struct_ops
+    from .cgroup import leftovers as cgroup_leftovers
     return {"bridges": bridges, "veths": veths,
             "procs": [p for p in procs if "pytest" not in p and "<defunct>" not in p],
             "bpffs": bpf_mounts(),
+            "cgroups": [str(c) for c in cgroup_leftovers()],
             "struct_ops": [f"{m['name']} (map {m['id']})" for m in registered_struct_ops()
                            if m["name"] in STRUCT_OPS_NAMES]}

@@ -15,6 +15,7 @@ import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
 import random
+import resource
 import selectors
 import signal
 import socket
@@ -658,6 +659,13 @@ def plans_for(args: argparse.Namespace, session: int) -> list[Plan]:
                  args.mcast_if, args.ttl) for share in shares]
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process and its reaped children (the kernel's
+    softirq work that ran in their context included: no IRQ time accounting here)."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     """``send``: all rounds, then BYE; exit code as documented in __main__."""
     _check(args, ap)
@@ -673,6 +681,7 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
         "ok": False, "error": None, "total_s": None, "rounds": [], "bye_confirmed": [],
     }
     code = 0
+    cpu0 = _cpu_s()
     t0 = time.monotonic()
     runner: Runner | None = None
     try:
@@ -697,6 +706,9 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     finally:
         if runner is not None:
             runner.close()
+    # CPU seconds of every sending process from the first round on (workers are reaped by
+    # close, so counted): what a CPU cap (experiments/orca --sender-cpu) let the sender use
+    doc["cpu_s"] = round(_cpu_s() - cpu0, 4)
     if doc["error"]:
         print(f"filexfer send: {doc['error']}", file=sys.stderr)
     else:

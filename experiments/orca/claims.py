@@ -17,10 +17,28 @@ PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1
 PAPER_PROCS_GAIN = 0.85   # Fig. 8: "improves the total application running time by 85%"
 SPEEDUP_TOLERANCE = 0.15  # the speedup claim holds within 15 % of the paper's
 COPIES_LIMIT = 1.05       # multicast: each file byte at most once on the sender's link
+#: a capped sender is CPU-bound (the paper's regime) when one unicast process puts at most
+#: this share of the link's rate on it
+CPU_BOUND_SHARE = 0.8
+#: "unicast time falls as processes are added": N processes take at most this share of one
+#: process's time, and no added process makes it slower than this factor (run spread)
+FALL_SHARE, STEP_SLACK = 0.8, 1.05
+
+
+def _cap(row: dict[str, str]) -> float:
+    return float(row.get("sender_cpu") or 0)   # folders before --sender-cpu: uncapped
+
+
+def _all_rows(runs: list[Run]) -> list[dict[str, str]]:
+    return need_rows(runs[:1], "summary.csv")
 
 
 def _summary(runs: list[Run]) -> list[dict[str, str]]:
-    return need_rows(runs[:1], "summary.csv")
+    """The uncapped transfers (Figs. 5-8 as the experiment always ran them)."""
+    rows = [r for r in _all_rows(runs) if not _cap(r)]
+    if not rows:
+        raise Missing("no uncapped transfers (--sender-cpu 0)")
+    return rows
 
 
 def _measured(runs: list[Run]) -> bool:
@@ -73,7 +91,7 @@ def _need_measured(runs: list[Run]) -> None:
 
 def multicast_copies(runs: list[Run], _cond: str) -> Outcome:
     _need_measured(runs)
-    mc = [r for r in _summary(runs) if r.get("mode") == "multicast"]
+    mc = [r for r in _all_rows(runs) if r.get("mode") == "multicast"]
     if not mc:
         raise Missing("no multicast transfers")
     worst = max(num(r, "copies_max") for r in mc)
@@ -83,7 +101,7 @@ def multicast_copies(runs: list[Run], _cond: str) -> Outcome:
 
 def unicast_copies(runs: list[Run], _cond: str) -> Outcome:
     _need_measured(runs)
-    un = [r for r in _summary(runs) if r.get("mode") == "unicast"]
+    un = [r for r in _all_rows(runs) if r.get("mode") == "unicast"]
     n = len({r["receiver"] for r in runs[0].table("receivers.csv")})
     if not un or not n:
         raise Missing("no unicast transfers or no receivers")
@@ -95,9 +113,12 @@ def rounds_complete(runs: list[Run], _cond: str) -> Outcome:
     _need_measured(runs)
     receivers = need_rows(runs[:1], "receivers.csv")
     key = ("run", "workload", "mode", "procs", "round")
-    sizes = {tuple(r[k] for k in key): r["size_bytes"] for r in runs[0].table("rounds.csv")}
+
+    def at(r: dict[str, str]) -> tuple:
+        return (*(r[k] for k in key), _cap(r))
+    sizes = {at(r): r["size_bytes"] for r in runs[0].table("rounds.csv")}
     bad = [r for r in receivers if r["complete"] != "True"
-           or sizes.get(tuple(r[k] for k in key)) != r["bytes_received"]]
+           or sizes.get(at(r)) != r["bytes_received"]]
     lost = sum(int(r["lost_before_repair"]) for r in receivers)
     rep = sum(int(r["repaired"]) for r in receivers)
     return Outcome(f"{len(receivers) - len(bad)}/{len(receivers)} receiver-rounds complete "
@@ -105,7 +126,84 @@ def rounds_complete(runs: list[Run], _cond: str) -> Outcome:
                    f"datagrams lost before repair {lost}, repaired {rep}")
 
 
-_claim = claim_maker(PAPER, experiment="orca")
+# -- the CPU-bound sender (--sender-cpu): Fig. 8 in the paper's regime -----------------------
+
+def capped(runs: list[Run]) -> list[str]:
+    """One condition per sender cap in the run (cores per sending process), smallest first."""
+    caps = sorted({_cap(r) for r in runs[0].table("summary.csv")} - {0.0})
+    return [f"sender_cpu={c:g}" for c in caps]
+
+
+def _capped_rows(runs: list[Run], cond: str) -> tuple[list[dict[str, str]], str]:
+    """The largest workload's rows under the condition's cap, and the regime in words.
+    Missing when the cap did not make one unicast process CPU-bound (not the paper's
+    regime, so the claim cannot be judged there)."""
+    if not cond:
+        raise Missing("no capped transfers (run with --sender-cpu)")
+    cap = float(cond.split("=", 1)[1])
+    mine = [r for r in _all_rows(runs) if _cap(r) == cap]
+    if not mine:
+        raise Missing(f"no transfers under {cond}")
+    top = max(int(num(r, "workload")) for r in mine)
+    mine = [r for r in mine if int(num(r, "workload")) == top]
+    one = [r for r in mine if r.get("mode") == "unicast" and int(num(r, "procs")) == 1]
+    if not one:
+        raise Missing(f"no single-process unicast under {cond}")
+    bw = float(runs[0].params.get("bw") or 0)
+    share = num(one[0], "mbps_per_process") / bw if bw else float("nan")
+    net = runs[0].params.get("sender_net", "same")
+    regime = (f"one unicast process {num(one[0], 'mbps_per_process'):.1f} Mb/s = "
+              f"{share:.2f} of the link, sender cores "
+              f"{one[0].get('sender_cores', '?')}, network work {net} from the sender")
+    if not share <= CPU_BOUND_SHARE:
+        raise Missing(f"not CPU-bound under {cond}: {regime} (> {CPU_BOUND_SHARE} of the "
+                      "link: not the paper's regime)")
+    return mine, f"CPU-bound, the paper's regime: {regime}"
+
+
+def procs_fall(runs: list[Run], cond: str) -> Outcome:
+    mine, regime = _capped_rows(runs, cond)
+    uni = sorted((r for r in mine if r.get("mode") == "unicast"),
+                 key=lambda r: num(r, "procs"))
+    if len(uni) < 2:
+        raise Missing(f"unicast with one process only under {cond} (--procs 1,2,4)")
+    times = [num(r, "time_s") for r in uni]
+    steps_ok = all(b <= STEP_SLACK * a for a, b in zip(times, times[1:]))
+    text = " -> ".join(f"{int(num(r, 'procs'))}: {t:.2f} s" for r, t in zip(uni, times))
+    return Outcome(f"unicast {text} ({times[-1] / times[0]:.2f} of one process's)",
+                   times[-1] <= FALL_SHARE * times[0] and steps_ok, regime)
+
+
+def procs_gain_cpu(runs: list[Run], cond: str) -> Outcome:
+    mine, regime = _capped_rows(runs, cond)
+    uni = [r for r in mine if r.get("mode") == "unicast"
+           and r.get("speedup_of_multicast", "") != ""]
+    mc = [r for r in mine if r.get("mode") == "multicast"]
+    if not uni or not mc:
+        raise Missing(f"no multicast beside unicast under {cond}")
+    most = max(uni, key=lambda r: num(r, "procs"))
+    s = num(most, "speedup_of_multicast")
+    n = int(num(most, "procs"))
+    # the prediction written with the criterion: unicast with n processes is limited by
+    # min(n r_u, link), multicast by its one process r_m; so the ratio is about
+    # n r_m / min(n r_u, link)
+    bw = float(runs[0].params.get("bw") or 0)
+    r_m, r_u1 = num(mc[0], "mbps_per_process"), num(
+        next(r for r in mine if r.get("mode") == "unicast" and int(num(r, "procs")) == 1),
+        "mbps_per_process")
+    link = bw * float(runs[0].params.get("pace") or 1)
+    pred = n * r_m / min(n * r_u1, link) if link else float("nan")
+    return Outcome(f"unicast time = {s:.2f}x multicast's ({n} processes)",
+                   s >= 1 + PAPER_PROCS_GAIN,
+                   f"{regime}; multicast's process {r_m:.1f} Mb/s; predicted "
+                   f"{n} r_m / min({n} r_u, paced link) = {pred:.2f}x")
+
+
+# A run with --sender-net same is the ablation that charges the emulated network's work to
+# the capped sender (docs/results/001-orca.md): no claim is judged on it.  Folders from
+# before the flag have no sender_net (None) and are judged as before.
+_claim = claim_maker(PAPER, experiment="orca", select={"sender_net": ("away", None)},
+                     needs="runs with --sender-net same are an ablation, judged by no claim")
 
 
 def _precondition(key: str, text: str, where: str, criterion: str, reason: str,
@@ -140,6 +238,48 @@ CLAIMS = [
            reason="'Improves by 85%' is read as unicast taking 1.85 times multicast's time; "
                   "at least that counts.",
            measure=procs_gain),
+    _claim(key="procs-cpu-falls", text="With a CPU-bound sender, unicast gets faster as "
+                                        "sending processes are added",
+           where="Fig. 8 (section V.E)", conditions=capped,
+           paper="unicast time falls with cores per destination",
+           quote="the server can send each file to all of the receiver hosts concurrently "
+                 "using different processes on multiple available cores",
+           criterion=f"time with the most processes <= {FALL_SHARE} x one process's, and no "
+                     f"added process slower by more than {STEP_SLACK - 1:.0%}; judged only "
+                     f"where one capped unicast process puts <= {CPU_BOUND_SHARE:.0%} of "
+                     "the link's rate on it (CPU-bound: the paper's regime)",
+           reason="Fig. 8's premise: the paper's Python sender was CPU-bound at 10 Gb/s, so "
+                  "processes on more cores sped unicast up.  The uncapped sender here is "
+                  "link-bound, where this cannot happen; --sender-cpu caps every sending "
+                  "process (cgroup CFS bandwidth) to put the CPU back in the way.  20 % "
+                  "leaves room for run spread; 5 % per step for two process counts that "
+                  "both fill the link.",
+           measure=procs_fall),
+    _claim(key="procs-cpu", text="With a CPU-bound sender, multicast beats unicast even "
+                                 "with one sending process per receiver",
+           where="Fig. 8 (section V.E)", conditions=capped,
+           paper=f"{PAPER_PROCS_GAIN:.0%} better",
+           quote="Even in the case that application uses one core for each multicast "
+                 "destination, Orca improves the total application running time by 85%",
+           criterion=f"unicast/multicast >= {1 + PAPER_PROCS_GAIN:.2f} with the most "
+                     f"processes, judged only where one capped unicast process puts <= "
+                     f"{CPU_BOUND_SHARE:.0%} of the link's rate on it (the paper's regime)",
+           reason="As the uncapped claim, in the paper's regime.  Predicted before the data "
+                  "(and reported beside each verdict): with N processes each capped at the "
+                  "same cores, unicast is limited by min(N r_u, link) and multicast by its "
+                  "one process r_m, so the ratio is about N r_m / min(N r_u, link): it holds "
+                  "only where N processes overrun the link and one process reaches at least "
+                  "1.85/N of it (0.46 of the link for 4 receivers); where N processes do not "
+                  "fill the link it is about r_m / r_u, near 1.  The paper does not give its "
+                  "per-process rate against its NIC; its own numbers (4.16x with one "
+                  "process, 1.85x with four) mean four processes sped unicast up 2.25x, not "
+                  "4x.",
+           because="with one process per receiver unicast fills the link while multicast's "
+                   "one capped process does not, so the ratio is about 4 r_m / link: the "
+                   "caps are the ablation, 0.025 / 0.05 / 0.1 cores a process gave 1.00x / "
+                   "1.39x / 3.11x against the predicted 0.85 / 1.39 / 3.22 "
+                   "(docs/results/001-orca.md#fig-8-with-a-cpu-bound-sender)",
+           measure=procs_gain_cpu),
     _precondition("multicast-once", "multicast carries each file byte at most once on the "
                   "sender's link (plus repairs)", "Figs. 1-2 (the switches replicate)",
                   f"max copies <= {COPIES_LIMIT}",

@@ -31,6 +31,7 @@ receiver or a bound wait that expires fails the run.
 from __future__ import annotations
 
 import json
+import os
 import random
 import select
 import subprocess
@@ -43,6 +44,7 @@ from typing import Any
 import routing
 import topos
 from apps.filexfer import protocol
+from emulator import cgroup
 from emulator.emulation import Emulation
 from emulator.proc import RunError, how_ended
 from harness.common import add_backend, add_shared, run_rng
@@ -83,6 +85,8 @@ class OrcaParams(NetworkParams):
     procs: str = "1,2,4"
     pace: float = 0.95
     members: int = 4
+    sender_cpu: str = "0"
+    sender_net: str = "away"
 
 
 PARAMS = OrcaParams
@@ -99,6 +103,9 @@ BASE_PORT = 6000
 #: file bytes a datagram: 1436 + 36 (app headers) + 28 (IP, UDP) = a full 1500-byte packet
 PAYLOAD = 1500 - protocol.DATA_HEADER_LEN - protocol.IP_UDP_OVERHEAD
 ETH_HEADER = 14
+SENDER_NET = ("away", "same")
+#: the CPU a capped sender is pinned to with --sender-net away (RPS sends the rest elsewhere)
+SENDER_PIN = 0
 SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's data set
 
 
@@ -122,6 +129,19 @@ def add_arguments(p: Any) -> None:
                         "0 = unpaced, as fast as the socket takes datagrams (the paper's "
                         f"sender; losses at its own queue are repaired) (default: "
                         f"{DEFAULTS['pace']})")
+    p.add_argument("--sender-cpu", dest="sender_cpu", default=None,
+                   help="cap every sending process at this many cores (a cgroup's CFS "
+                        "bandwidth: the paper's CPU-bound sender, Fig. 8); a comma list runs "
+                        "every case under each cap; 0 = uncapped (default: "
+                        f"{DEFAULTS['sender_cpu']})")
+    p.add_argument("--sender-net", dest="sender_net", choices=SENDER_NET, default=None,
+                   help="where the emulated network processes a capped sender's datagrams: "
+                        "away = the sender pinned to CPU 0 and its switch port steering what "
+                        "it receives (RPS) to the other CPUs, so the cap holds only the "
+                        "sender's own work, as on a host whose NIC and switches do the rest; "
+                        "same = the kernel's default, the first switch and every hop after it "
+                        "in the sender's softirq, charged to its cap (default: "
+                        f"{DEFAULTS['sender_net']})")
     p.add_argument("--members", type=int, default=None,
                    help="receivers drawn at random on topologies other than orca (default: "
                         f"{DEFAULTS['members']})")
@@ -135,6 +155,26 @@ def _ints(text: str, flag: str) -> list[int]:
     if not values or any(v < 1 for v in values) or len(set(values)) != len(values):
         raise ValueError(f"--{flag} {text!r}: give a comma list of distinct positive integers")
     return values
+
+
+def sender_caps(params: OrcaParams) -> list[float]:
+    """Cores per sending process, in the order given (0 = uncapped)."""
+    text = str(params.sender_cpu)
+    try:
+        caps = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--sender-cpu {text!r}: give a comma list of cores per sending "
+                         "process (0 = uncapped)") from None
+    if not caps or len(set(caps)) != len(caps):
+        raise ValueError(f"--sender-cpu {text!r}: give a comma list of distinct numbers")
+    cores = os.cpu_count() or 1
+    for c in caps:
+        if not 0 <= c <= cores:
+            raise ValueError(f"--sender-cpu {c:g}: must be 0 (uncapped) or above 0 and at "
+                             f"most this machine's {cores} cores")
+        if c:
+            cgroup.quota(c)   # raises, in one line, below the kernel's smallest quota
+    return caps
 
 
 def workloads(params: OrcaParams) -> list[int]:
@@ -180,6 +220,20 @@ def validate(params: OrcaParams) -> None:
     """One-line ValueError for anything this experiment cannot run."""
     workloads(params)
     procs_list(params)
+    caps = sender_caps(params)
+    if params.sender_net not in SENDER_NET:
+        raise ValueError(f"--sender-net must be one of {', '.join(SENDER_NET)}, got "
+                         f"{params.sender_net!r}")
+    if any(caps) and params.sender_net == "away" and (os.cpu_count() or 1) < 2:
+        raise ValueError("--sender-net away needs a second CPU for the network's work "
+                         "(give --sender-net same)")
+    if params.sender_net == "away" and max(caps) * max(procs_list(params)) > 1:
+        raise ValueError(f"--sender-net away pins every sending process to one CPU: "
+                         f"--sender-cpu x --procs must be at most 1 core, got "
+                         f"{max(caps):g} x {max(procs_list(params))}")
+    if params.backend != "emulated" and any(caps):
+        raise ValueError("--sender-cpu caps a real sending process: it needs --backend "
+                         "emulated (the model has no CPU)")
     if not 0 <= params.pace <= 1:
         raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params.pace}")
     if params.base_mb < 0:
@@ -245,14 +299,15 @@ def _first_line(p: subprocess.Popen, deadline: float) -> str:
     return p.stdout.readline() if ready else ""
 
 
-def _app(emu: Emulation, host: str, args: list[str], log: Path) -> subprocess.Popen:
+def _app(emu: Emulation, host: str, args: list[str], log: Path,
+         cap: cgroup.CpuCap | None = None, pin: int | None = None) -> subprocess.Popen:
     """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
     absolute path, like every path in ``args``), so neither where dcrepro was started nor
     where this module sits matters; the app is found as an installed package."""
     fh = open(log, "w")  # noqa: SIM115 - the child holds it; closed when we return
     try:
         return emu.popen(emu.host(host), [sys.executable, "-m", "apps.filexfer", *args],
-                         cwd=str(log.resolve().parent),
+                         cwd=str(log.resolve().parent), cgroup=cap, pin=pin,
                          stdout=subprocess.PIPE, stderr=fh, text=True)
     finally:
         fh.close()
@@ -265,8 +320,11 @@ def _tail(path: Path) -> str:
 
 def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int,
              sizes: list[int], port: int, rate_mbps: float, expected_s: float,
-             out: Path) -> dict[str, Any]:
-    """Run the app once (33 rounds) and check that every round delivered every byte."""
+             out: Path, cap: cgroup.CpuCap | None = None,
+             pin: int | None = None) -> dict[str, Any]:
+    """Run the app once (33 rounds) and check that every round delivered every byte.  With
+    ``cap``, the sender (every one of its processes) runs in that cgroup, whose limit the
+    caller has set; its throttling counters are read around the transfer."""
     out = out.resolve()   # the apps run in other folders: hand them absolute paths only
     out.mkdir(parents=True, exist_ok=True)
     topo = emu.topo
@@ -297,8 +355,9 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
     cpu = cpu_sampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
     cpu.start()
     limit = 60 + 3 * expected_s + 2 * len(sizes)
+    throttle0 = cap.stat() if cap is not None else None
     with emu.dequeue_gaps() as gaps:
-        sender = _app(emu, src, args, out / "sender.log")
+        sender = _app(emu, src, args, out / "sender.log", cap, pin)
         end = time.monotonic() + limit
         while sender.poll() is None:
             if time.monotonic() > end:
@@ -313,6 +372,11 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
             except subprocess.TimeoutExpired:
                 pass
     samples = cpu.stop()
+    throttle: dict[str, Any] | None = None
+    if cap is not None and throttle0 is not None:
+        end_stat = cap.stat()
+        throttle = {k: round(end_stat[k] - throttle0[k], 4) for k in end_stat}
+        throttle["limit"] = cap.read_limit()
     if sender.returncode != 0:
         raise RunError(f"{mode} x{procs}: sender ended with {how_ended(sender)}: "
                        f"{_tail(out / 'sender.log')}")
@@ -332,6 +396,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
                            f"({rep.get('error') or 'rounds incomplete'})")
     window = [u for _, u in samples]
     return {"sender": sender_rep, "receivers": receivers, "dequeue_gaps": gaps,
+            "throttle": throttle,
             "sender_link_bytes": after[key].rx_bytes - before[key].rx_bytes,
             "cpu_mean": round(sum(window) / len(window), 1) if window else None,
             "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
@@ -340,25 +405,34 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
 
 # -- the run -----------------------------------------------------------------------------------
 
-def _cases(params: OrcaParams, run: int) -> list[tuple[int, str, int]]:
-    """(workload, mode, procs) of one repetition: both modes at every workload, then the
-    extra process counts at the largest; odd repetitions swap the modes' order."""
+def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
+    """(sender cap, workload, mode, procs) of one repetition: under each cap, both modes at
+    every workload, then the extra process counts at the largest; odd repetitions swap the
+    modes' order (and the caps' order, so neither always goes first)."""
     loads = workloads(params)
     modes = ["multicast", "unicast"] if run % 2 == 0 else ["unicast", "multicast"]
-    cases = [(w, m, 1) for w in loads for m in modes]
-    return cases + [(loads[-1], "unicast", p) for p in procs_list(params) if p > 1]
+    caps = sender_caps(params)
+    if run % 2:
+        caps = caps[::-1]
+    cases = []
+    for c in caps:
+        cases += [(c, w, m, 1) for w in loads for m in modes]
+        cases += [(c, loads[-1], "unicast", p) for p in procs_list(params) if p > 1]
+    return cases
 
 
-def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: list[float],
-          res: dict[str, Any] | None) -> tuple[dict, list[dict], list[dict]]:
+def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
+          bounds: list[float], res: dict[str, Any] | None
+          ) -> tuple[dict, list[dict], list[dict]]:
     """transfers.csv, rounds.csv and receivers.csv rows of one transfer (model-only: None)."""
-    base = {"run": run, "workload": w, "mode": mode, "procs": procs}
+    base = {"run": run, "sender_cpu": cap, "workload": w, "mode": mode, "procs": procs}
     one = sum(one_copy_bytes(sizes))
     if res is None:
         t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4)}
         return t, [{**base, "round": i + 1, "size_bytes": s, "bound_s": round(b, 5)}
                    for i, (s, b) in enumerate(zip(sizes, bounds))], []
     snd = res["sender"]
+    throttle = res.get("throttle")
     rounds = [{**base, "round": x["round"], "size_bytes": x["size_bytes"],
                "bound_s": round(b, 5), "send_s": round(x["send_s"], 5),
                "round_s": round(x["round_s"], 5), "bytes_sent": x["bytes_sent"],
@@ -373,7 +447,8 @@ def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: lis
                        "repaired": x["repaired"], "duplicates": x["duplicates"],
                        "wait_s": "" if x["wait_s"] is None else round(x["wait_s"], 5)}
                       for x in rep["rounds"]]
-    gaps = (res["dequeue_gaps"].get("full_size") or {}).get("within_10pct")
+    full = res["dequeue_gaps"].get("full_size") or {}
+    gaps = full.get("within_10pct")
     t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4),
          "total_s": round(snd["total_s"], 4),
          "bound_ratio": round(sum(bounds) / snd["total_s"], 4),
@@ -383,7 +458,17 @@ def _rows(run: int, w: int, mode: str, procs: int, sizes: list[int], bounds: lis
          "lost_before_repair": sum(x["lost_before_repair"] for x in recv_rows),
          "send_errors": sum(x["send_errors"] for x in snd["rounds"]),
          "cpu_mean": res["cpu_mean"], "cpu_saturated_share": res["cpu_saturated_share"],
-         "gaps_within_10pct": "" if gaps is None else gaps}
+         "gaps_within_10pct": "" if gaps is None else gaps,
+         # how many busy-link gaps that share is of (a sender that never fills the link
+         # leaves few)
+         "gap_samples": full.get("samples", ""),
+         # the sender's own CPU (every process), and how often its cap held it back
+         "sender_cpu_s": snd.get("cpu_s", ""),
+         "sender_cores": round(snd["cpu_s"] / snd["total_s"], 4) if snd.get("cpu_s") else "",
+         "throttled_periods": "" if throttle is None else int(throttle["nr_throttled"]),
+         "periods": "" if throttle is None else int(throttle["nr_periods"]),
+         "throttled_s": "" if throttle is None else throttle["throttled_s"],
+         "cpu_limit": "" if throttle is None else throttle["limit"]}
     return t, rounds, recv_rows
 
 
@@ -411,8 +496,8 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
              "tree": tree_edges(topo, src, members)}, indent=1))
         cases = _cases(params, r)
         if not emulated:
-            for w, mode, procs in cases:
-                t, rr, _ = _rows(r, w, mode, procs, sizes_of[w],
+            for c, w, mode, procs in cases:
+                t, rr, _ = _rows(r, c, w, mode, procs, sizes_of[w],
                                  bound_s(sizes_of[w], copies[mode], bw), None)
                 transfers.append(t)
                 rounds += rr
@@ -422,22 +507,44 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
         with session(topo, plan, params, run_dir, f"{folder.id}-{r}") as s:
             emu = s.emu
             folder.record(f"run{r:02d}", s.facts)   # (again below, with the queue check)
-            for i, (w, mode, procs) in enumerate(cases):
+            # one cgroup for the sender of every capped transfer, its limit set per transfer
+            cap = emu.cpu_cap("sender") if any(c for c, *_ in cases) else None
+            access = topo.access_switch(src)
+            sender_port = f"{access}-eth{topo.port(access, src)}"
+            if cap is not None:
+                folder.record(f"run{r:02d}_sender_cgroup",
+                              {"path": str(cap.path), "cgroup_version": cap.hier.version})
+            for i, (c, w, mode, procs) in enumerate(cases):
                 bounds = bound_s(sizes_of[w], copies[mode], bw)
-                folder.log.info("run %d: workload x%d, %s, %d process(es)", r, w, mode, procs)
+                folder.log.info("run %d: cap %g, workload x%d, %s, %d process(es)", r, c, w,
+                                mode, procs)
+                nproc = procs if mode == "unicast" else 1
+                away = bool(c) and params.sender_net == "away"
+                if cap is not None:
+                    if c:   # every sending process gets c cores: the group c x nproc
+                        cap.set(c * nproc)
+                    # the first switch and what follows on other CPUs, or back in the
+                    # sender's softirq (the kernel's default, and every uncapped transfer's)
+                    rps = emu.steer_rx(sender_port, [k for k in range(os.cpu_count() or 1)
+                                                     if k != SENDER_PIN] if away else [])
+                    folder.log.info("sender port %s rps_cpus %s", sender_port, rps)
+                # a capped sender may take far longer than the link: its bounded waits grow
+                expected = sum(bounds) / (params.pace or 1.0) * (max(1.0, 0.5 / c) if c else 1)
                 res = transfer(emu, src, members, mode, procs, sizes_of[w], BASE_PORT + i,
-                               rate, sum(bounds) / (params.pace or 1.0),
-                               run_dir / f"x{w}-{mode}-p{procs}")
-                t, rr, rv = _rows(r, w, mode, procs, sizes_of[w], bounds, res)
+                               rate, expected,
+                               run_dir / f"x{w}-{mode}-p{procs}{f'-cpu{c:g}' if c else ''}",
+                               cap if c else None, SENDER_PIN if away else None)
+                t, rr, rv = _rows(r, c, w, mode, procs, sizes_of[w], bounds, res)
                 transfers.append(t)
                 rounds += rr
                 recv_rows += rv
-                print(f"run {r} x{w} {mode} procs={procs}: {t['total_s']:.2f} s "
+                capped = f" cap {c:g}" if c else ""
+                print(f"run {r}{capped} x{w} {mode} procs={procs}: {t['total_s']:.2f} s "
                       f"(bound {t['bound_s']:.2f} s), copies on the sender's link "
-                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %",
-                      flush=True)
+                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %, "
+                      f"sender {t['sender_cores']} cores", flush=True)
                 # the same judgement as every iperf3 experiment (analysis.fidelity)
-                judge_measurement(folder, res, f"run {r} x{w} {mode} x{procs}")
+                judge_measurement(folder, res, f"run {r}{capped} x{w} {mode} x{procs}")
         folder.record(f"run{r:02d}", s.facts)
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)

@@ -33,20 +33,28 @@ def _time_col(rows: list[dict[str, str]]) -> str:
     return "total_s" if rows and rows[0].get("total_s", "") != "" else "bound_s"
 
 
+def sender_cpu(row: dict[str, Any]) -> float:
+    """A row's cap in cores per sending process (0: uncapped; folders before the flag)."""
+    return float(row.get("sender_cpu") or 0)
+
+
 def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Per (workload, mode, procs): time over runs (mean, min, max), the model's bound,
-    copies and repairs; unicast rows get the speedup of multicast at the same workload."""
+    """Per (sender cap, workload, mode, procs): time over runs (mean, min, max), the model's
+    bound, copies and repairs; unicast rows get the speedup of multicast at the same cap
+    and workload."""
     col = _time_col(transfers)
-    keys = list(dict.fromkeys((int(t["workload"]), t["mode"], int(t["procs"]))
-                              for t in transfers))
+
+    def key(t: dict[str, str]) -> tuple[float, int, str, int]:
+        return sender_cpu(t), int(t["workload"]), t["mode"], int(t["procs"])
+
+    keys = list(dict.fromkeys(key(t) for t in transfers))
     out = []
-    for w, mode, procs in sorted(keys, key=lambda k: (k[0], MODES.index(k[1])
-                                                      if k[1] in MODES else 9, k[2])):
-        mine = [t for t in transfers if (int(t["workload"]), t["mode"], int(t["procs"]))
-                == (w, mode, procs)]
+    for c, w, mode, procs in sorted(keys, key=lambda k: (k[0], k[1], MODES.index(k[2])
+                                                         if k[2] in MODES else 9, k[3])):
+        mine = [t for t in transfers if key(t) == (c, w, mode, procs)]
         times = [cell(t[col]) for t in mine]
         row: dict[str, Any] = {
-            "workload": w, "mode": mode, "procs": procs, "runs": len(mine),
+            "workload": w, "mode": mode, "procs": procs, "sender_cpu": c, "runs": len(mine),
             "total_mb": round(cell(mine[0]["total_bytes"]) / 1e6, 4),
             "time_s": round(mean(times), 4), "time_min_s": round(min(times), 4),
             "time_max_s": round(max(times), 4),
@@ -58,18 +66,35 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
             row["copies_max"] = round(max(cell(t["copies"]) for t in mine), 4)
             row["repairs_mean"] = round(mean(cell(t["repairs_sent"]) for t in mine), 1)
             row["cpu_mean"] = _mean_present(t.get("cpu_mean") for t in mine)
+            # the sender's own CPU: cores it used while sending, and its cap's throttling
+            row["sender_cores"] = _mean_present((t.get("sender_cores") for t in mine), 4)
+            row["throttled_share"] = _throttled_share(mine)
+            # goodput of one sending process: bytes on the sender's link per second over
+            # the processes that sent them (the rate that a cap limits)
+            row["mbps_per_process"] = _mean_present(
+                (cell(t.get("sender_link_bytes")) * 8 / cell(t[col]) / 1e6
+                 / (procs if mode == "unicast" else 1) for t in mine), 3)
         out.append(row)
-    multicast = {r["workload"]: r["time_s"] for r in out if r["mode"] == "multicast"}
+    multicast = {(r["sender_cpu"], r["workload"]): r["time_s"] for r in out
+                 if r["mode"] == "multicast"}
     for r in out:
-        if r["mode"] == "unicast" and r["workload"] in multicast:
-            r["speedup_of_multicast"] = round(r["time_s"] / multicast[r["workload"]], 4)
+        k = (r["sender_cpu"], r["workload"])
+        if r["mode"] == "unicast" and k in multicast:
+            r["speedup_of_multicast"] = round(r["time_s"] / multicast[k], 4)
     return out
 
 
-def _mean_present(values: Any) -> Any:
+def _throttled_share(rows: list[dict[str, str]]) -> Any:
+    """Share of the cap's CFS periods in which it throttled the sender ('' uncapped)."""
+    pairs = [(cell(t.get("throttled_periods", "")), cell(t.get("periods", ""))) for t in rows]
+    pairs = [(a, b) for a, b in pairs if a == a and b == b and b > 0]
+    return round(sum(a for a, _ in pairs) / sum(b for _, b in pairs), 4) if pairs else ""
+
+
+def _mean_present(values: Any, digits: int = 1) -> Any:
     v = [cell(x) for x in values]
     v = [x for x in v if x == x]
-    return round(mean(v), 1) if v else ""
+    return round(mean(v), digits) if v else ""
 
 
 # -- figures ------------------------------------------------------------------------------
@@ -78,8 +103,11 @@ def _notes(config: dict[str, Any]) -> str:
     """Notes every figure shares (figures.json, on the report page)."""
     p = config["params"]
     model = p.get("backend") == "model"
+    caps = str(p.get("sender_cpu") or "0")
     text = (f"workloads x{p.get('workloads')} of a {p.get('base_mb') or 'scaled'} MB base, "
-            f"pace={p.get('pace')} (0 = unpaced), 33 rounds, group 239.1.1.1\n")
+            f"pace={p.get('pace')} (0 = unpaced), 33 rounds, group 239.1.1.1"
+            + ("" if caps == "0" else f", sender caps {caps} cores a process, network work "
+                                      f"{p.get('sender_net')} from it") + "\n")
     text += ("backend=model: the busiest link's time for the mode's copies, not measurements"
              if model else "measured by the sender app: a round ends at the last receiver's "
                            "ACK; the model's bound is the busiest link's time")
@@ -153,32 +181,51 @@ def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
     return note(save(fig, run_dir / name), notes, how)
 
 
+def _cap_label(c: float) -> str:
+    return "uncapped sender" if not c else f"sender capped at {c:g} cores a process"
+
+
 def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                notes: str) -> Path | None:
-    """Fig. 8: unicast time vs sending processes at the largest workload, multicast beside."""
+    """Fig. 8: unicast time vs sending processes at the largest workload, multicast beside;
+    one panel per sender cap (--sender-cpu)."""
     top = max(r["workload"] for r in summary)
-    uni = sorted((r for r in summary if r["workload"] == top and r["mode"] == "unicast"),
-                 key=lambda r: r["procs"])
-    mc = [r for r in summary if r["workload"] == top and r["mode"] == "multicast"]
-    if not uni or not mc:
+    caps = sorted({r["sender_cpu"] for r in summary})
+    panels: list[tuple[float, list[dict[str, Any]], dict[str, Any]]] = []
+    for c in caps:
+        mine = [r for r in summary if r["workload"] == top and r["sender_cpu"] == c]
+        uni = sorted((r for r in mine if r["mode"] == "unicast"), key=lambda r: r["procs"])
+        mcs = [r for r in mine if r["mode"] == "multicast"]
+        if uni and mcs:
+            panels.append((c, uni, mcs[0]))
+    if not panels:
         return None
-    fig, (ax,) = _figure(1, caption(config, f"unicast sending processes, workload x{top} "
-                                             "(001 Fig. 8)"))
-    labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
-    ys = [r["time_s"] for r in uni] + [mc[0]["time_s"]]
-    lo = [r["time_s"] - r["time_min_s"] for r in (*uni, mc[0])]
-    hi = [r["time_max_s"] - r["time_s"] for r in (*uni, mc[0])]
-    colors = [COLORS["unicast"]] * len(uni) + [COLORS["multicast"]]
-    ax.bar(range(len(ys)), ys, 0.6, yerr=[lo, hi], capsize=3, color=colors)
-    ax.scatter(range(len(ys)), [r["bound_s"] for r in (*uni, mc[0])], marker="_", s=400,
-               color="black", zorder=3, label="model bound")
-    ax.set_xticks(range(len(ys)), labels, fontsize=8)
-    ax.set_ylabel("execution time (s)")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    fig, axes = _figure(len(panels), caption(config, f"unicast sending processes, workload "
+                                                     f"x{top} (001 Fig. 8)"), width=4.5)
+    for ax, (c, uni, mc) in zip(axes, panels):
+        labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
+        bars = [*uni, mc]
+        ys = [r["time_s"] for r in bars]
+        lo = [r["time_s"] - r["time_min_s"] for r in bars]
+        hi = [r["time_max_s"] - r["time_s"] for r in bars]
+        colors = [COLORS["unicast"]] * len(uni) + [COLORS["multicast"]]
+        ax.bar(range(len(ys)), ys, 0.6, yerr=[lo, hi], capsize=3, color=colors)
+        ax.scatter(range(len(ys)), [r["bound_s"] for r in bars], marker="_", s=400,
+                   color="black", zorder=3, label="model bound (link)")
+        for i, r in enumerate(uni):
+            if "speedup_of_multicast" in r:
+                ax.annotate(f"{r['speedup_of_multicast']:.2f}x", (i, r["time_s"]),
+                            ha="center", va="bottom", fontsize=8, xytext=(0, 6),
+                            textcoords="offset points")
+        ax.set_title(_cap_label(c), fontsize=9)
+        ax.set_xticks(range(len(ys)), labels, fontsize=8)
+        ax.set_ylabel("execution time (s)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
     return note(save(fig, run_dir / "procs.png"), notes,
                 "unicast with 1, 2, ... sending processes against multicast, at the largest "
-                "workload; whiskers: range over runs; black tick: the model's bound")
+                "workload, per sender cap; whiskers: range over runs; black tick: the link's "
+                "bound; above each unicast bar: its time over multicast's")
 
 
 def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
@@ -193,7 +240,12 @@ def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     summary = summarize(transfers)
     write_csv(run_dir / "summary.csv", summary)
     notes = _notes(config)
-    out = [plot_exec_time(run_dir, config, summary, notes)]
+    # Figs. 5-7 under the smallest cap the run has (uncapped when it has that); Fig. 8 all
+    base = min(r["sender_cpu"] for r in summary)
+    rounds = [r for r in rounds if sender_cpu(r) == base]
+    receivers = [r for r in receivers if sender_cpu(r) == base]
+    out = [plot_exec_time(run_dir, config, [r for r in summary if r["sender_cpu"] == base],
+                          notes)]
     send_col = "round_s" if rounds and rounds[0].get("round_s", "") != "" else "bound_s"
     out.append(plot_cdfs(run_dir, config, rounds, send_col,
                          "per-round send time (001 Fig. 6)", "send time (s)", "send_cdf.png",

@@ -13,7 +13,8 @@ import pytest
 
 from emulator.registry import STATE_DIR, clean_all, machine_leftovers
 
-CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": []}
+CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": [],
+         "cgroups": []}
 REPO = Path(__file__).resolve().parents[2]
 
 

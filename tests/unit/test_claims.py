@@ -362,6 +362,67 @@ def test_orca_claims_judge_the_measurements(run_folder, judge):
     assert "link-bound (paced sender)" in got["speedup"].detail
 
 
+def _capped(cap, mode, procs, time_s, mbps, speedup=""):
+    return {"sender_cpu": cap, "workload": 16, "mode": mode, "procs": procs, "runs": 5,
+            "total_mb": 7.04, "time_s": time_s, "measured": "True", "copies": 1,
+            "copies_max": 1.0, "mbps_per_process": mbps, "sender_cores": cap,
+            "speedup_of_multicast": speedup}
+
+
+def test_orca_cpu_bound_claims_one_verdict_per_cap(run_folder, judge):
+    rows = [_capped(0, "multicast", 1, 1.25, 47), _capped(0, "unicast", 1, 5.0, 47, 4.0),
+            _capped(0, "unicast", 4, 5.0, 12, 4.0),
+            # 0.05: CPU-bound (20 of 50 Mb/s); 4 processes fill the link: 4.8 / 3.2 = 1.5x
+            _capped(0.05, "multicast", 1, 3.2, 18), _capped(0.05, "unicast", 1, 12, 20, 3.75),
+            _capped(0.05, "unicast", 2, 6, 20, 1.875), _capped(0.05, "unicast", 4, 4.8, 12, 1.5),
+            # 0.1: one process already puts 45 of 50 Mb/s on the link: not the regime
+            _capped(0.1, "multicast", 1, 1.5, 40), _capped(0.1, "unicast", 1, 5, 45, 3.3),
+            _capped(0.1, "unicast", 4, 5, 11, 3.3),
+            # 0.2 (hand-made): 30 Mb/s a process; 2 -> 4 processes 2.5 % slower is spread
+            _capped(0.2, "multicast", 1, 2, 30), _capped(0.2, "unicast", 1, 8, 30, 4.0),
+            _capped(0.2, "unicast", 2, 4, 30, 2.0), _capped(0.2, "unicast", 4, 4.1, 12, 2.05)]
+    run = run_folder("orca", {"summary.csv": rows, "receivers.csv": [], "rounds.csv": []},
+                     params={"pace": 0.95, "bw": 50.0, "sender_net": "away"})
+    got = {(v.key, v.condition): v for v in judge("orca", run).values()}
+    falls, gain = "procs-cpu-falls", "procs-cpu"
+    assert got[(falls, "sender_cpu=0.05")].verdict == C.HOLDS
+    assert got[(gain, "sender_cpu=0.05")].verdict == C.FAILS          # 1.5x < 1.85x
+    assert "predicted 4 r_m / min(4 r_u, paced link) = 1.52x" in \
+        got[(gain, "sender_cpu=0.05")].detail                          # 4 x 18 / 47.5
+    assert "the paper's regime" in got[(gain, "sender_cpu=0.05")].detail
+    for key in (falls, gain):
+        assert got[(key, "sender_cpu=0.1")].verdict == C.NOT_MEASURED
+        assert "not CPU-bound" in got[(key, "sender_cpu=0.1")].detail
+    assert got[(falls, "sender_cpu=0.2")].verdict == C.HOLDS
+    assert got[(gain, "sender_cpu=0.2")].verdict == C.HOLDS           # 2.05x
+    # the uncapped claim still judges the uncapped rows only
+    assert got[("procs", "")].measured.startswith("unicast time = 4.00x")
+    # a step that gets slower than 5 % breaks "falls"
+    rows[-1] = _capped(0.2, "unicast", 4, 4.3, 12, 2.15)
+    run = run_folder("orca", {"summary.csv": rows, "receivers.csv": [], "rounds.csv": []},
+                     params={"pace": 0.95, "bw": 50.0})
+    got = {(v.key, v.condition): v for v in judge("orca", run).values()}
+    assert got[(falls, "sender_cpu=0.2")].verdict == C.FAILS
+
+
+def test_orca_cpu_bound_claims_need_a_cap(run_folder, judge):
+    rows = [_capped(0, "multicast", 1, 1.25, 47), _capped(0, "unicast", 1, 5.0, 47, 4.0)]
+    run = run_folder("orca", {"summary.csv": rows, "receivers.csv": [], "rounds.csv": []},
+                     params={"pace": 0.95, "bw": 50.0})
+    got = {v.key: v for v in judge("orca", run).values()}
+    for key in ("procs-cpu-falls", "procs-cpu"):
+        assert got[key].verdict == C.NOT_MEASURED and "--sender-cpu" in got[key].detail
+
+
+def test_orca_ablation_runs_are_judged_by_no_claim(run_folder, judge):
+    rows = [_capped(0.05, "multicast", 1, 7, 8), _capped(0.05, "unicast", 1, 18, 12, 2.6),
+            _capped(0.05, "unicast", 4, 6, 12, 0.9)]
+    run = run_folder("orca", {"summary.csv": rows, "receivers.csv": [], "rounds.csv": []},
+                     params={"pace": 0.95, "bw": 50.0, "sender_net": "same"})
+    got = list(judge("orca", run).values())
+    assert got and all(v.verdict == C.NOT_MEASURED and "ablation" in v.detail for v in got)
+
+
 def test_orca_model_runs_judge_bounds_and_measure_no_precondition(tmp_path, judge):
     from dcrepro import cli
     assert cli.main(["run", "orca", "--backend", "model", "--quick", "--out",
