@@ -8,6 +8,7 @@ from topos.base import Topology
 from topos.grin import GrinTopology
 
 from . import netns
+from .mptcp_pm import HostPlan, UserspacePM
 from .proc import RunError, check, in_ns
 
 
@@ -140,7 +141,8 @@ def host_forwarding(topo: GrinTopology, host_pids: dict[str, int], host_intf: di
 ADD_ADDR_TIMEOUT = 1
 
 
-def grin_mptcp_endpoints(topo: GrinTopology, host_pids: dict[str, int]) -> dict[str, Any]:
+def grin_mptcp_endpoints(topo: GrinTopology, host_pids: dict[str, int],
+                         pm: str = "kernel") -> dict[str, Any]:
     """MPTCP over horizontal links: secondary addresses are announced ('signal'), outgoing
     ones open subflows ('subflow'); see topos/grin.py for why they are two.
 
@@ -152,7 +154,15 @@ def grin_mptcp_endpoints(topo: GrinTopology, host_pids: dict[str, int]) -> dict[
     addresses and the primary one are 'fullmesh' subflow endpoints, so every local address
     opens a subflow to every address the server has (measured on a GRIN1 pair, 10 Mb/s
     links: star 14.5 Mb/s over 3 subflows, mesh 18.7 Mb/s over 4, of 19.1 possible).
+
+    ``pm="userspace"``: no endpoints; every host runs the kernel's userspace path manager,
+    and grin_userspace_pm opens the full mesh for every degree (no limit of 8 there).
     """
+    if pm == "userspace":
+        for pid in host_pids.values():
+            check(in_ns(pid, ["sysctl", "-qw", "net.mptcp.path_manager=userspace"]))
+        return {"path_manager": "userspace", "subflow_limit": None,
+                "subflow_design": "full mesh"}
     mesh = topo.full_mesh()
     limit = 8 if mesh else min(8, 2 * max(len(topo.faces(h)) for h in host_pids))
     flags = "subflow fullmesh" if mesh else "subflow"
@@ -171,5 +181,33 @@ def grin_mptcp_endpoints(topo: GrinTopology, host_pids: dict[str, int]) -> dict[
             lines += [f"mptcp endpoint add {topo.secondary[(h, s)]} dev {dev} signal",
                       f"mptcp endpoint add {topo.outgoing[(h, s)]} dev {dev} {flags}"]
         check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
-    return {"subflow_limit": limit, "add_addr_timeout_s": ADD_ADDR_TIMEOUT,
+    return {"path_manager": "kernel", "subflow_limit": limit,
+            "add_addr_timeout_s": ADD_ADDR_TIMEOUT,
             "subflow_design": "full mesh" if mesh else "star"}
+
+
+def userspace_pm_available() -> bool:
+    """Whether this kernel has the userspace MPTCP path manager."""
+    try:
+        with open("/proc/sys/net/mptcp/available_path_managers", encoding="ascii") as fh:
+            return "userspace" in fh.read().split()
+    except OSError:
+        return False
+
+
+def grin_userspace_pm(topo: GrinTopology, host_pids: dict[str, int],
+                      pairs: list[tuple[str, str]]) -> UserspacePM:
+    """The path manager of every host (not started): a connection src -> dst opens the full
+    mesh of (src's primary and outgoing addresses) x (dst's primary and secondary ones).
+    Every host gets a listener, since a host that only accepts takes joins only then."""
+    where: dict[str, tuple[Any, HostPlan]] = {}
+    for h, pid in host_pids.items():
+        if h not in topo.servers:
+            continue
+        ids = {a: i for i, a in enumerate([topo.ip(h)] + topo.outgoing_addresses(h))}
+        mesh = {topo.ip(t): topo.designed_subflows(h, t, mesh=True) for s, t in pairs if s == h}
+        where[h] = (pid, HostPlan(ids, mesh))
+    try:
+        return UserspacePM(where)
+    except OSError as exc:
+        raise RunError(f"userspace MPTCP path manager: {exc}") from None

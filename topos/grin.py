@@ -165,9 +165,12 @@ class GrinTopology(Topology):
         upstream MPTCP's limit.  Otherwise the star: 1 + d(src) + d(dst) subflows."""
         return (1 + max(len(self.faces(h)) for h in self.hosts())) ** 2 <= MAX_SUBFLOWS
 
-    def designed_subflows(self, src: str, dst: str) -> list[tuple[str, str]]:
+    def designed_subflows(self, src: str, dst: str,
+                          mesh: bool | None = None) -> list[tuple[str, str]]:
         """(source, destination) addresses of the subflows the path managers are set up to
-        open for a connection src -> dst (emulator.hostnet.grin_mptcp_endpoints).
+        open for a connection src -> dst (emulator.hostnet.grin_mptcp_endpoints); ``mesh``
+        None: the full mesh where upstream's in-kernel limit allows it, True: always (the
+        userspace path manager has no limit), False: the star.
 
         Full mesh: every (src address, dst address) pair, so each horizontal link at either
         end has a subflow to and from each path of the other end (an isolated GRIN1 pair
@@ -175,7 +178,7 @@ class GrinTopology(Topology):
         one, one from each outgoing address of the source to the destination's primary,
         one from the source's primary to each secondary address of the destination."""
         s_ip, d_ip = self.ip(src), self.ip(dst)
-        if self.full_mesh():
+        if self.full_mesh() if mesh is None else mesh:
             return [(a, b) for a in [s_ip] + self.outgoing_addresses(src)
                     for b in self.addresses(dst)]
         return ([(s_ip, d_ip)] + [(a, d_ip) for a in self.outgoing_addresses(src)]

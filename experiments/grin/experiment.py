@@ -28,6 +28,7 @@ uplinks divided evenly; topos/grin.py).  Their names in files: ``grin0`` (the or
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from typing import Any
 import routing
 import topos
 from analysis.fidelity import report
-from emulator.hostnet import grin_mptcp_endpoints
+from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm, userspace_pm_available
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
@@ -82,6 +83,7 @@ class GrinParams(FlowParams):
     placement: str = "rack"
     active: str = "10,30,50,70"
     pattern: str = "permutation"
+    pm: str = "kernel"
     duration: float = 30.0
     runs: int = 2
     backend: str = "emulated"
@@ -122,6 +124,11 @@ def add_arguments(p: Any) -> None:
                         f"{DEFAULTS['active']}; quick: {QUICK['active']})")
     p.add_argument("--pattern", default=None, choices=list(PATTERNS),
                    help="traffic matrix among the active servers (default: permutation)")
+    p.add_argument("--pm", default=None, choices=["kernel", "userspace"],
+                   help="MPTCP path manager: the in-kernel one (full mesh where it fits its "
+                        "limit of 8 extra subflows, else the star) or dcrepro's userspace "
+                        "one (emulator/mptcp_pm.py: the full mesh at every degree) "
+                        "(default: kernel)")
 
 
 def _list(text: str, flag: str, cast: type, ok: Any) -> list:
@@ -188,8 +195,14 @@ def validate(params: GrinParams) -> None:
         if params.pattern == "group" and act < GROUP_SIZE:
             raise ValueError(f"--active {pct:g} gives {act} active servers of {n}; group "
                              f"traffic needs at least {GROUP_SIZE}")
+    if params.pm not in ("kernel", "userspace"):
+        raise ValueError(f"--pm must be kernel or userspace, got {params.pm!r}")
+    if params.pm == "userspace" and params.backend == "emulated" and \
+            not userspace_pm_available():
+        raise ValueError("--pm userspace: this kernel has no userspace MPTCP path manager "
+                         "(/proc/sys/net/mptcp/available_path_managers)")
     top = 1 + 2 * max(degrees(params) + extras(params))
-    if params.backend == "emulated" and top > 9:
+    if params.backend == "emulated" and params.pm == "kernel" and top > 9:
         raise ValueError(f"--degrees/--multihomed up to {max(degrees(params) + extras(params))}"
                          f" needs {top} subflows per connection; upstream MPTCP opens at "
                          "most 9 (degree <= 4)")
@@ -246,7 +259,8 @@ def run(params: GrinParams, folder: RunFolder) -> None:
             for net, net_spec in networks(params):
                 topo = topos.build(net_spec)
                 assert isinstance(topo, GrinTopology)
-                designed = {f"{s}->{t}": topo.designed_subflows(s, t) for s, t in pairs}
+                mesh = True if params.pm == "userspace" else None
+                designed = {f"{s}->{t}": topo.designed_subflows(s, t, mesh) for s, t in pairs}
                 base_row = {"run": r, "active_pct": pct, "active": len(act), "network": net,
                             "degree": "" if isinstance(topo, Multihomed) else topo.degree,
                             "pattern": params.pattern,
@@ -273,12 +287,17 @@ def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]]
     plan = routing.make_plan(topo, "ecmp" if params.base == "fattree" else "st")
     with session(topo, plan, params, run_dir, f"{folder.id}-{r}-{int(pct)}-{d}", d) as s:
         facts = s.facts
-        facts.update(grin_mptcp_endpoints(topo, s.emu.host_pids))
+        facts.update(grin_mptcp_endpoints(topo, s.emu.host_pids, params.pm))
         flows = [Flow(src, dst) for src, dst in pairs]
         s.flows = flows
-        meas = run_iperf(s.emu, flows, "mptcp", params.duration, params.trim, run_dir,
-                         subflows={(f.src, f.dst): len(designed[f"{f.src}->{f.dst}"])
-                                   for f in flows})
+        # the userspace path manager (a thread of this process) lives for the traffic only
+        with grin_userspace_pm(topo, s.emu.host_pids, pairs) if params.pm == "userspace" \
+                else contextlib.nullcontext() as pm:
+            meas = run_iperf(s.emu, flows, "mptcp", params.duration, params.trim, run_dir,
+                             subflows={(f.src, f.dst): len(designed[f"{f.src}->{f.dst}"])
+                                       for f in flows})
+        if pm is not None:
+            facts.update(pm.summary())
     facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
     folder.record(f"run{r:02d}-active{pct:g}-{d}", facts)
     seen = {f"{f.src}->{f.dst}": [_subflow_key(s) for s in f.subflows] for f in flows}

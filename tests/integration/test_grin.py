@@ -4,6 +4,7 @@ really use those links."""
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 from pathlib import Path
 
@@ -62,3 +63,20 @@ def test_short_grin_run_uses_the_horizontal_links(short_run):
     # (the h1 optimum: 2x for both)
     assert mean["grin1"] > 1.3 * mean["grin0"], mean
     assert mean["mh1"] > 1.3 * mean["grin0"], mean
+
+
+def test_userspace_path_manager_opens_grin3s_full_mesh(short_run):
+    """--pm userspace: 16 subflows per GRIN3 connection (the in-kernel limit is 9), none
+    refused, and GRIN3 well above the star's ~1.8x."""
+    run = short_run("grin", "--racks", "2", "--servers", "4", "--degrees", "0,3",
+                    "--multihomed", "0", "--active", "10", "--duration", "10", "--trim", "2",
+                    "--runs", "1", "--pm", "userspace", files=("flows.csv",))
+    rows = list(csv.DictReader(open(run / "flows.csv")))
+    grin3 = [r for r in rows if r["network"] == "grin3"]
+    assert len(grin3) == 2 and all(int(r["subflows"]) == 16 for r in grin3), grin3
+    facts = json.loads((run / "config.json").read_text())["runtime"]["run00-active10-grin3"]
+    assert facts["path_manager"].startswith("userspace") and facts["pm_refused"] == 0, facts
+    assert not facts["pm_error"], facts
+    mean = {n: sum(float(r["mbps"]) for r in rows if r["network"] == n) / 2
+            for n in ("grin0", "grin3")}
+    assert mean["grin3"] > 2.5 * mean["grin0"], mean

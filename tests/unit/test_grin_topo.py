@@ -68,6 +68,11 @@ def test_designed_subflows_one_per_horizontal_link_plus_the_direct_one():
     assert not t.full_mesh()                       # 16 would exceed upstream's 9
     assert len(subs) == 1 + 3 + 3 and len(set(subs)) == len(subs)
     assert subs[0] == (t.node("r0s0").ip, t.node("r1s2").ip)
+    # the userspace path manager (--pm userspace) has no limit: the full mesh, 4 x 4
+    mesh = t.designed_subflows("r0s0", "r1s2", mesh=True)
+    assert len(mesh) == 16 == len(set(mesh)) and set(subs) <= set(mesh)
+    assert {a for a, _ in mesh} == {t.ip("r0s0"), *t.outgoing_addresses("r0s0")}
+    assert {b for _, b in mesh} == set(t.addresses("r1s2"))
 
 
 def test_full_mesh_where_it_fits_and_its_model():
@@ -171,6 +176,7 @@ def test_bad_network_choices_are_one_line_errors(kw, msg):
     ({"active": "0,50"}, "--active"),
     ({"servers": 5}, "cannot be matched"),
     ({"backend": "model", "pattern": "group", "active": "10"}, "at least 4"),
+    ({"pm": "mptcpd"}, "--pm must be kernel or userspace"),
 ])
 def test_bad_parameters_are_one_line_errors(kw, msg):
     with pytest.raises(ValueError, match=msg) as exc:
