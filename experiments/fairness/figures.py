@@ -381,19 +381,24 @@ def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
                 ax.plot([r["value"] for r in sel], [r[f"mean_{col}"] for r in sel],
                         styles[name], color=color, marker="o", ms=3,
                         label=f"{topo[0]} {name}")
-        sel = [f for f in facts if f["topology"] == topo[0]]
-        col = "mbps" if emulated else "model_tcp_mbps"
-        axes[2].scatter(np.array([f["links"] for f in sel]) + (i - 0.5) * 0.15,
-                        [f[col] for f in sel], s=5, alpha=0.35, color=color,
-                        label=f"{topo[0]} ({'measured' if emulated else 'TCP-like model'})")
+        # per connection: its subflows' total by how many distinct paths they took
+        conns = _by([f for f in facts if f["topology"] == topo[0]], ("run", "src"))
+        for col, name in rates:
+            by_paths: dict[int, list[float]] = {}
+            for fs in conns.values():
+                by_paths.setdefault(fs[0]["paths"], []).append(sum(f[col] for f in fs))
+            xs = sorted(by_paths)
+            axes[2].plot(xs, [_nanmean(by_paths[x]) for x in xs], styles[name], color=color,
+                         marker="o", ms=3, label=f"{topo[0]} {name}")
     axes[0].set_xlabel("path length (links, host links included)")
     axes[1].set_xlabel("most subflows on one switch-to-switch link of its path")
-    axes[2].set_xlabel("path length (links)")
+    axes[2].set_xlabel("distinct paths of the connection's subflows")
+    for ax in axes[:2]:
+        ax.set_ylabel("mean subflow rate (Mb/s)")
+    axes[2].set_ylabel("mean connection rate (Mb/s)")
     for ax in axes:
-        ax.set_ylabel("subflow rate (Mb/s)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    axes[2].legend(fontsize=7)
     fig.suptitle(caption(config, "why Jellyfish loses: subflow rate by path length and by "
                          "link sharing"), fontsize=9)
     path = save(fig, run_dir / "subflows.png")
