@@ -426,6 +426,9 @@ def connection_rates(
 #: 2): "minimum potential delay", the allocation TCP Reno's AIMD tends to when every flow
 #: sees the same round-trip time (Kelly; Low 2003).  Max-min is the limit alpha -> infinity.
 TCP_LIKE = {"propfair": 1.0, "mpd": 2.0}
+#: weight of the per-subflow log term a coupled program is solved again with when its split
+#: is degenerate (moves a connection's total by about this share of a link: negligible)
+COUPLED_SPREAD = 1e-6
 
 
 def alpha_fair_rates(capacities: Capacities, flows: Sequence[Flow], alpha: float = 1.0,
@@ -496,6 +499,12 @@ def _alpha_fair_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray
         utility = -cp.sum(cp.power(y, 1.0 - alpha)) / (alpha - 1.0)
     else:
         utility = cp.sum(cp.power(y, 1.0 - alpha)) / (1.0 - alpha)
+    if coupled:
+        # the totals are unique but not their split over a connection's subflows (two
+        # subflows on one path can trade any amount), and Clarabel ended 'optimal_inaccurate'
+        # on that flat direction (traced k=4 paths, 2026-11-26); a vanishing concave term
+        # per subflow makes the split unique
+        utility = utility + COUPLED_SPREAD * cp.sum(cp.log(x))
     problem = cp.Problem(cp.Maximize(utility), [a @ x <= cap[finite] / scale])
     problem.solve(solver=cp.CLARABEL)
     if problem.status != cp.OPTIMAL or x.value is None:
