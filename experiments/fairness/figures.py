@@ -346,7 +346,10 @@ def subflow_summary(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["mean_paths_per_connection"] = _nanmean(
                     [f["paths"] for f in {(f["run"], f["src"]): f for f in sel}.values()])
                 row["mean_fabric_share"] = _nanmean([f["fabric_share"] for f in sel])
-                rate = np.array([f["mbps"] for f in sel], dtype=float)
+                # the measured rate where the run measured one, else the TCP-like model's
+                col = "mbps" if any(f["mbps"] == f["mbps"] for f in sel) else "model_tcp_mbps"
+                row["rate"] = col
+                rate = np.array([f[col] for f in sel], dtype=float)
                 ok = np.isfinite(rate)
                 for name in ("links", "fabric_share", "rtt_ms"):
                     x = np.array([f[name] for f in sel], dtype=float)
