@@ -197,3 +197,26 @@ def test_fidelity_rows_emulated_columns():
     # payload against payload: iperf3's mean (0.665), not bwm-ng's frames (0.7)
     assert fid["jellyfish"]["emulated_over_model_mean"] == pytest.approx(0.665 / 0.9, abs=1e-3)
     assert fid["fattree"]["cpu_mean"] == 50 and fid["fattree"]["subflows_min"] == 8
+
+
+def test_subflow_facts_count_sibling_collisions_and_fabric_sharing():
+    """Connection a: two subflows on one path (they collide) and one apart; b crosses one
+    of a's links.  Host links are not fabric: the shared access link is no collision."""
+    from experiments.fairness.figures import subflow_facts, subflow_summary
+    row = {"run": "0", "topology": "jellyfish", "model_mbps": "1", "model_tcp_mbps": "1",
+           "rtt_ms": "2"}
+    rows = [{**row, "src": "a", "dst": "z", "path": "s1>s2>s3", "links": "4", "mbps": "1"},
+            {**row, "src": "a", "dst": "z", "path": "s1>s2>s3", "links": "4", "mbps": "2"},
+            {**row, "src": "a", "dst": "z", "path": "s1>s4>s3", "links": "4", "mbps": "3"},
+            {**row, "src": "b", "dst": "y", "path": "s5>s2>s3>s6", "links": "5", "mbps": "4"}]
+    facts = subflow_facts(rows)
+    assert [f["siblings"] for f in facts] == [1, 1, 0, 0]
+    # s2->s3 carries a's two subflows and b's: 3; s1->s4->s3 only itself
+    assert [f["fabric_share"] for f in facts] == [3, 3, 1, 3]
+    assert [f["paths"] for f in facts] == [2, 2, 2, 1]
+    summary = {(r["by"], r["value"]): r for r in subflow_summary(facts)}
+    assert summary[("all", "")]["share_colliding"] == 0.5
+    assert summary[("all", "")]["rate"] == "mbps"
+    assert summary[("links", 4)]["mean_mbps"] == 2.0
+    assert summary[("sibling_collides", True)]["mean_mbps"] == 1.5
+    assert summary[("all", "")]["spearman_rate_links"] > 0
