@@ -197,7 +197,9 @@ def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
         lo = np.array([np.min(d.get(h, [0.0])) for h in hops])
         hi = np.array([np.max(d.get(h, [0.0])) for h in hops])
         x = np.arange(len(hops)) + (i - (len(by) - 1) / 2) * width
-        ax1.bar(x, mean, width, yerr=[mean - lo, hi - mean], capsize=2, label=topo)
+        # clipped: a share equal in every run can give a rounding-sized negative error bar
+        ax1.bar(x, mean, width, yerr=np.clip([mean - lo, hi - mean], 0, None), capsize=2,
+                label=topo)
         cum = np.cumsum(mean)
         ax2.plot(hops[:-1], cum[:-1], marker="o", label=topo)
     names = [str(h) for h in hops[:-1]] + [f">{hops[-2]}"]
