@@ -76,6 +76,9 @@ class Claim:
     select: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     #: one verdict per condition the runs hold (e.g. plts' TCP loss recoveries), or one
     conditions: Callable[[list[Run]], list[str]] | None = None
+    #: the one fixed condition of a claim that is one of several variants judged on
+    #: different runs (e.g. 'cc=lia'), shown also when it is not measured
+    condition: str = ""
     #: what makes a run that this claim can use (said when it is not measured)
     needs: str = ""
     #: the paper's own words for it
@@ -315,8 +318,9 @@ def evaluate(claim: Claim, sources: list[list[Run]], complete: bool = True) -> l
                        claim.because if verdict_ == FAILS else "")
 
     if not runs:
-        return [verdict("", Outcome("", None, _unmeasured(claim, sources)), NOT_MEASURED)]
-    conds = claim.conditions(runs) if claim.conditions else [""]
+        return [verdict(claim.condition, Outcome("", None, _unmeasured(claim, sources)),
+                        NOT_MEASURED)]
+    conds = claim.conditions(runs) if claim.conditions else [claim.condition]
     flagged = list(dict.fromkeys(s for r in runs for s in r.suspects()))
     out = []
     for cond in conds or [""]:

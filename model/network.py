@@ -18,6 +18,7 @@ from routing.walk import all_paths, walk
 from topos.base import Topology
 
 from .flowmodel import (
+    alpha_fair_rates,
     connection_rates,
     goodput_capacity,
     max_concurrent_flow,
@@ -82,6 +83,19 @@ def rates_on_paths(topo: Topology, bw: float, pairs: dict[str, str],
         raise ValueError(f"no path recorded for connections from {missing[:4]}")
     srcs = list(conns)
     rates = connection_rates(capacities(topo, bw), [conns[s] for s in srcs], mode=mode)
+    return {s: float(r) for s, r in zip(srcs, rates)}
+
+
+def tcp_like_rates_on_paths(topo: Topology, bw: float, pairs: dict[str, str],
+                            routed: list[dict[str, Any]], alpha: float = 1.0,
+                            coupled: bool = False) -> dict[str, float]:
+    """As rates_on_paths, under alpha-fairness (flowmodel.alpha_fair_rates: TCP-like
+    sharing, uncoupled subflows or, ``coupled``, each connection's total)."""
+    conns: dict[str, list[list[Link]]] = {src: [] for src in pairs}
+    for r in routed:
+        conns[r["src"]].append(path_links(r["src"], r["path"], r["dst"]))
+    srcs = list(conns)
+    rates = alpha_fair_rates(capacities(topo, bw), [conns[s] for s in srcs], alpha, coupled)
     return {s: float(r) for s, r in zip(srcs, rates)}
 
 

@@ -28,6 +28,7 @@ from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import session
+from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
 from model import TCP_LIKE, alpha_fair_rates, connection_rates, maxmin_rates
 from model.network import capacities, path_links, route_by_hash, synthetic_subflows
@@ -207,12 +208,32 @@ def run_networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]
     return out, tuples
 
 
+def _solved(solve: Callable[[], Any]) -> Any:
+    """A TCP-like model's rates, or NaN rates (logged) when its solver gives up: the run's
+    measurements stay, and the claims on that model say 'not measured'."""
+    try:
+        return solve()
+    except RuntimeError as exc:
+        import logging
+        logging.getLogger("dcrepro").warning("TCP-like model left out: %s", exc)
+        return None
+
+
 def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[str, list],
-                bw: float, aggregate: bool, tcp_model: str = "off"
-                ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float]]:
+                bw: float, aggregate: bool, tcp_model: str = "off",
+                routed: list[dict[str, Any]] | None = None
+                ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float],
+                           list[dict[str, Any]]]:
     """Per connection (keyed by source): max-min rate, aggregate rate, the TCP-like model's
-    rate (``tcp_model``: a name of model.TCP_LIKE, or off), paths; per link: load."""
-    routed = route_by_hash(topo, plan, pairs, tuples)
+    rate (``tcp_model``: a name of model.TCP_LIKE, or off) with uncoupled and with coupled
+    subflows, paths; per link: load; per subflow: its path and both models' rates.
+    ``routed``: the paths the datapath traced (else each 5-tuple is hashed through the plan)."""
+    if routed is None:
+        routed = route_by_hash(topo, plan, pairs, tuples)
+    else:   # a connection with no traced subflow (never connected): its hashed 5-tuples
+        have = {rt["src"] for rt in routed}
+        lost = {s: d for s, d in pairs.items() if s not in have}
+        routed = routed + route_by_hash(topo, plan, lost, tuples) if lost else routed
     caps = capacities(topo, bw)
     srcs = list(pairs)
     conns: dict[str, list[list[tuple[str, str]]]] = {s: [] for s in srcs}
@@ -221,22 +242,38 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
     flows = [conns[s] for s in srcs]
     rates = connection_rates(caps, flows, mode="independent")
     agg = connection_rates(caps, flows, mode="aggregate") if aggregate else None
-    # uncoupled, as the emulated subflows are (upstream MPTCP has no coupled control)
-    tcp = alpha_fair_rates(caps, flows, TCP_LIKE[tcp_model]) if tcp_model != "off" else None
-    # per-link load from the same max-min allocation (one rate per subflow)
+    # uncoupled, as cubic's subflows are; coupled (utility of each connection's total), the
+    # resource pooling that LIA (--cc lia) aims at
+    alpha = TCP_LIKE.get(tcp_model)
     paths = [p for s in srcs for p in conns[s]]
+    tcp_sub = _solved(lambda: alpha_fair_rates(caps, [[p] for p in paths], alpha)) \
+        if alpha else None
+    tcp_c = _solved(lambda: alpha_fair_rates(caps, flows, alpha, coupled=True)) \
+        if alpha else None
+    # per-link load from the same max-min allocation (one rate per subflow)
     sub = maxmin_rates(caps, paths)
     load = dict.fromkeys(caps, 0.0)
     for p, rate in zip(paths, sub):
         for link in p:
             load[link] += float(rate)
-    out = {}
-    for i, s in enumerate(srcs):
-        out[s] = {"mbps": float(rates[i]),
-                  "aggregate_mbps": float(agg[i]) if agg is not None else float("nan"),
-                  "tcp_mbps": float(tcp[i]) if tcp is not None else float("nan"),
+    out, subs, i = {}, [], 0
+    for n, s in enumerate(srcs):
+        mine = [rt for rt in routed if rt["src"] == s]
+        tcp = 0.0
+        for rt in mine:
+            tcp += float(tcp_sub[i]) if tcp_sub is not None else float("nan")
+            subs.append({"src": s, "dst": pairs[s], **rt.get("five_tuple", {}),
+                         "path": ">".join(rt["path"]), "links": len(rt["path"]) + 1,
+                         "model_mbps": round(float(sub[i]), 4),
+                         "model_tcp_mbps": round(float(tcp_sub[i]), 4)
+                         if tcp_sub is not None else float("nan")})
+            i += 1
+        out[s] = {"mbps": float(rates[n]),
+                  "aggregate_mbps": float(agg[n]) if agg is not None else float("nan"),
+                  "tcp_mbps": tcp if tcp_sub is not None else float("nan"),
+                  "tcp_coupled_mbps": float(tcp_c[n]) if tcp_c is not None else float("nan"),
                   "paths": len({tuple(p) for p in conns[s]})}
-    return out, load
+    return out, load, subs
 
 
 def _aggregate_wanted(params: FairnessParams, topo: Topology) -> bool:
@@ -319,8 +356,10 @@ def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: floa
 
 def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
             pairs: dict[str, str], run_dir: Path, run_id: str,
-            r: int) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """One topology of one run in Mininet: flows, measurement facts, link rows, facts."""
+            r: int) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]], dict[str, Any],
+                             list[dict[str, Any]]]:
+    """One topology of one run in Mininet: flows, measurement facts, link rows, facts, and
+    every (sub)flow's path as the datapath traced it."""
     transport = transports(params)[0]
     timing: dict[str, Any] = {}
     with session(topo, plan, params, run_dir, run_id, label) as s:   # (bringup_s: its facts)
@@ -348,6 +387,9 @@ def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
                            "experiment plots is incomplete")
         if transport == "mptcp":
             timing.update(check_subflows(flows, params.subflows))
+        t = time.monotonic()
+        traced = trace_flows(emu, flows)      # the model's paths: the datapath's, not a hash
+        timing["trace_s"] = round(time.monotonic() - t, 2)
     facts = s.facts
     facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
@@ -356,7 +398,31 @@ def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
         tcp_limits=meas["tcp_limits"], restarts=meas["restarts"],
         subflow_wait=meas["subflow_wait"])
     links = measured_link_rows(topo, window, params.bw, r, label)
-    return flows, meas, links, facts
+    return flows, meas, links, facts, traced
+
+
+def subflow_rates(samples: Path, flows: list[Flow], duration: float,
+                  trim: float) -> dict[tuple[str, int], dict[str, float]]:
+    """Per (sub)flow socket, keyed by (source address, port): its goodput (bytes acked, from
+    the tcp_info samples, over its flow's trimmed window) and its median smoothed RTT."""
+    from store import read_csv
+    window = {f.src: (f.start + trim, f.start + duration - trim) for f in flows}
+    by: dict[tuple[str, int], list[dict[str, str]]] = {}
+    for row in read_csv(samples) if samples.is_file() else []:
+        t0, t1 = window.get(row["host"], (0.0, -1.0))
+        if t0 <= float(row["time"]) <= t1:
+            by.setdefault((row["saddr"], int(row["sport"])), []).append(row)
+    out = {}
+    for key, rows in by.items():
+        rows.sort(key=lambda x: float(x["time"]))
+        span = float(rows[-1]["time"]) - float(rows[0]["time"])
+        if len(rows) < 2 or span <= 0:
+            continue
+        acked = int(rows[-1]["bytes_acked"]) - int(rows[0]["bytes_acked"])
+        rtts = sorted(int(x["rtt"]) for x in rows)
+        out[key] = {"mbps": round(8 * acked / span / 1e6, 4),
+                    "rtt_ms": round(rtts[len(rtts) // 2] / 1000, 3)}
+    return out
 
 
 # -- the experiment -------------------------------------------------------------------------
@@ -398,8 +464,8 @@ def _fat_tree(params: FairnessParams) -> tuple[Topology, Any]:
     return topo, routing.make_plan(topo, "ecmp")
 
 
-#: what one network of one repetition gives the tables: its flow rows and its link rows
-_NetworkRows = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+#: what one network of one repetition gives the tables: its flow, link and subflow rows
+_NetworkRows = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
 #: how one network of one repetition is measured: (repetition, label, topology, plan,
 #: permutation, the model's synthetic subflows, seconds the plans took, its folder, the
 #: columns every row of it carries) -> its rows
@@ -418,15 +484,19 @@ def _repetitions(params: FairnessParams, folder: RunFolder, measure: _MeasureNet
     rows: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
     lengths: list[dict[str, Any]] = []
+    subflows: list[dict[str, Any]] = []
     for r in range(params.runs):
         nets, tuples, plan_s, run_dir = _networks(params, folder, r, ft)
         for label, topo, plan, pairs in nets:
             lengths += path_length_rows(r, label, topo)
-            new_rows, new_links = measure(r, label, topo, plan, pairs, tuples[label], plan_s,
-                                          run_dir / label, _base_row(r, label, topo, plan))
+            new_rows, new_links, new_subs = measure(r, label, topo, plan, pairs, tuples[label],
+                                                    plan_s, run_dir / label,
+                                                    _base_row(r, label, topo, plan))
             rows += new_rows
             links += new_links
+            subflows += new_subs
         write_csv(folder.path / "links.csv", links)
+        write_csv(folder.path / "subflows.csv", subflows)
         write_csv(folder.path / "path_lengths.csv", lengths)
         summarize(rows)
     return rows
@@ -444,8 +514,8 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
                 tuples: dict[str, Any], plan_s: float, sub_dir: Path,
                 base: dict[str, Any]) -> _NetworkRows:
         nonlocal traffic_s
-        flows, meas, lrows, facts = emulate(params, label, topo, plan, pairs, sub_dir,
-                                            f"{folder.id}-{r}-{label}", r)
+        flows, meas, lrows, facts, traced = emulate(params, label, topo, plan, pairs, sub_dir,
+                                                    f"{folder.id}-{r}-{label}", r)
         traffic_s += params.duration
         if facts.get("subflows_missing"):
             folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
@@ -454,13 +524,18 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
         (sub_dir / "flows.json").write_text(json.dumps(
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
             indent=1))
-        # fidelity: the model on the same plan with the 5-tuples the run really used
-        real = {f.src: [{k: s[k] for k in ("src_ip", "src_port", "dst_ip", "dst_port")}
-                        for s in f.subflows] or tuples[f.src] for f in flows}
+        (sub_dir / "paths.json").write_text(json.dumps(traced, indent=1))
+        # fidelity: the model on the paths the datapath traced for the run's real 5-tuples
         t = time.monotonic()
-        pred, _ = model_rates(topo, plan, pairs, real, params.bw,
-                              _aggregate_wanted(params, topo),
-                              params.tcp_model)
+        pred, _, subs = model_rates(topo, plan, pairs, tuples, params.bw,
+                                    _aggregate_wanted(params, topo), params.tcp_model,
+                                    routed=traced)
+        got = subflow_rates(sub_dir / transports(params)[0] / "tcp_samples.csv", flows,
+                            params.duration, params.trim)
+        for sub in subs:
+            sub.update({"run": r, "topology": label, "spec": topo.spec},
+                       **got.get((sub["src_ip"], int(sub["src_port"])),
+                                 {"mbps": float("nan"), "rtt_ms": float("nan")}))
         facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
         folder.record(f"run{r:02d}-{label}", facts)
         for why in measurement_reasons(meas):      # as every experiment judges
@@ -474,6 +549,8 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
                  "norm_model_aggregate": round(
                      pred[f.src]["aggregate_mbps"] / params.bw, 5),
                  "norm_model_tcp": round(pred[f.src]["tcp_mbps"] / params.bw, 5),
+                 "norm_model_tcp_coupled": round(pred[f.src]["tcp_coupled_mbps"] / params.bw,
+                                                 5),
                  "subflows": len(f.subflows),
                  "src_addrs": len({s["src_ip"] for s in f.subflows}),
                  "model_paths": pred[f.src]["paths"],
@@ -481,7 +558,7 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
                  "cpu_saturated_share": meas["cpu_saturated_share"],
                  "emulator_loss_share": meas["emulator_loss_share"],
                  "gaps_within_10pct": gap_share(meas["dequeue_gaps"])}
-                for f in flows], lrows
+                for f in flows], lrows, subs
 
     t_start = time.monotonic()
     rows = _repetitions(params, folder, measure, lambda rows: write_permutation_summary(
@@ -504,7 +581,10 @@ def run_model(params: FairnessParams, folder: RunFolder) -> None:
                 base: dict[str, Any]) -> _NetworkRows:
         agg = _aggregate_wanted(params, topo)
         t = time.monotonic()
-        pred, load = model_rates(topo, plan, pairs, tuples, params.bw, agg, params.tcp_model)
+        pred, load, subs = model_rates(topo, plan, pairs, tuples, params.bw, agg,
+                                       params.tcp_model)
+        for sub in subs:
+            sub.update(run=r, topology=label, spec=topo.spec)
         folder.record(f"run{r:02d}-{label}", {
             "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
             "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
@@ -513,9 +593,11 @@ def run_model(params: FairnessParams, folder: RunFolder) -> None:
                  "norm_model": round(pred[src]["mbps"] / params.bw, 5),
                  "norm_model_aggregate": round(pred[src]["aggregate_mbps"] / params.bw, 5),
                  "norm_model_tcp": round(pred[src]["tcp_mbps"] / params.bw, 5),
+                 "norm_model_tcp_coupled": round(pred[src]["tcp_coupled_mbps"] / params.bw, 5),
                  "subflows": len(tuples[src]),
                  "model_paths": pred[src]["paths"]}
-                for src, dst in pairs.items()], model_link_rows(topo, load, params.bw, r, label)
+                for src, dst in pairs.items()], model_link_rows(topo, load, params.bw, r,
+                                                                label), subs
 
     t_start = time.monotonic()
     rows = _repetitions(params, folder, measure,

@@ -19,7 +19,8 @@ from analysis.summaries import group_stats
 from store import cell, read_csv, write_csv
 
 #: max-min, coupled max-min (aggregate), the TCP-like alpha-fair model (--tcp-model)
-MODEL_METRICS = ("norm_model", "norm_model_aggregate", "norm_model_tcp")
+MODEL_METRICS = ("norm_model", "norm_model_aggregate", "norm_model_tcp",
+                 "norm_model_tcp_coupled")
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -196,7 +197,9 @@ def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
         lo = np.array([np.min(d.get(h, [0.0])) for h in hops])
         hi = np.array([np.max(d.get(h, [0.0])) for h in hops])
         x = np.arange(len(hops)) + (i - (len(by) - 1) / 2) * width
-        ax1.bar(x, mean, width, yerr=[mean - lo, hi - mean], capsize=2, label=topo)
+        # clipped: a share equal in every run can give a rounding-sized negative error bar
+        ax1.bar(x, mean, width, yerr=np.clip([mean - lo, hi - mean], 0, None), capsize=2,
+                label=topo)
         cum = np.cumsum(mean)
         ax2.plot(hops[:-1], cum[:-1], marker="o", label=topo)
     names = [str(h) for h in hops[:-1]] + [f">{hops[-2]}"]
@@ -262,6 +265,157 @@ def plot_utilisation(run_dir: Path, config: dict[str, Any]) -> Path | None:
     return note(path, f"{how}; every directed link of every run", cv_text)
 
 
+# -- why Jellyfish loses: every subflow's path against its rate --------------------------
+
+def _links(path: str, src: str, dst: str) -> list[tuple[str, str]]:
+    """Directed links of a subflow (its switches between its two hosts)."""
+    nodes = [src, *path.split(">"), dst]
+    return list(zip(nodes, nodes[1:]))
+
+
+def subflow_facts(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Per subflow (rows of subflows.csv): its rate (measured when the run measured one,
+    else the TCP-like model's), path length in links, and how it shares the fabric:
+    ``siblings`` = other subflows of its own connection on at least one of its switch-to-
+    switch links (a collision), ``fabric_share`` = the most subflows of the whole
+    permutation on any switch-to-switch link of its path (its likely bottleneck's count),
+    ``paths`` = distinct paths of its connection."""
+    out: list[dict[str, Any]] = []
+    for (_run, _topo), group in _by(rows, ("run", "topology")).items():
+        fabric = [[lk for lk in _links(r["path"], r["src"], r["dst"])[1:-1]] for r in group]
+        load: dict[tuple[str, str], int] = {}
+        for lks in fabric:
+            for lk in set(lks):
+                load[lk] = load.get(lk, 0) + 1
+        conn: dict[str, list[int]] = {}
+        for i, r in enumerate(group):
+            conn.setdefault(r["src"], []).append(i)
+        for i, r in enumerate(group):
+            mine = set(fabric[i])
+            sib = sum(1 for j in conn[r["src"]] if j != i and mine & set(fabric[j]))
+            measured = cell(r.get("mbps"))
+            out.append({"run": r["run"], "topology": r["topology"], "src": r["src"],
+                        "links": int(r["links"]), "mbps": measured,
+                        "model_mbps": cell(r.get("model_mbps")),
+                        "model_tcp_mbps": cell(r.get("model_tcp_mbps")),
+                        "rtt_ms": cell(r.get("rtt_ms")), "siblings": sib,
+                        "fabric_share": max((load[lk] for lk in mine), default=0),
+                        "paths": len({group[j]["path"] for j in conn[r["src"]]})})
+    return out
+
+
+def _by(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple[Any, ...],
+                                                                  list[dict[str, Any]]]:
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return out
+
+
+#: the rates compared per subflow: measured (tcp_info bytes acked), max-min, TCP-like
+SUBFLOW_RATES = (("mbps", "measured"), ("model_mbps", "max-min"),
+                 ("model_tcp_mbps", "TCP-like model"))
+
+
+def _nanmean(vals: list[float]) -> float:
+    v = np.array(vals, dtype=float)
+    return round(float(np.nanmean(v)), 4) if np.isfinite(v).any() else float("nan")
+
+
+def subflow_summary(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean rates per topology and group: by path length (``by`` = links), by whether a
+    sibling collides, by fabric share; one ``all`` row per topology with the correlations
+    of the measured rate with path length, fabric share and RTT (Spearman's)."""
+    from scipy.stats import spearmanr
+    out: list[dict[str, Any]] = []
+    for (topo,), mine in _by(facts, ("topology",)).items():
+        groups: list[tuple[str, Any, list[dict[str, Any]]]] = [("all", "", mine)]
+        groups += [("links", k, v) for (k,), v in sorted(_by(mine, ("links",)).items())]
+        groups += [("sibling_collides", k, v) for (k,), v in sorted(
+            _by([{**f, "coll": f["siblings"] > 0} for f in mine], ("coll",)).items())]
+        groups += [("fabric_share", k, v) for (k,), v in sorted(
+            _by(mine, ("fabric_share",)).items())]
+        for by, value, sel in groups:
+            row: dict[str, Any] = {"topology": topo, "by": by, "value": value,
+                                   "subflows": len(sel),
+                                   "mean_links": _nanmean([f["links"] for f in sel]),
+                                   "mean_rtt_ms": _nanmean([f["rtt_ms"] for f in sel])}
+            for col, _ in SUBFLOW_RATES:
+                row[f"mean_{col}"] = _nanmean([f[col] for f in sel])
+            if by == "all":
+                row["share_colliding"] = round(float(np.mean([f["siblings"] > 0
+                                                              for f in sel])), 4)
+                row["mean_paths_per_connection"] = _nanmean(
+                    [f["paths"] for f in {(f["run"], f["src"]): f for f in sel}.values()])
+                row["mean_fabric_share"] = _nanmean([f["fabric_share"] for f in sel])
+                # the measured rate where the run measured one, else the TCP-like model's
+                col = "mbps" if any(f["mbps"] == f["mbps"] for f in sel) else "model_tcp_mbps"
+                row["rate"] = col
+                rate = np.array([f[col] for f in sel], dtype=float)
+                ok = np.isfinite(rate)
+                for name in ("links", "fabric_share", "rtt_ms"):
+                    x = np.array([f[name] for f in sel], dtype=float)
+                    good = ok & np.isfinite(x)
+                    row[f"spearman_rate_{name}"] = round(float(spearmanr(
+                        x[good], rate[good])[0]), 3) if good.sum() > 2 and \
+                        np.ptp(x[good]) > 0 else ""
+            out.append(row)
+    return out
+
+
+def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
+    """subflows.png and subflow_summary.csv from subflows.csv: every subflow's rate by its
+    path length and by its fabric share, measured beside max-min and the TCP-like model
+    (issue #28: why Jellyfish loses)."""
+    rows = read_csv(run_dir / "subflows.csv") if (run_dir / "subflows.csv").is_file() else []
+    if not rows:
+        return None
+    facts = subflow_facts(rows)
+    summary = subflow_summary(facts)
+    write_csv(run_dir / "subflow_summary.csv", summary)
+    emulated = config["params"].get("backend", "emulated") == "emulated"
+    rates = SUBFLOW_RATES if emulated else SUBFLOW_RATES[1:]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    styles = {"measured": "-", "max-min": "--", "TCP-like model": ":"}
+    for i, (topo, _) in enumerate(_by(facts, ("topology",)).items()):
+        color = f"C{i}"
+        mine = [r for r in summary if r["topology"] == topo[0]]
+        for ax, by in ((axes[0], "links"), (axes[1], "fabric_share")):
+            sel = [r for r in mine if r["by"] == by]
+            for col, name in rates:
+                ax.plot([r["value"] for r in sel], [r[f"mean_{col}"] for r in sel],
+                        styles[name], color=color, marker="o", ms=3,
+                        label=f"{topo[0]} {name}")
+        # per connection: its subflows' total by how many distinct paths they took
+        conns = _by([f for f in facts if f["topology"] == topo[0]], ("run", "src"))
+        for col, name in rates:
+            by_paths: dict[int, list[float]] = {}
+            for fs in conns.values():
+                by_paths.setdefault(fs[0]["paths"], []).append(sum(f[col] for f in fs))
+            xs = sorted(by_paths)
+            axes[2].plot(xs, [_nanmean(by_paths[x]) for x in xs], styles[name], color=color,
+                         marker="o", ms=3, label=f"{topo[0]} {name}")
+    axes[0].set_xlabel("path length (links, host links included)")
+    axes[1].set_xlabel("most subflows on one switch-to-switch link of its path")
+    axes[2].set_xlabel("distinct paths of the connection's subflows")
+    for ax in axes[:2]:
+        ax.set_ylabel("mean subflow rate (Mb/s)")
+    axes[2].set_ylabel("mean connection rate (Mb/s)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(caption(config, "why Jellyfish loses: subflow rate by path length and by "
+                         "link sharing"), fontsize=9)
+    path = save(fig, run_dir / "subflows.png")
+    share = "; ".join(f"{r['topology']}: {r['share_colliding']:.0%} of subflows collide with "
+                      f"a sibling, {r['mean_paths_per_connection']} paths per connection"
+                      for r in summary if r["by"] == "all")
+    return note(path, "rates: " + ("tcp_info bytes acked per subflow socket over its flow's "
+                                   "window (measured), " if emulated else "")
+                + "max-min and the TCP-like model (independent subflows) on the traced "
+                "paths; mean per group", share)
+
+
 def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """Every figure of a fairness run folder: rank.png, path_lengths.png, utilisation.png
     (+ rank_vs_model.png and iperf_vs_bwm.png when emulated, rank_aggregate.png for the model
@@ -272,9 +426,9 @@ def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         raise ValueError(f"{run_dir}: flows.csv has no flows")
     out = plot_rank(run_dir, config, rows)
     out.append(plot_path_lengths(run_dir, config))
-    util = plot_utilisation(run_dir, config)
-    if util is not None:
-        out.append(util)
+    for extra in (plot_utilisation(run_dir, config), plot_subflows(run_dir, config)):
+        if extra is not None:
+            out.append(extra)
     return out
 
 

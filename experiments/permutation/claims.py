@@ -8,6 +8,8 @@ permutations, as the write-up's 8 runs do).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from analysis.claims import Missing, Outcome, Run, claim_maker, fmt, grouped, mean_jain, need_rows
 from store import cell
 
@@ -16,6 +18,16 @@ PAPER = "000_b87022286e416fdf.txt"
 FRAME_OVER_PAYLOAD = 1514 / 1448
 #: "roughly the same": the tools' median ratio within 5 % of the framing ratio
 TOOLS_TOLERANCE = 0.05
+#: 000_'s Fig. 4 shape (and htsim's 0.877 / 0.574 = 1.53 at k=4): MPTCP about 1.5x TCP
+FIG4_RATIO = 1.5
+#: "about": within 10 % of 1.5, i.e. 1.35..1.65 (reason in the claim)
+FIG4_TOLERANCE = 0.10
+#: htsim's published anchor (PLATFORM.md): MPTCP-8 with coupled LIA, k=4 fat tree, ECMP
+HTSIM_MEAN, HTSIM_JAIN = 0.877, 0.98
+#: issue #25/#28's goal: mean and Jain's index within 5 % of htsim's
+HTSIM_TOLERANCE = 0.05
+#: the congestion controls the k=4 claims are reported for, one condition each
+CONTROLS = ("lia", "cubic")
 
 
 def _same_backend(runs: list[Run]) -> list[Run]:
@@ -80,6 +92,32 @@ def tools_agree(runs: list[Run], _cond: str) -> Outcome:
                    abs(off) <= TOOLS_TOLERANCE, f"median of {len(ratios)} MPTCP flows")
 
 
+def fig4_ratio(runs: list[Run], _cond: str) -> Outcome:
+    """MPTCP's mean over TCP's, against Fig. 4's about 1.5."""
+    tcp, mptcp = _mean(_per_run(runs, "tcp")), _mean(_per_run(runs, "mptcp"))
+    if tcp <= 0:
+        raise Missing("TCP's mean throughput is 0")
+    ratio = mptcp / tcp
+    return Outcome(f"{fmt(ratio)}x", abs(ratio / FIG4_RATIO - 1) <= FIG4_TOLERANCE,
+                   f"mean normalized throughput MPTCP {fmt(mptcp, 3)}, TCP {fmt(tcp, 3)}")
+
+
+def htsim_mean(runs: list[Run], _cond: str) -> Outcome:
+    """MPTCP-8's mean normalized goodput against htsim's 0.877."""
+    got = _mean(_per_run(runs, "mptcp"))
+    off = got / HTSIM_MEAN - 1
+    return Outcome(f"{fmt(got, 3)} ({off:+.1%} from {HTSIM_MEAN})",
+                   abs(off) <= HTSIM_TOLERANCE, "every MPTCP flow of every repetition")
+
+
+def htsim_jain(runs: list[Run], _cond: str) -> Outcome:
+    """MPTCP-8's Jain index (mean over repetitions) against htsim's 0.98."""
+    got = mean_jain(_per_run(runs, "mptcp"))
+    off = got / HTSIM_JAIN - 1
+    return Outcome(f"{fmt(got, 3)} ({off:+.1%} from {HTSIM_JAIN})",
+                   abs(off) <= HTSIM_TOLERANCE, "mean over repetitions of each one's Jain index")
+
+
 _claim = claim_maker(PAPER, experiment="permutation", pools=True)
 #: what the two transports' claims need
 _BOTH = "run permutation with --transport tcp,mptcp"
@@ -121,3 +159,48 @@ CLAIMS = [
                   "only: the model measures nothing.",
            measure=tools_agree, needs="an emulated run (the model has no measuring tools)"),
 ]
+
+
+def _per_cc(cc: str) -> list[Any]:
+    """The k=4 claims of issue #28 for one congestion control: emulated k=4 runs with
+    ``--cc cc`` only (a condition per control: the controls run as separate runs)."""
+    select = {"cc": (cc,), "topo": ("fattree,k=4",), "backend": ("emulated",)}
+    common = {"select": select, "condition": f"cc={cc}",
+              "needs": f"run permutation --cc {cc} (k=4, --transport tcp,mptcp)"}
+    htsim = ("htsim (the MPTCP authors' packet-level simulator, PLATFORM.md) gives, for "
+             "MPTCP-8 with coupled LIA on the same k=4 fat tree under ECMP, mean 0.877 and "
+             "Jain 0.98; issues #25 and #28 ask for both within 5 %.  Reported for lia (the "
+             "same transport) and for uncoupled cubic beside it (in htsim LIA and uncoupled "
+             "subflows differ by under 1 %, so the anchor applies to both).  iperf3 payload "
+             "goodput over the link rate, as the other claims: at most 1448/1514 = 0.957, "
+             "so if htsim counts whole packets our value reads up to 4.4 % lower for the "
+             "same network.  ")
+    return [
+        _claim(key=f"fig4-ratio-{cc}", text="MPTCP's mean throughput is about 1.5x "
+                                             "single-path TCP's",
+               where="Fig. 4 (k=4 fat tree, ECMP; htsim's anchor 0.877 / 0.574)",
+               paper="about 1.5x", criterion=f"MPTCP mean / TCP mean within "
+                                              f"{FIG4_TOLERANCE:.0%} of {FIG4_RATIO}",
+               reason="Fig. 4's MPTCP and TCP curves, and htsim's published values for "
+                      "this case (0.877 / 0.574 = 1.53), put MPTCP-8 at about 1.5x TCP on a "
+                      "k=4 permutation.  'About' is read as within 10 % (1.35-1.65): TCP's "
+                      "mean over 16 hashed flows depends on how many ECMP collisions a "
+                      "permutation draws (0.52-0.56 per seed in bench_emulation, 0.57 in "
+                      "htsim), so 5 permutations leave a few percent of uncertainty in the "
+                      "denominator, and a band much narrower than that would judge the "
+                      "draw rather than the network.  iperf3 goodput, every flow of every "
+                      "repetition.", measure=fig4_ratio, **common),
+        _claim(key=f"htsim-mean-{cc}", text="MPTCP-8's mean throughput matches htsim's",
+               where="Fig. 4, against htsim (k=4, LIA)", paper=f"htsim {HTSIM_MEAN}",
+               criterion=f"|mean / {HTSIM_MEAN} - 1| <= {HTSIM_TOLERANCE:g}",
+               reason=htsim + "Mean over every MPTCP flow of every repetition.",
+               measure=htsim_mean, **common),
+        _claim(key=f"htsim-jain-{cc}", text="MPTCP-8's Jain index matches htsim's",
+               where="Fig. 4, against htsim (k=4, LIA)", paper=f"htsim {HTSIM_JAIN}",
+               criterion=f"|Jain / {HTSIM_JAIN} - 1| <= {HTSIM_TOLERANCE:g}",
+               reason=htsim + "Jain's index per repetition (its flows shared the fabric), "
+                              "averaged.", measure=htsim_jain, **common),
+    ]
+
+
+CLAIMS += [c for cc in CONTROLS for c in _per_cc(cc)]

@@ -23,7 +23,13 @@ from harness.session import Session, judge, session
 from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, check_subflows, loss_fields, run_iperf
-from model.network import lp_bounds, rates_on_paths, route_by_hash, synthetic_subflows
+from model.network import (
+    lp_bounds,
+    rates_on_paths,
+    route_by_hash,
+    synthetic_subflows,
+    tcp_like_rates_on_paths,
+)
 from topos.traffic import permutation
 
 NAME = "permutation"
@@ -118,13 +124,19 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
 
 def model_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
                 params: PermutationParams, run: int, rng: Any) -> list[dict]:
-    """The model backend: hash-chosen paths through the plan, max-min rates on them."""
+    """The model backend: hash-chosen paths through the plan, max-min rates on them, and
+    the TCP-like model's (proportional fairness: over independent subflows, as cubic's, and
+    over each connection's total, as coupled LIA aims at)."""
     rows = []
     for transport in transports(params):
         n = params.subflows if transport == "mptcp" else 1
         routed = route_by_hash(topo, plan, pairs, synthetic_subflows(topo, pairs, n, rng))
         model = rates_on_paths(topo, params.bw, pairs, routed)
-        rows += [{**_row(run, transport, s, d, params.bw, model=model[s]), "subflows": n}
+        tcp = tcp_like_rates_on_paths(topo, params.bw, pairs, routed)
+        coupled = tcp_like_rates_on_paths(topo, params.bw, pairs, routed, coupled=True) \
+            if n > 1 else tcp
+        rows += [{**_row(run, transport, s, d, params.bw, model=model[s],
+                         model_tcp=tcp[s], model_tcp_coupled=coupled[s]), "subflows": n}
                  for s, d in pairs.items()]
     return rows
 

@@ -96,3 +96,12 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
         # typically 8 subflows over 4 paths (4^-7) or 2 paths (fat-tree intra-pod, 2^-7);
         # at most one connection on a single path is tolerated per topology
         assert len(single) <= 1, (label, single, traced[label])
+        # the datapath's own paths, and every subflow's rate and path length from them
+        paths = json.loads((run / f"run00/{label}/paths.json").read_text())
+        assert len(paths) == sum(len(f["subflows"]) for f in recorded)
+    subs = read_csv(run / "subflows.csv")
+    assert len(subs) >= (1 - traffic.MAX_MISSING_SUBFLOWS) * 2 * 16 * 8
+    rated = [s for s in subs if float(s["mbps"]) == float(s["mbps"])]
+    assert len(rated) >= 0.9 * len(subs) and sum(float(s["mbps"]) for s in rated) > 0
+    assert all(int(s["links"]) == len(s["path"].split(">")) + 1 for s in subs)
+    assert "subflows.png" in figs

@@ -19,7 +19,14 @@ from harness.traffic import (
     tcp_counters,
     tcp_tuple,
 )
-from model.network import capacities, path_links, rates_on_paths, route_by_hash, synthetic_subflows
+from model.network import (
+    capacities,
+    path_links,
+    rates_on_paths,
+    route_by_hash,
+    synthetic_subflows,
+    tcp_like_rates_on_paths,
+)
 from topos.traffic import permutation
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -139,6 +146,24 @@ def test_model_routes_follow_the_plan_and_give_max_min_rates():
     # under st every flow into pod p crosses the same core: a known bottleneck exists
     assert min(rates.values()) < max(rates.values())
     assert path_links("h1", ["s1", "s2"], "h2") == [("h1", "s1"), ("s1", "s2"), ("s2", "h2")]
+
+
+def test_tcp_like_rates_on_paths_uncoupled_and_coupled():
+    """Two subflows of a on one path and one of b on a disjoint-but-for-one-link path:
+    proportional fairness over subflows gives a 2/3 of the shared link, over connections
+    1/2 (coupled: a connection counts once, whatever its subflows)."""
+    t = topos.build("fattree,k=4")
+    full = capacities(t, 10)[("0_0_2", "0_0_1")]
+    a_path = ["0_0_1", "0_2_1"]          # a: host 0_0_2 -> host 0_1_2 through agg 0_2_1
+    pairs = {"0_0_2": "0_1_2", "0_0_3": "0_1_3"}
+    routed = [{"src": "0_0_2", "dst": "0_1_2", "path": a_path + ["0_1_1"]}] * 2
+    routed = routed + [{"src": "0_0_3", "dst": "0_1_3", "path": a_path + ["0_1_1"]}]
+    un = tcp_like_rates_on_paths(t, 10, pairs, routed)
+    co = tcp_like_rates_on_paths(t, 10, pairs, routed, coupled=True)
+    assert un["0_0_2"] == pytest.approx(2 * full / 3, rel=1e-4)
+    assert un["0_0_3"] == pytest.approx(full / 3, rel=1e-4)
+    assert co["0_0_2"] == pytest.approx(full / 2, rel=1e-4)
+    assert co["0_0_3"] == pytest.approx(full / 2, rel=1e-4)
 
 
 def test_model_mptcp_subflows_use_distinct_extra_addresses():

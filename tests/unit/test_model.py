@@ -448,3 +448,20 @@ def test_alpha_fair_scale_unbounded_and_bad_input():
         alpha_fair_rates(caps, [[["l1"]]], 0.0)
     with pytest.raises(ValueError):
         alpha_fair_rates(caps, [[["nowhere"]]], 1.0)
+
+
+def test_an_inaccurate_alpha_fair_answer_is_taken_only_when_its_kkt_conditions_hold():
+    """Two flows on one unit link, one alone on another: proportional fairness gives 1/2,
+    1/2 and 1, with price 2 on the shared link and 1 on the other."""
+    import scipy.sparse as sp
+
+    from model.flowmodel import _kkt_holds
+    a = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    cap, owner = np.array([1.0, 1.0]), np.array([0, 1, 2])
+    right, prices = np.array([0.5, 0.5, 1.0]), np.array([2.0, 1.0])
+    assert _kkt_holds(a, cap, right, prices, owner, 1.0, False)
+    assert not _kkt_holds(a, cap, np.array([0.6, 0.4, 1.0]), prices, owner, 1.0, False)
+    assert not _kkt_holds(a, cap, np.array([0.6, 0.6, 1.0]), prices, owner, 1.0, False)
+    # coupled: flows 0 and 1 are one connection: its total 1 has marginal utility 1
+    assert _kkt_holds(a, cap, np.array([0.5, 0.5, 1.0]), np.array([1.0, 1.0]),
+                      np.array([0, 0, 1]), 1.0, True)
