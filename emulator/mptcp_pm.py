@@ -170,6 +170,10 @@ def parse_event(payload: bytes) -> Event:
                  u(EA_REM_ID, "=B", -1), server, u(EA_ERROR, "=I", 0))
 
 
+#: how long one generic-netlink request may wait for its reply (seconds)
+REQUEST_TIMEOUT_S = 5.0
+
+
 class Genl:
     """A generic-netlink socket on the ``mptcp_pm`` family, in the namespace of the thread
     that makes it; ``events``: also a member of the events group."""
@@ -198,6 +202,11 @@ class Genl:
         self.sock.send(genl_message(family, cmd, attrs, self.seq, NLM_F_REQUEST | NLM_F_ACK))
         reply = b""
         while True:
+            # the kernel answers at once; a reply that never comes must not hang the run's
+            # path-manager thread (and with it the teardown that joins it)
+            if not select.select([self.sock], [], [], REQUEST_TIMEOUT_S)[0]:
+                raise PmError(errno.ETIMEDOUT, f"no reply to generic-netlink command {cmd} "
+                                               f"in {REQUEST_TIMEOUT_S:g} s")
             for kind, flags, seq, payload in split_messages(self.sock.recv(65536)):
                 if seq != self.seq:
                     continue

@@ -338,9 +338,10 @@ TC_STATS = struct.Struct("=QIIIIIII")
 
 def root_qlen(nl: socket.socket, ifindex: int, timeout: float = 5.0) -> int | None:
     """Packets in the root qdisc of ``ifindex`` now (the kernel's qdisc_qlen_sum: HTB's
-    q.qlen, every packet of its tree), by one RTM_GETQDISC dump on the rtnetlink socket
-    ``nl``, in-process (about a hundred microseconds, where a ``tc`` process takes tens of
-    milliseconds); None if the device has no root qdisc.  socket.timeout past ``timeout``."""
+    q.qlen, every packet of its tree), read from the rtnetlink socket ``nl`` in-process
+    (about a hundred microseconds, where a ``tc`` process takes tens of milliseconds); None
+    if the device has no root qdisc.  socket.timeout past ``timeout``.  The kernel dumps
+    every qdisc either way, so this is root_qlens' answer for one device."""
     return root_qlens(nl, timeout).get(ifindex)
 
 
