@@ -70,7 +70,7 @@ class FairnessParams(FlowParams):
 PARAMS = FairnessParams
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
-QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
+QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
 #: links are grouped by the layers of their two ends, in this order

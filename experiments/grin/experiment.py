@@ -92,7 +92,7 @@ class GrinParams(FlowParams):
 PARAMS = GrinParams
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
-QUICK: dict[str, Any] = {"degrees": "0,1,2", "active": "10,50", "duration": 15.0,
+QUICK: dict[str, Any] = {"degrees": "0,1,2", "active": "10,50", "duration": 12.0,
                          "trim": 3.0, "runs": 1}
 
 

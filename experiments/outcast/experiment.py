@@ -88,7 +88,7 @@ PARAMS = OutcastParams
 BACKENDS = ("emulated", "sim")
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
-QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
+QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 ROUTING = "st"  # a line has one path; st is the plain destination-based plan
 
 

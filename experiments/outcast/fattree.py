@@ -60,7 +60,7 @@ class OutcastFattreeParams(ManyToOneParams):
 PARAMS = OutcastFattreeParams
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
-QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 1}
+QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 
 
 def add_arguments(p: Any) -> None:

@@ -59,7 +59,7 @@ PARAMS = PermutationParams
 BACKENDS = ("emulated", "model", "sim")
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
-QUICK: dict[str, Any] = {"duration": 15.0, "trim": 3.0, "runs": 2}
+QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
 
 
 def add_arguments(p: Any) -> None:

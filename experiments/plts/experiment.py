@@ -114,7 +114,7 @@ class PltsParams(FlowParams):
 PARAMS = PltsParams
 #: name -> default (the flags' help and the README's view)
 DEFAULTS = PARAMS.defaults()
-QUICK: dict[str, Any] = {"duration": 20.0, "trim": 4.0, "runs": 1}
+QUICK: dict[str, Any] = {"duration": 16.0, "trim": 4.0, "runs": 1}
 
 #: scheme -> routing spec
 SCHEMES = {"ecmp": "ecmp", "rnd": "spray,mode=rnd", "cnt": "spray,mode=cnt",
