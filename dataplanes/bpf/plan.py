@@ -20,6 +20,7 @@ from .switch import (
     KIND_ETH,
     MODES,
     PORT_HOST,
+    PORT_IN_RULES,
     FibAction,
     FibKey,
 )
@@ -54,28 +55,39 @@ def fib_entries(plan: Plan) -> dict[FibKey, FibAction]:
     return out
 
 
+def in_port_rules(sw: SwitchPlan) -> bool:
+    """Does the switch's table match on the input port anywhere (multicast trees do)?"""
+    return any(m.in_port for m in sw.table)
+
+
 def port_entries(plan: Plan, topo: Topology,
                  ifindex: Callable[[str], int]) -> tuple[dict[int, tuple[int, int, int, int]],
                                                          dict[tuple[int, int], int]]:
     """ports map (ifindex -> (switch id, port, seed, flags)) and egress map ((switch id,
     port) -> ifindex) for every switch port; ``ifindex(name)`` resolves interface names.
-    flags: PORT_HOST where the port faces a host (latency sampling starts and ends there)."""
+    flags: PORT_HOST where the port faces a host (latency sampling starts and ends there),
+    PORT_IN_RULES on every port of a switch whose table matches on the input port (only
+    then does the program look the input port up: simulate's ``in_rules``)."""
     ports: dict[int, tuple[int, int, int, int]] = {}
     egress: dict[tuple[int, int], int] = {}
     for sw in plan.switches.values():
+        in_rules = PORT_IN_RULES if in_port_rules(sw) else 0
         for port, (peer, _) in topo.ports(sw.name).items():
             idx = ifindex(f"{sw.name}-eth{port}")
-            ports[idx] = (sw.sid, port, sw.seed, 0 if topo.is_switch(peer) else PORT_HOST)
+            ports[idx] = (sw.sid, port, sw.seed,
+                          in_rules | (0 if topo.is_switch(peer) else PORT_HOST))
             egress[(sw.sid, port)] = idx
     return ports, egress
 
 
 def simulate(fib: dict[FibKey, FibAction], sw: int, in_port: int, label: int, kind: int,
-             addr: bytes, choose: Callable[[int], int]) -> list[tuple[int, int]]:
+             addr: bytes, choose: Callable[[int], int],
+             in_rules: bool = True) -> list[tuple[int, int]]:
     """What the program does with a packet: (out port, label on the way out) per copy;
-    [] = dropped.  Mirrors the C lookup order; ``choose(n)`` stands in for the mode."""
-    act = fib.get(FibKey(sw, in_port, label, kind, addr)) or \
-        fib.get(FibKey(sw, 0, label, kind, addr))
+    [] = dropped.  Mirrors the C lookup order; ``choose(n)`` stands in for the mode;
+    ``in_rules``: the port's PORT_IN_RULES flag (without it the in_port lookup is skipped)."""
+    act = (fib.get(FibKey(sw, in_port, label, kind, addr)) if in_rules and in_port else None) \
+        or fib.get(FibKey(sw, 0, label, kind, addr))
     if act is None and label:
         act = fib.get(FibKey(sw, 0, LABEL_ANY, kind, addr))
     if act is None or not act.ports:

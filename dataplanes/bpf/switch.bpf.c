@@ -14,7 +14,9 @@
  *   ports   ifindex -> switch id, port number, the switch's hash seed; rx and miss counters
  *   egress  (switch, port) -> ifindex; what this program redirected there (tx counters)
  *   fib     (switch, in_port|0, label|0|ANY, kind, MAC or ARP target) -> action
- *           lookup order: (in_port, label), (0, label), then for a tagged packet (0, ANY)
+ *           lookup order: (in_port, label), (0, label), then for a tagged packet (0, ANY);
+ *           the first only on a switch that has in_port entries (PORT_IN_RULES): most plans
+ *           have none (only multicast trees do), and it would miss on every packet
  *   rr      per-flow round-robin state: the choice index the flow's last packet took
  *   flows   the datapath's own record: (switch, 5-tuple, out port) -> packets, bytes, labels;
  *           path tracing reads it (a sprayed flow shows several out ports on one switch)
@@ -92,6 +94,7 @@
 #define MAX_INBAND_TAGS 2
 
 #define PORT_HOST 1	/* port_info.flags: the port faces a host */
+#define PORT_IN_RULES 2	/* port_info.flags: its switch has fib entries for given in_ports */
 #define CONF_KEEP_SOCKET 1	/* conf.flags: packets keep the sender's socket (ablation only) */
 #define CONF_FLOWS_SAMPLED 2	/* conf.flags: flow records sampled where the path is fixed */
 #define FLOW_SAMPLE_EVERY 64	/* ... one TCP segment in this many, besides SYN/FIN/RST */
@@ -561,11 +564,14 @@ static __always_inline void sample(struct __sk_buff *skb, struct pkt *p,
 
 static __always_inline struct fib_action *lookup(struct fib_key *key, const struct pkt *p)
 {
-	struct fib_action *a = bpf_map_lookup_elem(&fib, key);
+	struct fib_action *a;
 
-	if (a)
-		return a;
-	key->in_port = 0;
+	if (key->in_port) {	/* 0 already when the switch has no in_port entries */
+		a = bpf_map_lookup_elem(&fib, key);
+		if (a)
+			return a;
+		key->in_port = 0;
+	}
 	a = bpf_map_lookup_elem(&fib, key);
 	if (a || !p->tagged)
 		return a;
@@ -632,7 +638,7 @@ int dcrepro_switch(struct __sk_buff *skb)
 	}
 
 	key.sw = pi->sw;
-	key.in_port = pi->port;
+	key.in_port = (pi->flags & PORT_IN_RULES) ? pi->port : 0;
 	key.label = p.label;
 	key.kind = KIND_ETH;
 	__builtin_memcpy(key.addr, eth.h_dest, 6);

@@ -41,6 +41,7 @@ MODE_HASH, MODE_RND, MODE_RR, MODE_CNT = 0, 1, 2, 3
 MODES = {"hash": MODE_HASH, "rnd": MODE_RND, "rr": MODE_RR, "cnt": MODE_CNT}
 MAPS = ("ports", "egress", "fib", "rr", "flows", "conf", "lat_start", "lat", "aqm")
 PORT_HOST = 1                                  # port_info.flags: the port faces a host
+PORT_IN_RULES = 2                              # ... its switch has fib entries for in_ports
 CONF_KEEP_SOCKET = 1                           # conf.flags: packets keep the sender's socket
 CONF_FLOWS_SAMPLED = 2                         # conf.flags: flow records sampled (switch.bpf.c)
 FLOW_SAMPLE_EVERY = 64                         # ... one TCP segment in this many, and SYN/FIN/RST
@@ -70,7 +71,7 @@ SIZES = {"ports": (IFINDEX.size, PORT_INFO.size), "egress": (PORT_KEY.size, EGRE
 
 class PortInfo(NamedTuple):
     """ports value: the switch and port behind an ifindex, the switch's seed, flags
-    (PORT_HOST), counters."""
+    (PORT_HOST, PORT_IN_RULES), counters."""
 
     sw: int
     port: int

@@ -7,6 +7,7 @@ import topos
 from controller.ofplan import Packet, openflow_groups, openflow_rules
 from controller.ofplan import simulate as of_simulate
 from dataplanes.bpf import plan as bpfplan
+from dataplanes.bpf.switch import PORT_IN_RULES
 from emulator.dataplanes import make
 from routing.multicast import add_group, group_mac, tree_edges
 from routing.walk import WalkError, first_choice, step, tree
@@ -83,7 +84,8 @@ def test_translations_replicate_like_the_interpreter():
         _, want = step(plan, here, "eth", mac, 0, in_port, first_choice)
         sp = plan.switches[here]
         key = bpfplan.fib_key(sp, "eth", mac, 0, in_port)
-        got_bpf = bpfplan.simulate(fib, sp.sid, in_port, 0, key.kind, key.addr, lambda n: 0)
+        got_bpf = bpfplan.simulate(fib, sp.sid, in_port, 0, key.kind, key.addr, lambda n: 0,
+                                   bpfplan.in_port_rules(sp))
         got_of = of_simulate(rules[here], Packet(eth_dst=mac, in_port=in_port), lambda n: 0,
                              openflow_groups(sp))
         assert sorted(want) == sorted(got_bpf) == sorted(got_of), (here, want, got_bpf, got_of)
@@ -95,6 +97,22 @@ def test_translations_replicate_like_the_interpreter():
             else:
                 got[nxt] = got.get(nxt, 0) + 1
     assert got == {m: 1 for m in members}
+
+
+def test_only_switches_with_in_port_entries_look_the_input_port_up():
+    """PORT_IN_RULES (the program's first, in_port lookup) is set on every port of the
+    switches a group's tree matches by input port, and on no port of a unicast plan."""
+    plan = routing.make_plan(FT4, "ecmp")
+    index = {f"{sw}-eth{p}": n for n, (sw, p) in enumerate(
+        (sw, p) for sw in FT4.switches() for p in FT4.ports(sw))}
+    ports, _ = bpfplan.port_entries(plan, FT4, index.__getitem__)
+    assert not any(flags & PORT_IN_RULES for *_, flags in ports.values())
+    add_group(FT4, plan, GROUP, "0_0_2", ["0_0_3", "1_1_2"])
+    ports, _ = bpfplan.port_entries(plan, FT4, index.__getitem__)
+    flagged = {sid for sid, _, _, flags in ports.values() if flags & PORT_IN_RULES}
+    want = {sp.sid for sp in plan.switches.values() if any(m.in_port for m in sp.table)}
+    assert flagged == want and want
+    assert all(flags & PORT_IN_RULES for sid, _, _, flags in ports.values() if sid in want)
 
 
 def test_unicast_walks_are_unchanged_by_a_group():

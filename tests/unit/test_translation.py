@@ -43,7 +43,8 @@ def _three_way(topo, plan, rules, fib, src, dst, arp, rng):
         got_of = of_simulate(rules[here], pkt, choose)
         sp = plan.switches[here]
         bkey = bpfplan.fib_key(sp, kind, key, label, in_port)
-        got_bpf = bpfplan.simulate(fib, sp.sid, in_port, label, bkey.kind, bkey.addr, choose)
+        got_bpf = bpfplan.simulate(fib, sp.sid, in_port, label, bkey.kind, bkey.addr, choose,
+                                   bpfplan.in_port_rules(sp))
         assert got_of == want == got_bpf, (here, want, got_of, got_bpf)
         assert len(set(n_seen)) <= 1, "the three saw different choice counts"
         (port, label), = want
@@ -87,7 +88,8 @@ def test_in_port_and_any_label_fallbacks_agree():
         _, got = step(plan, "s1", "eth", mac, label, in_port, lambda _s, n: 0)
         of = of_simulate(rules, OFPacket(eth_dst=mac, in_port=in_port, vlan=label), lambda n: 0)
         key = bpfplan.fib_key(sp, "eth", mac, label, in_port)
-        bpf = bpfplan.simulate(fib, 1, in_port, label, key.kind, key.addr, lambda n: 0)
+        bpf = bpfplan.simulate(fib, 1, in_port, label, key.kind, key.addr, lambda n: 0,
+                               bpfplan.in_port_rules(sp))
         assert got == of == bpf == [want], (in_port, label)
 
 
@@ -104,7 +106,8 @@ def test_replicate_agrees_and_pushes_per_copy():
                              (("output", 3),))
     assert [a for r in openflow_rules(sp) for a in r.actions] == [("group", 1)]
     key = bpfplan.fib_key(sp, "eth", "01:00:5e:01:02:03", 0, 9)
-    bpf = bpfplan.simulate(bpfplan.fib_entries(plan), 1, 9, 0, key.kind, key.addr, lambda n: 0)
+    bpf = bpfplan.simulate(bpfplan.fib_entries(plan), 1, 9, 0, key.kind, key.addr, lambda n: 0,
+                           bpfplan.in_port_rules(sp))
     assert got == of == bpf == want
 
 
