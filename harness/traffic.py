@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import re
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -178,9 +177,10 @@ def read_report(path: Path, who: str) -> dict[str, Any]:
     return report
 
 
-#: Subflows are read from one `ss` snapshot during traffic; under loss a subflow's SYN can be
-#: dropped and retried (1 s, 3 s, 7 s ...), so it joins after the snapshot.  Up to this share
-#: of missing subflows is recorded (flows.csv has every connection's count), more is fatal.
+#: Subflows are read from socket snapshots (sock_diag) during traffic; under loss a
+#: subflow's SYN can be dropped and retried (1 s, 3 s, 7 s ...), so it joins after the
+#: snapshot.  Up to this share of missing subflows is recorded (flows.csv has every
+#: connection's count), more is fatal.
 MAX_MISSING_SUBFLOWS = 0.25
 
 
@@ -197,46 +197,15 @@ def check_subflows(flows: list[Flow], wanted: int) -> dict[str, Any]:
     return {"subflows_missing": missing, "short_connections": short}
 
 
-_SS_REC = re.compile(r"^ESTAB\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
-
-
-def parse_ss_subflows(text: str, dport: int) -> dict[str, list[dict[str, Any]]]:
-    """Group `ss -Hntie` sockets to ``dport`` by MPTCP token: token -> subflow 5-tuples."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = _SS_REC.match(line)
-        if not m or int(m.group(4)) != dport:
-            continue
-        info = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith(("\t", " ")) \
-            else line
-        # group by the peer's token: the initial subflow shows its local token as 0000
-        tok = re.search(r"token:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)\(id:\d+\)", info)
-        acked = re.search(r"bytes_acked:(\d+)", info)
-        if not tok:
-            continue
-        groups.setdefault(tok.group(1), []).append({
-            "src_ip": m.group(1).split("%")[0], "src_port": int(m.group(2)),
-            "dst_ip": m.group(3).split("%")[0], "dst_port": int(m.group(4)),
-            "bytes_acked": int(acked.group(1)) if acked else 0})
-    return groups
-
-
 #: bytes a connection must have carried to be iperf3's data connection: its control
 #: connection carries a cookie and a few hundred bytes of parameters before the test (172
-#: bytes in tests/data/ss-mptcp-0_0_2.txt), the data connection about 1 MB a second
+#: bytes in a capture of a real run), the data connection about 1 MB a second
 DATA_CONNECTION_BYTES = 64 * 1024
 
 
-def data_subflows(text: str, dport: int) -> list[dict[str, Any]]:
-    """Subflows of iperf3's data connection to ``dport`` in `ss -Hntie` text (data_connection
-    of parse_ss_subflows)."""
-    return data_connection(parse_ss_subflows(text, dport))
-
-
 def diag_subflows(socks: Sequence[SockInfo], dport: int) -> dict[str, list[dict[str, Any]]]:
-    """As parse_ss_subflows, from a sock_diag dump: sockets to ``dport`` grouped by their
-    MPTCP connection (the local token, which every subflow of a connection shares)."""
+    """The MPTCP subflows to ``dport`` in a sock_diag dump, grouped by their connection (the
+    local token, which every subflow of a connection shares): token -> subflow 5-tuples."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for s in socks:
         if s.dport != dport or not s.mptcp or "token_loc" not in s.mptcp:
@@ -260,38 +229,25 @@ def data_connection(groups: dict[str, list[dict[str, Any]]]) -> list[dict[str, A
     return [] if len(sized) == 1 and carried < DATA_CONNECTION_BYTES else busiest
 
 
-def tcp_tuple(text: str, dport: int) -> list[dict[str, Any]]:
-    """The busiest plain TCP socket to ``dport`` as a one-element 5-tuple list."""
+def diag_tcp_tuple(socks: Sequence[SockInfo], dport: int) -> list[dict[str, Any]]:
+    """The busiest plain TCP socket to ``dport`` in a sock_diag dump as a one-element 5-tuple
+    list, with its loss-recovery counters from tcp_info: segments retransmitted (total),
+    the reordering degree TCP now assumes (3, the kernel's start, until it sees more),
+    reorderings seen, and duplicate segments the receiver reported by DSACK (spurious
+    retransmissions)."""
     best: dict[str, Any] | None = None
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = _SS_REC.match(line)
-        if not m or int(m.group(4)) != dport:
+    for s in socks:
+        if s.dport != dport or s.mptcp:
             continue
-        info = lines[i + 1] if i + 1 < len(lines) else ""
-        acked = re.search(r"bytes_acked:(\d+)", info)
-        cand = {"src_ip": m.group(1).split("%")[0], "src_port": int(m.group(2)),
-                "dst_ip": m.group(3).split("%")[0], "dst_port": dport,
-                "bytes_acked": int(acked.group(1)) if acked else 0, **tcp_counters(info)}
+        cand = {"src_ip": s.saddr, "src_port": s.sport, "dst_ip": s.daddr, "dst_port": dport,
+                "bytes_acked": s.info.get("bytes_acked", 0),
+                "retrans": s.info.get("total_retrans", 0),
+                "reordering": s.info.get("reordering", 3),
+                "reord_seen": s.info.get("reord_seen", 0),
+                "dsack_dups": s.info.get("dsack_dups", 0)}
         if best is None or cand["bytes_acked"] > best["bytes_acked"]:
             best = cand
     return [best] if best else []
-
-
-_TCP_COUNTERS = {"retrans": r"\bretrans:\d+/(\d+)", "reordering": r"\breordering:(\d+)",
-                 "reord_seen": r"\breord_seen:(\d+)", "dsack_dups": r"\bdsack_dups:(\d+)"}
-
-
-def tcp_counters(info: str) -> dict[str, int]:
-    """Loss-recovery counters of one socket from its `ss -i` line: segments retransmitted
-    (total), the reordering degree TCP now assumes, reorderings seen, and duplicate segments
-    the receiver reported by DSACK (spurious retransmissions).  ss omits a zero counter,
-    and omits ``reordering`` while it is 3, the kernel's starting value."""
-    out = {}
-    for name, pattern in _TCP_COUNTERS.items():
-        m = re.search(pattern, info)
-        out[name] = int(m.group(1)) if m else (3 if name == "reordering" else 0)
-    return out
 
 
 def window_retransmits(client_report: dict[str, Any], t0: float, t1: float) -> int:
@@ -562,12 +518,15 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                       clients: list[tuple[Flow, Any, subprocess.Popen]],
                       servers: list[tuple[Flow, Any, subprocess.Popen]],
                       bwm: subprocess.Popen, may_not_connect: bool = False) -> None:
-    """Record every flow's connection (MPTCP: its subflows) from `ss` while traffic runs,
-    for the subflow check and for tracing; watch everything meanwhile.
+    """Record every flow's connection (MPTCP: its subflows) while traffic runs, for the
+    subflow check and for tracing; watch everything meanwhile.  Each look reads the senders'
+    sockets over sock_diag in this process (Emulation.sockets) and keeps them in
+    ``sockets[-late].json``; it was an `ss` process in every host, which on a loaded CPU took
+    4.5 s (k=4, MPTCP at 75 % CPU) to 15 s (k=6 saturated) and spent, inside the measured
+    window, the CPU the emulated network needed.
 
-    Early enough to finish before the flows end: starting 54 clients takes up to 5 s, and
-    on a loaded CPU `ss` in every host at once (hosts_cmd), 40 ms when idle, took 4.5 s
-    (k=4, MPTCP at 75 % CPU) to 15 s (k=6 saturated).  TCP: once, in the middle (iperf3's
+    Early enough to finish before the flows end (starting 54 clients takes up to 5 s).
+    TCP: once, in the middle (iperf3's
     report names the connection anyway, see _data_connection).  MPTCP: first soon after
     the window opens, then as late as the window allows, because an MP_JOIN whose SYN was
     lost retries after 1 s, 2 s, 4 s ... and the subflow appears only then; a flow keeps
@@ -591,15 +550,14 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                        [("bwm-ng", bwm)], emu.check_alive)
             time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
         began = time.monotonic()
-        # nice -20: on a saturated CPU 54 concurrent `ss` took 15 s at the default priority
-        texts = emu.hosts_cmd(sorted({f.src for f in flows}), ["ss", "-Hntie"], nice=-20)
+        socks = emu.sockets(sorted({f.src for f in flows}))
         record.append({"planned_s": round(when - first, 2), "began_s": round(began - first, 2),
                        "took_s": round(time.monotonic() - began, 2)})
+        (out / f"sockets{'-late' if n else ''}.json").write_text(json.dumps(
+            {h: [s._asdict() for s in ss] for h, ss in socks.items()}))
         for f in flows:
-            text = texts[f.src]
-            (out / f"ss-{f.src}{'-late' if n else ''}.txt").write_text(text)
-            got = data_subflows(text, f.port) if transport == "mptcp" else \
-                tcp_tuple(text, f.port)
+            got = data_connection(diag_subflows(socks[f.src], f.port)) \
+                if transport == "mptcp" else diag_tcp_tuple(socks[f.src], f.port)
             if len(got) >= max(1, len(f.subflows)):
                 f.subflows = got
     (out / "snapshot.json").write_text(json.dumps(record))
@@ -636,7 +594,7 @@ def _client(emu: Emulation, f: Flow, wrap: list[str], duration: float,
 def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
                        clients: dict[str, subprocess.Popen]) -> dict[str, str]:
     """Flows whose data connection has fewer subflows than wanted, or whose client already
-    ended, each with why (one `ss` look at their senders)."""
+    ended, each with why (one sock_diag look at their senders)."""
     short: dict[str, str] = {}
     for f in flows:
         if clients[f.name].poll() is not None:

@@ -1,4 +1,4 @@
-"""Pure measurement code: ss subflow parsing, measurement windows, loss accounting, fidelity."""
+"""Pure measurement code: socket snapshots, measurement windows, loss accounting, fidelity."""
 import json
 import math
 import random
@@ -11,13 +11,10 @@ import topos
 from analysis.fidelity import report
 from harness.bwmng import window_mbps as bwm_window_mbps
 from harness.traffic import (
-    data_subflows,
+    diag_tcp_tuple,
     emulator_losses,
     iperf_window_mbps,
     loss_fields,
-    parse_ss_subflows,
-    tcp_counters,
-    tcp_tuple,
 )
 from model.network import (
     capacities,
@@ -32,49 +29,25 @@ from topos.traffic import permutation
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
-def test_ss_groups_mptcp_subflows_by_peer_token_including_initial_subflow():
-    text = (DATA / "ss-mptcp-0_0_2.txt").read_text()
-    groups = parse_ss_subflows(text, 5202)
-    # captured on a real run: iperf3's control and data connections, 8 subflows each
-    assert sorted(len(g) for g in groups.values()) == [8, 8]
-    data = data_subflows(text, 5202)
-    assert len(data) == 8
-    assert len({s["src_ip"] for s in data}) == 8  # one subflow per local address
-    assert {s["dst_ip"] for s in data} == {"10.2.1.2"}
-    assert "10.0.0.2" in {s["src_ip"] for s in data}  # the initial subflow (token 0000)
-    assert parse_ss_subflows(text, 5201) == {}
-
-
-def test_the_control_connection_alone_is_no_data_connection():
-    """Control and data both get 8 subflows; with only the control connection up (its data
-    connection never came), no subflows are found, so start-up restarts the flow."""
-    text = (DATA / "ss-mptcp-0_0_2.txt").read_text()
-    control = min(parse_ss_subflows(text, 5202).values(),
-                  key=lambda g: sum(s["bytes_acked"] for s in g))
-    ports = {str(s["src_port"]) for s in control}
-    lines = text.splitlines()
-    # keep every socket line (and its info line) of the control connection only
-    kept = [ln for i, ln in enumerate(lines)
-            if (":5202" in ln and any(f":{p} " in ln for p in ports))
-            or (i > 0 and ":5202" in lines[i - 1] and any(f":{p} " in lines[i - 1]
-                                                          for p in ports))]
-    assert len(parse_ss_subflows("\n".join(kept), 5202)) == 1
-    assert data_subflows("\n".join(kept), 5202) == []
-
-
-def test_tcp_tuple_picks_the_busiest_socket():
-    text = ("ESTAB 0 0 10.0.0.2:40000 10.1.0.2:5201 ino:1\n\t cubic bytes_acked:10 x\n"
-            "ESTAB 0 0 10.0.0.2:40002 10.1.0.2:5201 ino:2\n\t cubic bytes_acked:900 "
-            "retrans:0/17 reordering:12 reord_seen:4 dsack_dups:3 x\n"
-            "ESTAB 0 0 10.0.0.2:40004 10.1.0.9:5999 ino:3\n\t cubic bytes_acked:99999 x\n")
-    assert tcp_tuple(text, 5201) == [{"src_ip": "10.0.0.2", "src_port": 40002,
-                                      "dst_ip": "10.1.0.2", "dst_port": 5201,
-                                      "bytes_acked": 900, "retrans": 17, "reordering": 12,
-                                      "reord_seen": 4, "dsack_dups": 3}]
-    # ss leaves out zero counters and a reordering of 3, the kernel's starting value
-    assert tcp_tuple(text, 5201)[0]["retrans"] == 17
-    assert tcp_counters("\t cubic bytes_acked:10") == {"retrans": 0, "reordering": 3,
-                                                       "reord_seen": 0, "dsack_dups": 0}
+def test_diag_tcp_tuple_picks_the_busiest_socket_with_its_counters():
+    from emulator.sockdiag import SockInfo
+    socks = [SockInfo("10.0.0.2", 40000, "10.1.0.2", 5201, 1, {"bytes_acked": 10}, {}),
+             SockInfo("10.0.0.2", 40002, "10.1.0.2", 5201, 1,
+                      {"bytes_acked": 900, "total_retrans": 17, "reordering": 12,
+                       "reord_seen": 4, "dsack_dups": 3}, {}),
+             SockInfo("10.0.0.2", 40004, "10.1.0.9", 5999, 1, {"bytes_acked": 99999}, {}),
+             SockInfo("10.0.0.2", 40006, "10.1.0.2", 5201, 1, {"bytes_acked": 10**6}, {},
+                      {"token_rem": 1, "token_loc": 2})]      # an MPTCP subflow: not plain
+    assert diag_tcp_tuple(socks, 5201) == [{"src_ip": "10.0.0.2", "src_port": 40002,
+                                            "dst_ip": "10.1.0.2", "dst_port": 5201,
+                                            "bytes_acked": 900, "retrans": 17,
+                                            "reordering": 12, "reord_seen": 4,
+                                            "dsack_dups": 3}]
+    # fields a kernel did not fill read as their starting values
+    assert diag_tcp_tuple(socks[:1], 5201)[0] | {"bytes_acked": 0} == {
+        "src_ip": "10.0.0.2", "src_port": 40000, "dst_ip": "10.1.0.2", "dst_port": 5201,
+        "bytes_acked": 0, "retrans": 0, "reordering": 3, "reord_seen": 0, "dsack_dups": 0}
+    assert diag_tcp_tuple(socks, 5300) == []
 
 
 def test_iperf_window_uses_only_intervals_inside_the_trim():
@@ -176,14 +149,6 @@ def test_model_mptcp_subflows_use_distinct_extra_addresses():
     json.dumps(subs)
 
 
-def _ss(n: int, dport: int, token: str = "8df767ae") -> str:
-    """`ss -Hntie` text of one MPTCP data connection with ``n`` subflows to ``dport`` (100 kB
-    acked on each: alone, a connection counts as the data connection once it carried data)."""
-    return "".join(f"ESTAB 0 0 10.{128 + i}.0.1%h-eth0:{40000 + i} 10.2.1.2:{dport} x\n"
-                   f"\t cubic bytes_acked:{100000 + i} tcp-ulp-mptcp token:0(id:0)/{token}"
-                   f"(id:{i})\n" for i in range(n))
-
-
 class _Proc:
     def __init__(self, code=None):
         self.returncode = code
@@ -193,7 +158,8 @@ class _Proc:
 
 
 def _socks(n: int, dport: int, token: int = 0x8DF767AE) -> list:
-    """A sock_diag dump of the same connection as _ss: ``n`` subflows to ``dport``."""
+    """A sock_diag dump of one MPTCP data connection with ``n`` subflows to ``dport`` (100 kB
+    acked on each: alone, a connection counts as the data connection once it carried data)."""
     from emulator.sockdiag import SockInfo
     return [SockInfo(f"10.{128 + i}.0.1", 40000 + i, "10.2.1.2", dport, 1,
                      {"bytes_acked": 100000 + i}, {}, {"token_rem": 0, "token_loc": token})
@@ -288,16 +254,21 @@ def test_a_run_finds_the_calibration_of_the_results_root_it_sits_under(tmp_path)
     assert load_calibration(in_sweep, "fattree,k=4", 10.0, "bpf")["utilisation"] == 0.5
 
 
-def test_sock_diag_and_ss_find_the_same_data_connection():
-    """The start-up look (sock_diag) and the late snapshot (`ss`) group subflows alike: by
-    the connection's local token; a lone connection that carried nothing is not the data
-    connection; plain TCP sockets and other ports are left out."""
+def test_sock_diag_finds_the_data_connection():
+    """Subflows are grouped by the connection's local token; of iperf3's two connections
+    (control and data get as many subflows) the busier is the data connection; a lone
+    connection that carried nothing is not the data connection (its data connection never
+    came: start-up restarts the flow); plain TCP sockets and other ports are left out."""
     from emulator.sockdiag import SockInfo
     from harness.traffic import data_connection, diag_subflows
 
     diag = data_connection(diag_subflows(_socks(8, 5202), 5202))
-    text = data_connection(tr_parse(_ss(8, 5202), 5202))
-    assert diag == text and len(diag) == 8
+    assert len(diag) == 8 and len({s["src_ip"] for s in diag}) == 8
+    assert {s["dst_ip"] for s in diag} == {"10.2.1.2"}
+    control8 = [SockInfo(f"10.{128 + i}.0.1", 41000 + i, "10.2.1.2", 5202, 1,
+                         {"bytes_acked": 172 if i == 0 else 0}, {},
+                         {"token_rem": 0, "token_loc": 7}) for i in range(8)]
+    assert data_connection(diag_subflows(control8 + _socks(8, 5202), 5202)) == diag
     control = [SockInfo("10.0.0.1", 1, "10.2.1.2", 5202, 1, {"bytes_acked": 172}, {},
                         {"token_rem": 0, "token_loc": 7})]
     assert data_connection(diag_subflows(control, 5202)) == []
@@ -305,8 +276,3 @@ def test_sock_diag_and_ss_find_the_same_data_connection():
     assert len(both) == 2 and len(data_connection(both)) == 3
     plain = [SockInfo("10.0.0.1", 1, "10.2.1.2", 5202, 1, {"bytes_acked": 10**6}, {})]
     assert diag_subflows(plain + _socks(2, 5299), 5202) == {}
-
-
-def tr_parse(text: str, dport: int) -> dict:
-    from harness.traffic import parse_ss_subflows
-    return parse_ss_subflows(text, dport)
