@@ -167,6 +167,11 @@ class Net:
         """Set (None: delete) one entry; ``dst`` a MAC, or an IPv4 address for KIND_ARP."""
         addr = mac(dst) if kind == bs.KIND_ETH else socket.inet_aton(dst) + b"\0\0"
         assert self.rt is not None
+        if in_port:   # as plan.port_entries does: the switch now looks input ports up
+            for ifindex, info in self.rt.read_ports().items():
+                if info.sw == sw:
+                    self.rt.maps["ports"].update(bs.pack_ifindex(ifindex), bs.pack_port_info(
+                        (info.sw, info.port, info.seed, info.flags | bs.PORT_IN_RULES)))
         self.rt.set_fib(bs.FibKey(sw, in_port, label, kind, addr), action)
 
     def tx(self) -> dict[tuple[int, int], int]:
