@@ -139,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     mod = _module(args.experiment)
     from harness.common import checked, resolve
     try:
-        params = checked(mod, resolve(args, mod.DEFAULTS, mod.QUICK))
+        params = checked(mod, resolve(args, mod.PARAMS.defaults(), mod.QUICK))
         _check_writable(Path(args.out), str(params.get("backend", "emulated")))
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
@@ -166,8 +166,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    concurrency=args.concurrency, timeout=args.launch_timeout,
                    mixed=args.mixed, with_invalid=args.with_invalid)
     try:
-        base = resolve(args, mod.DEFAULTS, mod.QUICK)
-        grid = parse_grid(args.grid, mod.DEFAULTS, param_types(mod))
+        base = resolve(args, mod.PARAMS.defaults(), mod.QUICK)
+        grid = parse_grid(args.grid, mod.PARAMS.defaults(), param_types(mod))
         pts = points(base, grid)
         for p in pts:
             checked(mod, p["params"])

@@ -19,7 +19,7 @@ from store import read_csv
 
 
 def params(**over):
-    return checked(fairness, dict(fairness.DEFAULTS, quick=False, **over))
+    return checked(fairness, dict(fairness.PARAMS.defaults(), quick=False, **over))
 
 
 @pytest.mark.parametrize("over,msg", [
@@ -37,7 +37,7 @@ def params(**over):
 ])
 def test_validation_errors_are_one_line(over, msg, one_line_error):
     with one_line_error(msg):
-        checked(fairness, dict(fairness.DEFAULTS, quick=False, **over))
+        checked(fairness, dict(fairness.PARAMS.defaults(), quick=False, **over))
 
 
 def test_flags_and_help():

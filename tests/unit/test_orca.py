@@ -17,7 +17,7 @@ from routing.multicast import add_group
 
 
 def _params(**kw):
-    return typed(orca, {**orca.DEFAULTS, **kw})
+    return typed(orca, {**orca.PARAMS.defaults(), **kw})
 
 
 def test_schedule_keeps_the_papers_proportions_and_doubles_exactly():

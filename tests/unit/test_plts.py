@@ -14,7 +14,7 @@ from topos.traffic import pairing
 
 
 def _params(**kw):
-    return typed(plts, {**plts.DEFAULTS, **kw})
+    return typed(plts, {**plts.PARAMS.defaults(), **kw})
 
 
 @pytest.mark.parametrize("kw,msg", [
