@@ -64,7 +64,7 @@ def main() -> None:
         eargs = ep.parse_args(["--flows", str(args.flows), "--duration", str(args.duration),
                                "--trim", str(args.trim), "--runs", "1", "--dataplane",
                                args.dataplane, "--out", tmp])
-        params = checked(outcast, resolve(eargs, outcast.DEFAULTS, outcast.QUICK))
+        params = checked(outcast, resolve(eargs, outcast.PARAMS.defaults(), outcast.QUICK))
         rows = []
         for rep in range(args.reps):
             for traced in (True, False):

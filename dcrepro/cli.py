@@ -26,11 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run an experiment (root) and draw its figures")
-    exps = run.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
-    for name in EXPERIMENTS:
-        mod = _module(name)
-        p = exps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
-        mod.add_arguments(p)
+    _experiment_parsers(run)
     sweep = sub.add_parser(
         "sweep", help="run an experiment over a grid of parameter values (root for emulated "
         "runs); the same command again resumes",
@@ -39,11 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and the launch options: --engine local|parallel|slurm (who runs the runs: this "
         "process, GNU parallel over --hosts, or a Slurm job array), --retries, "
         "--concurrency, --launch-timeout.  See `dcrepro sweep EXPERIMENT --help`.")
-    sexps = sweep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
-    for name in EXPERIMENTS:
-        mod = _module(name)
-        p = sexps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
-        mod.add_arguments(p)
+    for p in _experiment_parsers(sweep):
         p.add_argument("--grid", action="append", default=[], metavar="KEY=V1/V2",
                        help="a parameter and its values, e.g. --grid bw=10/20 --grid seed=1/2 "
                             "(repeatable; every combination runs)")
@@ -107,6 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _experiment_parsers(command: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """One subparser of ``command`` per registered experiment, with the experiment's flags."""
+    exps = command.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+    parsers = []
+    for name in EXPERIMENTS:
+        mod = _module(name)
+        p = exps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
+        mod.add_arguments(p)
+        parsers.append(p)
+    return parsers
+
+
 def _collect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mixed", action="store_true",
                    help="accept runs whose machines differ (kernel, CPU model, cores, "
@@ -139,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     mod = _module(args.experiment)
     from harness.common import checked, resolve
     try:
-        params = checked(mod, resolve(args, mod.DEFAULTS, mod.QUICK))
+        params = checked(mod, resolve(args, mod.PARAMS.defaults(), mod.QUICK))
         _check_writable(Path(args.out), str(params.get("backend", "emulated")))
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
@@ -166,8 +170,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    concurrency=args.concurrency, timeout=args.launch_timeout,
                    mixed=args.mixed, with_invalid=args.with_invalid)
     try:
-        base = resolve(args, mod.DEFAULTS, mod.QUICK)
-        grid = parse_grid(args.grid, mod.DEFAULTS, param_types(mod))
+        base = resolve(args, mod.PARAMS.defaults(), mod.QUICK)
+        grid = parse_grid(args.grid, mod.PARAMS.defaults(), param_types(mod))
         pts = points(base, grid)
         for p in pts:
             checked(mod, p["params"])

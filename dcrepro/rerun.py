@@ -25,7 +25,7 @@ def params_of(run_dir: Path, experiments: dict[str, tuple[str, str]]) -> dict[st
     name = config.get("experiment")
     if name not in experiments:
         raise ValueError(f"{path}: unknown experiment {name!r}")
-    defaults = importlib.import_module(experiments[name][0]).DEFAULTS
+    defaults = importlib.import_module(experiments[name][0]).PARAMS.defaults()
     params = dict(config.get("params") or {})
     unknown = sorted(set(params) - set(defaults) - {"quick"})
     if unknown:

@@ -48,10 +48,11 @@ SHARED = {
 }
 
 
-def add_shared(p: argparse.ArgumentParser, defaults: Mapping[str, Any],
+def add_shared(p: argparse.ArgumentParser, params: type[Params],
                quick: Mapping[str, Any]) -> None:
-    """Add the shared flags an experiment uses, showing its default and quick values."""
-    for name, default in defaults.items():
+    """Add the shared flags an experiment's parameters (``PARAMS``) have, showing their
+    default and quick values."""
+    for name, default in params.defaults().items():
         if name not in SHARED:
             continue
         typ, text = SHARED[name]

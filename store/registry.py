@@ -1,8 +1,8 @@
 """The one list of experiments: what `dcrepro run/sweep/rerun/plot/list` and `--help` offer.
 
 An experiment is one folder ``experiments/<name>/``: ``experiment.py`` (``NAME``, ``HELP``,
-``PARAMS`` (its typed parameters, harness/params.py), ``DEFAULTS``, ``QUICK``, ``add_arguments``,
-``validate``, ``run``, ``PAPER`` for the README
+``PARAMS`` (its typed parameters, harness/params.py: ``PARAMS.defaults()`` are the flags'
+defaults), ``QUICK``, ``add_arguments``, ``validate``, ``run``, ``PAPER`` for the README
 table, optionally ``SWEEP``: the script reproduce.sh runs), ``figures.py``, which reads its
 run folders only (tests/unit/test_layers.py holds it to analysis' imports), and optionally
 ``claims.py``: the paper's claims it judges (``CLAIMS``, analysis.claims.Claim; same
@@ -65,7 +65,8 @@ def backends(name: str, dataplanes: Mapping[str, frozenset[str]]) -> str:
     dps = ", ".join(f"`{d}`" for d, offers in dataplanes.items() if needs <= offers)
     # an experiment names its backends (BACKENDS); older ones have the model iff --backend
     # (the simulator is not listed here yet: the README's table is generated from this)
-    has = getattr(mod, "BACKENDS", ("emulated", "model") if "backend" in mod.DEFAULTS else ())
+    has = getattr(mod, "BACKENDS",
+                  ("emulated", "model") if "backend" in mod.PARAMS.defaults() else ())
     return f"emulated ({dps})" + (", model" if "model" in has else "")
 
 

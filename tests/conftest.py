@@ -1,10 +1,14 @@
-"""Shared test helpers: the golden-file switch and the root/OVS skip for integration tests."""
+"""Shared test helpers: the golden-file switch, the one-line-error check and the root/OVS
+skip for integration tests."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +39,18 @@ def golden():  # type: ignore[no-untyped-def]
         assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
         assert text == path.read_text(), f"{name} differs from its golden file"
     return compare
+
+
+@pytest.fixture
+def one_line_error():  # type: ignore[no-untyped-def]
+    """raises(match, kind=ValueError): pytest.raises, and the message is one line (every bad
+    input gets a one-line error); yields pytest's ExceptionInfo."""
+    @contextlib.contextmanager
+    def raises(match: str | None = None, kind: Any = ValueError) -> Iterator[Any]:
+        with pytest.raises(kind, match=match) as exc:
+            yield exc
+        assert "\n" not in str(exc.value)
+    return raises
 
 
 @pytest.fixture

@@ -68,8 +68,6 @@ class FairnessParams(FlowParams):
 
 
 PARAMS = FairnessParams
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
@@ -79,12 +77,12 @@ LAYER_ORDER = ("host", "edge", "tor", "agg", "core", "switch")
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus the two topologies, ksp's k, the backend and the growth options."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     p.add_argument("--fattree", default=None,
-                   help=f"fat tree spec, routed by ecmp (default: {DEFAULTS['fattree']})")
+                   help=f"fat tree spec, routed by ecmp (default: {PARAMS.fattree})")
     p.add_argument("--jellyfish", default=None,
                    help="Jellyfish spec, routed by ksp; its seed is replaced by a per-run seed "
-                   f"drawn from --seed (default: {DEFAULTS['jellyfish']})")
+                   f"drawn from --seed (default: {PARAMS.jellyfish})")
     p.add_argument("--k", type=int, default=None,
                    help="paths of k-shortest-path routing (default: 4, as the reproduction "
                    "used on its 20-switch graph; the Jellyfish authors used 8 at paper scale)")

@@ -90,26 +90,24 @@ class GrinParams(FlowParams):
 
 
 PARAMS = GrinParams
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"degrees": "0,1,2", "active": "10,50", "duration": 12.0,
                          "trim": 3.0, "runs": 1}
 
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus the base network, the degrees, the active shares and the pattern."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     add_backend(p)
     for name, text in (("racks", "racks on the one switch"),
                        ("servers", "servers per rack")):
         p.add_argument(f"--{name}", type=int, default=None,
-                       help=f"{text} (default: {DEFAULTS[name]})")
+                       help=f"{text} (default: {getattr(PARAMS, name)})")
     p.add_argument("--degrees", default=None,
                    help="GRIN degrees to compare, 0 = the original network (default: "
-                        f"{DEFAULTS['degrees']}; quick: {QUICK['degrees']})")
+                        f"{PARAMS.degrees}; quick: {QUICK['degrees']})")
     p.add_argument("--multihomed", default=None,
                    help="extra NICs of the multihomed baseline, comma list, 0 = none "
-                        f"(racks base only; default: {DEFAULTS['multihomed']})")
+                        f"(racks base only; default: {PARAMS.multihomed})")
     p.add_argument("--base", default=None, choices=["racks", "fattree"],
                    help="racks on one non-blocking switch (the paper's section 5.1) or a "
                         "k-ary fat tree with ECMP (default: racks)")
@@ -121,7 +119,7 @@ def add_arguments(p: Any) -> None:
                         "adjacent racks (default: rack)")
     p.add_argument("--active", default=None,
                    help="percentages of active servers, comma list (default: "
-                        f"{DEFAULTS['active']}; quick: {QUICK['active']})")
+                        f"{PARAMS.active}; quick: {QUICK['active']})")
     p.add_argument("--pattern", default=None, choices=list(PATTERNS),
                    help="traffic matrix among the active servers (default: permutation)")
     p.add_argument("--pm", default=None, choices=["kernel", "userspace"],

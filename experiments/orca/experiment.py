@@ -90,8 +90,6 @@ class OrcaParams(NetworkParams):
 
 
 PARAMS = OrcaParams
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"runs": 1, "workloads": "1,4,16", "procs": "1,4"}
 
 ROUNDS = 33
@@ -111,29 +109,29 @@ SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's da
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus the workloads, the sender processes, pacing and group size."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     add_backend(p)
     p.add_argument("--workloads", default=None,
                    help="comma list of multiples of the base workload, each its own 33-round "
-                        f"transfer (default: {DEFAULTS['workloads']}; quick: "
+                        f"transfer (default: {PARAMS.workloads}; quick: "
                         f"{QUICK['workloads']})")
     p.add_argument("--base-mb", dest="base_mb", type=float, default=None,
                    help="total MB (10^6 bytes) of the base workload; 0 = the paper's 88 MB "
                         "at 10 Gb/s scaled to --bw (default: 0)")
     p.add_argument("--procs", default=None,
                    help="unicast sending processes compared at the largest workload "
-                        f"(Fig. 8), comma list (default: {DEFAULTS['procs']}; quick: "
+                        f"(Fig. 8), comma list (default: {PARAMS.procs}; quick: "
                         f"{QUICK['procs']})")
     p.add_argument("--pace", type=float, default=None,
                    help="the sender's total rate as a share of the link's IP rate, 0 < x <= 1; "
                         "0 = unpaced, as fast as the socket takes datagrams (the paper's "
                         f"sender; losses at its own queue are repaired) (default: "
-                        f"{DEFAULTS['pace']})")
+                        f"{PARAMS.pace})")
     p.add_argument("--sender-cpu", dest="sender_cpu", default=None,
                    help="cap every sending process at this many cores (a cgroup's CFS "
                         "bandwidth: the paper's CPU-bound sender, Fig. 8); a comma list runs "
                         "every case under each cap; 0 = uncapped (default: "
-                        f"{DEFAULTS['sender_cpu']})")
+                        f"{PARAMS.sender_cpu})")
     p.add_argument("--sender-net", dest="sender_net", choices=SENDER_NET, default=None,
                    help="where the emulated network processes a capped sender's datagrams: "
                         "away = the sender pinned to CPU 0 and its switch port steering what "
@@ -141,10 +139,10 @@ def add_arguments(p: Any) -> None:
                         "sender's own work, as on a host whose NIC and switches do the rest; "
                         "same = the kernel's default, the first switch and every hop after it "
                         "in the sender's softirq, charged to its cap (default: "
-                        f"{DEFAULTS['sender_net']})")
+                        f"{PARAMS.sender_net})")
     p.add_argument("--members", type=int, default=None,
                    help="receivers drawn at random on topologies other than orca (default: "
-                        f"{DEFAULTS['members']})")
+                        f"{PARAMS.members})")
 
 
 def _ints(text: str, flag: str) -> list[int]:

@@ -86,18 +86,16 @@ class OutcastParams(ManyToOneParams):
 
 PARAMS = OutcastParams
 BACKENDS = ("emulated", "sim")
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 ROUTING = "st"  # a line has one path; st is the plain destination-based plan
 
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus --flows, --rto-min and --interval."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     p.add_argument("--flows", type=str, default=None,
                    help="competing flows N behind s2, a comma list runs each "
-                        f"(default: {DEFAULTS['flows']})")
+                        f"(default: {PARAMS.flows})")
     add_tcp_arguments(p)
     add_backend(p, BACKENDS)
 

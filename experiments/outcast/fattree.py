@@ -58,16 +58,14 @@ class OutcastFattreeParams(ManyToOneParams):
 
 
 PARAMS = OutcastFattreeParams
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus --receiver, --rto-min and --interval."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     p.add_argument("--receiver", type=str, default=None,
-                   help=f"receiving host (default: {DEFAULTS['receiver']})")
+                   help=f"receiving host (default: {PARAMS.receiver})")
     add_tcp_arguments(p)
 
 

@@ -57,14 +57,12 @@ class PermutationParams(FlowParams):
 
 PARAMS = PermutationParams
 BACKENDS = ("emulated", "model", "sim")
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
 
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus --backend."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     add_backend(p, BACKENDS)
 
 

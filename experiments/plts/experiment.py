@@ -112,8 +112,6 @@ class PltsParams(FlowParams):
 
 
 PARAMS = PltsParams
-#: name -> default (the flags' help and the README's view)
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"duration": 16.0, "trim": 4.0, "runs": 1}
 
 #: scheme -> routing spec
@@ -131,17 +129,17 @@ RECOVERY: dict[str, dict[str, str]] = {
 
 def add_arguments(p: Any) -> None:
     """Shared flags plus the schemes, the loss recovery and the latency sampling rate."""
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     add_backend(p)
     p.add_argument("--schemes", default=None,
-                   help=f"comma list of {', '.join(SCHEMES)} (default: {DEFAULTS['schemes']})")
+                   help=f"comma list of {', '.join(SCHEMES)} (default: {PARAMS.schemes})")
     p.add_argument("--recovery", default=None, choices=[*RECOVERY, "both"],
                    help="TCP loss recovery of the senders: modern (Linux defaults: RACK, "
                         "adaptive reordering), classic (three duplicate ACKs, as the "
                         "paper's TCP), or both (default: modern)")
     p.add_argument("--sample", type=int, default=None,
                    help="sample one TCP data segment in about N for packet latency; 0 = off "
-                        f"(default: {DEFAULTS['sample']})")
+                        f"(default: {PARAMS.sample})")
     p.add_argument("--ecmp-aqm", dest="ecmp_aqm", default=None,
                    help="ECMP's switch ports' AQM, in --aqm's form (e.g. red or "
                         "ecn,k=20); several separated by '/' run ECMP once on each "

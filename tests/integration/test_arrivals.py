@@ -29,7 +29,7 @@ def test_arrivals_traced_and_drops_match_the_qdisc_counter(tmp_path, dataplane):
     outcast.add_arguments(p)
     args = p.parse_args(["--flows", "6", "--duration", "8", "--trim", "2", "--runs", "1",
                          "--dataplane", dataplane, "--out", str(tmp_path)])
-    params = checked(outcast, resolve(args, outcast.DEFAULTS, outcast.QUICK))
+    params = checked(outcast, resolve(args, outcast.PARAMS.defaults(), outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
     outcast.run(params, folder)
     folder.set_status("ok")

@@ -51,7 +51,7 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     outcast.add_arguments(p)
     args = p.parse_args(["--flows", "2", "--duration", "6", "--trim", "1", "--runs", "1",
                          "--rto-min", "10ms", "--out", str(tmp_path)])
-    params = checked(outcast, resolve(args, outcast.DEFAULTS, outcast.QUICK))
+    params = checked(outcast, resolve(args, outcast.PARAMS.defaults(), outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
     outcast.run(params, folder)
     folder.set_status("ok")

@@ -79,7 +79,7 @@ def test_outcast_at_six_flows_leaves_the_lone_flow_below_half_its_fair_share(tmp
     outcast.add_arguments(p)
     args = p.parse_args(["--flows", "6", "--duration", "10", "--trim", "2", "--runs", "3",
                          "--out", str(tmp_path)])
-    params = checked(outcast, resolve(args, outcast.DEFAULTS, outcast.QUICK))
+    params = checked(outcast, resolve(args, outcast.PARAMS.defaults(), outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
     try:
         outcast.run(params, folder)

@@ -170,10 +170,9 @@ def test_parse_defaults_and_options():
     ("red,min=10,max=10", "min < max"), ("red,max=101", "min < max"),
     ("red,p=0", "p must be in"), ("red,p=x", "p must be a number"),
     ("red,w=17", "w (EWMA"), ("ecn,k=2,k=3", "takes no option"), ("red,min", "takes no")])
-def test_bad_specs_are_one_line_errors(spec, why):
-    with pytest.raises(ValueError, match=why.replace("(", r"\(")) as exc:
+def test_bad_specs_are_one_line_errors(spec, why, one_line_error):
+    with one_line_error(why.replace("(", r"\(")):
         aqm.parse(spec, 100)
-    assert "\n" not in str(exc.value)
 
 
 def test_link_spec_checks_aqm_and_burst():

@@ -38,10 +38,9 @@ def test_quota_keeps_the_kernels_limits(cores, expect):
 
 
 @pytest.mark.parametrize("cores", [0, -1, 0.0005])
-def test_impossible_caps_are_one_line_errors(cores):
-    with pytest.raises(ValueError) as exc:
+def test_impossible_caps_are_one_line_errors(cores, one_line_error):
+    with one_line_error():
         cgroup.quota(cores)
-    assert "\n" not in str(exc.value)
 
 
 def test_limit_files_per_version():

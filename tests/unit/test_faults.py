@@ -210,7 +210,6 @@ def _toy(run):
         seed: int = 1
     mod = types.ModuleType("diskfull")
     mod.NAME, mod.PARAMS, mod.run = "diskfull", DiskfullParams, run
-    mod.DEFAULTS = DiskfullParams.defaults()
     return mod
 
 

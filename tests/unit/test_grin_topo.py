@@ -43,10 +43,9 @@ def test_overlay_is_the_models_and_addresses_follow_the_paper():
     ("grin,racks=1,placement=cross", "at least two racks"),
     ("grin,degree=-1", ">= 0"),
 ])
-def test_impossible_overlays_are_one_line_errors(spec, msg):
-    with pytest.raises((TopologyError, ValueError), match=msg) as exc:
+def test_impossible_overlays_are_one_line_errors(spec, msg, one_line_error):
+    with one_line_error(msg, (TopologyError, ValueError)):
         topos.build(spec)
-    assert "\n" not in str(exc.value)
 
 
 def test_subflow_paths_take_one_horizontal_hop_at_each_end():
@@ -160,17 +159,11 @@ def test_grin_on_a_fat_tree_keeps_its_fabric_and_the_papers_addresses():
 
 
 @pytest.mark.parametrize("kw,msg", [
+    # network choices
     ({"base": "fattree"}, "needs --base racks"),
     ({"base": "fattree", "multihomed": "0", "degrees": "0,2"}, "needs more than 2 servers"),
     ({"multihomed": "5"}, "at most 9"),
-])
-def test_bad_network_choices_are_one_line_errors(kw, msg):
-    with pytest.raises(ValueError, match=msg) as exc:
-        grin.validate(typed(grin, kw))
-    assert "\n" not in str(exc.value)
-
-
-@pytest.mark.parametrize("kw,msg", [
+    # the other parameters
     ({"degrees": "1,2"}, "must include 0"),
     ({"degrees": "0,5"}, "at most 9"),
     ({"active": "0,50"}, "--active"),
@@ -178,10 +171,9 @@ def test_bad_network_choices_are_one_line_errors(kw, msg):
     ({"backend": "model", "pattern": "group", "active": "10"}, "at least 4"),
     ({"pm": "mptcpd"}, "--pm must be kernel or userspace"),
 ])
-def test_bad_parameters_are_one_line_errors(kw, msg):
-    with pytest.raises(ValueError, match=msg) as exc:
+def test_bad_parameters_are_one_line_errors(kw, msg, one_line_error):
+    with one_line_error(msg):
         grin.validate(typed(grin, kw))
-    assert "\n" not in str(exc.value)
 
 
 def test_model_backend_through_the_cli(tmp_path: Path):

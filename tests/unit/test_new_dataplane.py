@@ -56,13 +56,12 @@ def toy(tmp_path, monkeypatch):
         del sys.modules[mod]
 
 
-def test_a_registered_toy_dataplane_is_made_with_its_options(toy):
+def test_a_registered_toy_dataplane_is_made_with_its_options(toy, one_line_error):
     assert dataplanes.parse("toy,color=red") == ("toy", {"color": "red"})
     dp = dataplanes.make("toy,color=red")
     assert isinstance(dp, Dataplane) and dp.name == "toy" and dp.color == "red"
-    with pytest.raises(ValueError, match="toy takes no option 'shade=x'") as exc:
+    with one_line_error("toy takes no option 'shade=x'"):
         dataplanes.parse("toy,shade=x")
-    assert "\n" not in str(exc.value)
 
 
 def test_auto_takes_the_first_dataplane_that_can_run(toy, monkeypatch):

@@ -43,12 +43,11 @@ class ToyParams(Params):
 
 
 PARAMS = ToyParams
-DEFAULTS = PARAMS.defaults()
 QUICK: dict[str, Any] = {"seed": 2}
 
 
 def add_arguments(p: Any) -> None:
-    add_shared(p, DEFAULTS, QUICK)
+    add_shared(p, PARAMS, QUICK)
     add_backend(p)
 
 

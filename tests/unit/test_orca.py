@@ -17,7 +17,7 @@ from routing.multicast import add_group
 
 
 def _params(**kw):
-    return typed(orca, {**orca.DEFAULTS, **kw})
+    return typed(orca, {**orca.PARAMS.defaults(), **kw})
 
 
 def test_schedule_keeps_the_papers_proportions_and_doubles_exactly():
@@ -67,11 +67,17 @@ def test_bound_counts_headers_and_copies():
     ({"base_mb": -1.0}, "--base-mb"),
     ({"base_mb": 0.00001}, "cannot fill"),
     ({"topo": "fattree,k=4", "members": 16}, "--members"),
+    # the sender's CPU caps
+    ({"sender_cpu": "x"}, "--sender-cpu"),
+    ({"sender_cpu": "0.2,0.2"}, "distinct"),
+    ({"sender_cpu": "-0.1"}, "must be 0"),
+    ({"sender_cpu": "999"}, "cores"),
+    ({"sender_cpu": "0.0000001"}, "smallest"),
+    ({"sender_cpu": "0.2", "backend": "model"}, "needs --backend emulated"),
 ])
-def test_bad_parameters_are_one_line_errors(kw, msg):
-    with pytest.raises(ValueError, match=msg) as exc:
+def test_bad_parameters_are_one_line_errors(kw, msg, one_line_error):
+    with one_line_error(msg):
         orca.validate(_params(**kw))
-    assert "\n" not in str(exc.value)
 
 
 def test_every_workload_multiplies_the_same_files(tmp_path: Path):
@@ -104,20 +110,6 @@ def test_every_case_runs_under_every_sender_cap_in_alternating_order():
                                                                         [0.0, 0.25, 0.1])])
 def test_sender_caps_parse_in_order(text, caps):
     assert orca.sender_caps(_params(sender_cpu=text)) == caps
-
-
-@pytest.mark.parametrize("kw,msg", [
-    ({"sender_cpu": "x"}, "--sender-cpu"),
-    ({"sender_cpu": "0.2,0.2"}, "distinct"),
-    ({"sender_cpu": "-0.1"}, "must be 0"),
-    ({"sender_cpu": "999"}, "cores"),
-    ({"sender_cpu": "0.0000001"}, "smallest"),
-    ({"sender_cpu": "0.2", "backend": "model"}, "needs --backend emulated"),
-])
-def test_bad_sender_caps_are_one_line_errors(kw, msg):
-    with pytest.raises(ValueError, match=msg) as exc:
-        orca.validate(_params(**kw))
-    assert "\n" not in str(exc.value)
 
 
 def test_summary_keeps_caps_apart_and_measures_the_sender():

@@ -66,13 +66,13 @@ def test_flag_parsing_and_validation():
     for bad in ("2", "0ms", "5s", "abc"):
         with pytest.raises(ValueError):
             rto_min_ms(bad)
-    good = dict(outcast.DEFAULTS)
+    good = dict(outcast.PARAMS.defaults())
     outcast.validate(typed(outcast, good))
     for key, value in (("interval", 2.0), ("rto_min", "fast"), ("flows", "1,a"),
                        ("cc", "re no")):
         with pytest.raises(ValueError):
             outcast.validate(typed(outcast, {**good, key: value}))
-    ft = dict(outcast_fattree.DEFAULTS)
+    ft = dict(outcast_fattree.PARAMS.defaults())
     outcast_fattree.validate(typed(outcast_fattree, ft))
     for key, value in (("receiver", "h1"), ("topo", "jellyfish"), ("routing", "ksp")):
         with pytest.raises(ValueError):

@@ -14,7 +14,7 @@ from topos.traffic import pairing
 
 
 def _params(**kw):
-    return typed(plts, {**plts.DEFAULTS, **kw})
+    return typed(plts, {**plts.PARAMS.defaults(), **kw})
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -31,10 +31,9 @@ def _params(**kw):
     ({"ecmp_aqm": "red", "schemes": "rr,cnt"}, "--schemes has no ecmp"),
     ({"ecmp_aqm": "ecn", "backend": "model"}, "the flow model has no queues"),
 ])
-def test_bad_parameters_are_one_line_errors(kw, msg):
-    with pytest.raises(ValueError, match=msg) as exc:
+def test_bad_parameters_are_one_line_errors(kw, msg, one_line_error):
+    with one_line_error(msg):
         plts.validate(_params(**kw))
-    assert "\n" not in str(exc.value)
 
 
 def test_ecmp_aqm_gives_ecmp_one_network_per_queue_and_the_sprays_the_run_s_own():

@@ -18,9 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_every_entry_is_a_complete_experiment(name):
     mod = registry.module(name)
     assert mod.NAME == name
-    for attr in ("HELP", "PARAMS", "DEFAULTS", "QUICK", "add_arguments", "run"):
+    for attr in ("HELP", "PARAMS", "QUICK", "add_arguments", "run"):
         assert hasattr(mod, attr), attr
-    assert set(mod.QUICK) <= set(mod.DEFAULTS)
+    assert set(mod.QUICK) <= set(mod.PARAMS.defaults())
     assert callable(registry.plotter(name))
 
 

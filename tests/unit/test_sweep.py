@@ -29,12 +29,12 @@ ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20/50",
 
 
 def test_grid_values_are_typed_and_checked():
-    grid = parse_grid(["bw=10/20", "runs=2", "dataplane=bpf/ovs"], orca.DEFAULTS)
+    grid = parse_grid(["bw=10/20", "runs=2", "dataplane=bpf/ovs"], orca.PARAMS.defaults())
     assert grid == {"bw": [10.0, 20.0], "runs": [2], "dataplane": ["bpf", "ovs"]}
     for bad, msg in (("nosuch=1", "unknown parameter"), ("bw=fast", "not a float"),
                      ("bw", "KEY=VALUE"), ("bw=1/1", "given twice")):
         with pytest.raises(ValueError, match=msg):
-            parse_grid([bad], orca.DEFAULTS)
+            parse_grid([bad], orca.PARAMS.defaults())
     pts = points({"a": 0, "bw": 1.0, "runs": 1}, {"bw": [1.0, 2.0], "runs": [1, 2]})
     assert [p["label"] for p in pts] == ["bw=1.0,runs=1", "bw=1.0,runs=2", "bw=2.0,runs=1",
                                          "bw=2.0,runs=2"]
@@ -59,7 +59,8 @@ def test_sweep_runs_every_point_then_resumes_only_what_is_missing(tmp_path, caps
         " --topo orca,receivers=" in lines[0]["command"]
     summary = (sweep / "summary.csv").read_text().splitlines()
     assert summary[0].startswith("bw,pace,run_id,workload")
-    assert len(summary) == 1 + 4 * len(orca._cases(typed(orca, orca.DEFAULTS | orca.QUICK), 0))
+    quick = typed(orca, orca.PARAMS.defaults() | orca.QUICK)
+    assert len(summary) == 1 + 4 * len(orca._cases(quick, 0))
     # again: nothing to do
     capsys.readouterr()
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0

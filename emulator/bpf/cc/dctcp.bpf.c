@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "cc_math.h"
+#include "cc_sock.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -61,23 +62,11 @@ struct {
 	__type(value, struct dctcp_stats);
 } stats SEC(".maps");
 
-static __always_inline struct dctcp_sk *dctcp_priv(struct sock *sk)
-{
-	return (void *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
-}
-
-static __always_inline struct dctcp_stats *dctcp_stats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&stats, &zero);
-}
-
 SEC("struct_ops/dctcp_init")
 void BPF_PROG(dctcp_init, struct sock *sk)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct dctcp_sk *ca = dctcp_priv(sk);
+	struct dctcp_sk *ca = inet_csk_ca(sk);
 	struct dctcp_stats *st;
 
 	ca->ecn = (tp->ecn_flags & ECN_OK) != 0;
@@ -90,7 +79,7 @@ void BPF_PROG(dctcp_init, struct sock *sk)
 	ca->prior_rcv_nxt = tp->rcv_nxt;
 	ca->ce_state = 0;
 	if (!ca->ecn) {
-		st = dctcp_stats();
+		st = only_entry(&stats);
 		if (st)
 			st->no_ecn++;
 	}
@@ -100,7 +89,7 @@ SEC("struct_ops/dctcp_ssthresh")
 __u32 BPF_PROG(dctcp_ssthresh_op, struct sock *sk)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct dctcp_sk *ca = dctcp_priv(sk);
+	struct dctcp_sk *ca = inet_csk_ca(sk);
 
 	ca->loss_cwnd = tp->snd_cwnd;
 	if (!ca->ecn)
@@ -112,7 +101,7 @@ SEC("struct_ops/dctcp_in_ack_event")
 void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct dctcp_sk *ca = dctcp_priv(sk);
+	struct dctcp_sk *ca = inet_csk_ca(sk);
 	struct dctcp_stats *st;
 	__u32 una = tp->snd_una, acked;
 
@@ -125,7 +114,7 @@ void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags)
 		ca->marked += acked;
 	if ((__s32)(una - ca->next_seq) < 0)
 		return;
-	st = dctcp_stats();
+	st = only_entry(&stats);
 	if (st && ca->acked) {	/* a receiver's every ACK ends an empty "window": not counted */
 		st->windows++;
 		if (ca->marked)
@@ -140,7 +129,7 @@ void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags)
 static __always_inline void dctcp_ce(struct sock *sk, __u8 ce)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct dctcp_sk *ca = dctcp_priv(sk);
+	struct dctcp_sk *ca = inet_csk_ca(sk);
 	struct dctcp_stats *st;
 
 	if (ca->ce_state != ce) {
@@ -148,7 +137,7 @@ static __always_inline void dctcp_ce(struct sock *sk, __u8 ce)
 		if (((struct inet_connection_sock *)sk)->icsk_ack.pending & ICSK_ACK_TIMER)
 			bpf_tcp_send_ack(tp, ca->prior_rcv_nxt);
 		ca->ce_state = ce;
-		st = dctcp_stats();
+		st = only_entry(&stats);
 		if (st)
 			st->ce_flips++;
 	}
@@ -163,7 +152,7 @@ SEC("struct_ops/dctcp_cwnd_event")
 void BPF_PROG(dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct dctcp_sk *ca = dctcp_priv(sk);
+	struct dctcp_sk *ca = inet_csk_ca(sk);
 	__u32 half;
 
 	switch (ev) {
@@ -194,7 +183,7 @@ SEC("struct_ops/dctcp_undo_cwnd")
 __u32 BPF_PROG(dctcp_undo_cwnd, struct sock *sk)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	__u32 loss = dctcp_priv(sk)->loss_cwnd;
+	__u32 loss = ((struct dctcp_sk *)inet_csk_ca(sk))->loss_cwnd;
 
 	return tp->snd_cwnd > loss ? tp->snd_cwnd : loss;
 }

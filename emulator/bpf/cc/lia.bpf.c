@@ -20,6 +20,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "cc_math.h"
+#include "cc_sock.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -75,28 +76,16 @@ struct lia_sk {
 	__u8 plain;	/* not an MPTCP subflow: Reno */
 };
 
-static __always_inline struct lia_sk *lia_priv(struct sock *sk)
-{
-	return (void *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
-}
-
-static __always_inline struct lia_stats *lia_stats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&stats, &zero);
-}
-
 SEC("struct_ops/lia_init")
 void BPF_PROG(lia_init, struct sock *sk)
 {
-	struct lia_sk *ca = lia_priv(sk);
+	struct lia_sk *ca = inet_csk_ca(sk);
 	struct lia_stats *st;
 
 	ca->conn = 0;
 	ca->slot = NO_SLOT;
 	ca->plain = !((struct tcp_sock *)sk)->is_mptcp;
-	st = lia_stats();
+	st = only_entry(&stats);
 	if (st && ca->plain)
 		st->init_plain++;
 	else if (st)
@@ -108,7 +97,7 @@ void BPF_PROG(lia_init, struct sock *sk)
 static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct lia_sk *ca = lia_priv(sk);
+	struct lia_sk *ca = inet_csk_ca(sk);
 	struct lia_conn fresh = {}, *c;
 	struct mptcp_subflow_context *ctx;
 	struct lia_stats *st;
@@ -123,7 +112,7 @@ static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt
 		 * context is the ULP data of every socket with is_mptcp set. */
 		ctx = ((struct inet_connection_sock *)sk)->icsk_ulp_data;
 		if (!ctx) {
-			st = lia_stats();
+			st = only_entry(&stats);
 			if (st)
 				st->no_ulp++;
 			return 0;
@@ -173,8 +162,8 @@ SEC("struct_ops/lia_cong_avoid")
 void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct lia_sk *ca = lia_priv(sk);
-	struct lia_stats *st = lia_stats();
+	struct lia_sk *ca = inet_csk_ca(sk);
+	struct lia_stats *st = only_entry(&stats);
 	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], total = 0, w;
 	__u64 alpha;
 	int i, coupled;
@@ -233,7 +222,7 @@ __u32 BPF_PROG(lia_undo_cwnd, struct sock *sk)
 SEC("struct_ops/lia_release")
 void BPF_PROG(lia_release, struct sock *sk)
 {
-	struct lia_sk *ca = lia_priv(sk);
+	struct lia_sk *ca = inet_csk_ca(sk);
 	struct lia_conn *c;
 	__u64 key = ca->conn, me = (__u64)sk;
 	int i, left = 0;
