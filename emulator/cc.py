@@ -146,9 +146,10 @@ def needs_registration(cc: str) -> bool:
 # -- build -------------------------------------------------------------------------------
 
 def source_sha256(name: str) -> str:
-    """The hash of what a BPF control is built from (its source and the shared header)."""
+    """The hash of what a BPF control is built from (its source and the shared headers)."""
     h = hashlib.sha256((SRC_DIR / BPF_CCS[name][0]).read_bytes())
-    h.update(MATH_HEADER.read_bytes())
+    for hdr in sorted(SRC_DIR.glob("*.h")):
+        h.update(hdr.read_bytes())
     return h.hexdigest()
 
 
