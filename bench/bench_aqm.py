@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
-from dataplanes.bpf.switch import prog_id  # noqa: E402
+from dataplanes.bpf.switch import bpf_stats, prog_id, prog_stats  # noqa: E402
 from emulator.emulation import Emulation  # noqa: E402
 from emulator.proc import in_ns, install_signal_handlers  # noqa: E402
 from emulator.shaping import LinkSpec, queue_lengths  # noqa: E402
@@ -36,14 +36,6 @@ from harness.sampling import Sampler  # noqa: E402
 from harness.traffic import Flow, run_iperf  # noqa: E402
 
 SRC, DST, BOTTLENECK = "0_0_2", "1_0_2", "0_0_1-eth2"
-
-
-def prog_stats(prog_id: int) -> tuple[int, int]:
-    """(run_time_ns, run_cnt) of a BPF program (kernel.bpf_stats_enabled must be on)."""
-    out = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(prog_id)],
-                                    capture_output=True, text=True, check=True,
-                                    timeout=20).stdout)
-    return out.get("run_time_ns", 0), out.get("run_cnt", 0)
 
 
 def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
@@ -106,15 +98,9 @@ def main() -> None:
     ap.add_argument("--queue", type=int, default=100)
     args = ap.parse_args()
     install_signal_handlers()
-    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
-    saved = stats.read_text().strip()
-    stats.write_text("1")
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-aqm-") as tmp:
-            for aqm in args.aqm or ["droptail", "ecn,k=20"]:
-                print(json.dumps(one(aqm, args, Path(tmp))), flush=True)
-    finally:
-        stats.write_text(saved)
+    with bpf_stats(), tempfile.TemporaryDirectory(prefix="bench-aqm-") as tmp:
+        for aqm in args.aqm or ["droptail", "ecn,k=20"]:
+            print(json.dumps(one(aqm, args, Path(tmp))), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,7 +33,13 @@ sys.path.insert(0, str(REPO))
 
 import routing  # noqa: E402
 import topos  # noqa: E402
-from dataplanes.bpf.switch import PORT_IN_RULES, pack_ifindex, pack_port_info  # noqa: E402
+from dataplanes.bpf.switch import (  # noqa: E402
+    PORT_IN_RULES,
+    bpf_stats,
+    pack_ifindex,
+    pack_port_info,
+    prog_stats,
+)
 from emulator.emulation import Emulation  # noqa: E402
 from emulator.proc import install_signal_handlers  # noqa: E402
 from emulator.shaping import LinkSpec  # noqa: E402
@@ -42,14 +47,6 @@ from harness.traffic import Flow, run_iperf  # noqa: E402
 from topos.traffic import permutation  # noqa: E402
 
 WARMUP = 4.0    # s after the flows start: iperf3's connections are up by then
-
-
-def prog_stats(prog_id: int) -> tuple[int, int]:
-    """(run_time_ns, run_cnt) of a BPF program (kernel.bpf_stats_enabled must be on)."""
-    out = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(prog_id)],
-                                    capture_output=True, text=True, check=True,
-                                    timeout=20).stdout)
-    return out.get("run_time_ns", 0), out.get("run_cnt", 0)
 
 
 def set_flag(runtime, on: bool) -> None:  # type: ignore[no-untyped-def]
@@ -95,11 +92,8 @@ def main() -> None:
     if any(m.in_port for sw in plan.switches.values() for m in sw.table):
         sys.exit(f"bench_fib_lookup: {args.routing} on {args.topo} has in_port entries; "
                  "the bench wants a plan without them")
-    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
-    saved = stats.read_text().strip()
-    stats.write_text("1")
     phases: list[dict] = []
-    try:
+    with bpf_stats():
         with tempfile.TemporaryDirectory(prefix="bench-fib-") as tmp, \
                 Emulation(topo, plan, LinkSpec(args.bw, 100), Path(tmp),
                           f"bench-fib-{int(time.time())}", dataplane="bpf") as emu:
@@ -116,8 +110,6 @@ def main() -> None:
             finally:
                 stop.set()
                 t.join(timeout=30)
-    finally:
-        stats.write_text(saved)
     for p in phases:
         print(json.dumps(p))
     by = {v: [p["ns_per_run"] for p in phases if p["variant"] == v]

@@ -21,7 +21,8 @@ import json
 import socket
 import struct
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -452,6 +453,26 @@ def prog_id(pin: Path | str) -> int | None:
     if p.returncode != 0:
         return None
     return int(json.loads(p.stdout)["id"])
+
+
+def prog_stats(prog: int) -> tuple[int, int]:
+    """(run_time_ns, run_cnt) of a program by kernel id; zeros unless bpf_stats() is on."""
+    out = json.loads(_run(["bpftool", "-j", "prog", "show", "id", str(prog)],
+                          timeout=20).stdout)
+    return out.get("run_time_ns", 0), out.get("run_cnt", 0)
+
+
+@contextmanager
+def bpf_stats() -> Iterator[None]:
+    """kernel.bpf_stats_enabled on for the block (every program's run time is counted,
+    at some cost per run), restored after; for benches, not for runs."""
+    knob = Path("/proc/sys/kernel/bpf_stats_enabled")
+    saved = knob.read_text().strip()
+    knob.write_text("1")
+    try:
+        yield
+    finally:
+        knob.write_text(saved)
 
 
 def attachments(pid: int, netns: str | None = None) -> list[str]:
