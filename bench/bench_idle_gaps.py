@@ -13,6 +13,8 @@ dequeue comes late.  Each seed runs the same TCP-ECMP permutation (``dcrepro run
 the core never halts); the variants alternate by seed.  Per run, from its fidelity.json:
 the share of full-size busy-link gaps within 10 %, their p1/p99 ratios and the CPU (with the
 spinner the CPU sampler counts it as busy: the CPU column is then meaningless).
+Reading, fixed before the first run: the hypothesis is supported when, for every seed, the
+run with the spinner has the larger share, and the medians differ by at least one point.
 """
 from __future__ import annotations
 
