@@ -36,8 +36,6 @@ import topos  # noqa: E402
 from dataplanes.bpf.switch import (  # noqa: E402
     PORT_IN_RULES,
     bpf_stats,
-    pack_ifindex,
-    pack_port_info,
     prog_stats,
 )
 from emulator.emulation import Emulation  # noqa: E402
@@ -49,14 +47,6 @@ from topos.traffic import permutation  # noqa: E402
 WARMUP = 4.0    # s after the flows start: iperf3's connections are up by then
 
 
-def set_flag(runtime, on: bool) -> None:  # type: ignore[no-untyped-def]
-    """PORT_IN_RULES on (or off) on every port; the rest of each entry as it is."""
-    for ifindex, info in runtime.read_ports().items():
-        flags = info.flags | PORT_IN_RULES if on else info.flags & ~PORT_IN_RULES
-        runtime.maps["ports"].update(pack_ifindex(ifindex),
-                                     pack_port_info((info.sw, info.port, info.seed, flags)))
-
-
 def alternate(runtime, pid: int, phase: float, stop: threading.Event,  # type: ignore[no-untyped-def]
               out: list[dict]) -> None:
     """Switch the flag every ``phase`` s until ``stop``; one record per finished phase.
@@ -66,7 +56,7 @@ def alternate(runtime, pid: int, phase: float, stop: threading.Event,  # type: i
         return
     while not stop.is_set():
         on = not on
-        set_flag(runtime, on)
+        runtime.set_port_flag(PORT_IN_RULES, on)
         t0, n0 = prog_stats(pid)
         if stop.wait(phase):
             break
@@ -74,7 +64,7 @@ def alternate(runtime, pid: int, phase: float, stop: threading.Event,  # type: i
         if n1 > n0:
             out.append({"variant": "two lookups" if on else "one lookup",
                         "ns_per_run": round((t1 - t0) / (n1 - n0), 1), "runs": n1 - n0})
-    set_flag(runtime, False)
+    runtime.set_port_flag(PORT_IN_RULES, False)
 
 
 def main() -> None:

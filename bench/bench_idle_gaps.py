@@ -31,10 +31,12 @@ REPO = Path(__file__).resolve().parent.parent
 SPIN = "while :; do :; done"
 
 
-def spinners() -> list[subprocess.Popen]:
-    """One SCHED_IDLE busy loop pinned to each core."""
-    return [subprocess.Popen(["taskset", "-c", str(cpu), "chrt", "--idle", "0", "sh", "-c",
-                              SPIN]) for cpu in sorted(os.sched_getaffinity(0))]
+def spinners(procs: list[subprocess.Popen]) -> None:
+    """One SCHED_IDLE busy loop pinned to each core, added to ``procs`` as each starts (so
+    that the caller stops the ones that started if a later one fails)."""
+    for cpu in sorted(os.sched_getaffinity(0)):
+        procs.append(subprocess.Popen(["taskset", "-c", str(cpu), "chrt", "--idle", "0",
+                                       "sh", "-c", SPIN]))
 
 
 def one(args: argparse.Namespace, seed: int, spin: bool, out: Path) -> dict[str, Any]:
@@ -42,8 +44,10 @@ def one(args: argparse.Namespace, seed: int, spin: bool, out: Path) -> dict[str,
     cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", args.topo,
            "--transport", "tcp", "--runs", "1", "--seed", str(seed), "--duration",
            str(args.duration), "--trim", "3", "--bw", str(args.bw), "--out", str(out)]
-    procs = spinners() if spin else []
+    procs: list[subprocess.Popen] = []
     try:
+        if spin:
+            spinners(procs)
         p = subprocess.run((["flock", args.lock] if args.lock else []) + cmd, cwd=REPO,
                            capture_output=True, text=True, timeout=600)
     finally:

@@ -170,8 +170,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    concurrency=args.concurrency, timeout=args.launch_timeout,
                    mixed=args.mixed, with_invalid=args.with_invalid)
     try:
-        base = resolve(args, mod.PARAMS.defaults(), mod.QUICK)
-        grid = parse_grid(args.grid, mod.PARAMS.defaults(), param_types(mod))
+        defaults = mod.PARAMS.defaults()
+        base = resolve(args, defaults, mod.QUICK)
+        grid = parse_grid(args.grid, defaults, param_types(mod))
         pts = points(base, grid)
         for p in pts:
             checked(mod, p["params"])

@@ -401,17 +401,12 @@ class Emulation:
             self._diag.update(zip(new, netns_sockets([self.host(n).pid for n in new])))
         return {n: dump(self._diag[n]) for n in names}
 
-    def hosts_cmd(self, names: list[str], argv: list[str], timeout: float = 30,
-                  nice: int = 0) -> dict[str, str]:
-        """Run argv in every named host at once; stdout per host.  At once because under a
-        loaded CPU one `mnexec ... ss` can take seconds, and 54 of them in a row would
-        outlast the traffic they are meant to see; ``nice`` < 0 lets a short look at the
-        hosts go ahead of the traffic processes.  RunError names a host that failed."""
-        # `nice` as a command, not a preexec_fn: this process runs threads (CPU sampler,
-        # gap probe), and code between fork and exec in a threaded process can deadlock
-        prefix = ["nice", "-n", str(nice)] if nice else []
+    def hosts_cmd(self, names: list[str], argv: list[str],
+                  timeout: float = 30) -> dict[str, str]:
+        """Run argv in every named host at once; stdout per host (at once because under a
+        loaded CPU one `mnexec ...` can take seconds).  RunError names a host that failed."""
         with signals_deferred():
-            procs = {n: subprocess.Popen([*prefix, *in_ns(self.host(n).pid, argv)],
+            procs = {n: subprocess.Popen(in_ns(self.host(n).pid, argv),
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          text=True)
                      for n in names}

@@ -201,10 +201,12 @@ class Genl:
         self.seq += 1
         self.sock.send(genl_message(family, cmd, attrs, self.seq, NLM_F_REQUEST | NLM_F_ACK))
         reply = b""
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
         while True:
             # the kernel answers at once; a reply that never comes must not hang the run's
             # path-manager thread (and with it the teardown that joins it)
-            if not select.select([self.sock], [], [], REQUEST_TIMEOUT_S)[0]:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
                 raise PmError(errno.ETIMEDOUT, f"no reply to generic-netlink command {cmd} "
                                                f"in {REQUEST_TIMEOUT_S:g} s")
             for kind, flags, seq, payload in split_messages(self.sock.recv(65536)):

@@ -575,6 +575,16 @@ class SwitchRuntime:
         for k, a in fib.items():
             self.maps["fib"].update(pack_fib_key(k), pack_fib_action(a))
 
+    def set_port_flag(self, flag: int, on: bool, sw: int | None = None) -> None:
+        """Set (or clear) ``flag`` in the ports entries of switch ``sw`` (None: every port),
+        e.g. PORT_IN_RULES beside an in_port fib entry written by hand.  The entry is
+        rewritten whole, so its rx and miss counters restart from zero."""
+        for ifindex, info in self.read_ports().items():
+            if sw is None or info.sw == sw:
+                flags = info.flags | flag if on else info.flags & ~flag
+                self.maps["ports"].update(pack_ifindex(ifindex),
+                                          pack_port_info((info.sw, info.port, info.seed, flags)))
+
     def set_fib(self, key: tuple, action: tuple | None) -> None:
         """Write one fib entry (None: delete it)."""
         if action is None:

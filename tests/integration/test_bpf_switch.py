@@ -168,10 +168,7 @@ class Net:
         addr = mac(dst) if kind == bs.KIND_ETH else socket.inet_aton(dst) + b"\0\0"
         assert self.rt is not None
         if in_port:   # as plan.port_entries does: the switch now looks input ports up
-            for ifindex, info in self.rt.read_ports().items():
-                if info.sw == sw:
-                    self.rt.maps["ports"].update(bs.pack_ifindex(ifindex), bs.pack_port_info(
-                        (info.sw, info.port, info.seed, info.flags | bs.PORT_IN_RULES)))
+            self.rt.set_port_flag(bs.PORT_IN_RULES, True, sw)
         self.rt.set_fib(bs.FibKey(sw, in_port, label, kind, addr), action)
 
     def tx(self) -> dict[tuple[int, int], int]:
