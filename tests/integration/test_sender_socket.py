@@ -75,9 +75,13 @@ def test_one_reno_flow_fills_a_bottleneck_three_hops_away(tmp_path, dataplane):
 
 
 def test_outcast_at_six_flows_leaves_the_lone_flow_below_half_its_fair_share(tmp_path):
+    # About one repetition in ten flips: the six flows' port is the one blacked out and the
+    # lone flow takes ~96 % of the link (6.69x its fair share, seen in the reference ablation
+    # and in CI).  So the median of five repetitions is judged, not the mean of three: it
+    # fails by chance only when three of five flip (under 1 % at one in ten).
     p = argparse.ArgumentParser()
     outcast.add_arguments(p)
-    args = p.parse_args(["--flows", "6", "--duration", "10", "--trim", "2", "--runs", "3",
+    args = p.parse_args(["--flows", "6", "--duration", "10", "--trim", "2", "--runs", "5",
                          "--out", str(tmp_path)])
     params = checked(outcast, resolve(args, outcast.PARAMS.defaults(), outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
@@ -89,4 +93,4 @@ def test_outcast_at_six_flows_leaves_the_lone_flow_below_half_its_fair_share(tmp
         folder.set_status("ok")
     lone = [float(r["share_of_fair"]) for r in read_csv(folder.path / "flows.csv")
             if r["sender"] == "lone"]
-    assert len(lone) == 3 and statistics.mean(lone) < 0.5, lone
+    assert len(lone) == 5 and statistics.median(lone) < 0.5, lone

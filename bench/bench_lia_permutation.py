@@ -1,0 +1,126 @@
+"""MPTCP-8 on the k=4 permutation with coupled ``lia`` beside uncoupled ``cubic``, side by
+side in one run (issue #25, part 5; root).  Prints figures, asserts nothing.
+
+    .venv/bin/python bench/bench_lia_permutation.py [--bw 10] [--seeds 3] [--duration 30]
+        [--trim 5] [--ccs lia,cubic] [--lock /tmp/dcrepro-heavy.lock]
+
+Each seed runs ``dcrepro run permutation --runs 1 --seed S --cc CC`` (TCP and MPTCP with 8
+subflows over ECMP, the same permutation for every control of that seed); the controls
+alternate their order by seed so that a slow drift of the machine does not favour one.  Per
+run and transport, from the run's summary.csv (iperf3 goodput normalised to the link rate,
+over all 16 flows): the mean, Jain's index, the ratio of the mean to the flow model's on the
+run's traced paths, whether the run was flagged by its fidelity checks (and why, shortened),
+and for a BPF control its counters (config.json: ``cc_bpf.stats``).  Then per control the
+medians over seeds, the ratios to htsim's published anchor for this case (LIA, k=4 fat tree,
+8 subflows: mean 0.877, Jain 0.98; single-path TCP 0.574) and MPTCP over TCP (``000_…``
+Fig. 4 shape: about 1.5).
+
+Under ``--cc lia``, single-path TCP runs lia on one subflow, which is Reno's increase; under
+``--cc cubic`` it is cubic.  A flagged run (CPU above 90 %, late dequeues, ...) is printed
+and counted, not dropped: the reader decides what it is worth.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+#: htsim's numbers for this case (PLATFORM.md, from the Jellyfish reproduction's runs)
+HTSIM = {"mptcp_mean": 0.877, "mptcp_jain": 0.98, "tcp_mean": 0.574}
+
+
+def summary(run: Path) -> dict[str, dict[str, float]]:
+    """Per transport: mean and Jain of norm_iperf, and the model's mean (summary.csv)."""
+    import csv
+    out: dict[str, dict[str, float]] = {}
+    with open(run / "summary.csv", newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            d = out.setdefault(r["transport"], {})
+            if r["measure"] == "norm_iperf":
+                d.update(mean=float(r["mean"]), jain=float(r["jain"]))
+            elif r["measure"] == "norm_model":
+                d["model_mean"] = float(r["mean"])
+    return out
+
+
+def cc_stats(run: Path) -> dict[str, Any]:
+    """The BPF control's counters of each network of the run (config.json runtime)."""
+    runtime = json.loads((run / "config.json").read_text()).get("runtime", {})
+    return {label: (facts.get("cc_bpf") or {}).get("stats")
+            for label, facts in runtime.items()
+            if isinstance(facts, dict) and facts.get("cc_bpf")}
+
+
+def one(args: argparse.Namespace, seed: int, cc: str, out: Path) -> dict[str, Any]:
+    """One run of one control; its figures, or {'failed': why}."""
+    cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", "fattree,k=4",
+           "--transport", "tcp,mptcp", "--subflows", "8", "--runs", "1", "--seed", str(seed),
+           "--cc", cc, "--bw", str(args.bw), "--duration", str(args.duration), "--trim",
+           str(args.trim), "--out", str(out)]
+    try:
+        p = subprocess.run((["flock", args.lock] if args.lock else []) + cmd, cwd=REPO,
+                           capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"failed": f"no end within {args.timeout} s"}
+    runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
+    if not runs or not (runs[-1] / "summary.csv").is_file():
+        return {"failed": ((p.stderr or p.stdout).strip().splitlines() or ["no output"])[-1]}
+    run = runs[-1]
+    status = json.loads((run / "status.json").read_text())
+    flags = [f[:90] for f in status.get("suspect") or []]
+    return {"by_transport": summary(run), "flagged": flags, "cc_bpf": cc_stats(run),
+            "exit": p.returncode}
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bw", type=float, default=10.0, help="link rate, Mb/s")
+    ap.add_argument("--seeds", type=int, default=3, help="permutations (seeds 1..N)")
+    ap.add_argument("--duration", type=float, default=30.0, help="traffic time per flow, s")
+    ap.add_argument("--trim", type=float, default=5.0, help="seconds cut at each end")
+    ap.add_argument("--ccs", default="lia,cubic", help="congestion controls, comma list")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
+    ap.add_argument("--lock", default=None, help="flock this file around every run")
+    args = ap.parse_args()
+    ccs = [c for c in args.ccs.split(",") if c]
+    if args.seeds < 1 or not ccs:
+        ap.error("--seeds must be at least 1 and --ccs must name a control")
+    got: dict[str, list[dict[str, Any]]] = {cc: [] for cc in ccs}
+    with tempfile.TemporaryDirectory(prefix="bench-lia-") as tmp:
+        for seed in range(1, args.seeds + 1):
+            order = ccs if seed % 2 else list(reversed(ccs))
+            for cc in order:
+                r = one(args, seed, cc, Path(tmp) / f"{cc}-{seed}")
+                print(json.dumps({"seed": seed, "cc": cc, **r}), flush=True)
+                if "by_transport" in r:
+                    got[cc].append(r)
+    print(f"\nk=4 fat tree, ECMP, {args.bw:g} Mb/s, {args.duration:g} s (trim {args.trim:g}); "
+          f"medians over seeds; htsim (LIA): MPTCP-8 {HTSIM['mptcp_mean']}, Jain "
+          f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
+    print("cc     runs flagged | MPTCP mean  Jain  /model /htsim | TCP mean  Jain  /htsim | "
+          "MPTCP/TCP")
+    for cc, rs in got.items():
+        m = [r["by_transport"].get("mptcp", {}) for r in rs]
+        t = [r["by_transport"].get("tcp", {}) for r in rs]
+        mm = med([x["mean"] for x in m if "mean" in x])
+        mj = med([x["jain"] for x in m if "jain" in x])
+        mmod = med([x["mean"] / x["model_mean"] for x in m if x.get("model_mean")])
+        tm = med([x["mean"] for x in t if "mean" in x])
+        tj = med([x["jain"] for x in t if "jain" in x])
+        flagged = sum(1 for r in rs if r["flagged"])
+        print(f"{cc:6} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
+              f"{mm / HTSIM['mptcp_mean']:6.3f} | {tm:8.3f} {tj:5.3f} "
+              f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
