@@ -52,13 +52,16 @@ def limit_shares(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[st
       sample that the kernel's own chrono counted as limited by the receive window or by
       the send buffer (tcp_info's microsecond counters, differenced);
     - medians of the congestion window, the packets in flight and ``wmem_alloc`` (bytes the
-      socket has handed down and not yet seen freed: what TCP Small Queues limits).
+      socket has handed down and not yet seen freed: what TCP Small Queues limits);
+    - ``acked_mbps``: bytes acked between the first and last sample over their time (when
+      the rows carry ``bytes_acked``): the socket's goodput in [t0, t1] in absolute time,
+      whenever its connection began (iperf3's intervals count from its own test start).
     """
     inside = sorted((r for r in samples if t0 <= float(r["time"]) <= t1),
                     key=lambda r: float(r["time"]))
     out: dict[str, Any] = {"samples": len(inside), "cwnd_limited": None, "rwnd_limited": None,
                            "sndbuf_limited": None, "cwnd_median": None,
-                           "in_flight_median": None, "wmem_median": None}
+                           "in_flight_median": None, "wmem_median": None, "acked_mbps": None}
     if not inside:
         return out
     cwnd = [int(r["snd_cwnd"]) for r in inside]
@@ -73,6 +76,9 @@ def limit_shares(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[st
         for key in ("rwnd_limited", "sndbuf_limited"):
             d = int(inside[-1][key]) - int(inside[0][key])
             out[key] = round(min(1.0, max(0.0, d / span_us)), 3)
+        if inside[0].get("bytes_acked") not in (None, ""):
+            acked = int(inside[-1]["bytes_acked"]) - int(inside[0]["bytes_acked"])
+            out["acked_mbps"] = round(8 * acked / span_us, 4)
     return out
 
 
@@ -126,8 +132,7 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
                        "packet time")
     if meas.get("measurement_note"):
         reasons.append(meas["measurement_note"])
-    if meas.get("apart_note"):
-        reasons.append(meas["apart_note"])
+    reasons += [meas[k] for k in ("apart_note", "late_note") if meas.get(k)]
     limits = meas.get("tcp_limits") or {}
     reasons += [limits[k] for k in ("note", "stall_note") if limits.get(k)]
     return reasons
@@ -140,11 +145,12 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
            dequeue_gaps: dict[str, Any] | None = None,
            measurement_note: str | None = None,
            tcp_limits: dict[str, Any] | None = None,
-           apart_note: str | None = None) -> dict[str, Any]:
+           apart_note: str | None = None, late_note: str | None = None) -> dict[str, Any]:
     """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source).
     ``measurement_note`` names a measurement that was only partly taken (a suspect reason);
     ``tcp_limits`` (run_iperf's) says what limited the TCP flows, and its ``note`` is one;
-    ``apart_note`` (run_iperf's) says that restarted flows ran apart from the others."""
+    ``apart_note`` and ``late_note`` (run_iperf's) say that restarted or late flows ran
+    apart from the others."""
     srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
     emu = np.array([emulated[s] for s in srcs])
     mod = np.array([model[s] for s in srcs])
@@ -154,7 +160,7 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
     reasons = measurement_reasons({
         "cpu_saturated_share": cpu_saturated_share, "emulator_loss_share": emulator_loss_share,
         "dequeue_gaps": dequeue_gaps, "measurement_note": measurement_note,
-        "tcp_limits": tcp_limits, "apart_note": apart_note})
+        "tcp_limits": tcp_limits, "apart_note": apart_note, "late_note": late_note})
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {

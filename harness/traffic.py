@@ -45,6 +45,13 @@ class Flow:
     connected: bool = True  # False: its connection never got through (run_iperf may_not_connect)
     restarts: int = 0       # times its transfer was started again before its window opened
     silent_s: float = 0.0   # seconds inside its window in which its receiver got nothing
+    #: its sockets' goodput from tcp_info's bytes_acked over its window in absolute time
+    #: (start + trim .. start + duration - trim); iperf_mbps counts from iperf3's own test
+    #: start, which comes later than ``start`` when the connection was slow to get through
+    acked_mbps: float = float("nan")
+    #: seconds from ``start`` to the first tcp_info sample with data acked (to one sampling
+    #: interval): how late its transfer really began
+    first_ack_s: float = float("nan")
 
     @property
     def name(self) -> str:
@@ -401,7 +408,8 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             if window else None,
             "window_s": [trim, duration - trim], "dequeue_gaps": gaps,
             "bwm_incomplete": incomplete, "measurement_note": coverage_note(incomplete),
-            "apart_note": apart_note(flows, duration, trim)}
+            "apart_note": apart_note(flows, duration, trim),
+            "late_note": late_note(flows, duration, trim)}
 
 
 #: a flow started again (MPTCP short of subflows) must share at least this much of its
@@ -437,6 +445,34 @@ def apart_note(flows: Sequence[Flow], duration: float, trim: float) -> str | Non
     return (f"{len(restarted)} flow(s) started again share as little as {shared(worst):.0%} "
             f"of their window with the other flows (the last started {late:.1f} s after "
             "the first): measured on an emptier network than the others")
+
+
+def late_note(flows: Sequence[Flow], duration: float, trim: float) -> str | None:
+    """One suspect reason when a flow's transfer began so late (``first_ack_s``: its first
+    data acked, to one tcp_info sampling interval) that its iperf3 window, which counts from
+    its own test start, shares less than MIN_SHARED_WINDOW with the window the flows share:
+    its iperf3 rate was then measured on an emptier network.  A connection slow to get
+    through is the experiment's behaviour (Outcast: a blacked-out port's set-up in RTO
+    backoff); crediting it with a rate measured after the others ended is not."""
+    span = duration - 2 * trim
+    connected = [f for f in flows if f.connected]
+    if span <= 0 or len(connected) < 2:
+        return None
+    lo = max(f.start for f in connected) + trim
+    hi = min(f.start for f in connected) + duration - trim
+
+    def shared(f: Flow) -> float:
+        begin = f.start + max(0.0, f.first_ack_s)
+        return max(0.0, min(hi, begin + duration - trim) - max(lo, begin + trim)) / span
+
+    late = [f for f in connected if f.first_ack_s == f.first_ack_s and
+            shared(f) < MIN_SHARED_WINDOW]
+    if not late:
+        return None
+    worst = max(late, key=lambda f: f.first_ack_s)
+    return (f"{len(late)} flow(s) began their transfer late and were measured apart from "
+            f"the others, e.g. {worst.name}: first data acked {worst.first_ack_s:g} s after "
+            f"its start, sharing {shared(worst):.0%} of the common window")
 
 
 #: a flow silent this long inside its window, while not held by congestion, stalled
@@ -485,10 +521,19 @@ def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
         except Exception:
             link = None
         share = round(f.iperf_mbps / link, 4) if link and transport == "tcp" else None
+        acked: list[float] = []
         for k, rows in sorted(mine.items()):
             per.append({"flow": f.name, "transport": transport, "sport": k[2],
                         "mbps": round(f.iperf_mbps, 4), "link_share": share,
                         **limit_shares(rows, f.start + trim, f.start + duration - trim)})
+            if per[-1]["acked_mbps"] is not None:
+                acked.append(per[-1]["acked_mbps"])
+        if acked:
+            f.acked_mbps = round(sum(acked), 4)
+        first = [float(r["time"]) for rows in mine.values() for r in rows
+                 if int(r.get("bytes_acked") or 0) > 1]
+        if first:
+            f.first_ack_s = round(min(first) - f.start, 2)
 
     def med(key: str) -> float | None:
         vals = [p[key] for p in per if p[key] is not None]

@@ -383,6 +383,10 @@ def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any
         assert f is not None
         rows.append({**base, "sender": s.name, **extra.get(s.name, {}), "entry": s.entry,
                      "iperf_mbps": round(f.iperf_mbps, 4), "offered_mbps": round(s.offered_mbps, 4),
+                     # the same flow in absolute time (see Flow.acked_mbps): differs from
+                     # iperf_mbps when its transfer began late (first_ack_s), e.g. behind a
+                     # blacked-out port at start-up
+                     "acked_mbps": f.acked_mbps, "first_ack_s": f.first_ack_s,
                      "fair_mbps": round(fair_mbps, 4),
                      "share_of_fair": round(f.iperf_mbps / fair_mbps, 4),
                      "retransmits": f.retransmits, "connected": f.connected,

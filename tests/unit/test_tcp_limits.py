@@ -9,7 +9,8 @@ def samples(n: int, cwnd: int, in_flight: int, rwnd_us_per_s: int = 0, t0: float
             wmem: int = 4560) -> list[dict]:
     return [{"time": t0 + 0.5 * i, "snd_cwnd": cwnd, "in_flight": in_flight,
              "busy_time": 500_000 * i, "rwnd_limited": rwnd_us_per_s * i // 2,
-             "sndbuf_limited": 0, "wmem_alloc": wmem} for i in range(n)]
+             "sndbuf_limited": 0, "wmem_alloc": wmem, "bytes_acked": 1 + 625_000 * i}
+            for i in range(n)]
 
 
 def test_a_flow_with_its_window_full_is_cwnd_limited():
@@ -28,6 +29,15 @@ def test_rwnd_share_is_the_chrono_counter_over_the_sampled_time():
     # 250 ms of every second limited by the receive window
     got = limit_shares(samples(9, 20, 5, rwnd_us_per_s=250_000), 0, 1e9)
     assert got["rwnd_limited"] == 0.25
+
+
+def test_acked_goodput_is_over_the_samples_inside_the_window_in_absolute_time():
+    # 625,000 bytes per 0.5 s sample = 10 Mb/s; samples at 100.0 .. 104.5 s
+    assert limit_shares(samples(10, 40, 40), 0, 1e9)["acked_mbps"] == 10.0
+    # only 102.0 .. 103.0 s inside: 1,250,000 bytes in 1 s
+    assert limit_shares(samples(10, 40, 40), 101.9, 103.1)["acked_mbps"] == 10.0
+    # one sample inside: no span, no rate
+    assert limit_shares(samples(10, 40, 40), 101.9, 102.1)["acked_mbps"] is None
 
 
 def test_only_samples_inside_the_window_count():
@@ -116,3 +126,28 @@ def test_restarted_flows_measured_apart_are_named():
     assert apart_note(flows(5.0), 15.0, 3.0) is not None      # 108..112: 4/9 = 44 % < 50 %
     assert apart_note(flows(13.0, restarted=False), 15.0, 3.0) is None
     assert apart_note(flows(13.0), 6.0, 3.0) is None          # no window to share
+
+
+def test_a_flow_whose_transfer_began_late_is_named_as_measured_apart():
+    """iperf3 counts a flow's window from its own test start: a flow whose first data was
+    acked 7 s after its client started (its set-up in RTO backoff, Outcast reference
+    ablation, N = 6, repetition 9) was measured on an emptier network; one that began within
+    a second was not; a flow never sampled is not judged."""
+    from analysis.fidelity import measurement_reasons
+    from harness.traffic import Flow, late_note
+
+    def flows(first_ack: float) -> list[Flow]:
+        out = [Flow(f"h{i}", "r", start=100.0, first_ack_s=0.5) for i in range(3)]
+        out.append(Flow("late", "r", start=100.0, first_ack_s=first_ack))
+        return out
+
+    # 12 s, trim 2 -> the shared window is 102..110 (8 s)
+    assert late_note(flows(0.6), 12.0, 2.0) is None
+    assert late_note(flows(3.5), 12.0, 2.0) is None           # 105.5..113.5: 4.5/8 = 56 %
+    late = late_note(flows(7.0), 12.0, 2.0)                   # 109..117: 1/8 = 12 %
+    assert late is not None and "late -> r" in late and "7 s after" in late and "12%" in late
+    assert measurement_reasons({"late_note": late}) == [late]
+    assert late_note(flows(float("nan")), 12.0, 2.0) is None
+    never = flows(7.0)
+    never[-1].connected = False
+    assert late_note(never, 12.0, 2.0) is None
