@@ -55,7 +55,9 @@ def limit_shares(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[st
       socket has handed down and not yet seen freed: what TCP Small Queues limits);
     - ``acked_mbps``: bytes acked between the first and last sample over their time (when
       the rows carry ``bytes_acked``): the socket's goodput in [t0, t1] in absolute time,
-      whenever its connection began (iperf3's intervals count from its own test start).
+      whenever its connection began (iperf3's intervals count from its own test start); a
+      socket first seen more than two sampling intervals after t0 is counted from t0 with
+      nothing acked then.
     """
     inside = sorted((r for r in samples if t0 <= float(r["time"]) <= t1),
                     key=lambda r: float(r["time"]))
@@ -78,7 +80,14 @@ def limit_shares(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[st
             out[key] = round(min(1.0, max(0.0, d / span_us)), 3)
         if inside[0].get("bytes_acked") not in (None, ""):
             acked = int(inside[-1]["bytes_acked"]) - int(inside[0]["bytes_acked"])
-            out["acked_mbps"] = round(8 * acked / span_us, 4)
+            begin = float(inside[0]["time"])
+            times = sorted(float(r["time"]) for r in samples)
+            gap = median([b - a for a, b in zip(times, times[1:])])
+            if times[0] > t0 + 2 * gap:
+                # the socket did not exist yet when the window opened (its connection
+                # came late): it had acked nothing then, and the window counts from t0
+                acked, begin = int(inside[-1]["bytes_acked"]), t0
+            out["acked_mbps"] = round(8 * acked / (float(inside[-1]["time"]) - begin) / 1e6, 4)
     return out
 
 

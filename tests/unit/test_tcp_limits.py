@@ -33,11 +33,15 @@ def test_rwnd_share_is_the_chrono_counter_over_the_sampled_time():
 
 def test_acked_goodput_is_over_the_samples_inside_the_window_in_absolute_time():
     # 625,000 bytes per 0.5 s sample = 10 Mb/s; samples at 100.0 .. 104.5 s
-    assert limit_shares(samples(10, 40, 40), 0, 1e9)["acked_mbps"] == 10.0
+    assert limit_shares(samples(10, 40, 40), 99.9, 1e9)["acked_mbps"] == 10.0
     # only 102.0 .. 103.0 s inside: 1,250,000 bytes in 1 s
     assert limit_shares(samples(10, 40, 40), 101.9, 103.1)["acked_mbps"] == 10.0
     # one sample inside: no span, no rate
     assert limit_shares(samples(10, 40, 40), 101.9, 102.1)["acked_mbps"] is None
+    # a socket born at 100.0 s into a window that opened at 96.0 s: 4.5 s of 10 Mb/s over
+    # the 8.5 s since the window opened
+    got = limit_shares(samples(10, 40, 40), 96.0, 120.0)["acked_mbps"]
+    assert abs(got - 10.0 * 4.5 / 8.5) < 0.01, got
 
 
 def test_only_samples_inside_the_window_count():
