@@ -9,8 +9,10 @@ subflows over ECMP, the same permutation for every control of that seed); the co
 alternate their order by seed so that a slow drift of the machine does not favour one.  Per
 run and transport, from the run's summary.csv (iperf3 goodput normalised to the link rate,
 over all 16 flows): the mean, Jain's index, the ratio of the mean to the flow model's on the
-run's traced paths, whether the run was flagged by its fidelity checks (and why, shortened),
-and for a BPF control its counters (config.json: ``cc_bpf.stats``).  Then per control the
+run's traced paths, bwm-ng's mean (bytes on the receiver's link: headers, retransmissions
+and the reverse flow's ACKs included), whether the run was flagged by its fidelity checks
+(and why, shortened), for a BPF control its counters (config.json: ``cc_bpf.stats``), and
+how much of the time the MPTCP subflows were held by the send buffer (tcp_limits.csv).  Then per control the
 medians over seeds, the ratios to htsim's published anchor for this case (LIA, k=4 fat tree,
 8 subflows: mean 0.877, Jain 0.98; single-path TCP 0.574) and MPTCP over TCP (``000_…``
 Fig. 4 shape: about 1.5).
@@ -43,8 +45,27 @@ def summary(run: Path) -> dict[str, dict[str, float]]:
             d = out.setdefault(r["transport"], {})
             if r["measure"] == "norm_iperf":
                 d.update(mean=float(r["mean"]), jain=float(r["jain"]))
+            elif r["measure"] == "norm_bwm":
+                d["bwm_mean"] = float(r["mean"])
             elif r["measure"] == "norm_model":
                 d["model_mean"] = float(r["mean"])
+    return out
+
+
+def subflow_limits(run: Path) -> dict[str, float]:
+    """What held the MPTCP subflows (tcp_limits.csv of every repetition): the mean over
+    subflows of the share of samples limited by the congestion window and of the time
+    limited by the send buffer (MPTCP's connection-level buffer; htsim has none)."""
+    import csv
+    rows: list[dict[str, str]] = []
+    for f in sorted(run.glob("run*/mptcp/tcp_limits.csv")):
+        with open(f, newline="", encoding="utf-8") as fh:
+            rows += list(csv.DictReader(fh))
+    out = {}
+    for key in ("cwnd_limited", "sndbuf_limited"):
+        vals = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+        if vals:
+            out[key] = round(statistics.mean(vals), 3)
     return out
 
 
@@ -73,8 +94,8 @@ def one(args: argparse.Namespace, seed: int, cc: str, out: Path) -> dict[str, An
     run = runs[-1]
     status = json.loads((run / "status.json").read_text())
     flags = [f[:90] for f in status.get("suspect") or []]
-    return {"by_transport": summary(run), "flagged": flags, "cc_bpf": cc_stats(run),
-            "exit": p.returncode}
+    return {"by_transport": summary(run), "subflow_limits": subflow_limits(run),
+            "flagged": flags, "cc_bpf": cc_stats(run), "exit": p.returncode}
 
 
 def med(xs: list[float]) -> float:
@@ -106,8 +127,8 @@ def main() -> None:
     print(f"\nk=4 fat tree, ECMP, {args.bw:g} Mb/s, {args.duration:g} s (trim {args.trim:g}); "
           f"medians over seeds; htsim (LIA): MPTCP-8 {HTSIM['mptcp_mean']}, Jain "
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
-    print("cc     runs flagged | MPTCP mean  Jain  /model /htsim | TCP mean  Jain  /htsim | "
-          "MPTCP/TCP")
+    print("cc     runs flagged | MPTCP mean  Jain  /model /htsim  bwm  sndbuf | TCP mean  Jain  "
+          "/htsim | MPTCP/TCP")
     for cc, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
         t = [r["by_transport"].get("tcp", {}) for r in rs]
@@ -116,9 +137,12 @@ def main() -> None:
         mmod = med([x["mean"] / x["model_mean"] for x in m if x.get("model_mean")])
         tm = med([x["mean"] for x in t if "mean" in x])
         tj = med([x["jain"] for x in t if "jain" in x])
+        mb = med([x["bwm_mean"] for x in m if "bwm_mean" in x])
+        sb = med([r["subflow_limits"]["sndbuf_limited"] for r in rs
+                  if "sndbuf_limited" in r["subflow_limits"]])
         flagged = sum(1 for r in rs if r["flagged"])
         print(f"{cc:6} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
-              f"{mm / HTSIM['mptcp_mean']:6.3f} | {tm:8.3f} {tj:5.3f} "
+              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {sb:6.3f} | {tm:8.3f} {tj:5.3f} "
               f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f}")
 
 
