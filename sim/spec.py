@@ -322,6 +322,8 @@ def static_routes(net: SimNet) -> dict[str, list[tuple[str, str]]]:
     forward to)], for every switch on each flow's path (data to its destination address)
     and reverse path (ACKs to its source address).  Hosts need only their default route."""
     routes: dict[str, list[tuple[str, str]]] = {}
+    if net.forwarding != "pinned":   # the switches' plan tables route every packet
+        return routes
     for f in net.flows:
         if f.path is None or f.rev_path is None:
             continue
