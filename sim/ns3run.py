@@ -205,7 +205,10 @@ class PlanRouting : public ns3::Ipv4RoutingProtocol {
     m_rv = ns3::CreateObject<ns3::UniformRandomVariable>();
     m_rv->SetStream(stream);
   }
-  void AddEntry(uint32_t dst, int mode) { m_table[dst] = Entry{mode, uint32_t(m_table.size()), {}}; }
+  void AddEntry(uint32_t dst, int mode) {
+    uint32_t id = m_table.size();   // rr's per-flow state is per entry, as the BPF group
+    m_table[dst] = Entry{mode, id, {}};
+  }
   void AddChoice(uint32_t dst, uint32_t iface, uint32_t gateway) {
     auto r = ns3::Create<ns3::Ipv4Route>();
     r->SetDestination(ns3::Ipv4Address(dst));

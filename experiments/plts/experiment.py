@@ -72,11 +72,11 @@ from emulator.emulation import Emulation
 from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
-from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge, session
+from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, loss_fields, run_iperf
 from model.flowmodel import goodput_capacity
