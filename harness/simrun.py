@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -54,14 +54,15 @@ def check_sim(params: Mapping[str, Any], rto_min_ms: float | None = None) -> Non
 def simulate_flows(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConfig,
                    rng: random.Random, out: Path, watch_drops: list[tuple[str, str]] | None = None,
                    watch_rx: list[tuple[str, str]] | None = None,
-                   forwarding: str | None = None) -> Any:
+                   forwarding: str | None = None,
+                   progress: Callable[[float, float], None] | None = None) -> Any:
     """One simulation of ``pairs`` (``forwarding``: sim.spec.build's); writes sim.json
     (configuration, paths, per-port counters, each flow's packets per switch and next hop
     where the switches forward by the plan, wall time) into ``out`` and returns the
     sim.ns3run.SimResult."""
     from sim.ns3run import simulate
     net = build(topo, plan, pairs, cfg, rng, forwarding)
-    res = simulate(net, cfg, watch_drops, watch_rx)
+    res = simulate(net, cfg, watch_drops, watch_rx, progress)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sim.json").write_text(json.dumps({
         "config": asdict(cfg), "ns3": res.ns3_version, "wall_s": round(res.wall_s, 3),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -433,16 +434,18 @@ def _defaults(ns: Any, cfg: SimConfig) -> None:
 
 
 def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None = None,
-             watch_rx: list[tuple[str, str]] | None = None) -> SimResult:
+             watch_rx: list[tuple[str, str]] | None = None,
+             progress: Callable[[float, float], None] | None = None) -> SimResult:
     """Run ``net`` for cfg.duration simulated seconds.  ``watch_drops``/``watch_rx``: ports
-    (node, peer) whose drops / received packets are counted per flow."""
+    (node, peer) whose drops / received packets are counted per flow; ``progress`` is told
+    (simulated s, wall s) at every interval mark (a long run says how far it is)."""
     cfg.check()
     t_import = time.monotonic()
     ns = load()
     import_s = time.monotonic() - t_import
     t0 = time.monotonic()
     try:
-        result = _run(ns, net, cfg, watch_drops, watch_rx)
+        result = _run(ns, net, cfg, watch_drops, watch_rx, progress)
     finally:   # ns-3's nodes and events are global: a failed run must not leak into the next
         ns.Simulator.Destroy()
     result.import_s = import_s
@@ -451,7 +454,8 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
 
 
 def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None,
-         watch_rx: list[tuple[str, str]] | None) -> SimResult:
+         watch_rx: list[tuple[str, str]] | None,
+         progress: Callable[[float, float], None] | None = None) -> SimResult:
     """simulate()'s body: build, run, read."""
     ns.RngSeedManager.SetSeed(max(1, cfg.seed))
     ns.RngSeedManager.SetRun(max(1, cfg.run))
@@ -557,7 +561,7 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
     rx: dict[float, list[int]] = {0.0: [0] * len(sinks)}
     tx: dict[float, list[int]] = {0.0: [0] * len(sinks)}
     queues: list[tuple[float, dict[tuple[str, str], int]]] = []
-    now = 0.0
+    now, t_run = 0.0, time.monotonic()
     for mark in marks:
         ns.Simulator.Stop(_time(ns, mark - now))
         ns.Simulator.Run()
@@ -566,6 +570,8 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
         tx[mark] = [sent_bytes(f.src) for f in net.flows]
         if net.forwarding == "plan":
             queues.append((mark, {k: int(d.GetNPackets()) for k, d in discs.items()}))
+        if progress is not None:
+            progress(mark, time.monotonic() - t_run)
     t_a, t_b = cfg.trim, cfg.duration - cfg.trim
     window = t_b - t_a
     flows = []

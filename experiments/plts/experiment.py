@@ -525,9 +525,14 @@ def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str,
     emulate() gives them (no tcp_info: retransmissions and reordering are left empty)."""
     plan = routing.make_plan(topo, SCHEMES[scheme])
     cfg = sim_queue_config(params, aqm, r)
-    res = simulate_flows(topo, plan, list(pairs.items()), cfg, rng, run_dir,
-                         forwarding="plan")
     name = label(scheme, aqm, params)
+
+    def progress(t: float, wall: float) -> None:
+        if abs(t - round(t)) < 1e-9:   # every whole simulated second
+            folder.log.info("run %d %s: %g of %g simulated s, %.0f s wall", r, name, t,
+                            cfg.duration, wall)
+    res = simulate_flows(topo, plan, list(pairs.items()), cfg, rng, run_dir,
+                         forwarding="plan", progress=progress)
     # a simulated point-to-point frame carries 2 bytes of framing, not Ethernet's 14: the
     # ideal is the simulated host link's payload ceiling, and the model's rates (computed
     # at Ethernet's) are scaled to it
