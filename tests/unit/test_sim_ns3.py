@@ -198,3 +198,14 @@ def test_plts_backend_sim_runs_end_to_end(simulate, tmp_path):
     assert {r["scheme"] for r in read_csv(run / "latency.csv")} == {"ecmp", "rr"}
     assert read_csv(run / "queues.csv")
     assert "backend=sim" in (run / "claims.md").read_text()
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"recovery": "classic"}, "ns-3's own"),
+    ({"ecmp_aqm": "ecn"}, "not simulated"),
+])
+def test_plts_sim_refuses_what_it_cannot_simulate(kw, msg, one_line_error):
+    from experiments.plts import experiment as plts
+    from harness.params import typed
+    with one_line_error(msg):
+        plts.validate(typed(plts, {**plts.PARAMS.defaults(), "backend": "sim", **kw}))
