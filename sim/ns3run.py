@@ -417,8 +417,10 @@ def _defaults(ns: Any, cfg: SimConfig) -> None:
     """TCP as Linux hosts have it: MSS 1448 with timestamps, SACK, initial window 10,
     rto_min 200 ms unless asked, a SYN retried after 1 s (ns-3: 3 s), 4 MB buffers
     (window scaling on)."""
-    from .spec import CC_TYPES
+    from .spec import CC_TYPES, RECOVERY_TYPES
     sd = ns.Config.SetDefault
+    sd("ns3::TcpL4Protocol::RecoveryType",
+       ns.TypeIdValue(ns.TypeId.LookupByName(RECOVERY_TYPES[cfg.recovery])))
     sd("ns3::TcpL4Protocol::SocketType", ns.StringValue(CC_TYPES[cfg.cc]))
     sd("ns3::TcpSocket::SegmentSize", ns.UintegerValue(MSS))
     sd("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))

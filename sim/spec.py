@@ -44,6 +44,9 @@ from topos.base import Topology
 CC_TYPES = {"reno": "ns3::TcpNewReno", "newreno": "ns3::TcpNewReno",
             "cubic": "ns3::TcpCubic", "bbr": "ns3::TcpBbr", "dctcp": "ns3::TcpDctcp"}
 QUEUE_DISCS = ("droptail", "red")
+#: loss recovery after three duplicate ACKs -> ns-3's recovery type: "prr" (ns-3's default,
+#: proportional rate reduction, as Linux) or "classic" (NewReno's halving and inflation)
+RECOVERY_TYPES = {"prr": "ns3::TcpPrrRecovery", "classic": "ns3::TcpClassicRecovery"}
 FORWARDING = ("pinned", "plan")
 #: plan select modes -> the C++ router's numbers (sim/ns3run.py); "forward" is one choice
 ROUTER_MODES = {"hash": 0, "rnd": 1, "rr": 2, "cnt": 3, "forward": 4}
@@ -98,6 +101,8 @@ class SimConfig:
     ecn: bool = False
     #: sample one TCP data segment in about N for its fabric latency (plan forwarding); 0 off
     sample: int = 0
+    #: TCP's recovery (RECOVERY_TYPES)
+    recovery: str = "prr"
 
     def check(self) -> None:
         """One-line ValueError on any bad value, before anything is built."""
@@ -131,6 +136,9 @@ class SimConfig:
             if self.red_wlog is not None and not 0 <= self.red_wlog <= 30:
                 raise ValueError(f"sim: RED's weight exponent must be 0..30, got "
                                  f"{self.red_wlog}")
+        if self.recovery not in RECOVERY_TYPES:
+            raise ValueError(f"sim: recovery must be one of {', '.join(RECOVERY_TYPES)}, got "
+                             f"{self.recovery!r}")
         if self.sample < 0:
             raise ValueError(f"sim: latency sampling must be >= 0, got {self.sample}")
         if self.cc == "dctcp" and self.queue_disc != "red":

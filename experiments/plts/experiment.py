@@ -46,8 +46,9 @@ does (hash, rnd, rr, cnt); goodput at the receiver over the trimmed window; the 
 latency of sampled data segments measured by the same rule; every port's queue length at
 every 0.5 s and its drops and marks.  RED (``--aqm``/``--ecmp-aqm red,...``) is ns-3's
 RedQueueDisc with the same thresholds, probability and weight, ECN with hosts that ask for
-it; ``ecn,k=`` is not simulated (refused).  TCP is ns-3's (SACK, timestamps; no RACK), so
-``--recovery`` does not apply (only ``modern``, meaning ns-3's own).
+it; ``ecn,k=`` is not simulated (refused).  TCP is ns-3's (SACK, timestamps, three duplicate
+ACKs, no RACK): ``--recovery modern`` is its default proportional rate reduction (PRR, as
+Linux), ``classic`` its NewReno-style recovery (the paper's TCP).
 """
 from __future__ import annotations
 
@@ -206,9 +207,8 @@ def label(scheme: str, aqm: str, params: PltsParams) -> str:
 
 
 def recoveries(params: PltsParams) -> list[str]:
-    """The run's recovery settings (the model has no TCP and the simulator its own, so only
-    'modern' there)."""
-    if params.backend in ("model", "sim"):
+    """The run's recovery settings (the model has no TCP, so only 'modern' there)."""
+    if params.backend == "model":
         return ["modern"]
     return list(RECOVERY) if params.recovery == "both" else [params.recovery]
 
@@ -237,9 +237,6 @@ def validate(params: PltsParams) -> None:
                              f"(got {', '.join(modes)})")
     check_sim(params)
     if params.backend == "sim":
-        if params.recovery != "modern":
-            raise ValueError(f"--recovery {params.recovery}: the simulator's TCP is ns-3's "
-                             "own (no RACK, no Linux sysctls); use modern with --backend sim")
         for _, a in variants(params):
             if aqm_spec.parse(a, params.queue).mode == "ecn":
                 raise ValueError(f"AQM {a}: ECN marking at a fixed threshold is not "
@@ -506,25 +503,31 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, rec
     return rows, lats, qrows
 
 
-def sim_queue_config(params: PltsParams, aqm: str, run: int) -> Any:
+#: --recovery -> the simulator's (sim.spec.RECOVERY_TYPES)
+SIM_RECOVERY = {"modern": "prr", "classic": "classic"}
+
+
+def sim_queue_config(params: PltsParams, aqm: str, run: int, recovery: str = "modern") -> Any:
     """The simulation's configuration for one variant: RED with the AQM's thresholds,
-    probability and weight, and hosts that ask for ECN, where it is red; tail drop else."""
+    probability and weight, and hosts that ask for ECN, where it is red; tail drop else;
+    ns-3's recovery for ``recovery``."""
     spec = aqm_spec.parse(aqm, params.queue)
-    cfg = sim_config(params, run, interval=QUEUE_INTERVAL)
+    cfg = replace(sim_config(params, run, interval=QUEUE_INTERVAL), sample=params.sample,
+                  recovery=SIM_RECOVERY[recovery])
     if spec.mode != "red":
-        return replace(cfg, sample=params.sample)
-    return replace(cfg, sample=params.sample, queue_disc="red", ecn=True,
+        return cfg
+    return replace(cfg, queue_disc="red", ecn=True,
                    red_min=float(spec.min_th), red_max=float(spec.max_th), red_p=spec.max_p,
                    red_wlog=spec.wlog)
 
 
-def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str,
+def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, recovery: str,
              pairs: dict[str, str], run_dir: Path, r: int, rng: random.Random,
              folder: RunFolder) -> tuple[list[dict], list[dict], list[dict]]:
     """--backend sim: one scheme on its AQM in ns-3; flow rows, latency rows, queue rows as
     emulate() gives them (no tcp_info: retransmissions and reordering are left empty)."""
     plan = routing.make_plan(topo, SCHEMES[scheme])
-    cfg = sim_queue_config(params, aqm, r)
+    cfg = sim_queue_config(params, aqm, r, recovery)
     name = label(scheme, aqm, params)
 
     def progress(t: float, wall: float) -> None:
@@ -555,11 +558,11 @@ def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str,
               "aqm_drops": p.aqm_drops, "aqm_marks": p.marks}
              for p in res.ports if topo.is_switch(p.node)]
     write_csv(run_dir / "ports.csv", ports)
-    folder.record(f"run{r:02d}-modern-{name}", {
+    folder.record(f"run{r:02d}-{recovery}-{name}", {
         "backend": "sim", "aqm": aqm, "sim_wall_s": round(res.wall_s, 2),
         "latency_samples": len(res.latency)})
-    base = {"run": r, "scheme": scheme, "aqm": aqm, "recovery": "modern"}
-    rows = [_row(r, scheme, aqm, "modern", f.src, f.dst, ideal, f.goodput_mbps,
+    base = {"run": r, "scheme": scheme, "aqm": aqm, "recovery": recovery}
+    rows = [_row(r, scheme, aqm, recovery, f.src, f.dst, ideal, f.goodput_mbps,
                  model[f.src], retrans="", reord_seen="", dsack_dups="", reordering="",
                  offered_mbps=round(f.offered_mbps, 4), backend="sim",
                  sim_wall_s=round(res.wall_s, 2))
@@ -620,8 +623,8 @@ def run(params: PltsParams, folder: RunFolder) -> None:
                                 recovery)
                 if params.backend == "sim":
                     new_rows, new_lats, new_queues = simulate(
-                        params, topo, scheme, aqm, pairs, run_dir / f"{recovery}-{name}", r,
-                        rng, folder)
+                        params, topo, scheme, aqm, recovery, pairs,
+                        run_dir / f"{recovery}-{name}", r, rng, folder)
                     rows += new_rows
                     lats += new_lats
                     queues += new_queues

@@ -153,5 +153,7 @@ def test_sim_queue_config_carries_red_s_parameters_and_asks_for_ecn():
     assert (red.queue_disc, red.ecn, red.red_min, red.red_max, red.red_p, red.red_wlog,
             red.sample) == ("red", True, 20.0, 60.0, 0.1, 9, 32)
     red.check()
-    tail = plts.sim_queue_config(params, "droptail", 1)
-    assert (tail.queue_disc, tail.ecn, tail.sample, tail.run) == ("droptail", False, 32, 2)
+    assert red.recovery == "prr"
+    tail = plts.sim_queue_config(params, "droptail", 1, "classic")
+    assert (tail.queue_disc, tail.ecn, tail.sample, tail.run, tail.recovery) == \
+        ("droptail", False, 32, 2, "classic")

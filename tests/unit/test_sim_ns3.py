@@ -151,13 +151,18 @@ def test_plan_hash_takes_the_path_the_flow_model_predicts(simulate):
 
 def test_plan_rr_alternates_each_flow_exactly(simulate):
     """rr: each flow's next packet takes the next choice at each switch, so over two paths
-    a flow's packet counts differ by at most one at s1 (data) and at s4 (its ACKs), for
-    each of two flows sharing s1 and s4."""
-    net, res = _plan_run(simulate, "spray,mode=rr", [("a", "b"), ("a2", "b")])
+    a flow's data packet counts at s1 differ by at most one, for each of two flows that
+    share s1 and the link s4 -> b."""
+    # classic recovery: with ns-3's default PRR both flows stall after the slow-start
+    # losses into the shared queue (0.1 Mb/s for seconds; docs/sim.md)
+    net, res = _plan_run(simulate, "spray,mode=rr", [("a", "b"), ("a2", "b")],
+                         recovery="classic")
     for i in (0, 1):
         up = res.spread[i]["s1"]
         assert set(up) == {"s2", "s3"} and abs(up["s2"] - up["s3"]) <= 1, up
         assert up["s2"] + up["s3"] > 500, up
+    # the two share s4 -> b and fill it (how they share a tail-drop queue is not asked)
+    assert sum(f.goodput_mbps for f in res.flows) >= 0.97 * payload_ceiling(10)
 
 
 def test_plan_cnt_balances_the_bytes_of_each_port(simulate):
@@ -201,7 +206,6 @@ def test_plts_backend_sim_runs_end_to_end(simulate, tmp_path):
 
 
 @pytest.mark.parametrize("kw,msg", [
-    ({"recovery": "classic"}, "ns-3's own"),
     ({"ecmp_aqm": "ecn"}, "not simulated"),
 ])
 def test_plts_sim_refuses_what_it_cannot_simulate(kw, msg, one_line_error):
