@@ -202,7 +202,7 @@ def test_plts_backend_sim_runs_end_to_end(simulate, tmp_path):
     assert all(r["backend"] == "sim" and 0 < float(r["pct_ideal"]) <= 100.01 for r in flows)
     assert {r["scheme"] for r in read_csv(run / "latency.csv")} == {"ecmp", "rr"}
     assert read_csv(run / "queues.csv")
-    assert "backend=sim" in (run / "claims.md").read_text()
+    assert "backend=sim: measured in the ns-3 packet simulation" in (run / "claims.md").read_text()
 
 
 @pytest.mark.parametrize("kw,msg", [
