@@ -5,13 +5,15 @@ Links are ns-3 point-to-point devices at the link rate with the asked propagatio
 Every port's queue is a queue discipline over a one-packet device queue, as Linux's pfifo
 over a NIC ring (ns-3's default fq_codel is removed): tail drop is FifoQueueDisc of
 ``queue`` packets (hosts: ``host_queue``); RED is RedQueueDisc (limit ``queue`` packets,
-thresholds a quarter and three quarters of it, ECN marks for DCTCP).  Without a queue
-discipline a full device queue would make ns-3's traffic-control layer drop before it,
-where no per-port counter sees the drop.
+the configuration's thresholds, by default a quarter and three quarters of it, ECN marks
+with ``ecn`` or DCTCP).  Without a queue discipline a full device queue would make ns-3's
+traffic-control layer drop before it, where no per-port counter sees the drop.
 
-Counting by source address (drops at one port, packets received on another) is done by a
-small C++ class compiled on the fly (cppyy), because a Python callback per packet would
-be the slowest part of the simulation.
+Switches forward either by static host routes (pinned paths) or by the plan's own tables
+(``PlanRouting``: the BPF switch's choice per packet, its per-flow next-hop counts and
+the latency samples).  Both that router and the counting by source address (drops at one
+port, packets received on another) are small C++ classes compiled on the fly (cppyy),
+because a Python callback per packet would be the slowest part of the simulation.
 """
 from __future__ import annotations
 
