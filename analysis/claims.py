@@ -380,7 +380,9 @@ def _md(text: Any) -> str:
 
 def run_markdown(run: Run, verdicts: list[Verdict]) -> str:
     """claims.md: the verdicts of one run as a markdown table."""
-    how = ("flow-model numbers, not measurements" if run.backend == "model" else "measured")
+    how = {"model": "flow-model numbers, not measurements",
+           "sim": "measured in the ns-3 packet simulation, not the emulator"}.get(
+        run.backend, "measured")
     c = counts(verdicts)
     flagged = run.suspects()
     lines = [f"# {run.experiment} {run.run_id}: the paper's claims against this run", "",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -53,17 +53,24 @@ def check_sim(params: Mapping[str, Any], rto_min_ms: float | None = None) -> Non
 
 def simulate_flows(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConfig,
                    rng: random.Random, out: Path, watch_drops: list[tuple[str, str]] | None = None,
-                   watch_rx: list[tuple[str, str]] | None = None) -> Any:
-    """One simulation of ``pairs``; writes sim.json (configuration, paths, per-port counters,
-    wall time) into ``out`` and returns the sim.ns3run.SimResult."""
+                   watch_rx: list[tuple[str, str]] | None = None,
+                   forwarding: str | None = None,
+                   progress: Callable[[float, float], None] | None = None) -> Any:
+    """One simulation of ``pairs`` (``forwarding``: sim.spec.build's); writes sim.json
+    (configuration, paths, per-port counters, each flow's packets per switch and next hop
+    where the switches forward by the plan, wall time) into ``out`` and returns the
+    sim.ns3run.SimResult."""
     from sim.ns3run import simulate
-    net = build(topo, plan, pairs, cfg, rng)
-    res = simulate(net, cfg, watch_drops, watch_rx)
+    net = build(topo, plan, pairs, cfg, rng, forwarding)
+    res = simulate(net, cfg, watch_drops, watch_rx, progress)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sim.json").write_text(json.dumps({
         "config": asdict(cfg), "ns3": res.ns3_version, "wall_s": round(res.wall_s, 3),
         "import_s": round(res.import_s, 3), "routing": net.routing, "spray": net.spray,
+        "forwarding": net.forwarding,
         "flows": [{"src": f.src, "dst": f.dst, "path": f.path, "rev_path": f.rev_path,
-                   "start": f.start} for f in net.flows],
+                   "start": f.start, "src_addr": f.src_addr, "src_port": f.src_port,
+                   "dst_addr": f.dst_addr, "dst_port": f.port,
+                   "spread": res.spread.get(f.index)} for f in net.flows],
         "ports": [asdict(p) for p in res.ports]}, indent=1))
     return res

@@ -5,22 +5,28 @@ Links are ns-3 point-to-point devices at the link rate with the asked propagatio
 Every port's queue is a queue discipline over a one-packet device queue, as Linux's pfifo
 over a NIC ring (ns-3's default fq_codel is removed): tail drop is FifoQueueDisc of
 ``queue`` packets (hosts: ``host_queue``); RED is RedQueueDisc (limit ``queue`` packets,
-thresholds a quarter and three quarters of it, ECN marks for DCTCP).  Without a queue
-discipline a full device queue would make ns-3's traffic-control layer drop before it,
-where no per-port counter sees the drop.
+the configuration's thresholds, by default a quarter and three quarters of it, ECN marks
+with ``ecn`` or DCTCP).  Without a queue discipline a full device queue would make ns-3's
+traffic-control layer drop before it, where no per-port counter sees the drop.
 
-Counting by source address (drops at one port, packets received on another) is done by a
-small C++ class compiled on the fly (cppyy), because a Python callback per packet would
-be the slowest part of the simulation.
+Switches forward either by static host routes (pinned paths) or by the plan's own tables
+(``PlanRouting``: the BPF switch's choice per packet, its per-flow next-hop counts and
+the latency samples).  Both that router and the counting by source address (drops at one
+port, packets received on another) are small C++ classes compiled on the fly (cppyy),
+because a Python callback per packet would be the slowest part of the simulation.
 """
 from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .spec import FLOW_PREFIX, MSS, SimConfig, SimNet, static_routes
+from .spec import FLOW_PREFIX, MSS, ROUTER_MODES, SimConfig, SimNet, static_routes
+
+#: ns-3 RedQueueDisc's drop reasons for its own (early) drops, not the queue limit's
+RED_DROPS = ("Unforced drop", "Forced drop")
 
 _CPP = r"""
 #include "ns3/ipv4-header.h"
@@ -33,7 +39,17 @@ _CPP = r"""
 #include "ns3/point-to-point-net-device.h"
 #include "ns3/random-variable-stream.h"
 #include "ns3/simulator.h"
+#include "ns3/ipv4-routing-protocol.h"
+#include "ns3/ipv4-list-routing.h"
+#include "ns3/ipv4-route.h"
+#include "ns3/ipv4.h"
+#include <cstdio>
 #include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 namespace dcrepro_sim {
 // a point-to-point wire whose every packet takes the propagation delay plus a uniform
 // random extra in [0, jitter]: breaks the exact phase locking of a deterministic network
@@ -113,6 +129,221 @@ class BySource {
  private:
   std::map<uint32_t, uint64_t> m_counts;
 };
+// ---- forwarding by the dcrepro plan (sim/spec.py, "plan" forwarding) ----
+// zlib's CRC-32 (Python's zlib.crc32), so that the hash mode picks what the flow model's
+// hash_select picks for the same switch and 5-tuple
+inline uint32_t Crc32(const std::string& s) {
+  static uint32_t table[256];
+  static bool ready = false;
+  if (!ready) {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    ready = true;
+  }
+  uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char ch : s) c = table[(c ^ ch) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+struct Tuple {
+  uint32_t saddr, daddr;
+  uint16_t sport, dport;
+  bool operator==(const Tuple& o) const {
+    return saddr == o.saddr && daddr == o.daddr && sport == o.sport && dport == o.dport;
+  }
+};
+inline uint64_t Mix(uint64_t x) {   // splitmix64's finaliser
+  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL; x ^= x >> 27; x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+inline uint64_t TupleHash(const Tuple& t) {
+  return Mix((uint64_t(t.saddr) << 32 | t.daddr) ^ Mix(uint64_t(t.sport) << 16 | t.dport));
+}
+struct KeyHash {   // (tuple, small number) keys
+  size_t operator()(const std::pair<Tuple, uint32_t>& k) const {
+    return TupleHash(k.first) ^ Mix(k.second + 0x9e3779b97f4a7c15ULL);
+  }
+};
+
+inline std::string Dotted(uint32_t a) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+  return buf;
+}
+
+// latency of sampled TCP data segments: stamped at the first switch's input port that
+// faces a host, measured where a switch hands the segment to a port that faces a host
+// (the BPF switch's rule: the last host link's own queue is not in it)
+class LatencyLog {
+ public:
+  void Stamp(const Tuple& t, uint32_t seq, int64_t now) { m_start[{t, seq}] = now; }
+  void Arrive(const Tuple& t, uint32_t seq, int64_t now) {
+    auto it = m_start.find({t, seq});
+    if (it == m_start.end()) return;
+    char line[96];
+    snprintf(line, sizeof line, "%u %u %u %u %lld %lld\n", t.saddr, t.daddr, t.sport,
+             t.dport, (long long)now, (long long)(now - it->second));
+    m_out += line;
+    m_start.erase(it);
+    m_samples++;
+  }
+  // "saddr daddr sport dport at_ns latency_ns" per sample, addresses as integers
+  const std::string& Samples() const { return m_out; }
+  uint64_t Count() const { return m_samples; }
+ private:
+  std::unordered_map<std::pair<Tuple, uint32_t>, int64_t, KeyHash> m_start;
+  std::string m_out;
+  uint64_t m_samples = 0;
+};
+
+class PlanRouting : public ns3::Ipv4RoutingProtocol {
+ public:
+  // modes as sim.spec.ROUTER_MODES
+  enum { HASH = 0, RND = 1, RR = 2, CNT = 3, FORWARD = 4 };
+  void Configure(const std::string& name, int64_t stream) {
+    m_name = name;
+    m_rv = ns3::CreateObject<ns3::UniformRandomVariable>();
+    m_rv->SetStream(stream);
+  }
+  void AddEntry(uint32_t dst, int mode) {
+    uint32_t id = m_table.size();   // rr's per-flow state is per entry, as the BPF group
+    m_table[dst] = Entry{mode, id, {}};
+  }
+  void AddChoice(uint32_t dst, uint32_t iface, uint32_t gateway) {
+    auto r = ns3::Create<ns3::Ipv4Route>();
+    r->SetDestination(ns3::Ipv4Address(dst));
+    r->SetGateway(ns3::Ipv4Address(gateway));
+    r->SetSource(m_ipv4->GetAddress(iface, 0).GetLocal());
+    r->SetOutputDevice(m_ipv4->GetNetDevice(iface));
+    m_table[dst].choices.push_back({iface, r});
+  }
+  void SetHostPort(uint32_t iface) { m_hostPort.insert(iface); }
+  void SetSampling(uint32_t every, LatencyLog* log) { m_every = every; m_log = log; }
+
+  bool RouteInput(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& h,
+                  ns3::Ptr<const ns3::NetDevice> idev, const UnicastForwardCallback& ucb,
+                  const MulticastForwardCallback&, const LocalDeliverCallback&,
+                  const ErrorCallback&) override {
+    auto it = m_table.find(h.GetDestination().Get());
+    if (it == m_table.end()) return false;
+    Entry& e = it->second;
+    Tuple t{h.GetSource().Get(), h.GetDestination().Get(), 0, 0};
+    uint8_t b[16] = {0};
+    bool tcp = h.GetProtocol() == 6 && p->GetSize() >= 16;
+    if ((tcp || h.GetProtocol() == 17) && p->GetSize() >= 4) {
+      p->CopyData(b, tcp ? 16 : 4);
+      t.sport = uint16_t(b[0] << 8 | b[1]);
+      t.dport = uint16_t(b[2] << 8 | b[3]);
+    }
+    uint32_t n = e.choices.size(), i = 0;
+    switch (e.mode) {
+      case FORWARD: break;
+      case RND: i = m_rv->GetInteger(0, n - 1); break;
+      case HASH: i = FlowHash(t) % n; break;
+      case RR: {
+        auto r = m_rr.find({t, e.id});
+        if (r == m_rr.end()) {
+          i = FlowHash(t) % n;
+          m_rr[{t, e.id}] = i;
+        } else {
+          i = r->second = (r->second + 1) % n;
+        }
+        break;
+      }
+      case CNT: {
+        uint64_t least = ~0ULL;
+        for (uint32_t k = 0; k < n; k++) {
+          uint64_t sent = m_txBytes[e.choices[k].iface];
+          if (sent < least) { least = sent; i = k; }
+        }
+        break;
+      }
+    }
+    const Choice& c = e.choices[i];
+    m_txBytes[c.iface] += p->GetSize() + h.GetSerializedSize() + 14;
+    m_flowPackets[{t, c.iface}]++;
+    if (tcp && m_every) {
+      uint32_t seq = uint32_t(b[4]) << 24 | uint32_t(b[5]) << 16 | uint32_t(b[6]) << 8 | b[7];
+      uint32_t hdr = (b[12] >> 4) * 4;
+      if (p->GetSize() > hdr && Mix(TupleHash(t) ^ seq) % m_every == 0) {
+        int64_t now = ns3::Simulator::Now().GetNanoSeconds();
+        if (m_hostPort.count(m_ipv4->GetInterfaceForDevice(idev))) m_log->Stamp(t, seq, now);
+        if (m_hostPort.count(c.iface)) m_log->Arrive(t, seq, now);
+      }
+    }
+    ucb(c.route, p, h);
+    return true;
+  }
+  ns3::Ptr<ns3::Ipv4Route> RouteOutput(ns3::Ptr<ns3::Packet>, const ns3::Ipv4Header&,
+                                       ns3::Ptr<ns3::NetDevice>,
+                                       ns3::Socket::SocketErrno& err) override {
+    err = ns3::Socket::ERROR_NOROUTETOHOST;   // a switch sends nothing of its own
+    return nullptr;
+  }
+  void NotifyInterfaceUp(uint32_t) override {}
+  void NotifyInterfaceDown(uint32_t) override {}
+  void NotifyAddAddress(uint32_t, ns3::Ipv4InterfaceAddress) override {}
+  void NotifyRemoveAddress(uint32_t, ns3::Ipv4InterfaceAddress) override {}
+  void SetIpv4(ns3::Ptr<ns3::Ipv4> ipv4) override { m_ipv4 = ipv4; }
+  void PrintRoutingTable(ns3::Ptr<ns3::OutputStreamWrapper>, ns3::Time::Unit) const override {}
+
+  // "saddr daddr sport dport iface packets" per (flow, output interface) this switch used
+  std::string FlowPackets() const {
+    std::string out;
+    char line[80];
+    for (const auto& kv : m_flowPackets) {
+      const Tuple& t = kv.first.first;
+      snprintf(line, sizeof line, "%u %u %u %u %u %llu\n", t.saddr, t.daddr, t.sport, t.dport,
+               kv.first.second, (unsigned long long)kv.second);
+      out += line;
+    }
+    return out;
+  }
+
+ private:
+  struct Choice {
+    uint32_t iface;
+    ns3::Ptr<ns3::Ipv4Route> route;
+  };
+  struct Entry {
+    int mode;
+    uint32_t id;
+    std::vector<Choice> choices;
+  };
+  // the per-flow hash of this switch, cached per flow: crc32("switch|src:sport>dst:dport")
+  uint32_t FlowHash(const Tuple& t) {
+    auto it = m_hash.find({t, 0});
+    if (it != m_hash.end()) return it->second;
+    uint32_t v = Crc32(m_name + "|" + Dotted(t.saddr) + ":" + std::to_string(t.sport) + ">" +
+                       Dotted(t.daddr) + ":" + std::to_string(t.dport));
+    m_hash[{t, 0}] = v;
+    return v;
+  }
+  std::string m_name;
+  ns3::Ptr<ns3::Ipv4> m_ipv4;
+  ns3::Ptr<ns3::UniformRandomVariable> m_rv;
+  std::unordered_map<uint32_t, Entry> m_table;
+  std::unordered_map<std::pair<Tuple, uint32_t>, uint32_t, KeyHash> m_rr, m_hash;
+  std::unordered_map<uint32_t, uint64_t> m_txBytes;
+  std::unordered_map<std::pair<Tuple, uint32_t>, uint64_t, KeyHash> m_flowPackets;
+  std::set<uint32_t> m_hostPort;
+  uint32_t m_every = 0;
+  LatencyLog* m_log = nullptr;
+};
+
+// a PlanRouting ahead of the node's static routing (ns-3's list routing delivers local
+// packets itself, then asks its protocols by priority)
+ns3::Ptr<PlanRouting> InstallPlanRouting(ns3::Ptr<ns3::Node> node) {
+  auto ipv4 = node->GetObject<ns3::Ipv4>();
+  auto list = ns3::DynamicCast<ns3::Ipv4ListRouting>(ipv4->GetRoutingProtocol());
+  auto r = ns3::CreateObject<PlanRouting>();
+  r->SetIpv4(ipv4);
+  list->AddRoutingProtocol(r, 100);
+  return r;
+}
 }
 """
 _NS: Any = None
@@ -152,6 +383,9 @@ class PortResult:
     enqueued: int
     drops: int
     sent: int
+    #: of ``drops``: RED's early (unforced and forced) drops; packets RED marked CE
+    aqm_drops: int = 0
+    marks: int = 0
 
 
 @dataclass
@@ -167,6 +401,14 @@ class SimResult:
     wall_s: float = 0.0
     import_s: float = 0.0
     ns3_version: str = ""
+    #: every port's queue (packets) at every interval mark: [(time, {(node, peer): n})]
+    queues: list[tuple[float, dict[tuple[str, str], int]]] = field(default_factory=list)
+    #: plan forwarding: per flow index, per switch, per neighbour: packets of the flow's
+    #: data (its 5-tuple) that switch sent there (the datapath's own record, as the BPF
+    #: switch's flows map)
+    spread: dict[int, dict[str, dict[str, int]]] = field(default_factory=dict)
+    #: plan forwarding with cfg.sample: (flow index, time s, fabric latency us) per sample
+    latency: list[tuple[int, float, float]] = field(default_factory=list)
 
 
 def _time(ns: Any, seconds: float) -> Any:
@@ -177,8 +419,10 @@ def _defaults(ns: Any, cfg: SimConfig) -> None:
     """TCP as Linux hosts have it: MSS 1448 with timestamps, SACK, initial window 10,
     rto_min 200 ms unless asked, a SYN retried after 1 s (ns-3: 3 s), 4 MB buffers
     (window scaling on)."""
-    from .spec import CC_TYPES
+    from .spec import CC_TYPES, RECOVERY_TYPES
     sd = ns.Config.SetDefault
+    sd("ns3::TcpL4Protocol::RecoveryType",
+       ns.TypeIdValue(ns.TypeId.LookupByName(RECOVERY_TYPES[cfg.recovery])))
     sd("ns3::TcpL4Protocol::SocketType", ns.StringValue(CC_TYPES[cfg.cc]))
     sd("ns3::TcpSocket::SegmentSize", ns.UintegerValue(MSS))
     sd("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
@@ -189,21 +433,23 @@ def _defaults(ns: Any, cfg: SimConfig) -> None:
     sd("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(True))
     rto = 200.0 if cfg.rto_min_ms is None else cfg.rto_min_ms
     sd("ns3::TcpSocketBase::MinRto", ns.TimeValue(_time(ns, rto / 1000)))
-    sd("ns3::TcpSocketBase::UseEcn", ns.StringValue("On" if cfg.cc == "dctcp" else "Off"))
-    sd("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(True))
+    ecn = cfg.ecn or cfg.cc == "dctcp"
+    sd("ns3::TcpSocketBase::UseEcn", ns.StringValue("On" if ecn else "Off"))
 
 
 def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None = None,
-             watch_rx: list[tuple[str, str]] | None = None) -> SimResult:
+             watch_rx: list[tuple[str, str]] | None = None,
+             progress: Callable[[float, float], None] | None = None) -> SimResult:
     """Run ``net`` for cfg.duration simulated seconds.  ``watch_drops``/``watch_rx``: ports
-    (node, peer) whose drops / received packets are counted per flow."""
+    (node, peer) whose drops / received packets are counted per flow; ``progress`` is told
+    (simulated s, wall s) at every interval mark (a long run says how far it is)."""
     cfg.check()
     t_import = time.monotonic()
     ns = load()
     import_s = time.monotonic() - t_import
     t0 = time.monotonic()
     try:
-        result = _run(ns, net, cfg, watch_drops, watch_rx)
+        result = _run(ns, net, cfg, watch_drops, watch_rx, progress)
     finally:   # ns-3's nodes and events are global: a failed run must not leak into the next
         ns.Simulator.Destroy()
     result.import_s = import_s
@@ -212,7 +458,8 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
 
 
 def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None,
-         watch_rx: list[tuple[str, str]] | None) -> SimResult:
+         watch_rx: list[tuple[str, str]] | None,
+         progress: Callable[[float, float], None] | None = None) -> SimResult:
     """simulate()'s body: build, run, read."""
     ns.RngSeedManager.SetSeed(max(1, cfg.seed))
     ns.RngSeedManager.SetRun(max(1, cfg.run))
@@ -260,25 +507,23 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
                 tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
                                      ns.QueueSizeValue(ns.QueueSize(f"{size}p")))
             else:
-                tch.SetRootQueueDisc(
-                    "ns3::RedQueueDisc",
-                    "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{cfg.queue}p")),
-                    "MinTh", ns.DoubleValue(cfg.queue / 4), "MaxTh",
-                    ns.DoubleValue(3 * cfg.queue / 4), "UseEcn",
-                    ns.BooleanValue(cfg.cc == "dctcp"), "LinkBandwidth",
-                    ns.DataRateValue(ns.DataRate(f"{link.rate_mbps * 1e6:.0f}bps")),
-                    "LinkDelay", ns.TimeValue(_time(ns, cfg.delay_us / 1e6)))
+                tch.SetRootQueueDisc("ns3::RedQueueDisc", *_red(ns, cfg, link.rate_mbps))
             discs[(node, link.b if end == 0 else link.a)] = tch.Install(one).Get(0)
 
-    if net.spray:
-        ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+    latency_log = None
+    routers: dict[str, Any] = {}
+    _host_routes(ns, net, nodes, index, ifaces)
+    if net.forwarding == "plan":
+        if cfg.sample:
+            latency_log = _cpp().LatencyLog()
+        routers = _plan(ns, net, nodes, index, ifaces, cfg, latency_log)
     else:
         _static(ns, net, nodes, index, ifaces)
 
     sinks = []
     for f in net.flows:
         dst_node, src_node = nodes.Get(index[f.dst]), nodes.Get(index[f.src])
-        if not net.spray:   # the flow's own addresses in its own /24 (see sim.spec)
+        if net.forwarding == "pinned":   # the flow's own addresses in its own /24 (sim.spec)
             for node, host, a in ((dst_node, f.dst, f.dst_addr), (src_node, f.src, f.src_addr)):
                 ipv4 = node.GetObject[ns.Ipv4]()
                 peer = next(iter(net.ends[host]))
@@ -294,7 +539,7 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
         bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
         bulk.SetAttribute("SendSize", ns.UintegerValue(MSS * 16))
         bulk.SetAttribute("Local", ns.AddressValue(ns.InetSocketAddress(
-            ns.Ipv4Address(f.src_addr), 0).ConvertTo()))
+            ns.Ipv4Address(f.src_addr), f.src_port).ConvertTo()))
         sapps = bulk.Install(src_node)
         sapps.Start(_time(ns, f.start))
         sapps.Stop(_time(ns, cfg.duration))
@@ -319,13 +564,18 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
                    {cfg.trim, cfg.duration - cfg.trim, cfg.duration} - {0.0})
     rx: dict[float, list[int]] = {0.0: [0] * len(sinks)}
     tx: dict[float, list[int]] = {0.0: [0] * len(sinks)}
-    now = 0.0
+    queues: list[tuple[float, dict[tuple[str, str], int]]] = []
+    now, t_run = 0.0, time.monotonic()
     for mark in marks:
         ns.Simulator.Stop(_time(ns, mark - now))
         ns.Simulator.Run()
         now = mark
         rx[mark] = [int(s.GetTotalRx()) for s in sinks]
         tx[mark] = [sent_bytes(f.src) for f in net.flows]
+        if net.forwarding == "plan":
+            queues.append((mark, {k: int(d.GetNPackets()) for k, d in discs.items()}))
+        if progress is not None:
+            progress(mark, time.monotonic() - t_run)
     t_a, t_b = cfg.trim, cfg.duration - cfg.trim
     window = t_b - t_a
     flows = []
@@ -340,11 +590,17 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
     for (me, peer), disc in discs.items():
         st = disc.GetStats()
         link = net.links[net.ends[me][peer][0]]
+        early = sum(int(st.GetNDroppedPackets(r)) for r in RED_DROPS)
         ports.append(PortResult(me, link.port_a if link.a == me else link.port_b, peer,
                                 int(st.nTotalReceivedPackets), int(st.nTotalDroppedPackets),
-                                int(st.nTotalSentPackets)))
+                                int(st.nTotalSentPackets), early,
+                                int(st.nTotalMarkedPackets)))
     by_addr = {int(ipaddress.IPv4Address(f.src_addr)): f.index for f in net.flows}
-    result = SimResult(flows, ports, ns3_version=_version())
+    result = SimResult(flows, ports, ns3_version=_version(), queues=queues)
+    if routers:
+        result.spread = _spread(net, routers, ifaces)
+    if latency_log is not None:
+        result.latency = _latency(net, latency_log.Samples())
     for (kind, key), c in counters.items():
         counts = {i: int(c.Count(a)) for a, i in by_addr.items()}
         (result.drops_by_flow if kind == "drop" else result.rx_by_flow)[key] = counts
@@ -366,21 +622,108 @@ def _version() -> str:
     return ns3_version() or ""
 
 
-def _static(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
-            ifaces: dict[tuple[str, str], int]) -> None:
-    """Per-flow paths as static host routes (sim.spec.static_routes); hosts route all to
-    their switch."""
-    helper = ns.Ipv4StaticRoutingHelper()
+def _red(ns: Any, cfg: SimConfig, rate_mbps: float) -> list[Any]:
+    """RedQueueDisc's attributes as name, value pairs.  With ``red_p`` set, classic RED as
+    the BPF switch does it (docs/fidelity.md): no gentle region, ECN-capable packets marked
+    (not dropped) above max, the average decayed per full frame while idle; without it,
+    thresholds a quarter and three quarters of the queue and ns-3's other defaults."""
+    attrs: list[Any] = [
+        "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{cfg.queue}p")),
+        "MinTh", ns.DoubleValue(cfg.queue / 4 if cfg.red_min is None else cfg.red_min),
+        "MaxTh", ns.DoubleValue(3 * cfg.queue / 4 if cfg.red_max is None else cfg.red_max),
+        "UseEcn", ns.BooleanValue(cfg.ecn or cfg.cc == "dctcp"),
+        "LinkBandwidth", ns.DataRateValue(ns.DataRate(f"{rate_mbps * 1e6:.0f}bps")),
+        "LinkDelay", ns.TimeValue(_time(ns, cfg.delay_us / 1e6))]
+    if cfg.red_p is not None:
+        attrs += ["LInterm", ns.DoubleValue(1 / cfg.red_p),
+                  "QW", ns.DoubleValue(2.0 ** -(9 if cfg.red_wlog is None else cfg.red_wlog)),
+                  "Gentle", ns.BooleanValue(False), "UseHardDrop", ns.BooleanValue(False),
+                  "MeanPktSize", ns.UintegerValue(1500)]
+    return attrs
 
-    def table(name: str) -> Any:
-        return helper.GetStaticRouting(nodes.Get(index[name]).GetObject[ns.Ipv4]())
 
+def _table(ns: Any, nodes: Any, index: dict[str, int], name: str) -> Any:
+    """A node's static routing table."""
+    return ns.Ipv4StaticRoutingHelper().GetStaticRouting(
+        nodes.Get(index[name]).GetObject[ns.Ipv4]())
+
+
+def _host_routes(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
+                 ifaces: dict[tuple[str, str], int]) -> None:
+    """Every host routes everything to its one switch."""
     for host in net.hosts:
         peers = list(net.ends[host])
         if len(peers) != 1:
-            raise ValueError(f"sim: host {host} has {len(peers)} links; pinned paths need one")
-        table(host).SetDefaultRoute(ns.Ipv4Address(net.addr_of(peers[0], host)),
-                                    ifaces[(host, peers[0])])
+            raise ValueError(f"sim: host {host} has {len(peers)} links; the simulator's hosts "
+                             "need one")
+        _table(ns, nodes, index, host).SetDefaultRoute(
+            ns.Ipv4Address(net.addr_of(peers[0], host)), ifaces[(host, peers[0])])
+
+
+def _plan(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
+          ifaces: dict[tuple[str, str], int], cfg: SimConfig,
+          latency_log: Any) -> dict[str, Any]:
+    """Every switch's plan table in a PlanRouting (the C++ above): destination host address
+    -> mode and choices (interface, next hop's address).  Returns switch -> its router."""
+    cpp = _cpp()
+    routers = {}
+    for sw, entries in net.tables.items():
+        r = routers[sw] = cpp.InstallPlanRouting(nodes.Get(index[sw]))
+        # each switch its own random stream, fixed by the run's seed and run number
+        r.Configure(sw, 10_000 + index[sw])
+        for peer in net.ends[sw]:
+            if peer in net.hosts:
+                r.SetHostPort(ifaces[(sw, peer)])
+        if latency_log is not None:
+            r.SetSampling(cfg.sample, latency_log)
+        for e in entries:
+            dst = int(ipaddress.IPv4Address(net.addr_of(e.dst, next(iter(net.ends[e.dst])))))
+            r.AddEntry(dst, ROUTER_MODES[e.mode])
+            for peer in e.peers:
+                r.AddChoice(dst, ifaces[(sw, peer)],
+                            int(ipaddress.IPv4Address(net.addr_of(peer, sw))))
+    return routers
+
+
+def _flow_of(net: SimNet) -> dict[tuple[int, int, int, int], int]:
+    """A flow's data 5-tuple (addresses as integers, ports) -> its index."""
+    return {(int(ipaddress.IPv4Address(f.src_addr)), int(ipaddress.IPv4Address(f.dst_addr)),
+             f.src_port, f.port): f.index for f in net.flows}
+
+
+def _spread(net: SimNet, routers: dict[str, Any],
+            ifaces: dict[tuple[str, str], int]) -> dict[int, dict[str, dict[str, int]]]:
+    """Per flow, per switch, per neighbour: the flow's data packets that switch sent there."""
+    flow_of = _flow_of(net)
+    out: dict[int, dict[str, dict[str, int]]] = {}
+    for sw, r in routers.items():
+        peer_of = {ifaces[(sw, p)]: p for p in net.ends[sw]}
+        for line in str(r.FlowPackets()).splitlines():
+            sa, da, sp, dp, iface, n = (int(x) for x in line.split())
+            i = flow_of.get((sa, da, sp, dp))
+            if i is not None:
+                out.setdefault(i, {}).setdefault(sw, {})[peer_of[iface]] = n
+    return out
+
+
+def _latency(net: SimNet, text: str) -> list[tuple[int, float, float]]:
+    """The latency log's samples of the flows' data: (flow index, time s, latency us)."""
+    flow_of = _flow_of(net)
+    out = []
+    for line in str(text).splitlines():
+        sa, da, sp, dp, at, lat = (int(x) for x in line.split())
+        i = flow_of.get((sa, da, sp, dp))
+        if i is not None:
+            out.append((i, at / 1e9, lat / 1e3))
+    return out
+
+
+def _static(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
+            ifaces: dict[tuple[str, str], int]) -> None:
+    """Per-flow paths as static host routes (sim.spec.static_routes)."""
+    def table(name: str) -> Any:
+        return _table(ns, nodes, index, name)
+
     for node, routes in static_routes(net).items():
         t = table(node)
         for dst, peer in routes:

@@ -1,27 +1,33 @@
 """From a dcrepro topology, routing plan and traffic to a simulation description (pure).
 
-Forwarding as the plan says, in one of two ways:
+Forwarding as the plan says, in one of two ways (``forwarding``):
 
-* **per-flow paths** (``st``, ``ecmp``, ``hashed``, ``ksp``): each flow's path is the one the
-  plan gives its 5-tuple (``routing.walk`` with the model's per-switch hash, as the flow
-  model routes flows) and is pinned in the simulator with static host routes.  Per-
-  destination routes cannot send two flows to one host different ways through one switch,
-  so every flow gets its own pair of addresses: a destination address added to the
-  receiver's interface and a source address added to the sender's, each routed hop by hop
-  along the flow's path (data) and the reverse flow's path (ACKs).  A flow's packets then
-  take exactly its plan path, whatever else shares the switch.
-* **per-packet random spray** (``spray,mode=rnd``): ns-3's global routing with
-  ``RandomEcmpRouting`` picks one of the equal-cost next hops at random for every packet at
-  every hop.  That is the plan's choice set exactly when the plan sprays over all shortest
-  paths, which ``build`` checks pair by pair.  ``rr`` (round robin per flow) and ``cnt``
-  (least bytes sent) are not available: ns-3's global routing has no per-flow state and
-  no port counters to choose by, and a routing protocol of our own in C++ is future work.
+* ``pinned`` (the default for per-flow plans: ``st``, ``ecmp``, ``hashed``, ``ksp``): each
+  flow's path is the one the plan gives its 5-tuple (``routing.walk`` with the model's
+  per-switch hash, as the flow model routes flows) and is pinned in the simulator with
+  static host routes.  Per-destination routes cannot send two flows to one host different
+  ways through one switch, so every flow gets its own pair of addresses: a destination
+  address added to the receiver's interface and a source address added to the sender's,
+  each routed hop by hop along the flow's path (data) and the reverse flow's path (ACKs).
+  A flow's packets then take exactly its plan path, whatever else shares the switch.
+* ``plan`` (the default, and the only way, for sprays; any plan without path labels):
+  every switch holds the plan's own table, per destination host: forward, or select one
+  of the choices per packet by the plan's mode, as the BPF switch does
+  (dataplanes/bpf/switch.bpf.c ``choose``): ``hash`` the 5-tuple per switch (the flow
+  model's ``hash_select``, so ``walk`` predicts each flow's path), ``rnd`` uniformly at
+  random per packet, ``rr`` the next choice after the flow's last one at this switch and
+  entry (the first at the flow's hash), ``cnt`` the choice whose port this switch has
+  sent the fewest bytes on (frames as Ethernet would count them: IP + 14; ties to the
+  lowest index).  ACKs are forwarded by the same rules.  Flows use the hosts' own
+  addresses and a fixed, seeded source port (``SimFlow.src_port``).  The lookup is a small
+  C++ routing protocol (sim/ns3run.py).
 
-Addresses live only inside the simulator: link /30 subnets from 10.0.0.0/9; flow i gets
-the /24 number i of 10.128.0.0/10, its source .1 on the sender and its destination .2 on the
-receiver.  The prefix is what makes the sender use it: ns-3's TCP takes its source address
-from the route to the destination (the bound address is replaced), and a host's route to
-its own flow's /24 carries that /24's address as the source.
+Addresses live only inside the simulator: link /30 subnets from 10.0.0.0/9; with pinned
+paths flow i gets the /24 number i of 10.128.0.0/10, its source .1 on the sender and its
+destination .2 on the receiver.  The prefix is what makes the sender use it: ns-3's TCP
+takes its source address from the route to the destination (the bound address is
+replaced), and a host's route to its own flow's /24 carries that /24's address as the
+source.
 """
 from __future__ import annotations
 
@@ -29,17 +35,21 @@ import ipaddress
 import random
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from model.network import hash_select
 from routing.plan import Plan
-from routing.walk import all_paths, walk
+from routing.walk import walk
 from topos.base import Topology
 
 #: dcrepro's congestion control names -> ns-3 TCP types (Linux's "reno" is NewReno + SACK)
 CC_TYPES = {"reno": "ns3::TcpNewReno", "newreno": "ns3::TcpNewReno",
             "cubic": "ns3::TcpCubic", "bbr": "ns3::TcpBbr", "dctcp": "ns3::TcpDctcp"}
 QUEUE_DISCS = ("droptail", "red")
+#: loss recovery after three duplicate ACKs -> ns-3's recovery type: "prr" (ns-3's default,
+#: proportional rate reduction, as Linux) or "classic" (NewReno's halving and inflation)
+RECOVERY_TYPES = {"prr": "ns3::TcpPrrRecovery", "classic": "ns3::TcpClassicRecovery"}
+FORWARDING = ("pinned", "plan")
+#: plan select modes -> the C++ router's numbers (sim/ns3run.py); "forward" is one choice
+ROUTER_MODES = {"hash": 0, "rnd": 1, "rr": 2, "cnt": 3, "forward": 4}
 MSS = 1448
 #: bytes a data segment adds on a simulated point-to-point link: IPv4 20, TCP 20 + the
 #: timestamp option padded to 12, PPP 2 (the emulator's Ethernet frame adds 14, not 2)
@@ -81,6 +91,18 @@ class SimConfig:
     packet_jitter_us: float = 0.0
     seed: int = 1
     run: int = 1
+    #: RED's thresholds (packets), maximum probability and EWMA weight 2^-red_wlog; None =
+    #: a quarter and three quarters of ``queue``, ns-3's defaults otherwise
+    red_min: float | None = None
+    red_max: float | None = None
+    red_p: float | None = None
+    red_wlog: int | None = None
+    #: hosts ask for ECN and RED marks instead of dropping (always with dctcp)
+    ecn: bool = False
+    #: sample one TCP data segment in about N for its fabric latency (plan forwarding); 0 off
+    sample: int = 0
+    #: TCP's recovery (RECOVERY_TYPES)
+    recovery: str = "prr"
 
     def check(self) -> None:
         """One-line ValueError on any bad value, before anything is built."""
@@ -100,6 +122,25 @@ class SimConfig:
         if self.cc not in CC_TYPES:
             raise ValueError(f"sim: congestion control {self.cc!r} has no ns-3 counterpart "
                              f"here (known: {', '.join(sorted(CC_TYPES))})")
+        if self.ecn and self.queue_disc != "red":
+            raise ValueError("sim: ECN marks need queue discipline red")
+        if self.queue_disc == "red":
+            lo = self.queue / 4 if self.red_min is None else self.red_min
+            hi = 3 * self.queue / 4 if self.red_max is None else self.red_max
+            if not 0 < lo < hi <= self.queue:
+                raise ValueError(f"sim: RED needs 0 < min < max <= queue {self.queue}, got "
+                                 f"{lo:g}, {hi:g}")
+            if self.red_p is not None and not 0 < self.red_p <= 1:
+                raise ValueError(f"sim: RED's maximum probability must be in (0, 1], got "
+                                 f"{self.red_p}")
+            if self.red_wlog is not None and not 0 <= self.red_wlog <= 30:
+                raise ValueError(f"sim: RED's weight exponent must be 0..30, got "
+                                 f"{self.red_wlog}")
+        if self.recovery not in RECOVERY_TYPES:
+            raise ValueError(f"sim: recovery must be one of {', '.join(RECOVERY_TYPES)}, got "
+                             f"{self.recovery!r}")
+        if self.sample < 0:
+            raise ValueError(f"sim: latency sampling must be >= 0, got {self.sample}")
         if self.cc == "dctcp" and self.queue_disc != "red":
             raise ValueError("sim: dctcp needs ECN marks: use queue discipline red")
         if self.rto_min_ms is not None and not 0.001 <= self.rto_min_ms <= 10_000:
@@ -140,6 +181,18 @@ class SimFlow:
     dst_addr: str
     port: int
     start: float
+    #: the sender's port (0: ns-3 picks one)
+    src_port: int = 0
+
+
+@dataclass(frozen=True)
+class SimEntry:
+    """One switch's plan entry for one destination host: its mode (a select mode or
+    'forward') and the neighbours its choices lead to, in the plan's order."""
+
+    dst: str
+    mode: str
+    peers: tuple[str, ...]
 
 
 @dataclass
@@ -154,6 +207,10 @@ class SimNet:
     routing: str
     #: node -> peer -> (link index, which end: 0 = a, 1 = b)
     ends: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    #: "pinned" (static routes per flow) or "plan" (every switch holds ``tables``)
+    forwarding: str = "pinned"
+    #: plan forwarding: switch -> its entries, one per destination host
+    tables: dict[str, list[SimEntry]] = field(default_factory=dict)
 
     def link_addr(self, link: int, end: int) -> str:
         """The address of one end of a link (.1 for a, .2 for b of its /30)."""
@@ -183,23 +240,35 @@ def _five_tuple(src_addr: str, dst_addr: str, index: int, rng: random.Random) ->
             "dst_ip": dst_addr, "dst_port": BASE_PORT + index}
 
 
-def _check_spray_paths(topo: Topology, plan: Plan, pairs: list[tuple[str, str]]) -> None:
-    """ns-3's random ECMP sprays over all shortest paths; refuse a plan that sprays over
-    another set (one line naming the first pair that differs)."""
-    g = topo.graph()
-    for src, dst in pairs:
-        for a, b in ((src, dst), (dst, src)):
-            shortest = {tuple(p[1:-1]) for p in nx.all_shortest_paths(g, a, b)}
-            if all_paths(topo, plan, a, b) != shortest:
-                raise ValueError(f"sim: the plan {plan.routing} sprays {a}->{b} over other "
-                                 "paths than all shortest ones, which is all ns-3's random "
-                                 "ECMP can do")
+def plan_tables(topo: Topology, plan: Plan) -> dict[str, list[SimEntry]]:
+    """Every switch's plan entry for every host, as neighbours; ValueError (one line) for a
+    plan the simulator's router cannot carry (path labels, per-input-port entries)."""
+    tables: dict[str, list[SimEntry]] = {}
+    for sw in topo.switches():
+        sp = plan.switches[sw]
+        if any(m.label or m.in_port for m in sp.table):
+            raise ValueError(f"sim: the plan {plan.routing} matches path labels or input "
+                             f"ports at {sw}; plan forwarding takes destination-only plans")
+        out = []
+        for h in topo.hosts():
+            act = sp.lookup("eth", topo.mac(h), 0, 0)
+            if act is None:
+                continue
+            if act.op == "replicate" or act.pop or any(c.push for c in act.choices):
+                raise ValueError(f"sim: the plan {plan.routing} replicates or pushes labels "
+                                 f"at {sw}; plan forwarding takes unicast, unlabelled plans")
+            mode = act.mode if act.op == "select" else "forward"
+            out.append(SimEntry(h, mode, tuple(topo.ports(sw)[c.port][0]
+                                               for c in act.choices)))
+        tables[sw] = out
+    return tables
 
 
 def build(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConfig,
-          rng: random.Random) -> SimNet:
+          rng: random.Random, forwarding: str | None = None) -> SimNet:
     """The simulation description of ``pairs`` (one long TCP flow each) on ``topo`` routed
-    by ``plan``; ValueError (one line) when something cannot be simulated."""
+    by ``plan``, forwarded ``pinned`` or by the ``plan`` (None: plan for sprays, pinned
+    otherwise); ValueError (one line) when something cannot be simulated."""
     cfg.check()
     if not 0 < len(pairs) <= MAX_FLOWS:
         raise ValueError(f"sim: {len(pairs)} flows; the simulator takes 1..{MAX_FLOWS}")
@@ -207,10 +276,13 @@ def build(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConf
         if s == d or topo.is_switch(s) or topo.is_switch(d):
             raise ValueError(f"sim: flow {s}->{d} must join two different hosts")
     mode = spray_mode(plan)
-    if mode in ("rr", "cnt"):
-        raise ValueError(f"sim: spray mode {mode} is not available in the simulator (ns-3's "
-                         "routing has no per-flow or per-port state to choose by); use "
-                         "spray,mode=rnd")
+    forwarding = forwarding or ("plan" if mode else "pinned")
+    if forwarding not in FORWARDING:
+        raise ValueError(f"sim: forwarding must be one of {', '.join(FORWARDING)}, got "
+                         f"{forwarding!r}")
+    if mode and forwarding == "pinned":
+        raise ValueError(f"sim: the plan {plan.routing} sprays per packet; pinned paths "
+                         "cannot: use plan forwarding")
     links: list[SimLink] = []
     ends: dict[str, dict[str, tuple[int, int]]] = {n.name: {} for n in topo}
     subnets = LINK_NET.subnets(new_prefix=30)
@@ -222,17 +294,24 @@ def build(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConf
                              "name a next hop by address, one link per pair")
         ends[link.a][link.b] = (i, 0)
         ends[link.b][link.a] = (i, 1)
-    net = SimNet([n.name for n in topo], set(topo.hosts()), links, [], mode == "rnd",
-                 plan.routing, ends)
-    if mode == "rnd":
-        _check_spray_paths(topo, plan, pairs)
+    net = SimNet([n.name for n in topo], set(topo.hosts()), links, [], mode is not None,
+                 plan.routing, ends, forwarding)
+    if forwarding == "plan":
+        net.tables = plan_tables(topo, plan)
     flows = []
     for i, (src, dst) in enumerate(pairs):
         start = rng.uniform(0, cfg.start_jitter_s) if cfg.start_jitter_s else 0.0
-        if mode == "rnd":
+        if forwarding == "plan":
             sw_s, sw_d = topo.access_switch(src), topo.access_switch(dst)
-            flows.append(SimFlow(i, src, dst, None, None, net.addr_of(src, sw_s),
-                                 net.addr_of(dst, sw_d), BASE_PORT + i, start))
+            ft = _five_tuple(net.addr_of(src, sw_s), net.addr_of(dst, sw_d), i, rng)
+            path = rev = None
+            if mode is None:   # per flow: the path the switches' hash will give it
+                back = {"src_ip": ft["dst_ip"], "src_port": ft["dst_port"],
+                        "dst_ip": ft["src_ip"], "dst_port": ft["src_port"]}
+                path = tuple(walk(topo, plan, src, dst, hash_select(ft)))
+                rev = tuple(walk(topo, plan, dst, src, hash_select(back)))
+            flows.append(SimFlow(i, src, dst, path, rev, ft["src_ip"], ft["dst_ip"],
+                                 BASE_PORT + i, start, ft["src_port"]))
             continue
         base = FLOW_NET.network_address + (i << (32 - FLOW_PREFIX))
         src_addr, dst_addr = str(base + 1), str(base + 2)
@@ -251,6 +330,8 @@ def static_routes(net: SimNet) -> dict[str, list[tuple[str, str]]]:
     forward to)], for every switch on each flow's path (data to its destination address)
     and reverse path (ACKs to its source address).  Hosts need only their default route."""
     routes: dict[str, list[tuple[str, str]]] = {}
+    if net.forwarding != "pinned":   # the switches' plan tables route every packet
+        return routes
     for f in net.flows:
         if f.path is None or f.rev_path is None:
             continue

@@ -214,7 +214,8 @@ CLAIMS = [
              "A packet in PLTS experiences only one-third of the packet latency of ECMP with "
              "RED/ECN at the 90th percentile",
              "The spray's latency is at most that fraction of ECMP's.  One-way fabric latency "
-             "of sampled packets; emulated runs only."),
+             "of sampled packets (stamped at the first switch, measured where the last "
+             "hands it to the host's port); emulated and simulated runs."),
     _latency("p99", PAPER_P99_RATIO,
              "... and one-sixth of the packet latency at the 99th percentile",
              "As for p90, at the 99th percentile."),

@@ -39,6 +39,16 @@ of its flow in the tcp_info interval around it (``flow_retrans``).
 
 ``--backend model`` replaces the emulator by the flow model on the same plans: ECMP flows on
 hash-chosen paths, sprayed flows split evenly over every equal-cost path, max-min fair rates.
+
+``--backend sim`` runs the same pairing, plans and queues packet by packet in ns-3 (no root;
+docs/sim.md): every switch holds its plan's table and chooses per packet as the BPF switch
+does (hash, rnd, rr, cnt); goodput at the receiver over the trimmed window; the fabric
+latency of sampled data segments measured by the same rule; every port's queue length at
+every 0.5 s and its drops and marks.  RED (``--aqm``/``--ecmp-aqm red,...``) is ns-3's
+RedQueueDisc with the same thresholds, probability and weight, ECN with hosts that ask for
+it; ``ecn,k=`` is not simulated (refused).  TCP is ns-3's (SACK, timestamps, three duplicate
+ACKs, no RACK): ``--recovery modern`` is its default proportional rate reduction (PRR, as
+Linux), ``classic`` its NewReno-style recovery (the paper's TCP).
 """
 from __future__ import annotations
 
@@ -46,7 +56,7 @@ import json
 import random
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +77,13 @@ from harness.params import FlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge, session
+from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, loss_fields, run_iperf
 from model.flowmodel import goodput_capacity
 from model.network import rates_on_paths, route_by_hash, split_rates, synthetic_subflows
 from routing.walk import split
+from sim.spec import payload_ceiling
 from store import read_csv, write_csv
 from topos.traffic import pairing
 
@@ -109,9 +121,15 @@ class PltsParams(FlowParams):
     ecmp_aqm: str = ""
     backend: str = "emulated"
     dataplane: str = "bpf"
+    #: --backend sim only (the emulator refuses them): link propagation delay, start and
+    #: per-packet jitter
+    delay_us: float = 0.0
+    jitter: float = 0.0
+    pkt_jitter_us: float = 0.0
 
 
 PARAMS = PltsParams
+BACKENDS = ("emulated", "model", "sim")
 QUICK: dict[str, Any] = {"duration": 16.0, "trim": 4.0, "runs": 1}
 
 #: scheme -> routing spec
@@ -130,7 +148,7 @@ RECOVERY: dict[str, dict[str, str]] = {
 def add_arguments(p: Any) -> None:
     """Shared flags plus the schemes, the loss recovery and the latency sampling rate."""
     add_shared(p, PARAMS, QUICK)
-    add_backend(p)
+    add_backend(p, BACKENDS)
     p.add_argument("--schemes", default=None,
                    help=f"comma list of {', '.join(SCHEMES)} (default: {PARAMS.schemes})")
     p.add_argument("--recovery", default=None, choices=[*RECOVERY, "both"],
@@ -212,11 +230,17 @@ def validate(params: PltsParams) -> None:
             raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: --schemes has no ecmp")
         if params.backend == "model":
             raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: the flow model has no queues; "
-                             "AQM applies to emulated runs only")
+                             "AQM applies to emulated and simulated runs only")
         modes = [a.split(",")[0] for a in ecmp_aqms(params)]   # parsed: bad specs raise
         if len(set(modes)) != len(modes):
             raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: each mode at most once "
                              f"(got {', '.join(modes)})")
+    check_sim(params)
+    if params.backend == "sim":
+        for _, a in variants(params):
+            if aqm_spec.parse(a, params.queue).mode == "ecn":
+                raise ValueError(f"AQM {a}: ECN marking at a fixed threshold is not "
+                                 "simulated; use droptail or red with --backend sim")
     if params.backend == "emulated":
         dp = dataplanes.make(params.dataplane)
         dp.check_needs("plts", NEEDS)
@@ -480,12 +504,111 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, rec
     return rows, lats, qrows
 
 
+#: --recovery -> the simulator's (sim.spec.RECOVERY_TYPES)
+SIM_RECOVERY = {"modern": "prr", "classic": "classic"}
+
+
+def sim_queue_config(params: PltsParams, aqm: str, run: int, recovery: str = "modern") -> Any:
+    """The simulation's configuration for one variant: RED with the AQM's thresholds,
+    probability and weight, and hosts that ask for ECN, where it is red; tail drop else;
+    ns-3's recovery for ``recovery``."""
+    spec = aqm_spec.parse(aqm, params.queue)
+    cfg = replace(sim_config(params, run, interval=QUEUE_INTERVAL), sample=params.sample,
+                  recovery=SIM_RECOVERY[recovery])
+    if spec.mode != "red":
+        return cfg
+    return replace(cfg, queue_disc="red", ecn=True,
+                   red_min=float(spec.min_th), red_max=float(spec.max_th), red_p=spec.max_p,
+                   red_wlog=spec.wlog)
+
+
+def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, recovery: str,
+             pairs: dict[str, str], run_dir: Path, r: int, rng: random.Random,
+             folder: RunFolder) -> tuple[list[dict], list[dict], list[dict]]:
+    """--backend sim: one scheme on its AQM in ns-3; flow rows, latency rows, queue rows as
+    emulate() gives them (no tcp_info: retransmissions and reordering are left empty)."""
+    plan = routing.make_plan(topo, SCHEMES[scheme])
+    cfg = sim_queue_config(params, aqm, r, recovery)
+    name = label(scheme, aqm, params)
+
+    def progress(t: float, wall: float) -> None:
+        if abs(t - round(t)) < 1e-9:   # every whole simulated second
+            folder.log.info("run %d %s: %g of %g simulated s, %.0f s wall", r, name, t,
+                            cfg.duration, wall)
+    res = simulate_flows(topo, plan, list(pairs.items()), cfg, rng, run_dir,
+                         forwarding="plan", progress=progress)
+    # a simulated point-to-point frame carries 2 bytes of framing, not Ethernet's 14: the
+    # ideal is the simulated host link's payload ceiling, and the model's rates (computed
+    # at Ethernet's) are scaled to it
+    ideal = payload_ceiling(params.bw)
+    scale = ideal / goodput_capacity(params.bw)
+    if scheme == "ecmp":   # the paths the simulated switches gave each flow, for the model
+        routed = [{"src": f.src, "dst": f.dst,
+                   "path": _traced_path(topo, f.src, res.spread.get(i, {}))}
+                  for i, f in enumerate(res.flows)]
+        (run_dir / "paths.json").write_text(json.dumps(routed, indent=1))
+        model = rates_on_paths(topo, params.bw, pairs, routed)
+    else:
+        (run_dir / "spread.json").write_text(json.dumps(
+            {f"{f.src}->{f.dst}": res.spread.get(i, {}) for i, f in enumerate(res.flows)},
+            indent=1))
+        model = model_rates(topo, plan, scheme, params.bw, pairs)
+    model = {src: rate * scale for src, rate in model.items()}
+    ports = [{"switch": p.node, "port": p.port, "peer": p.peer,
+              "qdisc_sent_packets": p.sent, "qdisc_drops": p.drops - p.aqm_drops,
+              "aqm_drops": p.aqm_drops, "aqm_marks": p.marks}
+             for p in res.ports if topo.is_switch(p.node)]
+    write_csv(run_dir / "ports.csv", ports)
+    folder.record(f"run{r:02d}-{recovery}-{name}", {
+        "backend": "sim", "aqm": aqm, "sim_wall_s": round(res.wall_s, 2),
+        "latency_samples": len(res.latency)})
+    base = {"run": r, "scheme": scheme, "aqm": aqm, "recovery": recovery}
+    rows = [_row(r, scheme, aqm, recovery, f.src, f.dst, ideal, f.goodput_mbps,
+                 model[f.src], retrans="", reord_seen="", dsack_dups="", reordering="",
+                 offered_mbps=round(f.offered_mbps, 4), backend="sim",
+                 sim_wall_s=round(res.wall_s, 2))
+            for f in res.flows]
+    flows = [Flow(f.src, f.dst) for f in res.flows]
+    hops = hop_counts(topo, flows)
+    lats = [{**base, "src": res.flows[i].src, "dst": res.flows[i].dst,
+             "latency_us": round(lat, 2), "hops": hops[flows[i].name], "flow_retrans": ""}
+            for i, at, lat in res.latency if cfg.trim <= at <= cfg.duration - cfg.trim]
+    if params.sample and not lats:
+        raise RunError(f"{name}: no latency sample inside the simulated window")
+    tiers = port_tiers(topo)
+    samples = [(t, {f"{sw}-eth{_port(topo, sw, peer)}": q for (sw, peer), q in snap.items()
+                    if topo.is_switch(sw)}) for t, snap in res.queues]
+    qrows = queue_rows(samples, tiers, [{k: str(v) for k, v in p.items()} for p in ports],
+                       (cfg.trim, cfg.duration - cfg.trim), params.bw, base)
+    return rows, lats, qrows
+
+
+def _port(topo: topos.Topology, sw: str, peer: str) -> int:
+    """The port of switch ``sw`` that faces ``peer``."""
+    return next(port for port, (p, _) in topo.ports(sw).items() if p == peer)
+
+
+def _traced_path(topo: topos.Topology, src: str, per_switch: dict[str, dict[str, int]]
+                 ) -> list[str]:
+    """The switches a per-flow (ECMP) flow crossed, from the simulator's per-switch record:
+    from the sender's switch, the one next hop each switch sent it to."""
+    path, here = [], topo.access_switch(src)
+    while topo.is_switch(here):
+        if here in path or len(per_switch.get(here, {})) != 1:
+            raise RunError(f"sim: flow from {src} left {here} by {per_switch.get(here)}, "
+                           "not one next hop")
+        path.append(here)
+        here = next(iter(per_switch[here]))
+    return path
+
+
 def run(params: PltsParams, folder: RunFolder) -> None:
     """Every run: one pairing, every recovery setting, every scheme."""
     rows: list[dict[str, Any]] = []
     lats: list[dict[str, Any]] = []
     queues: list[dict[str, Any]] = []
     emulated = params.backend == "emulated"
+    measured = params.backend in ("emulated", "sim")
     ideal = goodput_capacity(params.bw)
     for r in range(params.runs):
         rng = run_rng(params.seed, r)
@@ -499,6 +622,14 @@ def run(params: PltsParams, folder: RunFolder) -> None:
                 name = label(scheme, aqm, params)
                 folder.log.info("run %d: %s, %s on %s, %s recovery", r, topo.spec, scheme, aqm,
                                 recovery)
+                if params.backend == "sim":
+                    new_rows, new_lats, new_queues = simulate(
+                        params, topo, scheme, aqm, recovery, pairs,
+                        run_dir / f"{recovery}-{name}", r, rng, folder)
+                    rows += new_rows
+                    lats += new_lats
+                    queues += new_queues
+                    continue
                 if not emulated:
                     plan = routing.make_plan(topo, SCHEMES[scheme])
                     model = model_rates(topo, plan, scheme, params.bw, pairs, rng=rng)
@@ -513,6 +644,6 @@ def run(params: PltsParams, folder: RunFolder) -> None:
                 lats += new_lats
                 queues += new_queues
     write_csv(folder.path / "flows.csv", rows)
-    if emulated:
+    if measured:
         write_csv(folder.path / "latency.csv", lats)
         write_csv(folder.path / "queues.csv", queues)

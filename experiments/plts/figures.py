@@ -211,11 +211,14 @@ def _notes(config: dict[str, Any], rows: list[dict[str, str]]) -> str:
     from analysis.fidelity import validity_caption  # CPU, off-queue losses, SUSPECT past limits
     p = config["params"]
     backend = p.get("backend", "emulated")
-    how = ("backend=model: flow-model numbers, not measurements" if backend == "model" else
-           "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
-           "goodput / payload ceiling of one host link")
+    how = {"model": "backend=model: flow-model numbers, not measurements",
+           "sim": "backend=sim: ns-3 packet simulation, goodput at the receiver over the "
+                  "window; % of ideal = goodput / the simulated host link's payload ceiling "
+                  "(1448/1502); ns-3's TCP, RED in ns-3"}.get(
+        backend, "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
+                 "goodput / payload ceiling of one host link")
     text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{queues_note(p)}\n{how}"
-    return text + (validity_caption(rows) if backend != "model" else "")
+    return text + (validity_caption(rows) if backend == "emulated" else "")
 
 
 def queues_note(params: dict[str, Any]) -> str:
@@ -224,9 +227,10 @@ def queues_note(params: dict[str, Any]) -> str:
         return NO_RED
     aqm = params.get("aqm", DEFAULT_AQM)
     ecmp = params.get("ecmp_aqm") or aqm
-    return (f"sprays on --aqm {aqm}, ECMP on {ecmp.replace('/', ' and on ')} (BPF switch "
-            "before each port's pfifo of " f"{params.get('queue')}; hosts ask for ECN where "
-            "the ports mark)")
+    where = ("ns-3's RedQueueDisc or FIFO" if params.get("backend") == "sim" else
+             "BPF switch before each port's pfifo")
+    return (f"sprays on --aqm {aqm}, ECMP on {ecmp.replace('/', ' and on ')} ({where} of "
+            f"{params.get('queue')}; hosts ask for ECN where the ports mark)")
 
 
 def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:

@@ -143,3 +143,17 @@ def test_latency_rows_keep_the_data_connection_inside_its_window():
                              base={"run": 0, "scheme": "rr", "recovery": "modern"})
     assert rows == [{"run": 0, "scheme": "rr", "recovery": "modern", "src": "0_0_2",
                      "dst": "1_0_2", "latency_us": 250.0}]
+
+
+def test_sim_queue_config_carries_red_s_parameters_and_asks_for_ecn():
+    """--backend sim: a variant on RED gets ns-3's RED with the AQM's own thresholds,
+    probability and weight, and hosts that ask for ECN; tail drop otherwise."""
+    params = _params(backend="sim", sample=32)
+    red = plts.sim_queue_config(params, "red,min=20,max=60,p=0.1,w=9", 0)
+    assert (red.queue_disc, red.ecn, red.red_min, red.red_max, red.red_p, red.red_wlog,
+            red.sample) == ("red", True, 20.0, 60.0, 0.1, 9, 32)
+    red.check()
+    assert red.recovery == "prr"
+    tail = plts.sim_queue_config(params, "droptail", 1, "classic")
+    assert (tail.queue_disc, tail.ecn, tail.sample, tail.run, tail.recovery) == \
+        ("droptail", False, 32, 2, "classic")

@@ -9,7 +9,7 @@ import pytest
 import routing
 import topos
 from routing.walk import all_paths
-from sim.spec import SimConfig, build, payload_ceiling, static_routes
+from sim.spec import SimConfig, SimEntry, build, payload_ceiling, static_routes
 
 
 def test_payload_ceiling_by_hand():
@@ -50,16 +50,42 @@ def test_ecmp_flows_take_a_path_the_plan_allows_and_spread():
     assert len(used) > 1             # hashed over several cores, not one
 
 
-def test_spray_rnd_uses_global_ecmp_and_other_modes_are_refused():
+def test_sprays_forward_by_the_plan_tables():
+    """Every spray mode is carried by plan forwarding: each switch holds the plan's entry
+    per host (mode and neighbours); flows use the hosts' own addresses and a seeded port."""
     topo = topos.build("fattree,k=4")
-    pairs = [(topo.hosts()[0], topo.hosts()[-1])]
-    net = build(topo, routing.make_plan(topo, "spray,mode=rnd"), pairs, SimConfig(),
-                random.Random(1))
-    assert net.spray and net.flows[0].path is None and static_routes(net) == {}
-    for mode in ("rr", "cnt"):
-        with pytest.raises(ValueError, match=f"spray mode {mode} is not available"):
-            build(topo, routing.make_plan(topo, f"spray,mode={mode}"), pairs, SimConfig(),
-                  random.Random(1))
+    h = topo.hosts()
+    pairs = [(h[0], h[-1])]
+    for mode in ("rnd", "rr", "cnt"):
+        plan = routing.make_plan(topo, f"spray,mode={mode}")
+        net = build(topo, plan, pairs, SimConfig(), random.Random(1))
+        assert net.spray and net.forwarding == "plan" and net.flows[0].path is None
+        edge = topo.access_switch(h[0])
+        up = next(e for e in net.tables[edge] if e.dst == h[-1])
+        assert up.mode == mode and len(up.peers) == 2          # the two aggregation switches
+        assert all(not topo.is_switch(p) or p != edge for p in up.peers)
+        down = next(e for e in net.tables[edge] if e.dst == h[0])
+        assert down == SimEntry(h[0], "forward", (h[0],))
+        f = net.flows[0]
+        assert f.src_addr == net.addr_of(h[0], edge) and 32768 <= f.src_port < 61000
+        with pytest.raises(ValueError, match="pinned paths cannot"):
+            build(topo, plan, pairs, SimConfig(), random.Random(1), forwarding="pinned")
+
+
+def test_ecmp_by_the_plan_predicts_the_hash_path():
+    """Per-flow hashing by the plan: the path the flow model's hash gives the flow's real
+    5-tuple (what the simulated switches hash), one of the plan's paths."""
+    topo = topos.build("fattree,k=4")
+    plan = routing.make_plan(topo, "ecmp")
+    h = topo.hosts()
+    net = build(topo, plan, [(h[0], h[-1])], SimConfig(), random.Random(5), forwarding="plan")
+    f = net.flows[0]
+    assert net.forwarding == "plan" and not net.spray
+    assert f.path in all_paths(topo, plan, h[0], h[-1])
+    assert f.rev_path in all_paths(topo, plan, h[-1], h[0])
+    assert static_routes(net) == {}      # the switches' tables route, not host routes
+    with pytest.raises(ValueError, match="forwarding must be one of"):
+        build(topo, plan, [(h[0], h[-1])], SimConfig(), random.Random(5), forwarding="x")
 
 
 @pytest.mark.parametrize("cfg, msg", [
@@ -70,6 +96,10 @@ def test_spray_rnd_uses_global_ecmp_and_other_modes_are_refused():
     (SimConfig(queue=0), "hold >= 1 packet"),
     (SimConfig(delay_us=-1), "propagation delay"),
     (SimConfig(start_jitter_s=20), "start jitter"),
+    (SimConfig(ecn=True), "ECN marks need"),
+    (SimConfig(queue_disc="red", red_min=60, red_max=20), "RED needs 0 < min < max"),
+    (SimConfig(queue_disc="red", red_p=2.0), "maximum probability"),
+    (SimConfig(sample=-1), "latency sampling"),
 ])
 def test_bad_config_is_one_line(cfg, msg):
     with pytest.raises(ValueError, match=msg):
