@@ -450,29 +450,27 @@ def apart_note(flows: Sequence[Flow], duration: float, trim: float) -> str | Non
 def late_note(flows: Sequence[Flow], duration: float, trim: float) -> str | None:
     """One suspect reason when a flow's transfer began so late (``first_ack_s``: its first
     data acked, to one tcp_info sampling interval) that its iperf3 window, which counts from
-    its own test start, shares less than MIN_SHARED_WINDOW with the window the flows share:
-    its iperf3 rate was then measured on an emptier network.  A connection slow to get
-    through is the experiment's behaviour (Outcast: a blacked-out port's set-up in RTO
-    backoff); crediting it with a rate measured after the others ended is not."""
+    its own test start, shares less than MIN_SHARED_WINDOW with the window it was started
+    for (``start`` + trim .. ``start`` + duration - trim): its iperf3 rate was then measured
+    later, on an emptier network.  A connection slow to get through is the experiment's
+    behaviour (Outcast: a blacked-out port's set-up in RTO backoff); crediting it with a
+    rate measured after the others ended is not.  Flows started at different times are
+    apart_note's (restarts), not this check's."""
     span = duration - 2 * trim
-    connected = [f for f in flows if f.connected]
-    if span <= 0 or len(connected) < 2:
+    if span <= 0:
         return None
-    lo = max(f.start for f in connected) + trim
-    hi = min(f.start for f in connected) + duration - trim
 
     def shared(f: Flow) -> float:
-        begin = f.start + max(0.0, f.first_ack_s)
-        return max(0.0, min(hi, begin + duration - trim) - max(lo, begin + trim)) / span
+        return max(0.0, span - max(0.0, f.first_ack_s)) / span
 
-    late = [f for f in connected if f.first_ack_s == f.first_ack_s and
+    late = [f for f in flows if f.connected and f.first_ack_s == f.first_ack_s and
             shared(f) < MIN_SHARED_WINDOW]
     if not late:
         return None
     worst = max(late, key=lambda f: f.first_ack_s)
     return (f"{len(late)} flow(s) began their transfer late and were measured apart from "
             f"the others, e.g. {worst.name}: first data acked {worst.first_ack_s:g} s after "
-            f"its start, sharing {shared(worst):.0%} of the common window")
+            f"its start, {shared(worst):.0%} of its window where it was meant to be")
 
 
 #: a flow silent this long inside its window, while not held by congestion, stalled
