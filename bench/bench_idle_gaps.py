@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from emulator.proc import run_group
+
 REPO = Path(__file__).resolve().parent.parent
 SPIN = "while :; do :; done"
 
@@ -48,8 +50,7 @@ def one(args: argparse.Namespace, seed: int, spin: bool, out: Path) -> dict[str,
     try:
         if spin:
             spinners(procs)
-        p = subprocess.run((["flock", args.lock] if args.lock else []) + cmd, cwd=REPO,
-                           capture_output=True, text=True, timeout=600)
+        p = run_group((["flock", args.lock] if args.lock else []) + cmd, 600, str(REPO))
     finally:
         for s in procs:
             s.kill()

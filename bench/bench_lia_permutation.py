@@ -26,10 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from emulator.proc import RunError, run_group
+from store import read_csv
 
 REPO = Path(__file__).resolve().parent.parent
 #: htsim's numbers for this case (PLATFORM.md, from the Jellyfish reproduction's runs)
@@ -38,17 +40,15 @@ HTSIM = {"mptcp_mean": 0.877, "mptcp_jain": 0.98, "tcp_mean": 0.574}
 
 def summary(run: Path) -> dict[str, dict[str, float]]:
     """Per transport: mean and Jain of norm_iperf, and the model's mean (summary.csv)."""
-    import csv
     out: dict[str, dict[str, float]] = {}
-    with open(run / "summary.csv", newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            d = out.setdefault(r["transport"], {})
-            if r["measure"] == "norm_iperf":
-                d.update(mean=float(r["mean"]), jain=float(r["jain"]))
-            elif r["measure"] == "norm_bwm":
-                d["bwm_mean"] = float(r["mean"])
-            elif r["measure"] == "norm_model":
-                d["model_mean"] = float(r["mean"])
+    for r in read_csv(run / "summary.csv"):
+        d = out.setdefault(r["transport"], {})
+        if r["measure"] == "norm_iperf":
+            d.update(mean=float(r["mean"]), jain=float(r["jain"]))
+        elif r["measure"] == "norm_bwm":
+            d["bwm_mean"] = float(r["mean"])
+        elif r["measure"] == "norm_model":
+            d["model_mean"] = float(r["mean"])
     return out
 
 
@@ -56,11 +56,7 @@ def subflow_limits(run: Path) -> dict[str, float]:
     """What held the MPTCP subflows (tcp_limits.csv of every repetition): the mean over
     subflows of the share of samples limited by the congestion window and of the time
     limited by the send buffer (MPTCP's connection-level buffer; htsim has none)."""
-    import csv
-    rows: list[dict[str, str]] = []
-    for f in sorted(run.glob("run*/mptcp/tcp_limits.csv")):
-        with open(f, newline="", encoding="utf-8") as fh:
-            rows += list(csv.DictReader(fh))
+    rows = [r for f in sorted(run.glob("run*/mptcp/tcp_limits.csv")) for r in read_csv(f)]
     out = {}
     for key in ("cwnd_limited", "sndbuf_limited"):
         vals = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
@@ -84,10 +80,9 @@ def one(args: argparse.Namespace, seed: int, cc: str, out: Path) -> dict[str, An
            "--cc", cc, "--bw", str(args.bw), "--duration", str(args.duration), "--trim",
            str(args.trim), "--out", str(out)]
     try:
-        p = subprocess.run((["flock", args.lock] if args.lock else []) + cmd, cwd=REPO,
-                           capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"failed": f"no end within {args.timeout} s"}
+        p = run_group((["flock", args.lock] if args.lock else []) + cmd, args.timeout, str(REPO))
+    except RunError as e:
+        return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
     if not runs or not (runs[-1] / "summary.csv").is_file():
         return {"failed": ((p.stderr or p.stdout).strip().splitlines() or ["no output"])[-1]}

@@ -37,6 +37,27 @@ def run(argv: list[str], timeout: float = 30, input_text: str | None = None,
     return p
 
 
+def run_group(argv: list[str], timeout: float, cwd: str | None = None,
+              grace: float = 60.0) -> subprocess.CompletedProcess:
+    """Run a long command (a whole ``dcrepro run``, under ``flock`` or not) in its own
+    process group and capture its output; past ``timeout`` the whole group is stopped
+    (SIGTERM, so a run cleans up, SIGKILL after ``grace``) and reaped, and RunError says so.
+    ``subprocess.run``'s timeout kills only the direct child: a ``dcrepro run`` under
+    ``flock`` would go on running."""
+    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_process(p, grace)
+        p.communicate()
+        raise RunError(f"no end within {timeout:g} s: {' '.join(argv[:6])}") from None
+    except BaseException:   # Ctrl-C in the caller: the group must not outlive it
+        stop_process(p, grace)
+        raise
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
 def check(argv: list[str], timeout: float = 30, input_text: str | None = None) -> str:
     """Run a command, return stdout; raise RunError with its stderr if it fails or hangs."""
     return run(argv, timeout, input_text).stdout

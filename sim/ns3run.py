@@ -721,11 +721,8 @@ def _latency(net: SimNet, text: str) -> list[tuple[int, float, float]]:
 def _static(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
             ifaces: dict[tuple[str, str], int]) -> None:
     """Per-flow paths as static host routes (sim.spec.static_routes)."""
-    def table(name: str) -> Any:
-        return _table(ns, nodes, index, name)
-
     for node, routes in static_routes(net).items():
-        t = table(node)
+        t = _table(ns, nodes, index, node)
         for dst, peer in routes:
             t.AddHostRouteTo(ns.Ipv4Address(dst), ns.Ipv4Address(net.addr_of(peer, node)),
                              ifaces[(node, peer)])

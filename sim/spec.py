@@ -240,6 +240,16 @@ def _five_tuple(src_addr: str, dst_addr: str, index: int, rng: random.Random) ->
             "dst_ip": dst_addr, "dst_port": BASE_PORT + index}
 
 
+def _hash_paths(topo: Topology, plan: Plan, src: str, dst: str,
+                ft: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The switches the plan's per-switch hash sends a flow's data (5-tuple ``ft``) and
+    its ACKs (the reversed tuple) through."""
+    back = {"src_ip": ft["dst_ip"], "src_port": ft["dst_port"], "dst_ip": ft["src_ip"],
+            "dst_port": ft["src_port"]}
+    return (tuple(walk(topo, plan, src, dst, hash_select(ft))),
+            tuple(walk(topo, plan, dst, src, hash_select(back))))
+
+
 def plan_tables(topo: Topology, plan: Plan) -> dict[str, list[SimEntry]]:
     """Every switch's plan entry for every host, as neighbours; ValueError (one line) for a
     plan the simulator's router cannot carry (path labels, per-input-port entries)."""
@@ -302,24 +312,16 @@ def build(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConf
     for i, (src, dst) in enumerate(pairs):
         start = rng.uniform(0, cfg.start_jitter_s) if cfg.start_jitter_s else 0.0
         if forwarding == "plan":
-            sw_s, sw_d = topo.access_switch(src), topo.access_switch(dst)
-            ft = _five_tuple(net.addr_of(src, sw_s), net.addr_of(dst, sw_d), i, rng)
-            path = rev = None
-            if mode is None:   # per flow: the path the switches' hash will give it
-                back = {"src_ip": ft["dst_ip"], "src_port": ft["dst_port"],
-                        "dst_ip": ft["src_ip"], "dst_port": ft["src_port"]}
-                path = tuple(walk(topo, plan, src, dst, hash_select(ft)))
-                rev = tuple(walk(topo, plan, dst, src, hash_select(back)))
+            ft = _five_tuple(net.addr_of(src, topo.access_switch(src)),
+                             net.addr_of(dst, topo.access_switch(dst)), i, rng)
+            # per flow: the path the switches' hash will give it; a spray has none
+            path, rev = (None, None) if mode else _hash_paths(topo, plan, src, dst, ft)
             flows.append(SimFlow(i, src, dst, path, rev, ft["src_ip"], ft["dst_ip"],
                                  BASE_PORT + i, start, ft["src_port"]))
             continue
         base = FLOW_NET.network_address + (i << (32 - FLOW_PREFIX))
         src_addr, dst_addr = str(base + 1), str(base + 2)
-        ft = _five_tuple(src_addr, dst_addr, i, rng)
-        back = {"src_ip": ft["dst_ip"], "src_port": ft["dst_port"], "dst_ip": ft["src_ip"],
-                "dst_port": ft["src_port"]}
-        path = tuple(walk(topo, plan, src, dst, hash_select(ft)))
-        rev = tuple(walk(topo, plan, dst, src, hash_select(back)))
+        path, rev = _hash_paths(topo, plan, src, dst, _five_tuple(src_addr, dst_addr, i, rng))
         flows.append(SimFlow(i, src, dst, path, rev, src_addr, dst_addr, BASE_PORT + i, start))
     net.flows = flows
     return net

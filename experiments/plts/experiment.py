@@ -576,16 +576,11 @@ def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, re
     if params.sample and not lats:
         raise RunError(f"{name}: no latency sample inside the simulated window")
     tiers = port_tiers(topo)
-    samples = [(t, {f"{sw}-eth{_port(topo, sw, peer)}": q for (sw, peer), q in snap.items()
+    samples = [(t, {f"{sw}-eth{topo.port(sw, peer)}": q for (sw, peer), q in snap.items()
                     if topo.is_switch(sw)}) for t, snap in res.queues]
     qrows = queue_rows(samples, tiers, [{k: str(v) for k, v in p.items()} for p in ports],
                        (cfg.trim, cfg.duration - cfg.trim), params.bw, base)
     return rows, lats, qrows
-
-
-def _port(topo: topos.Topology, sw: str, peer: str) -> int:
-    """The port of switch ``sw`` that faces ``peer``."""
-    return next(port for port, (p, _) in topo.ports(sw).items() if p == peer)
 
 
 def _traced_path(topo: topos.Topology, src: str, per_switch: dict[str, dict[str, int]]

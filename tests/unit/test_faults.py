@@ -273,3 +273,23 @@ def test_an_exiting_process_is_not_alive(monkeypatch):
     assert proc.pid_alive(4242)
     line["flags"] = 0x40054c     # as read 0.05 s after the SIGKILL
     assert not proc.pid_alive(4242)
+
+
+def test_a_long_command_past_its_timeout_is_stopped_with_its_whole_group():
+    """emulator.proc.run_group: a command's children (a `dcrepro run` under `flock`) stop
+    with it when the timeout passes; subprocess.run's timeout would leave them running."""
+    import subprocess
+    import time
+
+    from emulator.proc import run_group
+    marker = f"sleep 31.{time.time_ns() % 1000}"
+    t = time.monotonic()
+    try:
+        run_group(["bash", "-c", f"{marker} & {marker}"], 0.5, grace=2)
+        raise AssertionError("no RunError")
+    except RunError as e:
+        assert "no end within 0.5 s" in str(e)
+    assert time.monotonic() - t < 5
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left == "", left
+    assert run_group(["echo", "hi"], 5).stdout == "hi\n"
