@@ -574,7 +574,9 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
     the window opens, then as late as the window allows, because an MP_JOIN whose SYN was
     lost retries after 1 s, 2 s, 4 s ... and the subflow appears only then; a flow keeps
     whichever look saw more of its subflows.  Times count from the FIRST client's start,
-    so that the earliest ones still run.
+    so that the earliest ones still run.  An MPTCP flow no look has seen yet (started
+    again, or its SYN lost) is looked for again every half second until the last window
+    closes: CI saw a flow restarted 1 s in connect after the one look at 3 s.
     """
     if transport == "tcp":
         times = [first + duration / 2]
@@ -584,7 +586,8 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
         if duration - trim - 1.5 > early + 0.5:
             times.append(first + duration - trim - 1.5)
     record: list[dict[str, Any]] = []
-    for n, when in enumerate(times):
+
+    def wait_until(when: float) -> None:
         while time.monotonic() < when:
             if any(p.poll() is not None for _, _, p in clients):
                 break
@@ -592,17 +595,34 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
             watch_once([(f.name, p) for f, _, p in servers],
                        [("bwm-ng", bwm)], emu.check_alive)
             time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
+
+    def look(when: float, of: list[Flow], name: str) -> None:
         began = time.monotonic()
-        socks = emu.sockets(sorted({f.src for f in flows}))
+        socks = emu.sockets(sorted({f.src for f in of}))
         record.append({"planned_s": round(when - first, 2), "began_s": round(began - first, 2),
-                       "took_s": round(time.monotonic() - began, 2)})
-        (out / f"sockets{'-late' if n else ''}.json").write_text(json.dumps(
+                       "took_s": round(time.monotonic() - began, 2), "flows": len(of)})
+        (out / name).write_text(json.dumps(
             {h: [s._asdict() for s in ss] for h, ss in socks.items()}))
-        for f in flows:
+        for f in of:
             got = data_connection(diag_subflows(socks[f.src], f.port)) \
                 if transport == "mptcp" else diag_tcp_tuple(socks[f.src], f.port)
             if len(got) >= max(1, len(f.subflows)):
                 f.subflows = got
+
+    for n, when in enumerate(times):
+        wait_until(when)
+        look(when, flows, f"sockets{'-late' if n else ''}.json")
+    # MPTCP: a flow started again (or whose SYN was lost) may connect after the planned
+    # looks; look again for those only, every half second, until the last window closes
+    close = max(f.start for f in flows) - time.time() + time.monotonic() + duration - trim
+    while transport == "mptcp" and time.monotonic() < close and \
+            not any(p.poll() is not None for _, _, p in clients):
+        missing_now = [f for f in flows if not f.subflows]
+        if not missing_now:
+            break
+        when = time.monotonic() + 0.5
+        wait_until(when)
+        look(when, missing_now, "sockets-missing.json")
     (out / "snapshot.json").write_text(json.dumps(record))
     # a client that already ended says why (iperf3 writes its error into the JSON) rather
     # than leaving the run to fail on the connection the snapshot could not see
@@ -617,7 +637,8 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                     raise   # (a starved connection is wait_iperf's to record)
     missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
     if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
-        began_at = ", ".join(f"{rec['began_s']} s" for rec in record)
+        began_at = f"{record[0]['began_s']} s" if len(record) == 1 else \
+            f"{len(record)} looks, {record[0]['began_s']}-{record[-1]['began_s']} s"
         raise RunError(f"no socket snapshot ({began_at} after the first client started) found "
                        f"the connection of "
                        f"{len(missing)} flows (e.g. {', '.join(missing[:3])})")

@@ -35,7 +35,13 @@ def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(short
     red = "red,min=20,max=60,p=0.1,w=9"
     assert {(r["scheme"], r["aqm"]) for r in flows} == {("ecmp", red), ("ecmp", "droptail"),
                                                         ("rr", "droptail")}
-    assert all(float(r["mbps"]) > 0 for r in flows), "every flow moved data"
+    # every flow's receiver got data; in the 4-s window a flow may get none (CI saw one at
+    # 0 Mb/s: under classic recovery RTO backoff alone can hold a flow that long)
+    for net in ("classic-ecmp", "classic-ecmp-red", "classic-rr"):
+        got = [json.loads(p.read_text())["end"]["sum_received"]["bytes"]
+               for p in (run / "run00" / net).glob("iperf-server-*.json")]
+        assert len(got) == 8 and min(got) > 0, (net, got)
+    assert sum(float(r["mbps"]) > 0 for r in flows) >= len(flows) - 2, "flows moved data"
     lat = list(csv.DictReader(open(run / "latency.csv")))
     for scheme in ("ecmp", "rr"):
         got = [float(r["latency_us"]) for r in lat if r["scheme"] == scheme]

@@ -221,6 +221,57 @@ def test_a_flow_short_of_subflows_is_started_again_once_before_its_window(monkey
     assert now[0] - 1000.0 <= 2 * 3.0 + 1.0 and emu.looks <= 20
 
 
+def test_a_flow_no_planned_look_saw_is_looked_for_until_its_connection_appears(
+        monkeypatch, tmp_path):
+    """MPTCP: the snapshot's planned look (3 s after the first client) misses a flow that
+    was started again and connects later; it is looked for again, alone, every half second
+    until it appears (CI: a run failed on the one look); a flow that never appears before
+    the last window closes still fails the run, after a bounded number of looks."""
+    from harness import traffic as tr
+
+    clock = [0.0]
+    monkeypatch.setattr(tr.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(tr.time, "time", lambda: 1000.0 + clock[0])
+
+    def sleep(s):
+        clock[0] += max(s, 0.01)
+    monkeypatch.setattr(tr.time, "sleep", sleep)
+
+    class Emu(_Emu):
+        def check_alive(self):
+            pass
+
+        def sockets(self, names):
+            if clock[0] >= 4.2:          # the restarted flow connects 4.2 s in
+                self.texts["c"] = (8, 5202)
+            return super().sockets(names)
+
+    seen = []
+    for late_host_connects in (True, False):
+        good, late = tr.Flow("a", "b", 5201), tr.Flow("c", "d", 5202)
+        good.start, late.start = 1000.0, 1001.5   # late: started again 1.5 s in
+        clock[0] = 0.0
+        emu = Emu({"a": (8, 5201), "c": None})
+        if not late_host_connects:
+            emu.sockets = lambda names, e=emu: _Emu.sockets(e, names)
+        clients = [(f, None, _Proc()) for f in (good, late)]
+        args = (emu, [good, late], "mptcp", 6.0, 1.0, tmp_path, 0.0, clients, clients,
+                _Proc())
+        if late_host_connects:
+            tr._snapshot_sockets(*args)
+            assert len(good.subflows) == 8 and len(late.subflows) == 8
+            record = json.loads((tmp_path / "snapshot.json").read_text())
+            assert record[0]["flows"] == 2 and all(r["flows"] == 1 for r in record[1:])
+            assert 4.2 <= record[-1]["began_s"] < 5.0 and emu.looks == len(record)
+        else:
+            with pytest.raises(tr.RunError, match="found the connection of 1 flows"):
+                tr._snapshot_sockets(*args)
+            # until the last window closes: 1.5 s + 6 s - 1 s
+            assert clock[0] <= 6.5 + 0.5 and emu.looks <= 10
+        seen.append(emu.looks)
+    assert seen[0] < seen[1]
+
+
 def test_a_client_that_ended_during_set_up_is_started_again():
     from harness import traffic as tr
     f = tr.Flow("a", "b", 5201)
