@@ -2,17 +2,21 @@
 side in one run (issue #25, part 5; root).  Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_lia_permutation.py [--bw 10] [--seeds 3] [--duration 30]
-        [--trim 5] [--ccs lia,cubic] [--lock /tmp/dcrepro-heavy.lock]
+        [--trim 5] [--ccs lia,cubic] [--wmem default --wmem 4194304,4194304,4194304]
+        [--lock /tmp/dcrepro-heavy.lock]
 
 Each seed runs ``dcrepro run permutation --runs 1 --seed S --cc CC`` (TCP and MPTCP with 8
-subflows over ECMP, the same permutation for every control of that seed); the controls
-alternate their order by seed so that a slow drift of the machine does not favour one.  Per
+subflows over ECMP, the same permutation for every control of that seed), once per
+``--wmem`` (the hosts' net.ipv4.tcp_wmem; ``default``: as the machine has it): a variant is
+a control with a send-buffer setting.  The variants alternate their order by seed so that a
+slow drift of the machine does not favour one.  Per
 run and transport, from the run's summary.csv (iperf3 goodput normalised to the link rate,
 over all 16 flows): the mean, Jain's index, the ratio of the mean to the flow model's on the
 run's traced paths, bwm-ng's mean (bytes on the receiver's link: headers, retransmissions
 and the reverse flow's ACKs included), whether the run was flagged by its fidelity checks
 (and why, shortened), for a BPF control its counters (config.json: ``cc_bpf.stats``), and
-how much of the time the MPTCP subflows were held by the send buffer (tcp_limits.csv).  Then per control the
+how much of the time the MPTCP subflows were held by the send buffer and by the receiver's
+window (tcp_limits.csv).  Then per control the
 medians over seeds, the ratios to htsim's published anchor for this case (LIA, k=4 fat tree,
 8 subflows: mean 0.877, Jain 0.98; single-path TCP 0.574) and MPTCP over TCP (``000_…``
 Fig. 4 shape: about 1.5).
@@ -55,10 +59,11 @@ def summary(run: Path) -> dict[str, dict[str, float]]:
 def subflow_limits(run: Path) -> dict[str, float]:
     """What held the MPTCP subflows (tcp_limits.csv of every repetition): the mean over
     subflows of the share of samples limited by the congestion window and of the time
-    limited by the send buffer (MPTCP's connection-level buffer; htsim has none)."""
+    limited by the send buffer (MPTCP's connection-level buffer; htsim has none) and by the
+    receiver's window."""
     rows = [r for f in sorted(run.glob("run*/mptcp/tcp_limits.csv")) for r in read_csv(f)]
     out = {}
-    for key in ("cwnd_limited", "sndbuf_limited"):
+    for key in ("cwnd_limited", "sndbuf_limited", "rwnd_limited"):
         vals = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
         if vals:
             out[key] = round(statistics.mean(vals), 3)
@@ -73,12 +78,14 @@ def cc_stats(run: Path) -> dict[str, Any]:
             if isinstance(facts, dict) and facts.get("cc_bpf")}
 
 
-def one(args: argparse.Namespace, seed: int, cc: str, out: Path) -> dict[str, Any]:
-    """One run of one control; its figures, or {'failed': why}."""
+def one(args: argparse.Namespace, seed: int, cc: str, wmem: str,
+        out: Path) -> dict[str, Any]:
+    """One run of one control with one send-buffer setting ('' = the machine's); its
+    figures, or {'failed': why}."""
     cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", "fattree,k=4",
            "--transport", "tcp,mptcp", "--subflows", "8", "--runs", "1", "--seed", str(seed),
            "--cc", cc, "--bw", str(args.bw), "--duration", str(args.duration), "--trim",
-           str(args.trim), "--out", str(out)]
+           str(args.trim), "--out", str(out), *(["--wmem", wmem] if wmem else [])]
     try:
         p = run_group((["flock", args.lock] if args.lock else []) + cmd, args.timeout, str(REPO))
     except RunError as e:
@@ -104,27 +111,35 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=30.0, help="traffic time per flow, s")
     ap.add_argument("--trim", type=float, default=5.0, help="seconds cut at each end")
     ap.add_argument("--ccs", default="lia,cubic", help="congestion controls, comma list")
+    ap.add_argument("--wmem", action="append", default=None,
+                    help="the hosts' tcp_wmem MIN,DEFAULT,MAX for a variant, or 'default'; "
+                         "repeat for several (default: one variant, the machine's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
     ap.add_argument("--lock", default=None, help="flock this file around every run")
     args = ap.parse_args()
     ccs = [c for c in args.ccs.split(",") if c]
     if args.seeds < 1 or not ccs:
         ap.error("--seeds must be at least 1 and --ccs must name a control")
-    got: dict[str, list[dict[str, Any]]] = {cc: [] for cc in ccs}
+    wmems = ["" if w == "default" else w for w in (args.wmem or ["default"])]
+    variants = [(cc, w) for cc in ccs for w in wmems]
+    label = {v: v[0] + (f" wmem={v[1]}" if v[1] else "") for v in variants}
+    got: dict[str, list[dict[str, Any]]] = {label[v]: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="bench-lia-") as tmp:
         for seed in range(1, args.seeds + 1):
-            order = ccs if seed % 2 else list(reversed(ccs))
-            for cc in order:
-                r = one(args, seed, cc, Path(tmp) / f"{cc}-{seed}")
-                print(json.dumps({"seed": seed, "cc": cc, **r}), flush=True)
+            order = variants if seed % 2 else list(reversed(variants))
+            for n, (cc, wmem) in enumerate(order):
+                r = one(args, seed, cc, wmem, Path(tmp) / f"{seed}-{n}")
+                print(json.dumps({"seed": seed, "cc": cc, "wmem": wmem or "default", **r}),
+                      flush=True)
                 if "by_transport" in r:
-                    got[cc].append(r)
+                    got[label[(cc, wmem)]].append(r)
     print(f"\nk=4 fat tree, ECMP, {args.bw:g} Mb/s, {args.duration:g} s (trim {args.trim:g}); "
           f"medians over seeds; htsim (LIA): MPTCP-8 {HTSIM['mptcp_mean']}, Jain "
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
-    print("cc     runs flagged | MPTCP mean  Jain  /model /htsim  bwm  sndbuf | TCP mean  Jain  "
+    width = max(len(n) for n in got)
+    print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  sndbuf  rwnd | TCP mean  Jain  "
           "/htsim | MPTCP/TCP")
-    for cc, rs in got.items():
+    for name, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
         t = [r["by_transport"].get("tcp", {}) for r in rs]
         mm = med([x["mean"] for x in m if "mean" in x])
@@ -135,9 +150,11 @@ def main() -> None:
         mb = med([x["bwm_mean"] for x in m if "bwm_mean" in x])
         sb = med([r["subflow_limits"]["sndbuf_limited"] for r in rs
                   if "sndbuf_limited" in r["subflow_limits"]])
+        rw = med([r["subflow_limits"]["rwnd_limited"] for r in rs
+                  if "rwnd_limited" in r["subflow_limits"]])
         flagged = sum(1 for r in rs if r["flagged"])
-        print(f"{cc:6} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
-              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {sb:6.3f} | {tm:8.3f} {tj:5.3f} "
+        print(f"{name:{width}} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
+              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
               f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f}")
 
 

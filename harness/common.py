@@ -36,6 +36,9 @@ SHARED = {
     "transport": (str, "tcp, mptcp, or a comma list of both"),
     "subflows": (int, "MPTCP subflows per connection (1..8)"),
     "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
+    "wmem": (str, "net.ipv4.tcp_wmem in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
+                  "4194304,4194304,4194304: every socket starts with a 4 MiB send buffer); "
+                  "empty: as the root namespace has it (emulated only)"),
     "delay_us": (float, "propagation delay of every link, microseconds (--backend sim only)"),
     "jitter": (float, "each flow starts at a seeded uniform time in [0, jitter] s "
                       "(--backend sim only)"),
@@ -151,9 +154,27 @@ def validate(params: Mapping[str, Any]) -> None:
                            routing.modes(params["routing"]))
     if "cc" in params:
         check_cc(str(params["cc"]))
+    if params.get("wmem"):
+        parse_wmem(str(params["wmem"]))
+        if params.get("backend", "emulated") != "emulated":
+            raise ValueError("--wmem sets the emulated hosts' send buffers: use it with "
+                             "--backend emulated")
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")
+
+
+def parse_wmem(wmem: str) -> tuple[int, int, int]:
+    """--wmem's 'MIN,DEFAULT,MAX' bytes (net.ipv4.tcp_wmem's three values); one-line
+    ValueError unless they are three whole numbers from 4096 up, in that order."""
+    try:
+        vals = tuple(int(v) for v in wmem.split(","))
+    except ValueError:
+        vals = ()
+    if len(vals) != 3 or vals[0] < 4096 or not vals[0] <= vals[1] <= vals[2]:
+        raise ValueError(f"--wmem wants MIN,DEFAULT,MAX bytes (whole numbers, 4096 <= MIN <= "
+                         f"DEFAULT <= MAX), got {wmem!r}")
+    return vals[0], vals[1], vals[2]
 
 
 def check_cc(cc: str) -> None:

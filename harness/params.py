@@ -86,11 +86,26 @@ class NetworkParams(Params):
 @dataclasses.dataclass(frozen=True)
 class FlowParams(NetworkParams):
     """... and long-lived flows: how long each runs, what is trimmed from both ends of its
-    measurement window, its TCP congestion control."""
+    measurement window, its TCP congestion control, the hosts' send buffers (``wmem``:
+    net.ipv4.tcp_wmem as 'MIN,DEFAULT,MAX' bytes, '' = as the root namespace has it)."""
 
     duration: float = 60.0
     trim: float = 5.0
     cc: str = "cubic"
+    wmem: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SimParams(Params):
+    """... and the ns-3 backend's knobs (``--backend sim`` only; the emulator refuses them):
+    link propagation delay, each flow's start jitter, per-packet jitter.  Named first among
+    the bases (``class XParams(SimParams, FlowParams)``) so that its fields come after the
+    network's and the flows' in the flags and config.json."""
+
+    backend: str = "emulated"
+    delay_us: float = 0.0
+    jitter: float = 0.0
+    pkt_jitter_us: float = 0.0
 
 
 def params_class(mod: ModuleType) -> type[Params]:

@@ -23,6 +23,7 @@ from emulator.shaping import LinkSpec
 from routing.plan import Plan
 from topos.base import Topology
 
+from .common import parse_wmem
 from .runfolder import RunFolder
 
 
@@ -77,6 +78,7 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
             raise RunError(f"{where}{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         s = Session(emu, label, emu.facts_dict())
         s.facts["ping_s"] = round(time.monotonic() - t, 2)
+        s.facts["hosts_tcp_wmem"] = set_wmem(emu, str(params.get("wmem") or ""))
         yield s
         for fn in list(_OBSERVERS):
             fn(emu, label, s.flows)
@@ -85,6 +87,21 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
     s.facts.update(teardown_s=emu.facts.teardown_s, cc_restored_to=emu.facts.cc_restored_to)
     if emu.facts.cc_bpf is not None:   # a BPF control's counters are read at its unregistering
         s.facts["cc_bpf"] = emu.facts.cc_bpf
+
+
+def set_wmem(emu: Emulation, wmem: str) -> str:
+    """Set net.ipv4.tcp_wmem ('MIN,DEFAULT,MAX', per namespace) in every host when
+    ``wmem`` is given; return the hosts' value as read back in one of them (recorded either
+    way: a send buffer can hold a flow back, tcp_limits.csv's sndbuf_limited)."""
+    hosts = emu.topo.hosts()
+    want = " ".join(str(v) for v in parse_wmem(wmem)) if wmem else ""
+    if want:
+        emu.hosts_cmd(hosts, ["sysctl", "-qw", f"net.ipv4.tcp_wmem={want}"])
+    got = " ".join(emu.hosts_cmd(hosts[:1], ["sysctl", "-n", "net.ipv4.tcp_wmem"])[hosts[0]]
+                   .split())
+    if want and got != want:
+        raise RunError(f"host {hosts[0]} has net.ipv4.tcp_wmem {got!r} after setting {want!r}")
+    return got
 
 
 def judge(folder: RunFolder, fid: Mapping[str, Any], where: str, extra: str = "") -> None:

@@ -43,7 +43,7 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
 from harness.bwmng import check_coverage, host_port, rx_series
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import FlowParams
+from harness.params import FlowParams, SimParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
@@ -74,14 +74,10 @@ class ManyToOneParams(FlowParams):
 
 
 @dataclass(frozen=True)
-class OutcastParams(ManyToOneParams):
+class OutcastParams(SimParams, ManyToOneParams):
     """The parameters of one outcast run (their flags: add_arguments)."""
 
     flows: str = "2,6,12"
-    backend: str = "emulated"
-    delay_us: float = 0.0
-    jitter: float = 0.0
-    pkt_jitter_us: float = 0.0
 
 
 PARAMS = OutcastParams

@@ -17,7 +17,7 @@ import routing
 import topos
 from analysis.fidelity import load_calibration, report
 from harness.common import add_backend, add_shared, run_rng, transports
-from harness.params import FlowParams
+from harness.params import FlowParams, SimParams
 from harness.runfolder import RunFolder
 from harness.session import Session, judge, session
 from harness.simrun import check_sim, sim_config, simulate_flows
@@ -41,7 +41,7 @@ SWEEP = "scripts/permutation-sweep.sh"
 
 
 @dataclass(frozen=True)
-class PermutationParams(FlowParams):
+class PermutationParams(SimParams, FlowParams):
     """The parameters of one permutation run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=4"
@@ -49,10 +49,6 @@ class PermutationParams(FlowParams):
     runs: int = 8
     transport: str = "tcp,mptcp"
     subflows: int = 8
-    backend: str = "emulated"
-    delay_us: float = 0.0
-    jitter: float = 0.0
-    pkt_jitter_us: float = 0.0
 
 
 PARAMS = PermutationParams

@@ -73,7 +73,7 @@ from emulator.emulation import Emulation
 from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import FlowParams
+from harness.params import FlowParams, SimParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge, session
@@ -107,7 +107,7 @@ NEEDS = frozenset({"latency_sampling", "spread"})
 
 
 @dataclass(frozen=True)
-class PltsParams(FlowParams):
+class PltsParams(SimParams, FlowParams):
     """The parameters of one plts run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=6"
@@ -119,13 +119,7 @@ class PltsParams(FlowParams):
     sample: int = 64
     #: ECMP's switch-port AQM(s), '/'-separated, each in --aqm's form; '' = --aqm's
     ecmp_aqm: str = ""
-    backend: str = "emulated"
     dataplane: str = "bpf"
-    #: --backend sim only (the emulator refuses them): link propagation delay, start and
-    #: per-packet jitter
-    delay_us: float = 0.0
-    jitter: float = 0.0
-    pkt_jitter_us: float = 0.0
 
 
 PARAMS = PltsParams

@@ -1,7 +1,9 @@
 """What limited a TCP flow, from its tcp_info samples (analysis.fidelity.limit_shares), and
 the run-level judgement (limits_note): flows held at two packets in flight by their own
 sender (TCP Small Queues counting the fabric) make a run suspect; congestion-limited flows,
-and flows at their own link's rate, do not."""
+and flows at their own link's rate, do not; --wmem, the send-buffer knob."""
+import pytest
+
 from analysis.fidelity import LIMIT_CWND_SHARE, LIMIT_LINK_SHARE, limit_shares, limits_note, report
 
 
@@ -161,3 +163,25 @@ def test_a_flow_whose_transfer_began_late_is_named_as_measured_apart():
     staggered = flows(0.9)
     staggered[-1].start = 104.0
     assert late_note(staggered, 12.0, 2.0) is None
+
+
+@pytest.mark.parametrize("bad", ["4096,8192", "4096,8192,x", "1024,4096,8192", "8192,4096,16384",
+                                 "4096,16384,8192", "4096 16384 65536"])
+def test_wmem_is_three_ordered_byte_counts(bad, one_line_error):
+    """--wmem (the hosts' net.ipv4.tcp_wmem, to test whether the send buffer holds flows
+    back): three whole numbers from 4096 up, non-decreasing; anything else is one line."""
+    from harness.common import parse_wmem
+    assert parse_wmem("4096,16384,4194304") == (4096, 16384, 4194304)
+    assert parse_wmem("4194304,4194304,4194304") == (4194304,) * 3
+    with one_line_error("--wmem wants MIN,DEFAULT,MAX"):
+        parse_wmem(bad)
+
+
+def test_wmem_is_for_the_emulated_hosts_only(one_line_error):
+    from harness import common
+    base = {"bw": 10.0, "queue": 100, "burst": "default", "dataplane": "bpf",
+            "wmem": "4096,16384,4194304"}
+    common.validate(base)
+    common.validate({**base, "wmem": "", "backend": "model"})
+    with one_line_error("use it with --backend emulated"):
+        common.validate({**base, "backend": "model"})
