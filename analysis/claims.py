@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,10 @@ NOT_MEASURED = "not measured"
 NOT_TRUSTED = "run not trusted"
 #: the verdict vocabulary, in the order tables count it
 VERDICTS = (HOLDS, FAILS, NOT_MEASURED, NOT_TRUSTED)
+#: the backends a claim can be judged on, in the order their views are shown, and their
+#: names in a verdict's label
+VIEW_ORDER = ("emulated", "sim", "model")
+VIEW_NAMES = {"emulated": "emulated", "sim": "ns-3", "model": "flow model"}
 
 
 class Missing(Exception):
@@ -122,14 +126,20 @@ class Verdict:
     reason: str
     verdict: str
     detail: str
-    basis: str                # measured | model
+    basis: str                # measured | sim | model
     runs: tuple[str, ...]     # run ids used
     because: str = ""         # the ablation's explanation, set for "does not hold" only
+    #: the backend whose runs gave this verdict, when the sources hold runs of more than one
+    #: backend the claim accepts (one verdict per view, side by side); '' otherwise
+    view: str = ""
 
     @property
     def label(self) -> str:
-        """The claim's words with its condition, e.g. 'RR % of ideal [recovery=modern]'."""
-        return self.text + (f" [{self.condition}]" if self.condition else "")
+        """The claim's words with its condition and view, e.g. 'RR % of ideal
+        [recovery=modern]' or 'RR % of ideal [recovery=modern; ns-3]'."""
+        tags = "; ".join(x for x in (self.condition, VIEW_NAMES.get(self.view, self.view))
+                         if x)
+        return self.text + (f" [{tags}]" if tags else "")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -304,12 +314,59 @@ def _unmeasured(claim: Claim, sources: list[list[Run]]) -> str:
     return text + (f"; {claim.needs}" if claim.needs else "")
 
 
+def views(claim: Claim, sources: list[list[Run]], complete: bool = True) -> list[str]:
+    """The backends (VIEW_ORDER) of the runs the claim could be judged on, when there is
+    more than one and the claim does not name its backend; else []."""
+    if "backend" in claim.select:
+        return []
+    got = {r.backend for src in sources for r in src
+           if (r.ok or not complete) and r.experiment == claim.experiment
+           and claim.accepts(r.params)}
+    order = {b: i for i, b in enumerate(VIEW_ORDER)}
+    return sorted(got, key=lambda b: (order.get(b, len(order)), b)) if len(got) > 1 else []
+
+
 def evaluate(claim: Claim, sources: list[list[Run]], complete: bool = True) -> list[Verdict]:
-    """The claim's verdicts (one per condition) on the runs ``choose`` picks."""
+    """The claim's verdicts (one per condition) on the runs ``choose`` picks; when the
+    sources hold accepted runs of several backends that measure it, one set per backend
+    (``Verdict.view``), each condition's views next to each other (emulated, ns-3, flow
+    model)."""
+    backends = views(claim, sources, complete)
+    per = {b: _evaluate(claim, [[r for r in src if r.backend == b] for src in sources],
+                        complete) for b in backends}
+    # a backend that cannot measure the claim at all (ns-3 has no MPTCP) adds no view
+    per = {b: vs for b, vs in per.items() if any(v.verdict != NOT_MEASURED for v in vs)}
+    if len(per) < 2:
+        return next(iter(per.values())) if per else _evaluate(claim, sources, complete)
+    out = [replace(v, view=b) for b, vs in per.items() for v in vs]
+    first = {c: i for i, c in enumerate(dict.fromkeys(v.condition for v in out))}
+    return sorted(out, key=lambda v: first[v.condition])
+
+
+def disagreements(verdicts: Iterable[Verdict]) -> list[str]:
+    """One line per claim and condition whose views disagree (one holds, another does not
+    hold), with each view's measurement: where the emulator, the packet simulation and the
+    flow model part ways is what a reader should look at first."""
+    groups: dict[tuple[str, str, str], list[Verdict]] = {}
+    for v in verdicts:
+        if v.view:
+            groups.setdefault((v.experiment, v.key, v.condition), []).append(v)
+    out = []
+    for vs in groups.values():
+        if {HOLDS, FAILS} <= {v.verdict for v in vs}:
+            head = vs[0].text + (f" [{vs[0].condition}]" if vs[0].condition else "")
+            out.append(f"{head}: " + "; ".join(
+                f"{VIEW_NAMES.get(v.view, v.view)} {v.verdict}"
+                + (f" ({v.measured})" if v.measured else "") for v in vs))
+    return out
+
+
+def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Verdict]:
     runs = choose(claim, sources, complete)
 
     def verdict(cond: str, outcome: Outcome, verdict_: str) -> Verdict:
         basis = outcome.basis or ("model" if any(r.backend == "model" for r in runs)
+                                  else "sim" if any(r.backend == "sim" for r in runs)
                                   else "measured")
         return Verdict(claim.experiment, claim.key, cond, claim.text, claim.source,
                        claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
@@ -407,7 +464,7 @@ def verdict_words(v: Verdict) -> str:
 def terminal_line(v: Verdict, width: int = 16) -> str:
     """One line per claim: verdict, experiment, claim, measured vs paper."""
     measured = f"measured {v.measured}" if v.measured else v.detail
-    model = " (model)" if v.basis == "model" else ""
+    model = f" ({v.basis})" if v.basis in ("model", "sim") else ""
     because = f" (because {v.because})" if v.because else ""
     return (f"{v.verdict:<15}  {v.experiment:<{width}} {v.label}: {measured}{model}; "
             f"paper {v.paper}{because}")

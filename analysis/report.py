@@ -13,6 +13,10 @@ not hold) live beside its runs as ``<root>/<experiment>-ablation*/`` with ``abla
 and ``ablation.md`` (a table with the command that made it); the section shows each one
 next to the claims, so a verdict's "because" can point at evidence on the same page.
 
+When the runs hold more than one backend a claim accepts (emulated, ``--backend sim``,
+``--backend model``), the claim gets one verdict per backend, side by side, and the section
+lists where they disagree (one holds, another does not).
+
 Only run folders' files are read; the claims, their evaluation and their rendering as lines
 come from analysis.claims.
 """
@@ -36,6 +40,7 @@ from .claims import (
     Run,
     Verdict,
     counts,
+    disagreements,
     evaluate_all,
     summary_line,
     terminal_line,
@@ -62,6 +67,11 @@ class Section:
     runs: list[Run] = field(default_factory=list)     # used by some verdict, newest first
     others: list[Run] = field(default_factory=list)   # given but used by none
     ablations: list[Path] = field(default_factory=list)   # <root>/<experiment>-ablation*/
+
+    @property
+    def disagree(self) -> list[str]:
+        """Where the views (emulated, ns-3, flow model) of one claim disagree."""
+        return disagreements(self.verdicts)
 
 
 @dataclass
@@ -281,7 +291,10 @@ def terminal(report: Report) -> list[str]:
     """One line per claim, then one per experiment: what `dcrepro report` prints."""
     width = max(len(s.experiment) for s in report.sections)
     lines = [terminal_line(v, width) for s in report.sections for v in s.verdicts]
-    return lines + [""] + [summary_line(s.experiment, s.verdicts) for s in report.sections]
+    split = [f"views disagree  {s.experiment:<{width}} {d}" for s in report.sections
+             for d in s.disagree]
+    return lines + [""] + split + ([""] if split else []) + \
+        [summary_line(s.experiment, s.verdicts) for s in report.sections]
 
 
 def _runs_text(sec: Section) -> str:
@@ -319,6 +332,8 @@ def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
             v.label, v.source, v.paper, v.measured, v.criterion,
             f"**{v.verdict}**" + (f", because {v.because}" if v.because else ""),
             v.detail)) + " |" for v in s.verdicts]
+        if s.disagree:
+            lines += ["", "Where the views disagree:", "", *(f"- {_md(d)}" for d in s.disagree)]
         for run in s.runs:
             p = provenance(run)
             verdict, reasons = fidelity(run)
@@ -433,8 +448,8 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
                if v.reason else "")
         because = (f'<div class="detail">because {_e(v.because)}</div>' if v.because
                    else "")
-        measured = _e(v.measured) + (' <span class="src">(model)</span>'
-                                     if v.basis == "model" and v.measured else "")
+        measured = _e(v.measured) + (f' <span class="src">({_e(v.basis)})</span>'
+                                     if v.basis in ("model", "sim") and v.measured else "")
         rows.append(
             f'<tr class="claim" data-experiment="{_e(v.experiment)}" '
             f'data-verdict="{_e(v.verdict)}">'
@@ -446,6 +461,9 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
     table = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
              "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>")
+    if s.disagree:
+        table += ('<div class="box"><b>Where the views disagree</b><ul>'
+                  + "".join(f"<li>{_e(d)}</li>" for d in s.disagree) + "</ul></div>")
     runs_html = "".join(_run_box(r, out) for r in s.runs)
     if s.others:
         runs_html += ('<p class="detail">also given, used by no claim (older, incomplete '

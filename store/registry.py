@@ -59,15 +59,15 @@ def claims(name: str) -> list[Any]:
 def backends(name: str, dataplanes: Mapping[str, frozenset[str]]) -> str:
     """The backends column: emulated on the dataplanes (name -> capabilities, as
     emulator.dataplanes.capabilities() gives them) that offer everything the experiment
-    ``NEEDS``, and the model where it has one."""
+    ``NEEDS``, and the model and the ns-3 simulation where it has them."""
     mod = module(name)
     needs = frozenset(getattr(mod, "NEEDS", ()))
     dps = ", ".join(f"`{d}`" for d, offers in dataplanes.items() if needs <= offers)
     # an experiment names its backends (BACKENDS); older ones have the model iff --backend
-    # (the simulator is not listed here yet: the README's table is generated from this)
     has = getattr(mod, "BACKENDS",
                   ("emulated", "model") if "backend" in mod.PARAMS.defaults() else ())
-    return f"emulated ({dps})" + (", model" if "model" in has else "")
+    return f"emulated ({dps})" + (", model" if "model" in has else "") + \
+        (", sim (ns-3)" if "sim" in has else "")
 
 
 def markdown_table(dataplanes: Mapping[str, frozenset[str]]) -> str:

@@ -199,6 +199,39 @@ def test_newest_complete_run_by_default_and_failed_runs_are_named(run_folder, tm
     assert not perm.runs and {v.verdict for v in perm.verdicts} == {"not measured"}
 
 
+def test_each_backend_is_a_view_of_its_own_and_disagreements_are_named(run_folder,
+                                                                          tmp_path):
+    """Runs of two backends a claim accepts give one verdict each, side by side (labelled
+    with the view), not the newest alone; the section names where they disagree; one
+    backend alone keeps today's unlabelled verdict."""
+    rows = [{"routing": "st", "run": "all", "runs": 2, "runs_local_below_half": n,
+             "local_over_remote_median": 0.3} for n in (2, 0)]
+    emulated = run_folder("outcast-fattree", {"summary.csv": rows[:1]},
+                          params={"routing": "st"})
+    run_folder("outcast-fattree", {"summary.csv": rows[1:]},
+               params={"routing": "st", "backend": "sim"})
+    judged = R.build(*R.gather([tmp_path / "results"]))
+    sec = next(s for s in judged.sections if s.experiment == "outcast-fattree")
+    st = [v for v in sec.verdicts if v.key == "st-outcast"]
+    assert [(v.view, v.verdict, v.basis) for v in st] == [
+        ("emulated", "holds", "measured"), ("sim", "does not hold", "sim")]
+    assert st[0].runs == (emulated.name,) and st[1].label.endswith(" [ns-3]")
+    assert len(sec.disagree) == 1 and "emulated holds" in sec.disagree[0] and \
+        "ns-3 does not hold" in sec.disagree[0]
+    assert any(line.startswith("views disagree  outcast-fattree") for line in R.terminal(judged))
+    assert "Where the views disagree" in R.markdown(judged, tmp_path, {})
+    assert "Where the views disagree" in R.page(judged, tmp_path, {})
+    # a backend that cannot measure the claim adds no view (ns-3 has no MPTCP)
+    run_folder("outcast-fattree", {}, params={"routing": "st", "backend": "model"})
+    judged = R.build(*R.gather([tmp_path / "results"]))
+    sec = next(s for s in judged.sections if s.experiment == "outcast-fattree")
+    assert [v.view for v in sec.verdicts if v.key == "st-outcast"] == ["emulated", "sim"]
+    # the emulated run alone: one verdict, no view
+    alone = R.build(tmp_path / "results", [[R.Run.open(emulated)]])
+    sec = next(s for s in alone.sections if s.experiment == "outcast-fattree")
+    assert all(not v.view for v in sec.verdicts) and not sec.disagree
+
+
 def test_bad_input_is_one_line_exit_2_and_creates_nothing(tmp_path, run_folder, capsys):
     not_a_run = tmp_path / "empty"
     not_a_run.mkdir()
