@@ -10,6 +10,7 @@ from the model: thresholds below, reasons spelled out.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -24,6 +25,9 @@ SUSPECT_RATIO = 0.85       # emulated aggregate below 85 % of the model's
 SUSPECT_LOSS = 0.001       # more than 0.1 % of packets lost outside the tail-drop queues
 SUSPECT_GAPS = 0.95        # fewer than 95 % of busy-link dequeue gaps (after full-size
                            # frames) within 10 % of the frame's time on the wire
+#: niced work or steal beside a run from this share of the machine's CPU is named beside a
+#: failed gap check (it can delay the links' timers; the CPU figures count it as free)
+BESIDE_NOTED = 0.01
 CALIBRATION_FILE = "calibration.json"
 # What limits a long-lived TCP flow (tcp_info sampled during the window, see limit_shares):
 # a flow well below its own link's rate should be limited by its congestion window (the
@@ -137,8 +141,12 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
                        "tail-drop queues")
     gaps = gap_share(meas.get("dequeue_gaps"))
     if gaps is not None and gaps < SUSPECT_GAPS:
+        beside = [f"{what} {meas[key]:.1%}" for key, what in
+                  (("cpu_nice_share", "niced work"), ("cpu_steal_share", "steal"))
+                  if (meas.get(key) or 0) >= BESIDE_NOTED]
         reasons.append(f"only {gaps:.1%} of busy-link dequeue gaps within 10 % of the "
-                       "packet time")
+                       "packet time" + (f" (beside the run: {', '.join(beside)} of the "
+                                        "machine's CPU)" if beside else ""))
     if meas.get("measurement_note"):
         reasons.append(meas["measurement_note"])
     reasons += [meas[k] for k in ("apart_note", "late_note") if meas.get(k)]
@@ -148,28 +156,19 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
 
 
 def report(emulated: dict[str, float], model: dict[str, float], bw: float,
-           cpu_saturated_share: float | None,
-           calibration: dict[str, Any] | None = None,
-           emulator_loss_share: float | None = None,
-           dequeue_gaps: dict[str, Any] | None = None,
-           measurement_note: str | None = None,
-           tcp_limits: dict[str, Any] | None = None,
-           apart_note: str | None = None, late_note: str | None = None) -> dict[str, Any]:
-    """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source).
-    ``measurement_note`` names a measurement that was only partly taken (a suspect reason);
-    ``tcp_limits`` (run_iperf's) says what limited the TCP flows, and its ``note`` is one;
-    ``apart_note`` and ``late_note`` (run_iperf's) say that restarted or late flows ran
-    apart from the others."""
+           meas: Mapping[str, Any], calibration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per-flow and aggregate agreement of emulated vs model rates (Mb/s, keyed by source),
+    with the reasons to doubt the measurement ``meas`` (run_iperf's facts, or the same keys:
+    measurement_reasons) and the facts a reader weighs them by: the CPU, the losses, the
+    dequeue gaps, what limited the TCP flows, the niced work and steal beside the run."""
     srcs = [s for s in model if s in emulated and emulated[s] == emulated[s]]
     emu = np.array([emulated[s] for s in srcs])
     mod = np.array([model[s] for s in srcs])
     ratio = emu / mod
     agg = float(emu.sum() / mod.sum()) if mod.sum() > 0 else float("nan")
+    dequeue_gaps = meas.get("dequeue_gaps")
     gaps = gap_share(dequeue_gaps)
-    reasons = measurement_reasons({
-        "cpu_saturated_share": cpu_saturated_share, "emulator_loss_share": emulator_loss_share,
-        "dequeue_gaps": dequeue_gaps, "measurement_note": measurement_note,
-        "tcp_limits": tcp_limits, "apart_note": apart_note, "late_note": late_note})
+    reasons = measurement_reasons(dict(meas))
     if agg < SUSPECT_RATIO:
         reasons.append(f"emulated aggregate is {agg:.2f} of the model's")
     return {
@@ -182,12 +181,14 @@ def report(emulated: dict[str, float], model: dict[str, float], bw: float,
         "jain_model": round(float(jain_index(mod / bw)), 4),
         "mean_norm_emulated": round(float(emu.mean() / bw), 4),
         "mean_norm_model": round(float(mod.mean() / bw), 4),
-        "cpu_saturated_share": cpu_saturated_share,
-        "emulator_loss_share": emulator_loss_share,
+        "cpu_saturated_share": meas.get("cpu_saturated_share"),
+        "cpu_nice_share": meas.get("cpu_nice_share"),
+        "cpu_steal_share": meas.get("cpu_steal_share"),
+        "emulator_loss_share": meas.get("emulator_loss_share"),
         "dequeue_gaps": dequeue_gaps,
         "gaps_within_10pct": gaps,
         "calibration": calibration,
-        "tcp_limits": tcp_limits,
+        "tcp_limits": meas.get("tcp_limits"),
         "model_note": "max-min fair rates on the traced paths; MPTCP subflows independent "
                       "(upstream Linux MPTCP has no coupled congestion control)",
         "suspect": bool(reasons), "reasons": reasons,

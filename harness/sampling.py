@@ -141,6 +141,29 @@ def busy_cpu_seconds() -> float:
     return (user + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_times() -> dict[str, float]:
+    """The machine's CPU seconds since boot, all cores together: ``busy`` (as
+    busy_cpu_seconds), ``nice`` (niced processes: work beside the emulation that the CPU
+    figures count as free), ``steal`` (time the hypervisor ran something else while this
+    machine's cores wanted to run) and ``total``."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        vals = [int(v) for v in fh.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = vals[:7]
+    steal = vals[7] if len(vals) > 7 else 0
+    # guest time is already inside user and nice
+    tick = os.sysconf("SC_CLK_TCK")
+    return {"busy": (user + system + irq + softirq) / tick, "nice": nice / tick,
+            "steal": steal / tick, "total": sum(vals[:8]) / tick}
+
+
+def cpu_shares(before: dict[str, float], after: dict[str, float]) -> dict[str, float | None]:
+    """Between two cpu_times: the shares of the machine's CPU time that were niced work and
+    steal (None over no time)."""
+    total = after["total"] - before["total"]
+    return {f"cpu_{k}_share": round((after[k] - before[k]) / total, 4) if total > 0 else None
+            for k in ("nice", "steal")}
+
+
 def cpu_sampler(path: Path, interval: float = 1.0) -> Sampler[float]:
     """The machine's CPU every ``interval`` s into ``path`` (time, cpu_percent)."""
     return Sampler("CPU", CpuLoad(), interval, path,

@@ -22,7 +22,14 @@ from emulator.proc import RunError, check, how_ended, stop_all, stop_process
 from emulator.sockdiag import SockInfo
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
-from .sampling import busy_cpu_seconds, cpu_sampler, stop_tcp_sampler, tcp_sampler
+from .sampling import (
+    busy_cpu_seconds,
+    cpu_sampler,
+    cpu_shares,
+    cpu_times,
+    stop_tcp_sampler,
+    tcp_sampler,
+)
 
 BASE_PORT = 5201
 LOG = logging.getLogger("dcrepro")
@@ -340,6 +347,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     tcp.start()
     before = port_counters(emu)
     busy0 = busy_cpu_seconds()
+    times0 = cpu_times()
     subflow_timing: dict[str, Any] = {}   # MPTCP: the subflow looks and restarts
     try:
         with emu.dequeue_gaps() as gaps:
@@ -347,6 +355,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
                                             servers, bwm, grace, may_not_connect, want,
                                             interval, subflow_timing)
         busy = busy_cpu_seconds() - busy0
+        beside = cpu_shares(times0, cpu_times())
     finally:
         try:
             samples = cpu.stop()
@@ -397,6 +406,9 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     window = [u for t, u in samples if t0 <= t <= t1]
     rx = sum(p["rx_packets"] for p in ports)
     return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
+            # what ran beside the emulation, which the CPU figures count as free: niced
+            # work and the hypervisor's steal (both can delay the emulated links' timers)
+            **beside,
             "restarts": {f.name: f.restarts for f in flows if f.restarts},
             "subflow_wait": subflow_timing,
             # the whole machine's CPU per packet-hop (a packet entering a switch port):

@@ -302,11 +302,7 @@ def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]]
     (run_dir / "subflows.json").write_text(json.dumps(
         {c: {"designed": designed[c], "seen": seen[c]} for c in seen}, indent=1))
     model = maxmin_mbps(topo, bw, seen)
-    fid = report({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows}, model, bw,
-                 meas["cpu_saturated_share"], None, meas["emulator_loss_share"],
-                 meas["dequeue_gaps"], meas["measurement_note"],
-                 tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"],
-                 late_note=meas.get("late_note"))
+    fid = report({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows}, model, bw, meas)
     missing = sum(len(set(designed[c]) - set(seen[c])) for c in seen)
     wanted = sum(len(v) for v in designed.values())
     if missing > 0.25 * wanted:

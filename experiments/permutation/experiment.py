@@ -99,11 +99,7 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
         traced = trace_flows(emu, flows)
         (out / "paths.json").write_text(json.dumps(traced, indent=1))
         model = rates_on_paths(emu.topo, bw, pairs, traced)
-        fid = report({f.src: f.iperf_mbps for f in flows}, model, bw,
-                     meas["cpu_saturated_share"], calibration, meas["emulator_loss_share"],
-                     meas["dequeue_gaps"], meas["measurement_note"],
-                     tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"],
-                     late_note=meas.get("late_note"))
+        fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas, calibration)
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                    **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],

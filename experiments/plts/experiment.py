@@ -466,11 +466,7 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, rec
     facts["latency_sampling"] = sampling
     folder.record(f"run{r:02d}-{recovery}-{name}", facts)
     model = model_rates(topo, plan, scheme, bw, pairs, routed)
-    fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas["cpu_saturated_share"],
-                 None, meas["emulator_loss_share"], meas["dequeue_gaps"],
-                 meas["measurement_note"],
-                 tcp_limits=meas["tcp_limits"], apart_note=meas["apart_note"],
-                 late_note=meas.get("late_note"))
+    fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas)
     fid.update(run=r, scheme=scheme, aqm=aqm, recovery=recovery, cpu_mean=meas["cpu_mean"],
                latency_sampling=sampling, **loss_fields(meas))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))

@@ -99,9 +99,9 @@ def test_bwm_coverage_detects_a_measurement_that_stopped_early(tmp_path):
 
 def test_a_partial_measurement_makes_the_fidelity_report_suspect():
     from analysis.fidelity import report
-    fid = report({"h1": 9.0}, {"h1": 9.2}, 10.0, 0.0, measurement_note="bwm-ng partly")
+    fid = report({"h1": 9.0}, {"h1": 9.2}, 10.0, {"measurement_note": "bwm-ng partly"})
     assert fid["suspect"] and fid["reasons"] == ["bwm-ng partly"]
-    assert not report({"h1": 9.0}, {"h1": 9.2}, 10.0, 0.0)["suspect"]
+    assert not report({"h1": 9.0}, {"h1": 9.2}, 10.0, {"cpu_saturated_share": 0.0})["suspect"]
 
 
 def test_exit_codes_follow_the_signal():

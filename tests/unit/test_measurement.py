@@ -96,12 +96,13 @@ def test_aqm_drops_and_marks_are_counted_apart_from_tail_and_emulator_losses():
 
 
 def test_fidelity_report_flags_and_explains():
-    fid = report({"a": 5.0, "b": 9.0}, {"a": 5.0, "b": 10.0}, 10.0, 0.0)
+    fid = report({"a": 5.0, "b": 9.0}, {"a": 5.0, "b": 10.0}, 10.0,
+                 {"cpu_saturated_share": 0.0})
     assert fid["aggregate_ratio"] == pytest.approx(14 / 15, abs=1e-4)
     assert fid["median_abs_error"] == pytest.approx(0.05)
     assert not fid["suspect"] and fid["reasons"] == []
-    bad = report({"a": 2.0, "b": 2.0}, {"a": 5.0, "b": 5.0}, 10.0, 0.5,
-                 emulator_loss_share=0.01)
+    bad = report({"a": 2.0, "b": 2.0}, {"a": 5.0, "b": 5.0}, 10.0,
+                 {"cpu_saturated_share": 0.5, "emulator_loss_share": 0.01})
     assert bad["suspect"] and len(bad["reasons"]) == 3
     assert "CPU" in bad["reasons"][0] and "lost 1.00%" in bad["reasons"][1]
 
@@ -327,3 +328,38 @@ def test_sock_diag_finds_the_data_connection():
     assert len(both) == 2 and len(data_connection(both)) == 3
     plain = [SockInfo("10.0.0.1", 1, "10.2.1.2", 5202, 1, {"bytes_acked": 10**6}, {})]
     assert diag_subflows(plain + _socks(2, 5299), 5202) == {}
+
+
+def test_a_failed_gap_check_names_the_niced_work_and_steal_beside_the_run(monkeypatch):
+    """The CPU figures count niced work and steal as free; when the links' dequeue gaps
+    fail the check, the reason says how much of either ran beside the run (from 1 %)."""
+    from analysis.fidelity import measurement_reasons
+    from harness import sampling
+    gaps = {"full_size": {"within_10pct": 0.93}}
+    plain = measurement_reasons({"dequeue_gaps": gaps, "cpu_nice_share": 0.004,
+                                 "cpu_steal_share": 0.0})
+    assert plain == ["only 93.0% of busy-link dequeue gaps within 10 % of the packet time"]
+    noted = measurement_reasons({"dequeue_gaps": gaps, "cpu_nice_share": 0.48,
+                                 "cpu_steal_share": 0.012})
+    assert noted[0].endswith("(beside the run: niced work 48.0%, steal 1.2% of the "
+                             "machine's CPU)")
+    # nothing is said beside a gap check that passed
+    assert measurement_reasons({"dequeue_gaps": {"full_size": {"within_10pct": 0.99}},
+                                "cpu_nice_share": 0.5}) == []
+    # /proc/stat's cpu line: user nice system idle iowait irq softirq steal (ticks)
+    lines = iter(["cpu  100 50 20 800 5 3 2 20 0 0\n", "cpu  200 150 40 1500 5 6 4 95 0 0\n"])
+
+    class Stat:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def readline(self):
+            return next(lines)
+    monkeypatch.setattr(sampling, "open", lambda *a, **k: Stat(), raising=False)
+    before, after = sampling.cpu_times(), sampling.cpu_times()
+    # total 1000 -> 2000 ticks: nice +100, steal +75
+    assert sampling.cpu_shares(before, after) == {"cpu_nice_share": 0.1,
+                                                   "cpu_steal_share": 0.075}

@@ -82,10 +82,10 @@ def test_the_note_names_the_receive_window_when_that_held_them():
 
 
 def test_the_fidelity_report_flags_the_run_with_the_note():
-    fid = report({"a": 5.0}, {"a": 5.0}, 10.0, 0.0,
-                 tcp_limits={"note": "held back", "cwnd_limited_median": 0.0})
+    fid = report({"a": 5.0}, {"a": 5.0}, 10.0,
+                 {"tcp_limits": {"note": "held back", "cwnd_limited_median": 0.0}})
     assert fid["suspect"] and "held back" in fid["reasons"]
-    assert report({"a": 5.0}, {"a": 5.0}, 10.0, 0.0, tcp_limits={"note": None})["suspect"] \
+    assert report({"a": 5.0}, {"a": 5.0}, 10.0, {"tcp_limits": {"note": None}})["suspect"] \
         is False
 
 
