@@ -372,7 +372,10 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
                        claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
                        verdict_, outcome.detail, basis if runs else "",
                        tuple(r.run_id for r in runs),
-                       claim.because if verdict_ == FAILS else "")
+                       # a "because" names an ablation of the emulation: beside a simulated
+                       # or modelled verdict it would explain a result it was not measured on
+                       claim.because if verdict_ == FAILS and
+                       all(r.backend == "emulated" for r in runs) else "")
 
     if not runs:
         return [verdict(claim.condition, Outcome("", None, _unmeasured(claim, sources)),

@@ -616,3 +616,17 @@ def test_plts_claims_per_ecmp_queue_compare_the_same_sprays_with_each_ecmp(run_f
     assert on_tail["ECMP per-flow max/min >= 10"] == C.FAILS
     assert on_red["RR % of ideal"] == on_tail["RR % of ideal"] == C.HOLDS
     assert all("ecmp=red" in v.reason and "set-up" in v.reason for v in got.values())
+
+
+def test_a_because_stays_with_emulated_verdicts(run_folder):
+    """A claim's 'because' is an ablation of the emulation: shown beside an emulated
+    'does not hold', never beside the ns-3 or model view's."""
+    claim = C.Claim(experiment="outcast-fattree", key="k", text="t", source="s", paper="p",
+                    criterion="c", reason="r", because="an ablation showed it",
+                    measure=lambda runs, cond: C.Outcome("x", False))
+    emulated = C.Run.open(run_folder("outcast-fattree", {}, params={}))
+    sim = C.Run.open(run_folder("outcast-fattree", {}, params={"backend": "sim"}))
+    got = C.evaluate(claim, [[emulated], [sim]])
+    assert [(v.view, v.verdict, v.because) for v in got] == [
+        ("emulated", C.FAILS, "an ablation showed it"), ("sim", C.FAILS, "")]
+    assert C.evaluate(claim, [[sim]])[0].because == ""
