@@ -22,6 +22,8 @@ import numpy as np
 
 from store import cell, read_csv, status_of, write_csv
 
+from .figures import rate
+
 #: what every setting shares (the sweep script adds them): 3 N, 10 repetitions each
 COMMON = ["--flows", "2,6,12", "--runs", "10", "--duration", "12", "--trim", "2"]
 #: below this share of its fair share a repetition counts as an outcast (claims.py)
@@ -86,7 +88,7 @@ def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:
         shares = [cell(r["lone_share_of_fair"]) for r in rows]
         shares = [x for x in shares if x == x]
         lone_zero = sum(1 for f in flows if int(cell(f["flows"])) == n and f["role"] == "lone"
-                        and cell(f["iperf_mbps"]) == 0)
+                        and rate(f) == 0)
         col = {c: [cell(r[c]) for r in rows if r.get(c, "") != ""]
                for c in ("drop_rate_lone_port", "drop_rate_uplink_port", "cpu_mean")}
         out.append({

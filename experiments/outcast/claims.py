@@ -25,6 +25,8 @@ from analysis.claims import (
     num,
 )
 
+from .figures import rate
+
 PAPER = "002_b94e7e7e77304abe.txt"
 #: "drops dramatically" / "does not even register": below half of the fair share
 OUTCAST_SHARE = 0.5
@@ -90,7 +92,8 @@ def share_falls(runs: list[Run], _cond: str) -> Outcome:
 def others_jain(runs: list[Run], _cond: str) -> Outcome:
     """Jain's index of the N flows behind s2, per (N, repetition), averaged over
     repetitions; the smallest over N is judged."""
-    groups = grouped(need_rows(runs, "flows.csv"), "iperf_mbps", lambda r: (
+    rows = [{**r, "_rate": rate(r)} for r in need_rows(runs, "flows.csv")]
+    groups = grouped(rows, "_rate", lambda r: (
         int(num(r, "flows")), r["_run"], r.get("run")) if r.get("role") != "lone" else None)
     if not groups:
         raise Missing("no flow behind s2")

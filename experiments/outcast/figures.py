@@ -33,6 +33,14 @@ DROP_METHOD = ("drops per input port = packets entering the switch on that port 
 
 
 
+def rate(row: Mapping[str, Any]) -> float:
+    """A sender's measured rate over the common window (flows.csv ``mbps``: in absolute
+    time, see experiment.sender_rows); tables written before that column carry iperf3's
+    own-clock rate only."""
+    got = row.get("mbps")
+    return cell(got) if got not in (None, "") else cell(row["iperf_mbps"])
+
+
 def _mean(values: list[float]) -> float:
     v = [x for x in values if x == x]
     return float(np.mean(v)) if v else float("nan")
@@ -59,14 +67,14 @@ def _extra(params: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> 
 
 def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> dict[str, Any]:
     """Lone flow vs the N aggregated flows of one (N, run) or a pooled set of runs."""
-    lone = [cell(r["iperf_mbps"]) for r in rows if r["role"] == "lone"]
-    agg = [cell(r["iperf_mbps"]) for r in rows if r["role"] != "lone"]
+    lone = [rate(r) for r in rows if r["role"] == "lone"]
+    agg = [rate(r) for r in rows if r["role"] != "lone"]
     share = [cell(r["share_of_fair"]) for r in rows if r["role"] == "lone"]
     runs = sorted({r["run"] for r in rows})
     ratio = []
     for run in runs:
-        lo = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] == "lone"]
-        ag = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and r["role"] != "lone"]
+        lo = [rate(r) for r in rows if r["run"] == run and r["role"] == "lone"]
+        ag = [rate(r) for r in rows if r["run"] == run and r["role"] != "lone"]
         ratio.append(_mean(lo) / _mean(ag) if ag and _mean(ag) > 0 else float("nan"))
     lone_drops = [cell(d["drops"]) for d in drops if "lone" in str(d["port"])]
     lone_rx = [cell(d["rx_packets"]) for d in drops if "lone" in str(d["port"])]
@@ -78,7 +86,7 @@ def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> di
         "lone_share_min": _r(min(share)) if share else "",
         "lone_share_max": _r(max(share)) if share else "",
         "others_mean_mbps": _r(_mean(agg)), "lone_over_others": _r(_mean(ratio)),
-        "jain_all": _r(_mean([_jain([cell(r["iperf_mbps"]) for r in rows if r["run"] == run])
+        "jain_all": _r(_mean([_jain([rate(r) for r in rows if r["run"] == run])
                               for run in runs])),
         "drops_lone_port": _r(_mean(lone_drops), 1),
         "drop_rate_lone_port": _r(sum(lone_drops) / sum(lone_rx)) if sum(lone_rx) else "",
@@ -130,13 +138,13 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     ratio = []
     for run in runs:
-        lo = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and is_local(r)]
-        rem = [cell(r["iperf_mbps"]) for r in rows if r["run"] == run and not is_local(r)]
+        lo = [rate(r) for r in rows if r["run"] == run and is_local(r)]
+        rem = [rate(r) for r in rows if r["run"] == run and not is_local(r)]
         ratio.append(_mean(lo) / _mean(rem) if rem and _mean(rem) > 0 else float("nan"))
     finite = sorted(x for x in ratio if x == x)
     out = {"runs": len(runs),
-           "local_mbps": _r(_mean([cell(r["iperf_mbps"]) for r in rows if is_local(r)])),
-           "remote_mean_mbps": _r(_mean([cell(r["iperf_mbps"]) for r in rows if not is_local(r)])),
+           "local_mbps": _r(_mean([rate(r) for r in rows if is_local(r)])),
+           "remote_mean_mbps": _r(_mean([rate(r) for r in rows if not is_local(r)])),
            "local_over_remote": _r(_mean(ratio)),
            "local_over_remote_min": _r(min(ratio)) if ratio else "",
            "local_over_remote_max": _r(max(ratio)) if ratio else "",
@@ -147,9 +155,9 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
            "local_share_of_fair": _r(_mean([cell(r["share_of_fair"]) for r in rows
                                             if is_local(r)]))}
     for hops in sorted({int(r["hops"]) for r in rows}):
-        out[f"mean_mbps_{hops}hops"] = _r(_mean([cell(r["iperf_mbps"]) for r in rows
+        out[f"mean_mbps_{hops}hops"] = _r(_mean([rate(r) for r in rows
                                                  if int(r["hops"]) == hops]))
-    out["jain_all"] = _r(_mean([_jain([cell(r["iperf_mbps"]) for r in rows if r["run"] == run])
+    out["jain_all"] = _r(_mean([_jain([rate(r) for r in rows if r["run"] == run])
                                 for run in runs]))
     out["cpu_mean"] = _r(_mean([cell(r["cpu_mean"]) for r in rows]), 1)
     out["cpu_max"] = _r(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1)
@@ -201,7 +209,7 @@ def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special:
                fair: float, title: str) -> None:
     means, lo, hi = [], [], []
     for s in senders:
-        v = [cell(r["iperf_mbps"]) for r in rows if r["sender"] == s]
+        v = [rate(r) for r in rows if r["sender"] == s]
         means.append(_mean(v))
         lo.append(_mean(v) - min(v))
         hi.append(max(v) - _mean(v))
@@ -352,7 +360,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         per_sender: dict[str, list[float]] = {}
         for r in rows:
             if int(r["hops"]) == h:
-                per_sender.setdefault(r["sender"], []).append(cell(r["iperf_mbps"]))
+                per_sender.setdefault(r["sender"], []).append(rate(r))
         vals = [_mean(v) for v in per_sender.values()]
         ax.bar(i, _mean(vals), color="black" if h == min(hops) else "tab:blue", alpha=0.8)
         ax.scatter([i] * len(vals), vals, color="orange", s=12, zorder=5)

@@ -357,6 +357,22 @@ def test_outcast_claims(run_folder, judge):
     assert "no run with N = 12 (measured: N = 2, 6)" in got["lone-n12"].detail
 
 
+
+def test_outcast_judges_the_absolute_time_rate_when_a_run_has_it(run_folder, judge):
+    """flows.csv's ``mbps`` (bytes acked over the common window) is the measure; iperf3's
+    own-clock rate only for tables without it: here iperf3 credits one of the others with
+    9 Mb/s measured after the rest had ended, its absolute-time rate is equal theirs."""
+    summary = [{"flows": 6, "run": "all", "lone_share_of_fair": 0.2}]
+    flows = [{"flows": 6, "run": 0, "sender": f"s{i}", "role": "aggregate",
+              "iperf_mbps": 9.0 if i == 0 else 1.5, "mbps": 1.5} for i in range(6)]
+    got = {v.key: v for v in judge("outcast", run_folder(
+        "outcast", {"summary.csv": summary, "flows.csv": flows})).values()}
+    assert got["others-equal"].verdict == C.HOLDS
+    old = [{k: v for k, v in r.items() if k != "mbps"} for r in flows]
+    got = {v.key: v for v in judge("outcast", run_folder(
+        "outcast", {"summary.csv": summary, "flows.csv": old})).values()}
+    assert got["others-equal"].verdict == C.FAILS
+
 # -- plts (the criteria moved from figures.py: same numbers) ----------------------------------
 
 def summary_row(scheme, pct, p90="", p99="", spread_=1.2, recovery="modern", aqm="droptail"):
