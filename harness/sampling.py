@@ -130,22 +130,13 @@ class CpuLoad:
         return 100.0 * (busy - busy0) / max(1, total - total0)
 
 
-def busy_cpu_seconds() -> float:
-    """CPU seconds this machine has spent busy since boot, all cores together: user, system,
-    irq and softirq time of /proc/stat.  Idle, iowait and steal are not ours, and neither is
-    ``nice`` time (processes at a lower priority than the emulation, e.g. a test suite run
-    with ``nice -n 19`` beside a benchmark)."""
-    with open("/proc/stat", encoding="ascii") as fh:
-        user, _nice, system, _idle, _iowait, irq, softirq = \
-            (int(v) for v in fh.readline().split()[1:8])
-    return (user + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_times() -> dict[str, float]:
-    """The machine's CPU seconds since boot, all cores together: ``busy`` (as
-    busy_cpu_seconds), ``nice`` (niced processes: work beside the emulation that the CPU
-    figures count as free), ``steal`` (time the hypervisor ran something else while this
-    machine's cores wanted to run) and ``total``."""
+    """The machine's CPU seconds since boot, all cores together, from one read of
+    /proc/stat: ``busy`` (user, system, irq and softirq time: idle, iowait and steal are
+    not ours, and neither is ``nice`` time, processes at a lower priority than the
+    emulation, e.g. a test suite run with ``nice -n 19`` beside a benchmark), ``nice``
+    (that niced work, which the CPU figures count as free), ``steal`` (time the hypervisor
+    ran something else while this machine's cores wanted to run) and ``total``."""
     with open("/proc/stat", encoding="ascii") as fh:
         vals = [int(v) for v in fh.readline().split()[1:]]
     user, nice, system, _idle, _iowait, irq, softirq = vals[:7]
@@ -154,6 +145,11 @@ def cpu_times() -> dict[str, float]:
     tick = os.sysconf("SC_CLK_TCK")
     return {"busy": (user + system + irq + softirq) / tick, "nice": nice / tick,
             "steal": steal / tick, "total": sum(vals[:8]) / tick}
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds this machine has spent busy since boot (cpu_times' ``busy``)."""
+    return cpu_times()["busy"]
 
 
 def cpu_shares(before: dict[str, float], after: dict[str, float]) -> dict[str, float | None]:

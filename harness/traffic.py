@@ -22,14 +22,7 @@ from emulator.proc import RunError, check, how_ended, stop_all, stop_process
 from emulator.sockdiag import SockInfo
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
-from .sampling import (
-    busy_cpu_seconds,
-    cpu_sampler,
-    cpu_shares,
-    cpu_times,
-    stop_tcp_sampler,
-    tcp_sampler,
-)
+from .sampling import cpu_sampler, cpu_shares, cpu_times, stop_tcp_sampler, tcp_sampler
 
 BASE_PORT = 5201
 LOG = logging.getLogger("dcrepro")
@@ -346,7 +339,6 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     tcp = tcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows})}, interval)
     tcp.start()
     before = port_counters(emu)
-    busy0 = busy_cpu_seconds()
     times0 = cpu_times()
     subflow_timing: dict[str, Any] = {}   # MPTCP: the subflow looks and restarts
     try:
@@ -354,8 +346,9 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
                                             servers, bwm, grace, may_not_connect, want,
                                             interval, subflow_timing)
-        busy = busy_cpu_seconds() - busy0
-        beside = cpu_shares(times0, cpu_times())
+        times1 = cpu_times()
+        busy = times1["busy"] - times0["busy"]
+        beside = cpu_shares(times0, times1)
     finally:
         try:
             samples = cpu.stop()
