@@ -172,15 +172,25 @@ def test_only_queued_packets_make_samples():
             drained(a, "qg0")
             single = probe.read()[(a, "qg0")]
         with QueueGapProbe({(a, "qg0"): 10}, BPFFS_DIR / f"dcqg-{os.getpid()}+qgap") as probe:
+            # one datagram first, so that the probe has seen HTB's counter once before the
+            # bursts: a hit the probe misses is then counted as untraced, not lost
+            sh("ip", "netns", "exec", a, sys.executable, "-c", BURSTS, "0", "1", "0")
+            drained(a, "qg0")
+            first = probe.read()[(a, "qg0")].diag
             before = htb_packets(a)
             sh("ip", "netns", "exec", a, sys.executable, "-c", BURSTS, "50", "10", "0.02")
             drained(a, "qg0")
             bursts = probe.read()[(a, "qg0")]
             released = htb_packets(a) - before
     assert single.diag["releases"] >= 50 and single.all.samples == 0, single.diag
-    # every packet HTB released was seen by the probe (once in a while one of the 500
-    # datagrams never reaches the qdisc: the probe must agree with HTB, not with the sender)
-    assert bursts.diag["releases"] == released >= 490, (bursts.diag, released)
+    # every packet HTB released was seen by the probe or counted as untraced: BPF runs on
+    # the tracepoint are now and then skipped on this guest (qgap.bpf.c), and the 500-vs-501
+    # failures of the exact equality were such a miss.  Once in a while one of the 500
+    # datagrams never reaches the qdisc: the probe must agree with HTB, not with the sender.
+    seen = (bursts.diag["releases"] - first["releases"]
+            + bursts.diag["untraced"] - first["untraced"])
+    assert seen == released >= 490, (first, bursts.diag, released)
+    assert bursts.diag["untraced"] - first["untraced"] <= 20, bursts.diag
     assert bursts.diag["qlen_backlog_disagree"] == 0
     assert 50 * 5 <= bursts.full.samples <= 50 * 9, bursts.diag
     s = summarize(bursts)["full_size"]
