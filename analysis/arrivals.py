@@ -70,6 +70,41 @@ def gap_stats(times_s: Sequence[float], service_s: float) -> dict[str, Any]:
     return out
 
 
+IDLE_GAP = 2.0   # service times: a longer gap between a port's packets is idle time
+
+
+def _padded(times_s: Sequence[float], t_lo: float, t_hi: float) -> np.ndarray:
+    """Sorted times with the window's edges added (where finite), so that a port silent at
+    the start or the end of the window, or all through it, shows it as gaps."""
+    t = np.sort(np.asarray(times_s, dtype=float))
+    edges = [x for x in (t_lo, t_hi) if np.isfinite(x)]
+    return np.sort(np.concatenate([t, edges])) if edges else t
+
+
+def idle_share(times_s: Sequence[float], service_s: float, t_lo: float, t_hi: float) -> float:
+    """Share of the window [t_lo, t_hi] covered by the port's inter-arrival gaps longer than
+    IDLE_GAP service times: while a port delivers from a busy upstream queue its gaps are
+    one service time; longer ones are time it had nothing to send."""
+    if not t_hi > t_lo:
+        raise ValueError(f"empty window [{t_lo}, {t_hi}]")
+    g = np.diff(_padded(times_s, t_lo, t_hi))
+    return round(float(g[g > IDLE_GAP * service_s].sum() / (t_hi - t_lo)), 4)
+
+
+def in_idle(t: Sequence[float], other_s: Sequence[float], service_s: float, t_lo: float,
+            t_hi: float) -> np.ndarray:
+    """For each time in ``t``: does it fall inside an idle gap (> IDLE_GAP service times)
+    of the other port's arrivals ``other_s`` (window edges count as arrivals)?"""
+    o = _padded(other_s, t_lo, t_hi)
+    q = np.asarray(t, dtype=float)
+    if o.size == 0:
+        return np.ones(q.size, dtype=bool)
+    i = np.searchsorted(o, q, side="right")
+    before = np.where(i > 0, o[np.clip(i - 1, 0, o.size - 1)], -np.inf)
+    after = np.where(i < o.size, o[np.clip(i, 0, o.size - 1)], np.inf)
+    return (after - before) > IDLE_GAP * service_s
+
+
 def resend_delays(rows: Sequence[dict[str, Any]]) -> list[float]:
     """For each dropped packet (rows in time order), the time until the same segment
     (sender, source port, sequence number, payload) next arrived and was accepted; s.
@@ -97,8 +132,12 @@ def port_stats(rows: Sequence[dict[str, Any]], service_s: float, t_lo: float = -
     over the service time.  Rows need ``t`` (s), ``port`` and ``dropped`` (0/1)."""
     sel = sorted((r for r in rows if t_lo <= float(r["t"]) <= t_hi), key=lambda r: float(r["t"]))
     total_drops = sum(int(r["dropped"]) for r in sel)
+    ports = sorted({str(r["port"]) for r in sel})
+    times = {p: [float(r["t"]) for r in sel if str(r["port"]) == p] for p in ports}
+    lo = t_lo if np.isfinite(t_lo) else (float(sel[0]["t"]) if sel else 0.0)
+    hi = t_hi if np.isfinite(t_hi) else (float(sel[-1]["t"]) if sel else 0.0)
     out = []
-    for port in sorted({str(r["port"]) for r in sel}):
+    for port in ports:
         mine = [r for r in sel if str(r["port"]) == port]
         dropped = [bool(int(r["dropped"])) for r in mine]
         runs = drop_runs(dropped)
@@ -113,8 +152,27 @@ def port_stats(rows: Sequence[dict[str, Any]], service_s: float, t_lo: float = -
             "drops_in_runs_ge2": sum(r for r in runs if r >= 2),
             "run_lengths": run_histogram(runs),
             **_resends(mine, service_s),
-            **gap_stats([float(r["t"]) for r in mine], service_s)})
+            **gap_stats(times[port], service_s),
+            **_idle(port, mine, times, service_s, lo, hi)})
     return out
+
+
+def _idle(port: str, mine: Sequence[dict[str, Any]], times: dict[str, list[float]],
+          service_s: float, lo: float, hi: float) -> dict[str, Any]:
+    """The port's idle share of the window, and the share of its accepted packets that
+    arrived while every other port was idle (None without another port or acceptances)."""
+    if not hi > lo:
+        return {"idle_share": None, "accepted_in_others_idle": None}
+    accepted = [float(r["t"]) for r in mine if not int(r["dropped"])]
+    others = [p for p in times if p != port]
+    share = None
+    if others and accepted:
+        inside = np.ones(len(accepted), dtype=bool)
+        for p in others:
+            inside &= in_idle(accepted, times[p], service_s, lo, hi)
+        share = round(float(inside.mean()), 4)
+    return {"idle_share": idle_share(times[port], service_s, lo, hi),
+            "accepted_in_others_idle": share}
 
 
 def _resends(rows: Sequence[dict[str, Any]], service_s: float) -> dict[str, Any]:

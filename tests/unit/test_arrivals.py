@@ -12,6 +12,8 @@ from analysis.arrivals import (
     drop_runs,
     flat,
     gap_stats,
+    idle_share,
+    in_idle,
     parse_run_lengths,
     port_stats,
     resend_delays,
@@ -86,6 +88,37 @@ def test_port_stats_blackouts_ignore_the_other_ports_packets():
     csv_rows = flat(port_stats(rows, 0.001), flows=6, run=0)
     assert csv_rows[1]["run_lengths"] == "3:1" and csv_rows[1]["flows"] == 6
     assert parse_run_lengths("1:40 2:3") == {1: 40, 2: 3} and parse_run_lengths("") == {}
+
+
+
+def test_idle_share_counts_gaps_longer_than_two_service_times():
+    # a port at line rate (1 ms apart) for 0-10 ms, silent to 20 ms, again to 30 ms
+    t = [i * 0.001 for i in range(11)] + [0.020 + i * 0.001 for i in range(11)]
+    assert idle_share(t, 0.001, 0.0, 0.030) == pytest.approx(10 / 30, abs=1e-4)
+    # silence before the first packet of the window counts; a silent port is idle throughout
+    assert idle_share([0.010, 0.011], 0.001, 0.0, 0.011) == pytest.approx(10 / 11, abs=1e-4)
+    assert idle_share([], 0.001, 0.0, 0.5) == 1.0
+    # gaps of up to two service times are not idle
+    assert idle_share([0.0, 0.002, 0.004], 0.001, 0.0, 0.004) == 0.0
+    with pytest.raises(ValueError, match="empty window"):
+        idle_share([0.1], 0.001, 0.2, 0.2)
+
+
+def test_accepted_in_others_idle_names_packets_that_came_while_the_other_port_was_silent():
+    # the busy port B sends every ms except 10-20 ms; A's accepted packets at 5 and 15 ms
+    # (inside B's silence) and at 25 ms (B busy); A's drop at 16 ms does not count
+    b = [i * 0.001 for i in range(11)] + [0.020 + i * 0.001 for i in range(11)]
+    assert list(in_idle([0.005, 0.015, 0.025], b, 0.001, 0.0, 0.030)) == [False, True, False]
+    rows = ([{"t": x, "port": "B", "dropped": 0} for x in b]
+            + [{"t": x, "port": "A", "dropped": d}
+               for x, d in ((0.0055, 0), (0.015, 0), (0.016, 1), (0.0255, 0))])
+    by = {s["port"]: s for s in port_stats(rows, 0.001, 0.0, 0.030)}
+    assert by["A"]["accepted_in_others_idle"] == pytest.approx(1 / 3, abs=1e-4)
+    assert by["B"]["idle_share"] == pytest.approx(10 / 30, abs=1e-4)
+    # A is silent most of the window, so B's packets mostly came while A was idle
+    assert by["B"]["accepted_in_others_idle"] > 0.5
+    # one port alone: nobody else to be idle
+    assert port_stats(rows[:3], 0.001, 0.0, 0.030)[0]["accepted_in_others_idle"] is None
 
 
 def _record(**kw):

@@ -150,3 +150,38 @@ def test_ablation_reads_each_settings_newest_complete_run(tmp_path):
     table = ablation.markdown(rows)
     assert "| `default` |" in table and "0.250 (0.175-0.450), 3 of 4" in table
     assert table.index("`default`") < table.index("`ovs`")
+
+
+def test_mechanism_reads_each_points_arrival_trace(tmp_path):
+    """experiments/outcast/mechanism.py: per repetition, the shared port's idle share and
+    where the lone flow's accepted packets fell, from arrivals.csv over the recorded window;
+    per N, medians and the rank correlation with the lone flow's share."""
+    from experiments.outcast import mechanism
+    from store import write_csv
+
+    service, runtime, summary, flows = 0.001, {}, [], []
+    for rep, silence in enumerate((0.0, 0.010, 0.020)):
+        key = f"n12-run{rep:02d}"
+        # the shared port at line rate over 0-100 ms except a silence from 40 ms; the
+        # lone port's packets at 45 ms (inside any silence) and 90 ms (shared port busy)
+        shared = [i * service for i in range(101) if not 0.040 < i * service < 0.040 + silence]
+        rows = ([{"t": t, "port": "s1 port 3 (from s2, 12 flows)", "dropped": 0} for t in shared]
+                + [{"t": t, "port": mechanism.LONE_PORT, "dropped": 0} for t in (0.0455, 0.0905)])
+        (tmp_path / key).mkdir()
+        write_csv(tmp_path / key / "arrivals.csv", sorted(rows, key=lambda r: r["t"]))
+        runtime[key] = {"arrivals": {"window_s": [0.0, 0.1], "service_time_s": service}}
+        summary.append({"flows": 12, "run": rep, "lone_share_of_fair": 0.1 * (rep + 1)})
+        flows += [{"flows": 12, "run": rep, "role": "lone", "rtos": 3, "fast_retrans": 5},
+                  {"flows": 12, "run": rep, "role": "aggregated", "rtos": rep, "fast_retrans": 1}]
+    summary.append({"flows": 12, "run": "all", "lone_share_of_fair": 0.2})
+    (tmp_path / "config.json").write_text(json.dumps({"runtime": runtime}))
+    write_csv(tmp_path / "summary.csv", summary)
+    write_csv(tmp_path / "flows.csv", flows)
+    points = mechanism.point_rows("default", tmp_path)
+    assert [p["shared_idle_share"] for p in points] == pytest.approx([0.0, 0.1, 0.2], abs=1e-3)
+    assert [p["lone_in_shared_idle"] for p in points] == [0.0, 0.5, 0.5]
+    assert [p["shared_rtos_median"] for p in points] == [0.0, 1.0, 2.0]
+    (row,) = mechanism.summary_rows(points)
+    assert row["runs"] == 3 and row["outcasts"] == 3 and row["spearman_share_vs_idle"] == 1.0
+    assert "| default | 12 | 3 | 3 |" in mechanism.markdown([row])
+    assert mechanism.main([f"x={tmp_path / 'nowhere'}"]) == 2

@@ -1,0 +1,143 @@
+"""Issue #26: why the lone flow loses, point by point, from the arrival tracer.
+
+For every repetition of one or more ``dcrepro run outcast`` folders: the lone flow's share of
+its fair share beside what the bottleneck's arrival trace says about the two input ports:
+
+- ``shared_idle_share``: the share of the window in which the shared port (s2's uplink)
+  delivered nothing for more than two service times (``analysis.arrivals.idle_share``);
+  while s2's uplink queue is backlogged its packets come one service time apart and take
+  every slot the bottleneck frees;
+- ``lone_in_shared_idle``: the share of the lone flow's accepted packets that arrived inside
+  such a silence of the shared port;
+- the lone port's drop rate, and the RTOs / fast retransmits of the lone flow and (median) of
+  the shared flows, from flows.csv.
+
+Per point it recomputes the port statistics from the point folder's arrivals.csv over the
+window config.json records (so folders written before these measures existed are read too).
+Usage (writes nothing but ``--csv`` when given)::
+
+    .venv/bin/python -m experiments.outcast.mechanism default=RUN_FOLDER queue-100=RUN_FOLDER
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from analysis.arrivals import port_stats
+from store import cell, read_csv, write_csv
+
+LONE_PORT = "s1 port 2 (lone)"
+
+
+def _arrivals(point: Path, window: list[float], service_s: float) -> dict[str, dict]:
+    """Port statistics by port name from a point folder's arrivals.csv, over ``window``."""
+    with open(point / "arrivals.csv", newline="", encoding="ascii") as fh:
+        rows = list(csv.DictReader(fh))
+    return {s["port"]: s for s in port_stats(rows, service_s, *window)}
+
+
+def point_rows(label: str, run: Path) -> list[dict[str, Any]]:
+    """One row per (N, repetition) of one run folder that has its arrival trace."""
+    runtime = json.loads((run / "config.json").read_text()).get("runtime", {})
+    summary = {(int(cell(r["flows"])), int(cell(r["run"]))): r
+               for r in read_csv(run / "summary.csv") if r.get("run") != "all"}
+    flows = read_csv(run / "flows.csv")
+    out = []
+    for (n, rep), s in sorted(summary.items()):
+        key = f"n{n:02d}-run{rep:02d}"
+        facts = runtime.get(key, {}).get("arrivals", {})
+        if not (run / key / "arrivals.csv").exists() or "window_s" not in facts:
+            continue
+        ports = _arrivals(run / key, facts["window_s"], facts["service_time_s"])
+        lone = ports.get(LONE_PORT, {})
+        shared = next((p for name, p in ports.items() if name.startswith("s1 port 3")), {})
+        mine = [f for f in flows if int(cell(f["flows"])) == n and int(cell(f["run"])) == rep]
+        lone_f = next((f for f in mine if f["role"] == "lone"), {})
+        others = [f for f in mine if f["role"] != "lone"]
+        out.append({
+            "setting": label, "flows": n, "run": rep,
+            "lone_share": cell(s["lone_share_of_fair"]),
+            "shared_idle_share": shared.get("idle_share"),
+            "lone_in_shared_idle": lone.get("accepted_in_others_idle"),
+            "lone_accepted": (lone.get("arrivals", 0) or 0) - (lone.get("drops", 0) or 0),
+            "lone_drop_rate": lone.get("drop_rate"),
+            "shared_drop_rate": shared.get("drop_rate"),
+            "lone_rtos": cell(lone_f.get("rtos", "")),
+            "lone_fast_retrans": cell(lone_f.get("fast_retrans", "")),
+            "shared_rtos_median": _median([cell(f.get("rtos", "")) for f in others]),
+            "shared_fast_retrans_median": _median([cell(f.get("fast_retrans", ""))
+                                                   for f in others]),
+        })
+    return out
+
+
+def _median(values: list[Any]) -> float | None:
+    v = [float(x) for x in values if isinstance(x, (int, float)) and x == x]
+    return round(float(np.median(v)), 4) if v else None
+
+
+def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per setting and N: medians over the repetitions, outcasts (share < 0.5), and the rank
+    correlation between the lone flow's share and the shared port's idle share."""
+    out = []
+    for label, n in sorted({(p["setting"], p["flows"]) for p in points},
+                           key=lambda k: ([p["setting"] for p in points].index(k[0]), k[1])):
+        mine = [p for p in points if p["setting"] == label and p["flows"] == n]
+        share = [p["lone_share"] for p in mine]
+        idle = [p["shared_idle_share"] for p in mine]
+        rho = (spearmanr(share, idle).statistic
+               if len(mine) >= 3 and len(set(idle)) > 1 and len(set(share)) > 1 else None)
+        out.append({"setting": label, "flows": n, "runs": len(mine),
+                    "outcasts": sum(x < 0.5 for x in share),
+                    **{f"{k}_median": _median([p[k] for p in mine])
+                       for k in ("lone_share", "shared_idle_share", "lone_in_shared_idle",
+                                 "lone_drop_rate", "shared_drop_rate", "lone_rtos",
+                                 "lone_fast_retrans", "shared_rtos_median")},
+                    "spearman_share_vs_idle": None if rho is None else round(float(rho), 3)})
+    return out
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The summary as a Markdown table."""
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |"
+              for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("runs", nargs="+", metavar="LABEL=RUN_FOLDER",
+                   help="outcast run folders with per-point arrival traces")
+    p.add_argument("--csv", type=Path, help="also write every repetition's row here")
+    args = p.parse_args(argv)
+    points: list[dict[str, Any]] = []
+    for item in args.runs:
+        label, sep, folder = item.partition("=")
+        run = Path(folder)
+        if not sep or not (run / "summary.csv").exists():
+            print(f"outcast-mechanism: {item!r} is not LABEL=<outcast run folder with "
+                  "summary.csv>", file=sys.stderr)
+            return 2
+        found = point_rows(label, run)
+        if not found:
+            print(f"outcast-mechanism: {run} has no point with an arrival trace",
+                  file=sys.stderr)
+            return 1
+        points += found
+    if args.csv:
+        write_csv(args.csv, points)
+    print(markdown(summary_rows(points)), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
