@@ -16,7 +16,9 @@ run's traced paths, bwm-ng's mean (bytes on the receiver's link: headers, retran
 and the reverse flow's ACKs included), whether the run was flagged by its fidelity checks
 (and why, shortened), for a BPF control its counters (config.json: ``cc_bpf.stats``), and
 how much of the time the MPTCP subflows were held by the send buffer and by the receiver's
-window (tcp_limits.csv).  Then per control the
+window (tcp_limits.csv), and what the hosts' stacks sent again under MPTCP (fidelity.json
+``stack_counters``, every host summed): TCP retransmissions and MPTCP reinjections per
+segment sent, duplicate connection-level data per segment received.  Then per control the
 medians over seeds, the ratios to htsim's published anchor for this case (LIA, k=4 fat tree,
 8 subflows: mean 0.877, Jain 0.98; single-path TCP 0.574) and MPTCP over TCP (``000_…``
 Fig. 4 shape: about 1.5).
@@ -78,6 +80,22 @@ def cc_stats(run: Path) -> dict[str, Any]:
             if isinstance(facts, dict) and facts.get("cc_bpf")}
 
 
+def stack_shares(run: Path) -> dict[str, float]:
+    """The stack counters of the run's MPTCP traffic (fidelity.json reports'
+    ``stack_counters``, every host summed): TCP retransmissions and MPTCP reinjections per
+    segment sent, duplicate connection-level data per segment received; the mean over the
+    run's repetitions."""
+    reports = json.loads((run / "fidelity.json").read_text()).get("reports", [])
+    nets = [f["stack_counters"] for f in reports
+            if f.get("transport") == "mptcp" and f.get("stack_counters")]
+    out = {}
+    for key in ("retrans_share", "mptcp_retrans_share", "mptcp_dup_share"):
+        vals = [float(n[key]) for n in nets if n.get(key) is not None]
+        if vals:
+            out[key] = round(statistics.mean(vals), 4)
+    return out
+
+
 def one(args: argparse.Namespace, seed: int, cc: str, wmem: str,
         out: Path) -> dict[str, Any]:
     """One run of one control with one send-buffer setting ('' = the machine's); its
@@ -97,7 +115,7 @@ def one(args: argparse.Namespace, seed: int, cc: str, wmem: str,
     status = json.loads((run / "status.json").read_text())
     flags = [f[:90] for f in status.get("suspect") or []]
     return {"by_transport": summary(run), "subflow_limits": subflow_limits(run),
-            "flagged": flags, "cc_bpf": cc_stats(run), "exit": p.returncode}
+            "stack": stack_shares(run), "flagged": flags, "cc_bpf": cc_stats(run), "exit": p.returncode}
 
 
 def med(xs: list[float]) -> float:
@@ -138,7 +156,7 @@ def main() -> None:
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
     width = max(len(n) for n in got)
     print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  sndbuf  rwnd | TCP mean  Jain  "
-          "/htsim | MPTCP/TCP")
+          "/htsim | MPTCP/TCP | MPTCP network: retrans reinject dup")
     for name, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
         t = [r["by_transport"].get("tcp", {}) for r in rs]
@@ -152,10 +170,13 @@ def main() -> None:
                   if "sndbuf_limited" in r["subflow_limits"]])
         rw = med([r["subflow_limits"]["rwnd_limited"] for r in rs
                   if "rwnd_limited" in r["subflow_limits"]])
+        st = {k: med([r["stack"][k] for r in rs if k in r.get("stack", {})])
+              for k in ("retrans_share", "mptcp_retrans_share", "mptcp_dup_share")}
         flagged = sum(1 for r in rs if r["flagged"])
         print(f"{name:{width}} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
               f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
-              f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f}")
+              f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f} | {st['retrans_share']:7.4f} "
+              f"{st['mptcp_retrans_share']:8.4f} {st['mptcp_dup_share']:6.4f}")
 
 
 if __name__ == "__main__":

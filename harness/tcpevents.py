@@ -10,6 +10,7 @@ after the traffic, the difference is that flow's.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 #: (MIB line prefix, counter): what each means, from the kernel's tcp_input/tcp_timer code
 COUNTERS = (
@@ -22,6 +23,26 @@ COUNTERS = (
     ("TcpExt", "TCPSpuriousRTOs"),     # RTOs found spurious (F-RTO)
     ("TcpExt", "TCPRenoRecovery"),     # fast recoveries entered without SACK
     ("TcpExt", "TCPSackRecovery"),     # fast recoveries entered with SACK
+)
+
+
+#: what every session records over its traffic (harness/session.py), summed over the hosts:
+#: segments out and in, TCP's retransmissions and how, and MPTCP's own resending: the
+#: connection-level retransmissions of data a subflow had sent (reinjections) and the data
+#: receivers got twice at the connection level; together they say what the wire carried
+#: besides goodput
+STACK = (
+    ("Tcp", "OutSegs"),                # segments sent, retransmissions excluded
+    ("Tcp", "InSegs"),                 # segments received
+    ("Tcp", "RetransSegs"),
+    ("TcpExt", "TCPTimeouts"),
+    ("TcpExt", "TCPFastRetrans"),
+    ("TcpExt", "TCPLossProbes"),
+    ("MPTcpExt", "MPTCPRetrans"),      # data MPTCP sent again on a subflow (reinjected)
+    ("MPTcpExt", "DuplicateData"),     # received data MPTCP already had (dropped)
+    ("MPTcpExt", "OFOQueue"),          # data queued out of order at the connection level
+    ("MPTcpExt", "MPJoinSynTx"),       # subflows a path manager tried to open
+    ("MPTcpExt", "MPJoinAckRx"),       # subflows that joined (server side)
 )
 
 
@@ -43,12 +64,35 @@ def parse_mib(text: str) -> dict[str, int]:
     return out
 
 
-def read_counters(pid: int) -> dict[str, int]:
-    """The TCP counters of the network namespace of process ``pid``."""
+def read_counters(pid: int, counters: tuple[tuple[str, str], ...] = COUNTERS
+                  ) -> dict[str, int]:
+    """``counters`` (default: the TCP recovery ones) of the network namespace of process
+    ``pid``, by name (0 for one this kernel does not have)."""
     mib: dict[str, int] = {}
     for name in ("snmp", "netstat"):
         mib.update(parse_mib(Path(f"/proc/{pid}/net/{name}").read_text()))
-    return {name: mib.get(f"{pre}.{name}", 0) for pre, name in COUNTERS}
+    return {name: mib.get(f"{pre}.{name}", 0) for pre, name in counters}
+
+
+def stack_totals(pids: list[int]) -> dict[str, int]:
+    """The STACK counters summed over the namespaces of ``pids`` (one per host)."""
+    out = dict.fromkeys((name for _, name in STACK), 0)
+    for pid in pids:
+        for k, v in read_counters(pid, STACK).items():
+            out[k] += v
+    return out
+
+
+def stack_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """What the hosts' stacks did between two stack_totals, with the shares a reader
+    wants: TCP retransmissions per segment sent, MPTCP reinjections per segment sent and
+    duplicate connection-level data per segment received (None without segments)."""
+    d: dict[str, Any] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    out_segs, in_segs = d.get("OutSegs", 0), d.get("InSegs", 0)
+    d["retrans_share"] = round(d["RetransSegs"] / out_segs, 5) if out_segs else None
+    d["mptcp_retrans_share"] = round(d["MPTCPRetrans"] / out_segs, 5) if out_segs else None
+    d["mptcp_dup_share"] = round(d["DuplicateData"] / in_segs, 5) if in_segs else None
+    return d
 
 
 def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

@@ -23,6 +23,7 @@ from emulator.sockdiag import SockInfo
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
 from .sampling import cpu_sampler, cpu_shares, cpu_times, stop_tcp_sampler, tcp_sampler
+from .tcpevents import stack_delta, stack_totals
 
 BASE_PORT = 5201
 LOG = logging.getLogger("dcrepro")
@@ -340,6 +341,8 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     tcp.start()
     before = port_counters(emu)
     times0 = cpu_times()
+    pids = list(emu.host_pids.values())
+    stack0 = stack_totals(pids)
     subflow_timing: dict[str, Any] = {}   # MPTCP: the subflow looks and restarts
     try:
         with emu.dequeue_gaps() as gaps:
@@ -347,6 +350,8 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
                                             servers, bwm, grace, may_not_connect, want,
                                             interval, subflow_timing)
         times1 = cpu_times()
+        # what the hosts' stacks sent again: TCP retransmissions, MPTCP reinjections
+        stack = stack_delta(stack0, stack_totals(pids))
         busy = times1["busy"] - times0["busy"]
         beside = cpu_shares(times0, times1)
     finally:
@@ -402,6 +407,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             # what ran beside the emulation, which the CPU figures count as free: niced
             # work and the hypervisor's steal (both can delay the emulated links' timers)
             **beside,
+            "stack_counters": stack,
             "restarts": {f.name: f.restarts for f in flows if f.restarts},
             "subflow_wait": subflow_timing,
             # the whole machine's CPU per packet-hop (a packet entering a switch port):

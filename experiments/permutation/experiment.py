@@ -103,7 +103,8 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                    **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],
-                   cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"])
+                   cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"],
+                   stack_counters=meas["stack_counters"])
         reports.append(fid)
         for f in flows:
             rows.append({**_row(run, transport, f.src, f.dst, bw, iperf=f.iperf_mbps,

@@ -201,6 +201,24 @@ def test_mib_counters_per_namespace():
         parse_mib("Tcp: A\nUdp: 1\n")
 
 
+def test_stack_counters_of_a_session():
+    """harness/tcpevents.stack_totals / stack_delta: every STACK counter, summed over the
+    hosts' namespaces (here this process's own, twice), and the shares."""
+    import os
+
+    from harness.tcpevents import STACK, stack_delta, stack_totals
+    one = stack_totals([os.getpid()])
+    assert set(one) == {name for _, name in STACK}
+    assert all(isinstance(v, int) and v >= 0 for v in one.values())
+    assert stack_totals([os.getpid()] * 2)["OutSegs"] >= 2 * one["OutSegs"]
+    base = dict.fromkeys(one, 0)
+    d = stack_delta(base, {**base, "OutSegs": 1000, "InSegs": 800, "RetransSegs": 30,
+                           "MPTCPRetrans": 10, "DuplicateData": 8})
+    assert (d["retrans_share"], d["mptcp_retrans_share"], d["mptcp_dup_share"]) \
+        == (0.03, 0.01, 0.01)
+    assert stack_delta(base, base)["retrans_share"] is None
+
+
 def test_arrivals_figure_from_a_run_folder(tmp_path):
     from experiments.outcast.figures import plot_arrivals
     point = tmp_path / "n06-run00"
