@@ -10,7 +10,11 @@ its fair share beside what the bottleneck's arrival trace says about the two inp
 - ``lone_in_shared_idle``: the share of the lone flow's accepted packets that arrived inside
   such a silence of the shared port;
 - the lone port's drop rate, and the RTOs / fast retransmits of the lone flow and (median) of
-  the shared flows, from flows.csv.
+  the shared flows, from flows.csv;
+- ``lone_early_share``: the share of the lone flow's arrivals that come within a tenth of a
+  service time after a shared-port packet, and the acceptance of those and of the later
+  ones (``lone_accept_early`` / ``lone_accept_later``): the phase between the lone flow's
+  packets and the shared port's stream.
 
 Per point it recomputes the port statistics from the point folder's arrivals.csv over the
 window config.json records (so folders written before these measures existed are read too).
@@ -36,11 +40,43 @@ from store import cell, read_csv, write_csv
 LONE_PORT = "s1 port 2 (lone)"
 
 
-def _arrivals(point: Path, window: list[float], service_s: float) -> dict[str, dict]:
-    """Port statistics by port name from a point folder's arrivals.csv, over ``window``."""
+#: a lone packet this soon after a shared-port packet (in service times) is "early"
+EARLY = 0.1
+
+
+def _arrivals(point: Path, window: list[float], service_s: float
+              ) -> tuple[dict[str, dict], dict[str, float | None]]:
+    """Port statistics by port name from a point folder's arrivals.csv, over ``window``,
+    and the lone flow's arrival phase (``lone_phase``)."""
     with open(point / "arrivals.csv", newline="", encoding="ascii") as fh:
         rows = list(csv.DictReader(fh))
-    return {s["port"]: s for s in port_stats(rows, service_s, *window)}
+    return ({s["port"]: s for s in port_stats(rows, service_s, *window)},
+            lone_phase(rows, service_s, *window))
+
+
+def lone_phase(rows: list[dict[str, Any]], service_s: float, t_lo: float, t_hi: float
+               ) -> dict[str, float | None]:
+    """Where in the shared port's service period the lone flow's packets arrive: for each
+    lone arrival between two shared-port arrivals at most 1.5 service times apart, its
+    phase (time since the earlier one over their gap); the share of lone arrivals that are
+    early (phase < EARLY), and the acceptance of early and of later ones."""
+    sel = [r for r in rows if t_lo <= float(r["t"]) <= t_hi]
+    shared = np.array(sorted(float(r["t"]) for r in sel if str(r["port"]) != LONE_PORT))
+    early: list[bool] = []
+    accepted: list[bool] = []
+    for r in sel:
+        if str(r["port"]) != LONE_PORT:
+            continue
+        t = float(r["t"])
+        i = int(np.searchsorted(shared, t))
+        if i == 0 or i >= shared.size or shared[i] - shared[i - 1] > 1.5 * service_s:
+            continue
+        early.append((t - shared[i - 1]) / (shared[i] - shared[i - 1]) < EARLY)
+        accepted.append(not int(r["dropped"]))
+    e, a = np.array(early, dtype=bool), np.array(accepted, dtype=bool)
+    return {"lone_early_share": round(float(e.mean()), 4) if e.size else None,
+            "lone_accept_early": round(float(a[e].mean()), 4) if e.any() else None,
+            "lone_accept_later": round(float(a[~e].mean()), 4) if (~e).any() else None}
 
 
 def point_rows(label: str, run: Path) -> list[dict[str, Any]]:
@@ -55,7 +91,7 @@ def point_rows(label: str, run: Path) -> list[dict[str, Any]]:
         facts = runtime.get(key, {}).get("arrivals", {})
         if not (run / key / "arrivals.csv").exists() or "window_s" not in facts:
             continue
-        ports = _arrivals(run / key, facts["window_s"], facts["service_time_s"])
+        ports, phase = _arrivals(run / key, facts["window_s"], facts["service_time_s"])
         lone = ports.get(LONE_PORT, {})
         shared = next((p for name, p in ports.items() if name.startswith("s1 port 3")), {})
         mine = [f for f in flows if int(cell(f["flows"])) == n and int(cell(f["run"])) == rep]
@@ -74,6 +110,7 @@ def point_rows(label: str, run: Path) -> list[dict[str, Any]]:
             "shared_rtos_median": _median([cell(f.get("rtos", "")) for f in others]),
             "shared_fast_retrans_median": _median([cell(f.get("fast_retrans", ""))
                                                    for f in others]),
+            **phase,
         })
     return out
 
@@ -99,7 +136,9 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     **{f"{k}_median": _median([p[k] for p in mine])
                        for k in ("lone_share", "shared_idle_share", "lone_in_shared_idle",
                                  "lone_drop_rate", "shared_drop_rate", "lone_rtos",
-                                 "lone_fast_retrans", "shared_rtos_median")},
+                                 "lone_fast_retrans", "shared_rtos_median",
+                                 "lone_early_share", "lone_accept_early",
+                                 "lone_accept_later")},
                     "spearman_share_vs_idle": None if rho is None else round(float(rho), 3)})
     return out
 

@@ -181,6 +181,14 @@ def test_mechanism_reads_each_points_arrival_trace(tmp_path):
     assert [p["shared_idle_share"] for p in points] == pytest.approx([0.0, 0.1, 0.2], abs=1e-3)
     assert [p["lone_in_shared_idle"] for p in points] == [0.0, 0.5, 0.5]
     assert [p["shared_rtos_median"] for p in points] == [0.0, 1.0, 2.0]
+    # the lone packet at 90.5 ms is half a service time after a shared one: not early;
+    # at 45.5 ms it is inside the silence (no phase) except in repetition 0
+    assert [p["lone_early_share"] for p in points] == [0.0, 0.0, 0.0]
+    assert points[0]["lone_accept_later"] == 1.0 and points[0]["lone_accept_early"] is None
+    rows = [{"t": 0.0, "port": "shared", "dropped": 0}, {"t": 0.001, "port": "shared",
+             "dropped": 0}, {"t": 0.00005, "port": mechanism.LONE_PORT, "dropped": 1}]
+    assert mechanism.lone_phase(rows, 0.001, 0.0, 1.0) == {
+        "lone_early_share": 1.0, "lone_accept_early": 0.0, "lone_accept_later": None}
     (row,) = mechanism.summary_rows(points)
     assert row["runs"] == 3 and row["outcasts"] == 3 and row["spearman_share_vs_idle"] == 1.0
     assert "| default | 12 | 3 | 3 |" in mechanism.markdown([row])
