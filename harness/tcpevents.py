@@ -38,12 +38,23 @@ STACK = (
     ("TcpExt", "TCPTimeouts"),
     ("TcpExt", "TCPFastRetrans"),
     ("TcpExt", "TCPLossProbes"),
+    ("TcpExt", "TCPPureAcks"),         # segments received that only acknowledged
+    ("TcpExt", "TCPDelivered"),        # data segments the senders saw acknowledged
+    # segments a receiver's stack dropped after the wire had carried them
+    ("TcpExt", "TCPRcvQDrop"),         # receive queue over its buffer
+    ("TcpExt", "TCPOFODrop"),          # out-of-order queue over its buffer
+    ("TcpExt", "TCPZeroWindowDrop"),   # arrived while the window was zero
+    ("TcpExt", "TCPBacklogDrop"),      # socket backlog full
+    ("TcpExt", "OfoPruned"),           # out-of-order data pruned under memory pressure
     ("MPTcpExt", "MPTCPRetrans"),      # data MPTCP sent again on a subflow (reinjected)
     ("MPTcpExt", "DuplicateData"),     # received data MPTCP already had (dropped)
     ("MPTcpExt", "OFOQueue"),          # data queued out of order at the connection level
     ("MPTcpExt", "MPJoinSynTx"),       # subflows a path manager tried to open
     ("MPTcpExt", "MPJoinAckRx"),       # subflows that joined (server side)
 )
+
+
+RCV_DROPS = ("TCPRcvQDrop", "TCPOFODrop", "TCPZeroWindowDrop", "TCPBacklogDrop", "OfoPruned")
 
 
 def parse_mib(text: str) -> dict[str, int]:
@@ -85,13 +96,16 @@ def stack_totals(pids: list[int]) -> dict[str, int]:
 
 def stack_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
     """What the hosts' stacks did between two stack_totals, with the shares a reader
-    wants: TCP retransmissions per segment sent, MPTCP reinjections per segment sent and
-    duplicate connection-level data per segment received (None without segments)."""
+    wants: TCP retransmissions per segment sent, MPTCP reinjections per segment sent,
+    duplicate connection-level data and segments the receiving stacks dropped, per segment
+    received (None without segments)."""
     d: dict[str, Any] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     out_segs, in_segs = d.get("OutSegs", 0), d.get("InSegs", 0)
     d["retrans_share"] = round(d["RetransSegs"] / out_segs, 5) if out_segs else None
     d["mptcp_retrans_share"] = round(d["MPTCPRetrans"] / out_segs, 5) if out_segs else None
     d["mptcp_dup_share"] = round(d["DuplicateData"] / in_segs, 5) if in_segs else None
+    dropped = sum(d[k] for k in RCV_DROPS)
+    d["rcv_drop_share"] = round(dropped / in_segs, 5) if in_segs else None
     return d
 
 

@@ -213,9 +213,10 @@ def test_stack_counters_of_a_session():
     assert stack_totals([os.getpid()] * 2)["OutSegs"] >= 2 * one["OutSegs"]
     base = dict.fromkeys(one, 0)
     d = stack_delta(base, {**base, "OutSegs": 1000, "InSegs": 800, "RetransSegs": 30,
-                           "MPTCPRetrans": 10, "DuplicateData": 8})
-    assert (d["retrans_share"], d["mptcp_retrans_share"], d["mptcp_dup_share"]) \
-        == (0.03, 0.01, 0.01)
+                           "MPTCPRetrans": 10, "DuplicateData": 8, "TCPRcvQDrop": 3,
+                           "TCPOFODrop": 1})
+    assert (d["retrans_share"], d["mptcp_retrans_share"], d["mptcp_dup_share"],
+            d["rcv_drop_share"]) == (0.03, 0.01, 0.01, 0.005)
     assert stack_delta(base, base)["retrans_share"] is None
 
 
