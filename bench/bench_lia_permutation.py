@@ -13,7 +13,8 @@ slow drift of the machine does not favour one.  Per
 run and transport, from the run's summary.csv (iperf3 goodput normalised to the link rate,
 over all 16 flows): the mean, Jain's index, the ratio of the mean to the flow model's on the
 run's traced paths, bwm-ng's mean (bytes on the receiver's link: headers, retransmissions
-and the reverse flow's ACKs included), whether the run was flagged by its fidelity checks
+and the reverse flow's ACKs included), the senders' bytes acked (every subflow's tcp_info,
+over the window in absolute time), whether the run was flagged by its fidelity checks
 (and why, shortened), for a BPF control its counters (config.json: ``cc_bpf.stats``), and
 how much of the time the MPTCP subflows were held by the send buffer and by the receiver's
 window (tcp_limits.csv), and what the hosts' stacks sent again under MPTCP (fidelity.json
@@ -53,6 +54,8 @@ def summary(run: Path) -> dict[str, dict[str, float]]:
             d.update(mean=float(r["mean"]), jain=float(r["jain"]))
         elif r["measure"] == "norm_bwm":
             d["bwm_mean"] = float(r["mean"])
+        elif r["measure"] == "norm_acked" and r.get("mean") not in (None, ""):
+            d["acked_mean"] = float(r["mean"])
         elif r["measure"] == "norm_model":
             d["model_mean"] = float(r["mean"])
     return out
@@ -155,7 +158,7 @@ def main() -> None:
           f"medians over seeds; htsim (LIA): MPTCP-8 {HTSIM['mptcp_mean']}, Jain "
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
     width = max(len(n) for n in got)
-    print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  sndbuf  rwnd | TCP mean  Jain  "
+    print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  acked sndbuf  rwnd | TCP mean  Jain  "
           "/htsim | MPTCP/TCP | MPTCP network: retrans reinject dup rcvdrop")
     for name, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
@@ -166,6 +169,7 @@ def main() -> None:
         tm = med([x["mean"] for x in t if "mean" in x])
         tj = med([x["jain"] for x in t if "jain" in x])
         mb = med([x["bwm_mean"] for x in m if "bwm_mean" in x])
+        ma = med([x["acked_mean"] for x in m if "acked_mean" in x])
         sb = med([r["subflow_limits"]["sndbuf_limited"] for r in rs
                   if "sndbuf_limited" in r["subflow_limits"]])
         rw = med([r["subflow_limits"]["rwnd_limited"] for r in rs
@@ -175,7 +179,7 @@ def main() -> None:
                         "rcv_drop_share")}
         flagged = sum(1 for r in rs if r["flagged"])
         print(f"{name:{width}} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
-              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
+              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {ma:5.3f} {sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
               f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f} | {st['retrans_share']:7.4f} "
               f"{st['mptcp_retrans_share']:8.4f} {st['mptcp_dup_share']:6.4f} "
               f"{st['rcv_drop_share']:7.4f}")

@@ -107,8 +107,10 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
                    stack_counters=meas["stack_counters"])
         reports.append(fid)
         for f in flows:
+            # acked: the senders' bytes acked (every subflow's, tcp_info) over the window
+            # in absolute time, beside iperf3's goodput and bwm-ng's wire bytes
             rows.append({**_row(run, transport, f.src, f.dst, bw, iperf=f.iperf_mbps,
-                                bwm=f.bwm_mbps, model=model[f.src]),
+                                bwm=f.bwm_mbps, acked=f.acked_mbps, model=model[f.src]),
                          "subflows": len(f.subflows), "cpu_mean": meas["cpu_mean"],
                          "cpu_saturated_share": meas["cpu_saturated_share"]})
     return rows, reports
