@@ -2,8 +2,9 @@
 dropped, with its time, the queue length, its ingress and its 5-tuple.
 
 emulator/bpf/qarrive.bpf.c sits on the ``qdisc:qdisc_enqueue`` tracepoint (accepted: the root
-qdisc took it) and on ``skb:kfree_skb`` with a qdisc drop reason (the pfifo leaf refused it)
-and pushes one record per event into a BPF ring buffer; this module loads it for the length
+qdisc took it), on ``skb:kfree_skb`` with a qdisc drop reason (the pfifo leaf refused it) and
+on ``qdisc:qdisc_dequeue`` (released: the root handed the packet to the device) and pushes
+one record per event into a BPF ring buffer; this module loads it for the length
 of a measurement, drains the ring from a thread (mmap of the ring, no process per read) and
 returns the records.  Links are named as in emulator/qgap.py (``"s1-eth1"``, or
 ``(namespace, name)``), matched by ifindex and namespace inode.
@@ -37,12 +38,13 @@ from .qgap import LinkRef, cleanup, netns_path, resolve
 
 SOURCE = Path(__file__).resolve().parent / "bpf" / "qarrive.bpf.c"
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
-PROGRAMS = ("on_enqueue", "on_free")
+PROGRAMS = ("on_enqueue", "on_free", "on_dequeue")
 # mirrors of qarrive.bpf.c
 MAX_PORTS = 64
 WATCH_KEY = struct.Struct("<II")            # ifindex, netns inode -> slot (u32)
-COUNTS = struct.Struct("<4Q")               # accepted, dropped, ring_full, not_ipv4
-COUNT_NAMES = ("accepted", "dropped", "ring_full", "not_ipv4")
+COUNTS = struct.Struct("<5Q")         # accepted, dropped, ring_full, not_ipv4, released
+COUNT_NAMES = ("accepted", "dropped", "ring_full", "not_ipv4", "released")
+RELEASED = 0xFFFFFFFF                 # the reason of a release record (qdisc_dequeue)
 ARRIVAL = struct.Struct("<Q4s4sHHIIIIIIHHBBBBI")
 FIELDS = ("ts_ns", "saddr", "daddr", "sport", "dport", "seq", "qlen", "q_drops", "q_sent",
           "iif", "len", "payload", "segs", "dropped", "proto", "tcp_flags", "slot", "reason")
@@ -161,15 +163,21 @@ def check_counts(traced: dict[str, int], before: dict[str, int],
 
     drops: the pfifo's drop counter; accepted: what the root released plus the change of
     what it holds (HTB counts released segments; a GSO skb of n segments is one arrival,
-    so ``traced_segments`` is compared when given).  ``missed``: events the counters saw and
-    the tracer did not (BPF runs skipped, or the ring full)."""
+    so ``traced_segments`` is compared when given); released: the root's packet counter
+    against the release records.  ``missed``: events the counters saw and the tracer did not
+    (BPF runs skipped, or the ring full)."""
     q_drops = after["pfifo_drops"] - before["pfifo_drops"]
-    q_acc = after["root_sent"] - before["root_sent"] + after["root_qlen"] - before["root_qlen"]
+    q_sent = after["root_sent"] - before["root_sent"]
+    q_acc = q_sent + after["root_qlen"] - before["root_qlen"]
     seen_acc = traced.get("traced_segments", traced["accepted"])
+    released = traced.get("released")
     return {"qdisc_drops": q_drops, "traced_drops": traced["dropped"],
             "drops_missed": q_drops - traced["dropped"],
             "qdisc_accepted": q_acc, "traced_accepted": seen_acc,
             "accepted_missed": q_acc - seen_acc,
+            # releases are packets (skbs); HTB's counter counts segments (GSO skbs: fewer)
+            "qdisc_released": q_sent, "traced_released": released,
+            "released_missed": None if released is None else q_sent - released,
             "ring_full": traced["ring_full"], "not_ipv4": traced["not_ipv4"],
             "drops_agree": q_drops == traced["dropped"]}
 
@@ -299,5 +307,9 @@ class ArrivalTracer:
             raise RunError(f"could not unmount the bpffs at {self.workdir}")
 
     def records(self) -> list[Arrival]:
-        """Every record drained so far, in ring order."""
-        return [unpack_record(r) for r in self.raw]
+        """Every arrival record (accepted or dropped) drained so far, in ring order."""
+        return [a for a in map(unpack_record, self.raw) if a.reason != RELEASED]
+
+    def releases(self) -> list[Arrival]:
+        """Every release record (a packet the root qdisc handed out) drained so far."""
+        return [a for a in map(unpack_record, self.raw) if a.reason == RELEASED]

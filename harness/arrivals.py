@@ -1,5 +1,6 @@
 """Every arrival at one bottleneck queue while traffic runs (emulator/qarrive.py), turned
-into per-point files: arrivals.csv (one row per packet offered to the queue) and
+into per-point files: arrivals.csv (one row per packet offered to the queue), releases.csv
+(one row per packet the queue's root qdisc handed out, same columns) and
 arrivals_summary.csv (per input port: drops, blackout runs, inter-arrival regularity;
 analysis/arrivals.py), and the facts config.json records.
 
@@ -96,10 +97,12 @@ def write_arrivals(out: Path, tracer: Any, intf: str, rate_mbps: float, t0: floa
     if isinstance(tracer, str):
         return {"skipped": tracer}
     rows = arrival_rows(tracer.records(), tracer.mono_to_wall, t0, sender_of, port_of)
-    with open(out / "arrivals.csv", "w", newline="", encoding="ascii") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)   # the header even when nothing came
-        w.writeheader()
-        w.writerows(rows)
+    released = arrival_rows(tracer.releases(), tracer.mono_to_wall, t0, sender_of, port_of)
+    for name, table in (("arrivals.csv", rows), ("releases.csv", released)):
+        with open(out / name, "w", newline="", encoding="ascii") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS)   # the header even when nothing came
+            w.writeheader()
+            w.writerows(table)
     service = service_time_s(rate_mbps)
     stats = flat(port_stats(rows, service, *window))
     write_csv(out / "arrivals_summary.csv", stats)
@@ -107,6 +110,7 @@ def write_arrivals(out: Path, tracer: Any, intf: str, rate_mbps: float, t0: floa
     if check and not check["drops_agree"]:
         LOG.warning("arrival tracer on %s: %s drops traced, the pfifo counted %s",
                     intf, check["traced_drops"], check["qdisc_drops"])
-    return {"traced": intf, "what": WHAT, "records": len(rows), "service_time_s": service,
+    return {"traced": intf, "what": WHAT, "records": len(rows), "releases": len(released),
+            "service_time_s": service,
             "window_s": list(window), "check": check, "counts": tracer.counts.get(intf, {}),
             "ports": stats, "senders": sender_counts(rows, *window)}

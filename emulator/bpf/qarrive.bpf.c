@@ -15,6 +15,12 @@
  * the decision, under the lock, but the kernel refuses fentry/fexit programs on this
  * machine: EPERM at load, while tp_btf programs load.)
  *
+ * Released: the qdisc:qdisc_dequeue tracepoint (fired by dequeue_skb() for the root qdisc on
+ * every dequeue attempt) with a packet: one record per packet of the list the root handed
+ * out (at most MAX_LIST), marked by reason RELEASED, so that the queue's service times are
+ * known beside its arrivals (who got the slot each release freed).  A packet the stack
+ * requeued and hands out again is recorded again (rare on veth; qgap.bpf.c counts them).
+ *
  * Per record: time (ns, CLOCK_MONOTONIC), dropped or not, the root qdisc's q.qlen (HTB:
  * every packet of its tree), its drop counter and released-packet counter at the event (so
  * user space can count BPF runs this program missed: on this 6.18 guest they are
@@ -41,6 +47,8 @@
 #define ETH_P_IP 0x0800
 #define ETH_P_8021Q 0x8100
 #define ETH_P_8021AD 0x88A8
+#define RELEASED 0xffffffffu /* reason of a release record (no drop reason is this) */
+#define MAX_LIST 8	     /* packets of one bulk dequeue recorded */
 
 struct watch_key {
 	__u32 ifindex;
@@ -52,6 +60,7 @@ struct counts {
 	__u64 dropped;
 	__u64 ring_full; /* records lost because the ring buffer had no room */
 	__u64 not_ipv4;
+	__u64 released; /* packets the root qdisc handed out (release records) */
 };
 
 struct arrival {
@@ -162,7 +171,9 @@ static __always_inline void record(__u32 *slot, struct Qdisc *q, struct sk_buff 
 	c = bpf_map_lookup_elem(&counts, slot);
 	if (!c)
 		return;
-	if (reason)
+	if (reason == RELEASED)
+		__sync_fetch_and_add(&c->released, 1);
+	else if (reason)
 		__sync_fetch_and_add(&c->dropped, 1);
 	else
 		__sync_fetch_and_add(&c->accepted, 1);
@@ -173,7 +184,7 @@ static __always_inline void record(__u32 *slot, struct Qdisc *q, struct sk_buff 
 	}
 	__builtin_memset(a, 0, sizeof(*a));
 	a->ts = bpf_ktime_get_ns();
-	a->dropped = reason != 0;
+	a->dropped = reason != 0 && reason != RELEASED;
 	a->reason = reason;
 	a->slot = *slot;
 	if (q) {
@@ -198,6 +209,25 @@ int BPF_PROG(on_enqueue, struct Qdisc *q, const struct netdev_queue *txq, struct
 
 	if (slot && skb)
 		record(slot, q, skb, 0);
+	return 0;
+}
+
+SEC("tp_btf/qdisc_dequeue")
+int BPF_PROG(on_dequeue, struct Qdisc *q, const struct netdev_queue *txq, int packets,
+	     struct sk_buff *skb)
+{
+	__u32 *slot;
+	int i;
+
+	if (!skb || packets <= 0)
+		return 0;
+	slot = watched(BPF_CORE_READ(txq, dev));
+	if (!slot)
+		return 0;
+	for (i = 0; i < MAX_LIST && i < packets && skb; i++) {
+		record(slot, q, skb, RELEASED);
+		skb = BPF_CORE_READ(skb, next);
+	}
 	return 0;
 }
 

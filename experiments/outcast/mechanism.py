@@ -14,7 +14,12 @@ its fair share beside what the bottleneck's arrival trace says about the two inp
 - ``lone_early_share``: the share of the lone flow's arrivals that come within a tenth of a
   service time after a shared-port packet, and the acceptance of those and of the later
   ones (``lone_accept_early`` / ``lone_accept_later``): the phase between the lone flow's
-  packets and the shared port's stream.
+  packets and the shared port's stream;
+- where the point has releases.csv (the queue's releases, traced since session 15): the
+  race for each slot a release frees: the share of the lone flow's arrivals that were the
+  first arrival after a release (``lone_first_share``), the acceptance of those and of the
+  others, and the median delay after the last release of the lone flow's and of the shared
+  port's arrivals (``lone_delay_us``, ``shared_delay_us``).
 
 Per point it recomputes the port statistics from the point folder's arrivals.csv over the
 window config.json records (so folders written before these measures existed are read too).
@@ -44,14 +49,55 @@ LONE_PORT = "s1 port 2 (lone)"
 EARLY = 0.1
 
 
+def _read(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="", encoding="ascii") as fh:
+        return list(csv.DictReader(fh))
+
+
 def _arrivals(point: Path, window: list[float], service_s: float
               ) -> tuple[dict[str, dict], dict[str, float | None]]:
     """Port statistics by port name from a point folder's arrivals.csv, over ``window``,
-    and the lone flow's arrival phase (``lone_phase``)."""
-    with open(point / "arrivals.csv", newline="", encoding="ascii") as fh:
-        rows = list(csv.DictReader(fh))
-    return ({s["port"]: s for s in port_stats(rows, service_s, *window)},
-            lone_phase(rows, service_s, *window))
+    the lone flow's arrival phase (``lone_phase``) and, where the point has releases.csv,
+    the race for each freed slot (``slot_race``)."""
+    rows = _read(point / "arrivals.csv")
+    extra = lone_phase(rows, service_s, *window)
+    if (point / "releases.csv").exists():
+        extra.update(slot_race(rows, _read(point / "releases.csv"), *window))
+    return {s["port"]: s for s in port_stats(rows, service_s, *window)}, extra
+
+
+def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_lo: float,
+              t_hi: float) -> dict[str, float | None]:
+    """Who takes the slot a release frees.  For each arrival in the window, the time since
+    the queue's last release, and whether it is the first arrival since then.  Per port
+    (lone, shared): the median delay after a release (microseconds); for the lone flow,
+    the share of its arrivals that came first after a release and the acceptance of those
+    and of the others."""
+    rel = np.array(sorted(float(r["t"]) for r in releases))
+    events = sorted((float(r["t"]), str(r["port"]) == LONE_PORT, not int(r["dropped"]))
+                    for r in arrivals)
+    delay: dict[bool, list[float]] = {True: [], False: []}
+    first: list[bool] = []
+    accepted: list[bool] = []
+    last_seen = -1                        # index of the release the previous arrival followed
+    for t, lone, acc in events:
+        i = int(np.searchsorted(rel, t, side="right")) - 1
+        if i < 0:
+            continue
+        is_first = i != last_seen
+        last_seen = i
+        if not t_lo <= t <= t_hi:
+            continue
+        delay[lone].append((t - rel[i]) * 1e6)
+        if lone:
+            first.append(is_first)
+            accepted.append(acc)
+    f, a = np.array(first, dtype=bool), np.array(accepted, dtype=bool)
+    med = {k: round(float(np.median(v)), 1) if v else None for k, v in delay.items()}
+    return {"lone_first_share": round(float(f.mean()), 4) if f.size else None,
+            "lone_accept_first": round(float(a[f].mean()), 4) if f.any() else None,
+            "lone_accept_not_first": round(float(a[~f].mean()), 4) if (~f).any() else None,
+            "lone_delay_us": med[True], "shared_delay_us": med[False]}
 
 
 def lone_phase(rows: list[dict[str, Any]], service_s: float, t_lo: float, t_hi: float
@@ -133,12 +179,14 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                if len(mine) >= 3 and len(set(idle)) > 1 and len(set(share)) > 1 else None)
         out.append({"setting": label, "flows": n, "runs": len(mine),
                     "outcasts": sum(x < 0.5 for x in share),
-                    **{f"{k}_median": _median([p[k] for p in mine])
+                    **{f"{k}_median": _median([p.get(k) for p in mine])
                        for k in ("lone_share", "shared_idle_share", "lone_in_shared_idle",
                                  "lone_drop_rate", "shared_drop_rate", "lone_rtos",
                                  "lone_fast_retrans", "shared_rtos_median",
                                  "lone_early_share", "lone_accept_early",
-                                 "lone_accept_later")},
+                                 "lone_accept_later", "lone_first_share",
+                                 "lone_accept_first", "lone_accept_not_first",
+                                 "lone_delay_us", "shared_delay_us")},
                     "spearman_share_vs_idle": None if rho is None else round(float(rho), 3)})
     return out
 

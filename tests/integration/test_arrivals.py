@@ -1,6 +1,7 @@
 """The bottleneck arrival tracer in a short outcast run (root), on both dataplanes: its
 files exist, every arrival is attributed to an input port, and the drops it traced equal
-the pfifo's own drop counter over the same window.
+the pfifo's own drop counter over the same window; the packets it saw released, the root
+qdisc's packet counter.
 
 Tolerance: drops traced may fall short of the counter by at most max(2, 1 %): BPF runs on
 tracepoints are occasionally skipped on this machine (emulator/bpf/qgap.bpf.c) and the
@@ -35,7 +36,7 @@ def test_arrivals_traced_and_drops_match_the_qdisc_counter(tmp_path, dataplane):
     folder.set_status("ok")
     run = folder.path
     point = run / "n06-run00"
-    for f in ("arrivals.csv", "arrivals_summary.csv", "tcp_events.csv"):
+    for f in ("arrivals.csv", "releases.csv", "arrivals_summary.csv", "tcp_events.csv"):
         assert (point / f).exists(), f
     assert (run / "arrivals_summary.csv").exists()
     facts = json.loads((run / "config.json").read_text())["runtime"]["n06-run00"]
@@ -46,6 +47,11 @@ def test_arrivals_traced_and_drops_match_the_qdisc_counter(tmp_path, dataplane):
     assert 0 <= check["drops_missed"] <= max(2, 0.01 * check["qdisc_drops"]), check
     assert abs(check["accepted_missed"]) <= 0.01 * check["qdisc_accepted"] + 2, check
     assert check["ring_full"] == 0, check
+    # every packet the bottleneck released, with its time (releases.csv)
+    assert 0 <= check["released_missed"] <= 0.01 * check["qdisc_released"] + 2, check
+    released = read_csv(point / "releases.csv")
+    assert len(released) == arr["releases"] == check["traced_released"] > 1000
+    assert {r["port"] for r in released} >= {"s1 port 2 (lone)", "s1 port 3 (from s2, 6 flows)"}
     rows = read_csv(point / "arrivals.csv")
     ports = {r["port"] for r in rows}
     assert ports == {"s1 port 2 (lone)", "s1 port 3 (from s2, 6 flows)"}, ports

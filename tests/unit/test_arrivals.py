@@ -20,7 +20,17 @@ from analysis.arrivals import (
     run_histogram,
     service_time_s,
 )
-from emulator.qarrive import ARRIVAL, FIELDS, SOURCE, check_counts, unpack_record, walk_ring
+from emulator.qarrive import (
+    ARRIVAL,
+    COUNT_NAMES,
+    COUNTS,
+    FIELDS,
+    RELEASED,
+    SOURCE,
+    check_counts,
+    unpack_record,
+    walk_ring,
+)
 from harness.arrivals import arrival_rows, sender_counts
 from harness.tcpevents import delta, parse_mib
 
@@ -142,6 +152,11 @@ def test_record_layout_mirrors_the_program():
     names = [line.split()[1].rstrip(";") for line in body.splitlines()[1:] if ";" in line]
     c_to_py = {"ts": "ts_ns", "drops": "q_drops", "sent": "q_sent"}
     assert [c_to_py.get(n, n) for n in names] == list(FIELDS)
+    # the counters, and the release records' mark
+    body = src[src.index("struct counts {"):src.index("};", src.index("struct counts {"))]
+    names = [line.split()[1].rstrip(";") for line in body.splitlines()[1:] if ";" in line]
+    assert names == list(COUNT_NAMES) and COUNTS.size == 8 * len(names)
+    assert f"#define RELEASED {RELEASED:#x}u" in src
 
 
 def test_ring_walk_reads_records_skips_discarded_and_stops_at_busy():

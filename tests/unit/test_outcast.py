@@ -193,3 +193,22 @@ def test_mechanism_reads_each_points_arrival_trace(tmp_path):
     assert row["runs"] == 3 and row["outcasts"] == 3 and row["spearman_share_vs_idle"] == 1.0
     assert "| default | 12 | 3 | 3 |" in mechanism.markdown([row])
     assert mechanism.main([f"x={tmp_path / 'nowhere'}"]) == 2
+
+
+def test_slot_race_names_who_took_each_freed_slot():
+    """mechanism.slot_race: releases at 0, 1, 2, 3 ms; the shared port arrives 0.1 ms after
+    each; the lone flow arrives first after the releases at 1 ms (accepted) and second
+    after the one at 2 ms (dropped)."""
+    from experiments.outcast import mechanism
+    lone, shared = mechanism.LONE_PORT, "s1 port 3 (from s2, 12 flows)"
+    releases = [{"t": t} for t in (0.0, 0.001, 0.002, 0.003)]
+    arrivals = ([{"t": t + 0.0001, "port": shared, "dropped": 0} for t in (0.0, 0.002, 0.003)]
+                + [{"t": 0.00105, "port": lone, "dropped": 0},
+                   {"t": 0.0011, "port": shared, "dropped": 1},
+                   {"t": 0.0023, "port": lone, "dropped": 1}])
+    r = mechanism.slot_race(arrivals, releases, 0.0, 1.0)
+    assert r["lone_first_share"] == 0.5
+    assert (r["lone_accept_first"], r["lone_accept_not_first"]) == (1.0, 0.0)
+    assert r["shared_delay_us"] == 100.0 and r["lone_delay_us"] == 175.0
+    # nothing released: no arrival has a release before it
+    assert mechanism.slot_race(arrivals, [], 0.0, 1.0)["lone_first_share"] is None
