@@ -175,8 +175,10 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mine = [p for p in points if p["setting"] == label and p["flows"] == n]
         share = [p["lone_share"] for p in mine]
         idle = [p["shared_idle_share"] for p in mine]
-        rho = (spearmanr(share, idle).statistic
-               if len(mine) >= 3 and len(set(idle)) > 1 and len(set(share)) > 1 else None)
+        rho = _spearman(share, idle)
+        delay = [p.get("shared_delay_us") for p in mine]
+        rho_delay = _spearman(*zip(*[(a, b) for a, b in zip(share, delay) if b is not None])) \
+            if any(d is not None for d in delay) else None
         out.append({"setting": label, "flows": n, "runs": len(mine),
                     "outcasts": sum(x < 0.5 for x in share),
                     **{f"{k}_median": _median([p.get(k) for p in mine])
@@ -187,8 +189,16 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                  "lone_accept_later", "lone_first_share",
                                  "lone_accept_first", "lone_accept_not_first",
                                  "lone_delay_us", "shared_delay_us")},
-                    "spearman_share_vs_idle": None if rho is None else round(float(rho), 3)})
+                    "spearman_share_vs_idle": rho,
+                    "spearman_share_vs_shared_delay": rho_delay})
     return out
+
+
+def _spearman(x: Any, y: Any) -> float | None:
+    """Rank correlation, or None with fewer than 3 points or a constant side."""
+    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
+        return None
+    return round(float(spearmanr(x, y).statistic), 3)
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
