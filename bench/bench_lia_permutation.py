@@ -19,8 +19,8 @@ over the window in absolute time), whether the run was flagged by its fidelity c
 how much of the time the MPTCP subflows were held by the send buffer and by the receiver's
 window (tcp_limits.csv), and what the hosts' stacks sent again under MPTCP (fidelity.json
 ``stack_counters``, every host summed): TCP retransmissions and MPTCP reinjections per
-segment sent, duplicate connection-level data and receive-side drops per segment
-received.  Then per control the medians over seeds, the ratios to htsim's published anchor for this case (LIA, k=4 fat tree,
+segment sent, duplicate connection-level data, data MPTCP queued out of order and
+receive-side drops per segment received.  Then per control the medians over seeds, the ratios to htsim's published anchor for this case (LIA, k=4 fat tree,
 8 subflows: mean 0.877, Jain 0.98; single-path TCP 0.574) and MPTCP over TCP (``000_…``
 Fig. 4 shape: about 1.5).
 
@@ -92,7 +92,8 @@ def stack_shares(run: Path) -> dict[str, float]:
     nets = [f["stack_counters"] for f in reports
             if f.get("transport") == "mptcp" and f.get("stack_counters")]
     out = {}
-    for key in ("retrans_share", "mptcp_retrans_share", "mptcp_dup_share", "rcv_drop_share"):
+    for key in ("retrans_share", "mptcp_retrans_share", "mptcp_dup_share", "rcv_drop_share",
+                "mptcp_ofo_share"):
         vals = [float(n[key]) for n in nets if n.get(key) is not None]
         if vals:
             out[key] = round(statistics.mean(vals), 4)
@@ -159,7 +160,7 @@ def main() -> None:
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
     width = max(len(n) for n in got)
     print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  acked sndbuf  rwnd | TCP mean  Jain  "
-          "/htsim | MPTCP/TCP | MPTCP network: retrans reinject dup rcvdrop")
+          "/htsim | MPTCP/TCP | MPTCP network: retrans reinject dup rcvdrop ofo")
     for name, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
         t = [r["by_transport"].get("tcp", {}) for r in rs]
@@ -176,13 +177,13 @@ def main() -> None:
                   if "rwnd_limited" in r["subflow_limits"]])
         st = {k: med([r["stack"][k] for r in rs if k in r.get("stack", {})])
               for k in ("retrans_share", "mptcp_retrans_share", "mptcp_dup_share",
-                        "rcv_drop_share")}
+                        "rcv_drop_share", "mptcp_ofo_share")}
         flagged = sum(1 for r in rs if r["flagged"])
         print(f"{name:{width}} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
               f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {ma:5.3f} {sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
               f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f} | {st['retrans_share']:7.4f} "
               f"{st['mptcp_retrans_share']:8.4f} {st['mptcp_dup_share']:6.4f} "
-              f"{st['rcv_drop_share']:7.4f}")
+              f"{st['rcv_drop_share']:7.4f} {st['mptcp_ofo_share']:6.4f}")
 
 
 if __name__ == "__main__":

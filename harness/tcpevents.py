@@ -97,13 +97,14 @@ def stack_totals(pids: list[int]) -> dict[str, int]:
 def stack_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
     """What the hosts' stacks did between two stack_totals, with the shares a reader
     wants: TCP retransmissions per segment sent, MPTCP reinjections per segment sent,
-    duplicate connection-level data and segments the receiving stacks dropped, per segment
-    received (None without segments)."""
+    duplicate connection-level data, data MPTCP queued out of order and segments the
+    receiving stacks dropped, per segment received (None without segments)."""
     d: dict[str, Any] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     out_segs, in_segs = d.get("OutSegs", 0), d.get("InSegs", 0)
     d["retrans_share"] = round(d["RetransSegs"] / out_segs, 5) if out_segs else None
     d["mptcp_retrans_share"] = round(d["MPTCPRetrans"] / out_segs, 5) if out_segs else None
     d["mptcp_dup_share"] = round(d["DuplicateData"] / in_segs, 5) if in_segs else None
+    d["mptcp_ofo_share"] = round(d["OFOQueue"] / in_segs, 5) if in_segs else None
     dropped = sum(d[k] for k in RCV_DROPS)
     d["rcv_drop_share"] = round(dropped / in_segs, 5) if in_segs else None
     return d

@@ -229,9 +229,9 @@ def test_stack_counters_of_a_session():
     base = dict.fromkeys(one, 0)
     d = stack_delta(base, {**base, "OutSegs": 1000, "InSegs": 800, "RetransSegs": 30,
                            "MPTCPRetrans": 10, "DuplicateData": 8, "TCPRcvQDrop": 3,
-                           "TCPOFODrop": 1})
+                           "TCPOFODrop": 1, "OFOQueue": 80})
     assert (d["retrans_share"], d["mptcp_retrans_share"], d["mptcp_dup_share"],
-            d["rcv_drop_share"]) == (0.03, 0.01, 0.01, 0.005)
+            d["rcv_drop_share"], d["mptcp_ofo_share"]) == (0.03, 0.01, 0.01, 0.005, 0.1)
     assert stack_delta(base, base)["retrans_share"] is None
 
 
