@@ -19,7 +19,9 @@ its fair share beside what the bottleneck's arrival trace says about the two inp
   race for each slot a release frees: the share of the lone flow's arrivals that were the
   first arrival after a release (``lone_first_share``), the acceptance of those and of the
   others, and the median delay after the last release of the lone flow's and of the shared
-  port's arrivals (``lone_delay_us``, ``shared_delay_us``).
+  port's arrivals (``lone_delay_us``, ``shared_delay_us``), and how often the shared
+  port's delay (its phase against the bottleneck's releases) moves by more than 100 us
+  from one second to the next (``shared_delay_jumps`` of ``shared_delay_transitions``).
 
 Per point it recomputes the port statistics from the point folder's arrivals.csv over the
 window config.json records (so folders written before these measures existed are read too).
@@ -66,6 +68,21 @@ def _arrivals(point: Path, window: list[float], service_s: float
     return {s["port"]: s for s in port_stats(rows, service_s, *window)}, extra
 
 
+#: a change of the shared port's median delay after a release from one second to the next
+#: larger than this is a jump of the phase between the two link clocks (microseconds)
+JUMP_US = 100.0
+
+
+def _by_second(t: list[float], v: list[float], t_lo: float, t_hi: float) -> list[list[float]]:
+    """``v`` grouped by the whole second of the window its ``t`` falls in."""
+    out: list[list[float]] = [[] for _ in range(max(0, int(t_hi - t_lo)))]
+    for x, y in zip(t, v):
+        k = int(x - t_lo)
+        if 0 <= k < len(out):
+            out[k].append(y)
+    return out
+
+
 def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_lo: float,
               t_hi: float) -> dict[str, float | None]:
     """Who takes the slot a release frees.  For each arrival in the window, the time since
@@ -79,6 +96,8 @@ def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_
     delay: dict[bool, list[float]] = {True: [], False: []}
     first: list[bool] = []
     accepted: list[bool] = []
+    shared_t: list[float] = []
+    shared_d: list[float] = []
     last_seen = -1                        # index of the release the previous arrival followed
     for t, lone, acc in events:
         i = int(np.searchsorted(rel, t, side="right")) - 1
@@ -89,12 +108,21 @@ def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_
         if not t_lo <= t <= t_hi:
             continue
         delay[lone].append((t - rel[i]) * 1e6)
+        if not lone:
+            shared_t.append(t)
+            shared_d.append((t - rel[i]) * 1e6)
         if lone:
             first.append(is_first)
             accepted.append(acc)
     f, a = np.array(first, dtype=bool), np.array(accepted, dtype=bool)
     med = {k: round(float(np.median(v)), 1) if v else None for k, v in delay.items()}
-    return {"lone_first_share": round(float(f.mean()), 4) if f.size else None,
+    # how steady the shared port's phase is: its median delay per second of the window,
+    # and how often it moves by more than JUMP_US from one second to the next
+    per_s = [float(np.median(d)) for d in _by_second(shared_t, shared_d, t_lo, t_hi) if d]
+    jumps = sum(abs(x - y) > JUMP_US for x, y in zip(per_s, per_s[1:]))
+    return {"shared_delay_jumps": jumps if len(per_s) > 1 else None,
+            "shared_delay_seconds": len(per_s),
+            "lone_first_share": round(float(f.mean()), 4) if f.size else None,
             "lone_accept_first": round(float(a[f].mean()), 4) if f.any() else None,
             "lone_accept_not_first": round(float(a[~f].mean()), 4) if (~f).any() else None,
             "lone_delay_us": med[True], "shared_delay_us": med[False]}
@@ -189,6 +217,9 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                  "lone_accept_later", "lone_first_share",
                                  "lone_accept_first", "lone_accept_not_first",
                                  "lone_delay_us", "shared_delay_us")},
+                    "shared_delay_jumps": sum(p.get("shared_delay_jumps") or 0 for p in mine),
+                    "shared_delay_transitions": sum(max(0, (p.get("shared_delay_seconds")
+                                                            or 0) - 1) for p in mine),
                     "spearman_share_vs_idle": rho,
                     "spearman_share_vs_shared_delay": rho_delay})
     return out

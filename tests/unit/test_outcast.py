@@ -210,5 +210,13 @@ def test_slot_race_names_who_took_each_freed_slot():
     assert r["lone_first_share"] == 0.5
     assert (r["lone_accept_first"], r["lone_accept_not_first"]) == (1.0, 0.0)
     assert r["shared_delay_us"] == 100.0 and r["lone_delay_us"] == 175.0
+    # a window of under two seconds has no second-to-second change to count
+    assert r["shared_delay_jumps"] is None and r["shared_delay_seconds"] == 1
+    # the shared port 100 us after each release in second 0, 600 us in second 1: one jump
+    rel = [{"t": i * 0.001} for i in range(2000)]
+    arr = [{"t": i * 0.001 + (0.0001 if i < 1000 else 0.0006), "port": shared, "dropped": 0}
+           for i in range(2000)]
+    r = mechanism.slot_race(arr, rel, 0.0, 2.0)
+    assert (r["shared_delay_jumps"], r["shared_delay_seconds"]) == (1, 2)
     # nothing released: no arrival has a release before it
     assert mechanism.slot_race(arrivals, [], 0.0, 1.0)["lone_first_share"] is None
