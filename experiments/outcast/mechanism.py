@@ -21,7 +21,9 @@ its fair share beside what the bottleneck's arrival trace says about the two inp
   others, and the median delay after the last release of the lone flow's and of the shared
   port's arrivals (``lone_delay_us``, ``shared_delay_us``), and how often the shared
   port's delay (its phase against the bottleneck's releases) moves by more than 100 us
-  from one second to the next (``shared_delay_jumps`` of ``shared_delay_transitions``).
+  from one second to the next (``shared_delay_jumps`` of ``shared_delay_transitions``),
+  split by whether either second held a silence of the shared port (a gap over two
+  service times): ``jumps_silent`` of ``steps_silent``, ``jumps_quiet`` of ``steps_quiet``.
 
 Per point it recomputes the port statistics from the point folder's arrivals.csv over the
 window config.json records (so folders written before these measures existed are read too).
@@ -41,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from analysis.arrivals import port_stats
+from analysis.arrivals import IDLE_GAP, port_stats
 from store import cell, read_csv, write_csv
 
 LONE_PORT = "s1 port 2 (lone)"
@@ -64,7 +66,8 @@ def _arrivals(point: Path, window: list[float], service_s: float
     rows = _read(point / "arrivals.csv")
     extra = lone_phase(rows, service_s, *window)
     if (point / "releases.csv").exists():
-        extra.update(slot_race(rows, _read(point / "releases.csv"), *window))
+        extra.update(slot_race(rows, _read(point / "releases.csv"), window[0], window[1],
+                               service_s))
     return {s["port"]: s for s in port_stats(rows, service_s, *window)}, extra
 
 
@@ -84,7 +87,7 @@ def _by_second(t: list[float], v: list[float], t_lo: float, t_hi: float) -> list
 
 
 def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_lo: float,
-              t_hi: float) -> dict[str, float | None]:
+              t_hi: float, service_s: float) -> dict[str, float | None]:
     """Who takes the slot a release frees.  For each arrival in the window, the time since
     the queue's last release, and whether it is the first arrival since then.  Per port
     (lone, shared): the median delay after a release (microseconds); for the lone flow,
@@ -118,10 +121,24 @@ def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_
     med = {k: round(float(np.median(v)), 1) if v else None for k, v in delay.items()}
     # how steady the shared port's phase is: its median delay per second of the window,
     # and how often it moves by more than JUMP_US from one second to the next
-    per_s = [float(np.median(d)) for d in _by_second(shared_t, shared_d, t_lo, t_hi) if d]
+    bins = _by_second(shared_t, shared_d, t_lo, t_hi)
+    per_s = [float(np.median(d)) for d in bins if d]
     jumps = sum(abs(x - y) > JUMP_US for x, y in zip(per_s, per_s[1:]))
+    # steps between two seconds with samples: did the phase jump; did either second hold a
+    # silence of the shared port (a gap over IDLE_GAP service times between its packets)
+    gaps = np.diff(np.array(shared_t)) if len(shared_t) > 1 else np.empty(0)
+    silent_at = [shared_t[i] for i in np.nonzero(gaps > IDLE_GAP * service_s)[0]]
+    silent = [bool(x) for x in _by_second(silent_at, silent_at, t_lo, t_hi)]
+    steps = {True: [0, 0], False: [0, 0]}          # silence? -> [steps, jumps]
+    for k in range(len(bins) - 1):
+        if bins[k] and bins[k + 1]:
+            c = steps[silent[k] or silent[k + 1]]
+            c[0] += 1
+            c[1] += abs(float(np.median(bins[k])) - float(np.median(bins[k + 1]))) > JUMP_US
     return {"shared_delay_jumps": jumps if len(per_s) > 1 else None,
             "shared_delay_seconds": len(per_s),
+            "steps_silent": steps[True][0], "jumps_silent": steps[True][1],
+            "steps_quiet": steps[False][0], "jumps_quiet": steps[False][1],
             "lone_first_share": round(float(f.mean()), 4) if f.size else None,
             "lone_accept_first": round(float(a[f].mean()), 4) if f.any() else None,
             "lone_accept_not_first": round(float(a[~f].mean()), 4) if (~f).any() else None,
@@ -220,6 +237,9 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "shared_delay_jumps": sum(p.get("shared_delay_jumps") or 0 for p in mine),
                     "shared_delay_transitions": sum(max(0, (p.get("shared_delay_seconds")
                                                             or 0) - 1) for p in mine),
+                    **{k: sum(p.get(k) or 0 for p in mine)
+                       for k in ("jumps_silent", "steps_silent", "jumps_quiet",
+                                 "steps_quiet")},
                     "spearman_share_vs_idle": rho,
                     "spearman_share_vs_shared_delay": rho_delay})
     return out

@@ -206,7 +206,7 @@ def test_slot_race_names_who_took_each_freed_slot():
                 + [{"t": 0.00105, "port": lone, "dropped": 0},
                    {"t": 0.0011, "port": shared, "dropped": 1},
                    {"t": 0.0023, "port": lone, "dropped": 1}])
-    r = mechanism.slot_race(arrivals, releases, 0.0, 1.0)
+    r = mechanism.slot_race(arrivals, releases, 0.0, 1.0, 0.001)
     assert r["lone_first_share"] == 0.5
     assert (r["lone_accept_first"], r["lone_accept_not_first"]) == (1.0, 0.0)
     assert r["shared_delay_us"] == 100.0 and r["lone_delay_us"] == 175.0
@@ -216,7 +216,12 @@ def test_slot_race_names_who_took_each_freed_slot():
     rel = [{"t": i * 0.001} for i in range(2000)]
     arr = [{"t": i * 0.001 + (0.0001 if i < 1000 else 0.0006), "port": shared, "dropped": 0}
            for i in range(2000)]
-    r = mechanism.slot_race(arr, rel, 0.0, 2.0)
+    r = mechanism.slot_race(arr, rel, 0.0, 3.0, 0.001)
     assert (r["shared_delay_jumps"], r["shared_delay_seconds"]) == (1, 2)
+    assert (r["jumps_quiet"], r["steps_quiet"], r["steps_silent"]) == (1, 1, 0)
+    # a silence of 5 ms in second 1 (packets 1500-1504 missing): the step is silent
+    gap = [a for i, a in enumerate(arr) if not 1500 <= i < 1505]
+    r = mechanism.slot_race(gap, rel, 0.0, 3.0, 0.001)
+    assert (r["jumps_silent"], r["steps_silent"], r["steps_quiet"]) == (1, 1, 0)
     # nothing released: no arrival has a release before it
-    assert mechanism.slot_race(arrivals, [], 0.0, 1.0)["lone_first_share"] is None
+    assert mechanism.slot_race(arrivals, [], 0.0, 1.0, 0.001)["lone_first_share"] is None
