@@ -31,7 +31,8 @@ COLUMNS = ("t", "port", "sender", "sport", "dport", "seq", "payload", "len", "se
 #: what config.json says was traced
 WHAT = ("every packet offered to the bottleneck's tail-drop queue: accepted ones at the "
         "qdisc:qdisc_enqueue tracepoint (root qdisc took it), dropped ones at skb:kfree_skb "
-        "with a qdisc drop reason; attributed to input ports by source address")
+        "with a qdisc drop reason; attributed to input ports by source address; and every "
+        "packet the queue released, at qdisc:qdisc_dequeue (releases.csv)")
 
 
 @contextmanager

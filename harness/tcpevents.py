@@ -26,7 +26,7 @@ COUNTERS = (
 )
 
 
-#: what every session records over its traffic (harness/session.py), summed over the hosts:
+#: what every traffic phase records (harness/traffic.run_iperf), summed over the hosts:
 #: segments out and in, TCP's retransmissions and how, and MPTCP's own resending: the
 #: connection-level retransmissions of data a subflow had sent (reinjections) and the data
 #: receivers got twice at the connection level; together they say what the wire carried
