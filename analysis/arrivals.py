@@ -15,7 +15,7 @@ values near 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -91,17 +91,25 @@ def idle_share(times_s: Sequence[float], service_s: float, t_lo: float, t_hi: fl
     return round(float(g[g > IDLE_GAP * service_s].sum() / (t_hi - t_lo)), 4)
 
 
+def bracket(t: Sequence[float] | np.ndarray, other: np.ndarray,
+            side: Literal["left", "right"] = "right") -> tuple[np.ndarray, np.ndarray]:
+    """For each time in ``t``, the times of the sorted ``other`` just before and just after
+    it (-inf / inf where there is none); ``side`` as numpy's searchsorted says which of the
+    two a time equal to one of ``other`` counts as ("right": the one before)."""
+    q = np.asarray(t, dtype=float)
+    if other.size == 0:
+        return np.full(q.size, -np.inf), np.full(q.size, np.inf)
+    i = np.searchsorted(other, q, side=side)
+    before = np.where(i > 0, other[np.clip(i - 1, 0, other.size - 1)], -np.inf)
+    after = np.where(i < other.size, other[np.clip(i, 0, other.size - 1)], np.inf)
+    return before, after
+
+
 def in_idle(t: Sequence[float], other_s: Sequence[float], service_s: float, t_lo: float,
             t_hi: float) -> np.ndarray:
     """For each time in ``t``: does it fall inside an idle gap (> IDLE_GAP service times)
     of the other port's arrivals ``other_s`` (window edges count as arrivals)?"""
-    o = _padded(other_s, t_lo, t_hi)
-    q = np.asarray(t, dtype=float)
-    if o.size == 0:
-        return np.ones(q.size, dtype=bool)
-    i = np.searchsorted(o, q, side="right")
-    before = np.where(i > 0, o[np.clip(i - 1, 0, o.size - 1)], -np.inf)
-    after = np.where(i < o.size, o[np.clip(i, 0, o.size - 1)], np.inf)
+    before, after = bracket(t, _padded(other_s, t_lo, t_hi))
     return (after - before) > IDLE_GAP * service_s
 
 

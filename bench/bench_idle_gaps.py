@@ -32,10 +32,11 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from emulator.proc import run_group
+from emulator.proc import RunError, run_group
 
 REPO = Path(__file__).resolve().parent.parent
 SPIN = "while :; do :; done"
@@ -53,6 +54,20 @@ def spinners(procs: list[subprocess.Popen], how: list[str]) -> None:
         procs.append(subprocess.Popen(["taskset", "-c", str(cpu), *how, "sh", "-c", SPIN]))
 
 
+def take_lock(fh: Any, wait_s: float) -> None:
+    """flock ``fh`` exclusively, waiting at most ``wait_s`` seconds (RunError after)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise RunError(f"{fh.name} still held by another job after {wait_s:g} s") \
+                    from None
+            time.sleep(1.0)   # polling a lock held for minutes: a second is fine-grained
+
+
 def one(args: argparse.Namespace, seed: int, variant: str, out: Path) -> dict[str, Any]:
     """One run; its gap figures, or {'failed': why}."""
     cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", args.topo,
@@ -62,7 +77,10 @@ def one(args: argparse.Namespace, seed: int, variant: str, out: Path) -> dict[st
     # the lock first, then the busy loops: they must not load whatever holds the lock
     with open(args.lock or os.devnull, "a") as lock:
         if args.lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                take_lock(lock, args.lock_wait)
+            except RunError as e:
+                return {"failed": [str(e)]}
         try:
             how = LOOPS[variant]
             if how:
@@ -91,6 +109,8 @@ def main() -> None:
     ap.add_argument("--variants", default="idle,spinner",
                     help=f"comma list of {', '.join(LOOPS)}")
     ap.add_argument("--lock", default=None)
+    ap.add_argument("--lock-wait", type=float, default=7200.0,
+                    help="seconds to wait for --lock before giving up")
     args = ap.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     if not variants or any(v not in LOOPS for v in variants):

@@ -193,6 +193,7 @@ class ArrivalTracer:
         self.maps: dict[str, BpfMap] = {}
         self.ring: RingReader | None = None
         self.raw: list[bytes] = []
+        self._cache: list[Arrival] = []
         self.before: dict[LinkRef, dict[str, int]] = {}
         self.checks: dict[LinkRef, dict[str, Any]] = {}
         self.counts: dict[LinkRef, dict[str, int]] = {}
@@ -306,10 +307,16 @@ class ArrivalTracer:
         if not cleanup(self.workdir):
             raise RunError(f"could not unmount the bpffs at {self.workdir}")
 
+    def _unpacked(self) -> list[Arrival]:
+        """Every record drained so far, unpacked once (again only when more were drained)."""
+        if len(self._cache) != len(self.raw):
+            self._cache = [unpack_record(r) for r in self.raw]
+        return self._cache
+
     def records(self) -> list[Arrival]:
         """Every arrival record (accepted or dropped) drained so far, in ring order."""
-        return [a for a in map(unpack_record, self.raw) if a.reason != RELEASED]
+        return [a for a in self._unpacked() if a.reason != RELEASED]
 
     def releases(self) -> list[Arrival]:
         """Every release record (a packet the root qdisc handed out) drained so far."""
-        return [a for a in map(unpack_record, self.raw) if a.reason == RELEASED]
+        return [a for a in self._unpacked() if a.reason == RELEASED]

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from analysis.arrivals import IDLE_GAP, port_stats
+from analysis.arrivals import IDLE_GAP, bracket, port_stats
 from store import cell, read_csv, write_csv
 
 LONE_PORT = "s1 port 2 (lone)"
@@ -99,8 +99,7 @@ def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_
     delay: dict[bool, list[float]] = {True: [], False: []}
     first: list[bool] = []
     accepted: list[bool] = []
-    shared_t: list[float] = []
-    shared_d: list[float] = []
+    shared_t: list[float] = []            # the shared port's arrival times (delay[False])
     last_seen = -1                        # index of the release the previous arrival followed
     for t, lone, acc in events:
         i = int(np.searchsorted(rel, t, side="right")) - 1
@@ -111,30 +110,29 @@ def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_
         if not t_lo <= t <= t_hi:
             continue
         delay[lone].append((t - rel[i]) * 1e6)
-        if not lone:
-            shared_t.append(t)
-            shared_d.append((t - rel[i]) * 1e6)
         if lone:
             first.append(is_first)
             accepted.append(acc)
+        else:
+            shared_t.append(t)
     f, a = np.array(first, dtype=bool), np.array(accepted, dtype=bool)
     med = {k: round(float(np.median(v)), 1) if v else None for k, v in delay.items()}
     # how steady the shared port's phase is: its median delay per second of the window,
     # and how often it moves by more than JUMP_US from one second to the next
-    bins = _by_second(shared_t, shared_d, t_lo, t_hi)
-    per_s = [float(np.median(d)) for d in bins if d]
+    meds = [float(np.median(d)) if d else None
+            for d in _by_second(shared_t, delay[False], t_lo, t_hi)]
+    per_s = [m for m in meds if m is not None]
     jumps = sum(abs(x - y) > JUMP_US for x, y in zip(per_s, per_s[1:]))
     # steps between two seconds with samples: did the phase jump; did either second hold a
     # silence of the shared port (a gap over IDLE_GAP service times between its packets)
     gaps = np.diff(np.array(shared_t)) if len(shared_t) > 1 else np.empty(0)
-    silent_at = [shared_t[i] for i in np.nonzero(gaps > IDLE_GAP * service_s)[0]]
-    silent = [bool(x) for x in _by_second(silent_at, silent_at, t_lo, t_hi)]
+    silent = {int(shared_t[i] - t_lo) for i in np.nonzero(gaps > IDLE_GAP * service_s)[0]}
     steps = {True: [0, 0], False: [0, 0]}          # silence? -> [steps, jumps]
-    for k in range(len(bins) - 1):
-        if bins[k] and bins[k + 1]:
-            c = steps[silent[k] or silent[k + 1]]
+    for k, (x, y) in enumerate(zip(meds, meds[1:])):
+        if x is not None and y is not None:
+            c = steps[k in silent or k + 1 in silent]
             c[0] += 1
-            c[1] += abs(float(np.median(bins[k])) - float(np.median(bins[k + 1]))) > JUMP_US
+            c[1] += abs(x - y) > JUMP_US
     return {"shared_delay_jumps": jumps if len(per_s) > 1 else None,
             "shared_delay_seconds": len(per_s),
             "steps_silent": steps[True][0], "jumps_silent": steps[True][1],
@@ -153,18 +151,12 @@ def lone_phase(rows: list[dict[str, Any]], service_s: float, t_lo: float, t_hi: 
     early (phase < EARLY), and the acceptance of early and of later ones."""
     sel = [r for r in rows if t_lo <= float(r["t"]) <= t_hi]
     shared = np.array(sorted(float(r["t"]) for r in sel if str(r["port"]) != LONE_PORT))
-    early: list[bool] = []
-    accepted: list[bool] = []
-    for r in sel:
-        if str(r["port"]) != LONE_PORT:
-            continue
-        t = float(r["t"])
-        i = int(np.searchsorted(shared, t))
-        if i == 0 or i >= shared.size or shared[i] - shared[i - 1] > 1.5 * service_s:
-            continue
-        early.append((t - shared[i - 1]) / (shared[i] - shared[i - 1]) < EARLY)
-        accepted.append(not int(r["dropped"]))
-    e, a = np.array(early, dtype=bool), np.array(accepted, dtype=bool)
+    lone = [r for r in sel if str(r["port"]) == LONE_PORT]
+    t = np.array([float(r["t"]) for r in lone])
+    before, after = bracket(t, shared, side="left")
+    keep = np.isfinite(before) & np.isfinite(after) & (after - before <= 1.5 * service_s)
+    e = (t[keep] - before[keep]) / (after[keep] - before[keep]) < EARLY
+    a = np.array([not int(r["dropped"]) for r in lone], dtype=bool)[keep]
     return {"lone_early_share": round(float(e.mean()), 4) if e.size else None,
             "lone_accept_early": round(float(a[e].mean()), 4) if e.any() else None,
             "lone_accept_later": round(float(a[~e].mean()), 4) if (~e).any() else None}
@@ -215,8 +207,9 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per setting and N: medians over the repetitions, outcasts (share < 0.5), and the rank
     correlation between the lone flow's share and the shared port's idle share."""
     out = []
+    order = list(dict.fromkeys(p["setting"] for p in points))      # as given
     for label, n in sorted({(p["setting"], p["flows"]) for p in points},
-                           key=lambda k: ([p["setting"] for p in points].index(k[0]), k[1])):
+                           key=lambda k: (order.index(k[0]), k[1])):
         mine = [p for p in points if p["setting"] == label and p["flows"] == n]
         share = [p["lone_share"] for p in mine]
         idle = [p["shared_idle_share"] for p in mine]
