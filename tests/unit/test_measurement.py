@@ -330,6 +330,26 @@ def test_sock_diag_finds_the_data_connection():
     assert diag_subflows(plain + _socks(2, 5299), 5202) == {}
 
 
+def test_the_gap_check_judges_only_enough_busy_gaps():
+    """A share of a few busy gaps says nothing (one late dequeue of four is 75 %): the check
+    flags from MIN_GAP_SAMPLES gaps on, names the count, and judges runs that did not
+    record it as before."""
+    from analysis.fidelity import MIN_GAP_SAMPLES, measurement_reasons
+
+    def reasons(share: float, n: int | None) -> list[str]:
+        full = {"within_10pct": share} if n is None else {"within_10pct": share, "samples": n}
+        return measurement_reasons({"dequeue_gaps": {"full_size": full}})
+
+    assert reasons(0.75, 4) == [] and reasons(0.0, 0) == []
+    assert reasons(0.90, MIN_GAP_SAMPLES - 1) == []
+    assert reasons(0.90, MIN_GAP_SAMPLES) == [
+        f"only 90.0% of {MIN_GAP_SAMPLES} busy-link dequeue gaps within 10 % of the packet "
+        "time"]
+    assert reasons(0.938, 123456)[0].startswith("only 93.8% of 123,456 busy-link")
+    assert reasons(0.96, 123456) == []
+    assert len(reasons(0.5, None)) == 1
+
+
 def test_a_failed_gap_check_names_the_niced_work_and_steal_beside_the_run(monkeypatch):
     """The CPU figures count niced work and steal as free; when the links' dequeue gaps
     fail the check, the reason says how much of either ran beside the run (from 1 %)."""
