@@ -96,16 +96,28 @@ def limit_shares(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[st
             d = int(inside[-1][key]) - int(inside[0][key])
             out[key] = round(min(1.0, max(0.0, d / span_us)), 3)
         if inside[0].get("bytes_acked") not in (None, ""):
-            acked = int(inside[-1]["bytes_acked"]) - int(inside[0]["bytes_acked"])
-            begin = float(inside[0]["time"])
-            times = sorted(float(r["time"]) for r in samples)
-            gap = median([b - a for a, b in zip(times, times[1:])])
-            if times[0] > t0 + 2 * gap:
-                # the socket did not exist yet when the window opened (its connection
-                # came late): it had acked nothing then, and the window counts from t0
-                acked, begin = int(inside[-1]["bytes_acked"]), t0
-            out["acked_mbps"] = round(8 * acked / (float(inside[-1]["time"]) - begin) / 1e6, 4)
+            out["acked_mbps"] = counter_mbps(samples, "bytes_acked", t0, t1)
     return out
+
+
+def counter_mbps(samples: list[dict[str, Any]], key: str, t0: float,
+                 t1: float) -> float | None:
+    """How fast one socket's byte counter ``key`` grew over [t0, t1] (unix s), Mb/s: from
+    its first to its last sample inside, over their time.  A socket first seen more than two
+    sampling intervals after t0 did not exist yet when the window opened (its connection
+    came late): it had counted nothing then, and the window counts from t0.  None with
+    fewer than two samples inside."""
+    inside = sorted((r for r in samples if t0 <= float(r["time"]) <= t1),
+                    key=lambda r: float(r["time"]))
+    if len(inside) < 2 or float(inside[-1]["time"]) <= float(inside[0]["time"]):
+        return None
+    grew = int(inside[-1][key]) - int(inside[0][key])
+    begin = float(inside[0]["time"])
+    times = sorted(float(r["time"]) for r in samples)
+    gap = median([b - a for a, b in zip(times, times[1:])])
+    if times[0] > t0 + 2 * gap:
+        grew, begin = int(inside[-1][key]), t0
+    return round(8 * grew / (float(inside[-1]["time"]) - begin) / 1e6, 4)
 
 
 def limits_note(flows: list[dict[str, Any]]) -> str | None:

@@ -10,8 +10,8 @@ import numpy as np
 from model import jain_index
 from store import write_csv
 
-MEASURES = ("norm_iperf", "norm_bwm", "norm_acked", "norm_sim", "norm_model",
-            "norm_model_tcp", "norm_model_tcp_coupled")
+MEASURES = ("norm_iperf", "norm_bwm", "norm_acked", "norm_msk_acked", "norm_msk_received",
+            "norm_sim", "norm_model", "norm_model_tcp", "norm_model_tcp_coupled")
 
 
 def group_stats(values: Iterable[float]) -> dict[str, float]:

@@ -27,13 +27,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from emulator.proc import RunError, held_lock, run_group
+
 REPO = Path(__file__).resolve().parent.parent
+#: how long one run may wait for --lock, and then take
+LOCK_WAIT_S, RUN_TIMEOUT_S = 7200.0, 1800.0
 VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
             "both:bpf,flows=sampled:tbf")
 
@@ -54,8 +57,11 @@ def one(topo: str, bw: float, duration: float, seed: int, dataplane: str, shaper
            "--transport", "tcp", "--runs", "1", "--seed", str(seed), "--duration",
            str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", dataplane,
            "--shaper", shaper, "--out", str(out)]
-    p = subprocess.run((["flock", lock] if lock else []) + cmd, cwd=REPO,
-                       capture_output=True, text=True)
+    try:   # every wait bounded: the lock's and the run's
+        with held_lock(lock, LOCK_WAIT_S):
+            p = run_group(cmd, RUN_TIMEOUT_S, str(REPO))
+    except RunError as e:
+        return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
     if p.returncode != 0 or not runs:
         why = next((l for l in p.stderr.splitlines() if l.startswith("dcrepro:")),

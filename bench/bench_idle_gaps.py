@@ -26,17 +26,15 @@ the niced variant's median is below the 95 % criterion.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from emulator.proc import RunError, run_group
+from emulator.proc import RunError, held_lock, run_group
 
 REPO = Path(__file__).resolve().parent.parent
 SPIN = "while :; do :; done"
@@ -54,20 +52,6 @@ def spinners(procs: list[subprocess.Popen], how: list[str]) -> None:
         procs.append(subprocess.Popen(["taskset", "-c", str(cpu), *how, "sh", "-c", SPIN]))
 
 
-def take_lock(fh: Any, wait_s: float) -> None:
-    """flock ``fh`` exclusively, waiting at most ``wait_s`` seconds (RunError after)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise RunError(f"{fh.name} still held by another job after {wait_s:g} s") \
-                    from None
-            time.sleep(1.0)   # polling a lock held for minutes: a second is fine-grained
-
-
 def one(args: argparse.Namespace, seed: int, variant: str, out: Path) -> dict[str, Any]:
     """One run; its gap figures, or {'failed': why}."""
     cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", args.topo,
@@ -75,21 +59,19 @@ def one(args: argparse.Namespace, seed: int, variant: str, out: Path) -> dict[st
            str(args.duration), "--trim", "3", "--bw", str(args.bw), "--out", str(out)]
     procs: list[subprocess.Popen] = []
     # the lock first, then the busy loops: they must not load whatever holds the lock
-    with open(args.lock or os.devnull, "a") as lock:
-        if args.lock:
+    try:
+        with held_lock(args.lock, args.lock_wait):
             try:
-                take_lock(lock, args.lock_wait)
-            except RunError as e:
-                return {"failed": [str(e)]}
-        try:
-            how = LOOPS[variant]
-            if how:
-                spinners(procs, how)
-            p = run_group(cmd, 600, str(REPO))
-        finally:
-            for s in procs:
-                s.kill()
-                s.wait(timeout=10)
+                how = LOOPS[variant]
+                if how:
+                    spinners(procs, how)
+                p = run_group(cmd, 600, str(REPO))
+            finally:
+                for s in procs:
+                    s.kill()
+                    s.wait(timeout=10)
+    except RunError as e:      # the lock not had in time, or the run timed out
+        return {"failed": [str(e)]}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
     if p.returncode != 0 or not runs:
         return {"failed": (p.stderr or p.stdout).strip().splitlines()[-1:]}

@@ -14,7 +14,9 @@ run and transport, from the run's summary.csv (iperf3 goodput normalised to the 
 over all 16 flows): the mean, Jain's index, the ratio of the mean to the flow model's on the
 run's traced paths, bwm-ng's mean (bytes on the receiver's link: headers, retransmissions
 and the reverse flow's ACKs included), the senders' bytes acked (every subflow's tcp_info,
-over the window in absolute time), whether the run was flagged by its fidelity checks
+over the window in absolute time), the MPTCP connections' own counters over the same window
+(mptcp_info: data acked at the sender's connection, data its receiver took in order),
+whether the run was flagged by its fidelity checks
 (and why, shortened), for a BPF control its counters (config.json: ``cc_bpf.stats``), and
 how much of the time the MPTCP subflows were held by the send buffer and by the receiver's
 window (tcp_limits.csv), and what the hosts' stacks sent again under MPTCP (fidelity.json
@@ -37,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from emulator.proc import RunError, run_group
+from emulator.proc import RunError, held_lock, run_group
 from store import read_csv
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,8 +56,9 @@ def summary(run: Path) -> dict[str, dict[str, float]]:
             d.update(mean=float(r["mean"]), jain=float(r["jain"]))
         elif r["measure"] == "norm_bwm":
             d["bwm_mean"] = float(r["mean"])
-        elif r["measure"] == "norm_acked" and r.get("mean") not in (None, ""):
-            d["acked_mean"] = float(r["mean"])
+        elif r["measure"] in ("norm_acked", "norm_msk_acked", "norm_msk_received") and \
+                r.get("mean") not in (None, ""):
+            d[r["measure"].removeprefix("norm_") + "_mean"] = float(r["mean"])
         elif r["measure"] == "norm_model":
             d["model_mean"] = float(r["mean"])
     return out
@@ -108,8 +111,9 @@ def one(args: argparse.Namespace, seed: int, cc: str, wmem: str,
            "--transport", "tcp,mptcp", "--subflows", "8", "--runs", "1", "--seed", str(seed),
            "--cc", cc, "--bw", str(args.bw), "--duration", str(args.duration), "--trim",
            str(args.trim), "--out", str(out), *(["--wmem", wmem] if wmem else [])]
-    try:
-        p = run_group((["flock", args.lock] if args.lock else []) + cmd, args.timeout, str(REPO))
+    try:   # the lock's wait is bounded apart from the run's own timeout
+        with held_lock(args.lock, args.lock_wait):
+            p = run_group(cmd, args.timeout, str(REPO))
     except RunError as e:
         return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
@@ -138,6 +142,8 @@ def main() -> None:
                          "repeat for several (default: one variant, the machine's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
     ap.add_argument("--lock", default=None, help="flock this file around every run")
+    ap.add_argument("--lock-wait", type=float, default=7200.0,
+                    help="seconds to wait for --lock before a run counts as failed")
     args = ap.parse_args()
     ccs = [c for c in args.ccs.split(",") if c]
     if args.seeds < 1 or not ccs:
@@ -159,8 +165,9 @@ def main() -> None:
           f"medians over seeds; htsim (LIA): MPTCP-8 {HTSIM['mptcp_mean']}, Jain "
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
     width = max(len(n) for n in got)
-    print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  acked sndbuf  rwnd | TCP mean  Jain  "
-          "/htsim | MPTCP/TCP | MPTCP network: retrans reinject dup rcvdrop ofo")
+    print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  acked "
+          "conn-acked conn-received sndbuf  rwnd | TCP mean  Jain  /htsim | MPTCP/TCP | "
+          "MPTCP network: retrans reinject dup rcvdrop ofo")
     for name, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
         t = [r["by_transport"].get("tcp", {}) for r in rs]
@@ -171,6 +178,10 @@ def main() -> None:
         tj = med([x["jain"] for x in t if "jain" in x])
         mb = med([x["bwm_mean"] for x in m if "bwm_mean" in x])
         ma = med([x["acked_mean"] for x in m if "acked_mean" in x])
+        # the connections' own counters (mptcp_info): data acked at the sender, data taken
+        # in order at the receiver
+        ca = med([x["msk_acked_mean"] for x in m if "msk_acked_mean" in x])
+        cr = med([x["msk_received_mean"] for x in m if "msk_received_mean" in x])
         sb = med([r["subflow_limits"]["sndbuf_limited"] for r in rs
                   if "sndbuf_limited" in r["subflow_limits"]])
         rw = med([r["subflow_limits"]["rwnd_limited"] for r in rs
@@ -180,7 +191,8 @@ def main() -> None:
                         "rcv_drop_share", "mptcp_ofo_share")}
         flagged = sum(1 for r in rs if r["flagged"])
         print(f"{name:{width}} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
-              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {ma:5.3f} {sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
+              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {ma:5.3f} {ca:10.3f} {cr:13.3f} "
+              f"{sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
               f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f} | {st['retrans_share']:7.4f} "
               f"{st['mptcp_retrans_share']:8.4f} {st['mptcp_dup_share']:6.4f} "
               f"{st['rcv_drop_share']:7.4f} {st['mptcp_ofo_share']:6.4f}")

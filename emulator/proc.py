@@ -58,6 +58,29 @@ def run_group(argv: list[str], timeout: float, cwd: str | None = None,
     return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
+@contextmanager
+def held_lock(path: str | None, wait_s: float) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` for the block (nothing when None), waiting for it
+    at most ``wait_s`` seconds (RunError after): the benches' way to take the machine's
+    heavy-work lock without letting the wait eat the run's own timeout."""
+    import fcntl
+    if path is None:
+        yield
+        return
+    with open(path, "a") as fh:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise RunError(f"{path} still held by another job after {wait_s:g} s") \
+                        from None
+                time.sleep(1.0)   # polling a lock held for minutes: a second is fine-grained
+        yield     # closing the file releases the lock
+
+
 def check(argv: list[str], timeout: float = 30, input_text: str | None = None) -> str:
     """Run a command, return stdout; raise RunError with its stderr if it fails or hangs."""
     return run(argv, timeout, input_text).stdout

@@ -9,6 +9,8 @@ from this process: no process per look, a few hundred microseconds per host.
 What a dump returns per socket (``SockInfo``): the 4-tuple, the TCP state, ``struct
 tcp_info`` (include/uapi/linux/tcp.h, decoded up to the fields this kernel fills) and the
 socket's memory (INET_DIAG_SKMEMINFO: ``wmem_alloc`` is what TCP Small Queues counts).
+For MPTCP, a dump of the connection-level sockets (``dump(..., mptcp=True)``) gives each
+connection's ``struct mptcp_info`` instead: its data-level sequence numbers and byte counters.
 Decoding is pure (``parse``, ``request``), unit-tested on packed bytes.
 """
 from __future__ import annotations
@@ -25,6 +27,10 @@ SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 INET_DIAG_INFO, INET_DIAG_SKMEMINFO = 2, 7
+#: MPTCP's connection-level sockets answer a dump for IPPROTO_MPTCP, a number too large for
+#: the request's one-byte protocol: the request names it in an INET_DIAG_REQ_PROTOCOL
+#: attribute (u32), and INET_DIAG_INFO then holds ``struct mptcp_info``
+IPPROTO_MPTCP, INET_DIAG_REQ_PROTOCOL = 262, 3
 #: the socket's upper-layer protocol (include/uapi/linux/inet_diag.h), sent to a caller with
 #: CAP_NET_ADMIN: nested INET_ULP_INFO_NAME and, for an MPTCP subflow, INET_ULP_INFO_MPTCP
 #: with the MPTCP_SUBFLOW_ATTR_* of include/uapi/linux/mptcp.h
@@ -62,6 +68,19 @@ TCP_INFO_FIELDS: tuple[tuple[str, str], ...] = (
     ("rcv_ooopack", "I"), ("snd_wnd", "I"),
 )
 TCP_INFO = struct.Struct("=" + "".join(code for _, code in TCP_INFO_FIELDS))
+#: struct mptcp_info (include/uapi/linux/mptcp.h) with the C compiler's padding spelled out
+#: (name None); the data-level sequence numbers and byte counters of one MPTCP connection
+MPTCP_INFO_FIELDS: tuple[tuple[str | None, str], ...] = (
+    ("subflows", "B"), ("add_addr_signal", "B"), ("add_addr_accepted", "B"),
+    ("subflows_max", "B"), ("add_addr_signal_max", "B"), ("add_addr_accepted_max", "B"),
+    (None, "2x"), ("flags", "I"), ("token", "I"),
+    ("write_seq", "Q"), ("snd_una", "Q"), ("rcv_nxt", "Q"),
+    ("local_addr_used", "B"), ("local_addr_max", "B"), ("csum_enabled", "B"), (None, "x"),
+    ("retransmits", "I"), ("bytes_retrans", "Q"), ("bytes_sent", "Q"),
+    ("bytes_received", "Q"), ("bytes_acked", "Q"), ("subflows_total", "B"), (None, "3x"),
+    ("last_data_sent", "I"), ("last_data_recv", "I"), ("last_ack_recv", "I"),
+)
+MPTCP_INFO = struct.Struct("=" + "".join(code for _, code in MPTCP_INFO_FIELDS))
 #: SK_MEMINFO_* (include/uapi/linux/sock_diag.h), in order
 SKMEM_FIELDS = ("rmem_alloc", "rcvbuf", "wmem_alloc", "sndbuf", "fwd_alloc", "wmem_queued",
                 "optmem", "backlog", "drops")
@@ -91,12 +110,16 @@ class SockInfo(NamedTuple):
 
 
 def request(states: int = 1 << TCP_ESTABLISHED, seq: int = 1,
-            family: int = socket.AF_INET) -> bytes:
+            family: int = socket.AF_INET, mptcp: bool = False) -> bytes:
     """A SOCK_DIAG_BY_FAMILY dump request for TCP sockets in ``states`` (a TCPF_* mask),
-    with tcp_info and the memory counters."""
-    ext = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1))
+    with tcp_info and the memory counters; ``mptcp``: for MPTCP connection-level sockets
+    instead, with their mptcp_info."""
+    ext = (1 << (INET_DIAG_INFO - 1)) | (0 if mptcp else 1 << (INET_DIAG_SKMEMINFO - 1))
     body = REQ_V2.pack(family, socket.IPPROTO_TCP, ext, states, bytes(2), bytes(2), bytes(16),
                        bytes(16), 0, bytes(8))
+    if mptcp:
+        body += RTATTR.pack(RTATTR.size + 4, INET_DIAG_REQ_PROTOCOL) + \
+            struct.pack("=I", IPPROTO_MPTCP)
     return NLMSGHDR.pack(NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY,
                          NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
 
@@ -109,17 +132,29 @@ def _align4(n: int) -> int:
     return (n + 3) & ~3
 
 
-def _tcp_info(raw: bytes) -> dict[str, int]:
-    """The tcp_info fields that fit in ``raw`` (an older kernel sends a shorter struct)."""
+def _fields(raw: bytes, fields: tuple[tuple[str | None, str], ...]) -> dict[str, int]:
+    """The fields that fit in ``raw`` (an older kernel sends a shorter struct); a field
+    named None is padding."""
     out: dict[str, int] = {}
     off = 0
-    for name, code in TCP_INFO_FIELDS:
+    for name, code in fields:
         size = struct.calcsize("=" + code)
         if off + size > len(raw):
             break
-        out[name] = struct.unpack_from("=" + code, raw, off)[0]
+        if name is not None:
+            out[name] = struct.unpack_from("=" + code, raw, off)[0]
         off += size
     return out
+
+
+def _tcp_info(raw: bytes) -> dict[str, int]:
+    """The tcp_info fields in ``raw``."""
+    return _fields(raw, TCP_INFO_FIELDS)  # type: ignore[arg-type]
+
+
+def _mptcp_info(raw: bytes) -> dict[str, int]:
+    """The mptcp_info fields in ``raw``."""
+    return _fields(raw, MPTCP_INFO_FIELDS)
 
 
 def _mptcp_tokens(ulp: bytes) -> dict[str, int] | None:
@@ -137,9 +172,10 @@ def _mptcp_tokens(ulp: bytes) -> dict[str, int] | None:
     return out
 
 
-def parse(data: bytes) -> tuple[list[SockInfo], bool]:
+def parse(data: bytes, mptcp: bool = False) -> tuple[list[SockInfo], bool]:
     """Sockets in one read of a dump's answer, and whether the dump is done (NLMSG_DONE).
-    DiagError on an NLMSG_ERROR with a non-zero code."""
+    DiagError on an NLMSG_ERROR with a non-zero code.  ``mptcp``: the answer to an MPTCP
+    request (request(mptcp=True)), whose ``info`` is mptcp_info."""
     socks: list[SockInfo] = []
     done = False
     off = 0
@@ -164,17 +200,18 @@ def parse(data: bytes) -> tuple[list[SockInfo], bool]:
         if family != socket.AF_INET:
             continue
         attrs = nl_attrs(body[DIAG_MSG.size:])
-        info = _tcp_info(attrs[INET_DIAG_INFO]) if INET_DIAG_INFO in attrs else {}
+        decode = _mptcp_info if mptcp else _tcp_info
+        info = decode(attrs[INET_DIAG_INFO]) if INET_DIAG_INFO in attrs else {}
         mem: dict[str, int] = {}
         if INET_DIAG_SKMEMINFO in attrs:
             raw = attrs[INET_DIAG_SKMEMINFO]
             n = min(len(SKMEM_FIELDS), len(raw) // 4)
             mem = dict(zip(SKMEM_FIELDS, struct.unpack_from(f"={n}I", raw, 0)))
-        mptcp = _mptcp_tokens(attrs[INET_DIAG_ULP_INFO]) if INET_DIAG_ULP_INFO in attrs \
+        tokens = _mptcp_tokens(attrs[INET_DIAG_ULP_INFO]) if INET_DIAG_ULP_INFO in attrs \
             else None
         socks.append(SockInfo(socket.inet_ntoa(src[:4]), int.from_bytes(sport, "big"),
                               socket.inet_ntoa(dst[:4]), int.from_bytes(dport, "big"),
-                              state, info, mem, mptcp))
+                              state, info, mem, tokens))
     return socks, done
 
 
@@ -192,14 +229,15 @@ def netns_socket(pid: int) -> socket.socket:
 
 
 def dump(sock: socket.socket, states: int = 1 << TCP_ESTABLISHED,
-         timeout: float = 5.0) -> list[SockInfo]:
-    """Every IPv4 TCP socket in ``states`` of the namespace ``sock`` was made in."""
+         timeout: float = 5.0, mptcp: bool = False) -> list[SockInfo]:
+    """Every IPv4 TCP socket in ``states`` of the namespace ``sock`` was made in; ``mptcp``:
+    every MPTCP connection-level socket instead (``info``: mptcp_info)."""
     sock.settimeout(timeout)
-    sock.sendto(request(states), (0, 0))
+    sock.sendto(request(states, mptcp=mptcp), (0, 0))
     out: list[SockInfo] = []
     while True:
         data = sock.recv(1 << 16)
-        socks, done = parse(data)
+        socks, done = parse(data, mptcp)
         out += socks
         if done or not data:
             return out
@@ -220,6 +258,10 @@ class HostSockets:
     def dump(self) -> dict[str, list[SockInfo]]:
         """Established TCP sockets of every host."""
         return {name: dump(s) for name, s in self.socks.items()}
+
+    def dump_mptcp(self) -> dict[str, list[SockInfo]]:
+        """Established MPTCP connection-level sockets of every host (info: mptcp_info)."""
+        return {name: dump(s, mptcp=True) for name, s in self.socks.items()}
 
     def close(self) -> None:
         """Close every socket (idempotent)."""

@@ -199,13 +199,60 @@ def tcp_sampler(host_pids: dict[str, int], interval: float = 0.5) -> Sampler[Any
 
 def stop_tcp_sampler(sampler: Sampler[Any], path: Path) -> list[dict[str, Any]]:
     """Stop it, close its sockets, write every sample to ``path`` (CSV) and return the rows."""
+    return _stop_socket_sampler(sampler, path, tcp_rows, [
+        "time", "host", "saddr", "sport", "daddr", "dport", *TCP_COLUMNS, "in_flight",
+        "wmem_alloc"])
+
+
+#: mptcp_info columns kept per MPTCP connection and sample (mptcp_samples.csv): the
+#: connection-level byte counters (data sequence space: what the application wrote and
+#: read, whatever subflow carried it)
+MPTCP_COLUMNS = ("token", "subflows", "bytes_sent", "bytes_retrans", "bytes_acked",
+                 "bytes_received", "retransmits")
+
+
+def mptcp_rows(when: float, dumps: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """One look at every host's MPTCP connections as CSV rows (emulator.sockdiag, mptcp=True);
+    ``data_in_flight``: bytes written to the connection and not yet acked at the data level
+    (write_seq - snd_una)."""
+    rows = []
+    for host, socks in sorted(dumps.items()):
+        for s in socks:
+            if "bytes_received" not in s.info:
+                continue
+            rows.append({"time": round(when, 3), "host": host, "saddr": s.saddr,
+                         "sport": s.sport, "daddr": s.daddr, "dport": s.dport,
+                         **{c: s.info.get(c) for c in MPTCP_COLUMNS},
+                         "data_in_flight": (s.info["write_seq"] - s.info["snd_una"]) % 2**64})
+    return rows
+
+
+def mptcp_sampler(host_pids: dict[str, int], interval: float = 0.5) -> Sampler[Any]:
+    """mptcp_info of every established MPTCP connection of these hosts (senders and
+    receivers) every ``interval`` s, over sock_diag like tcp_sampler; stop_mptcp_sampler
+    closes its sockets."""
+    from emulator.sockdiag import HostSockets
+    socks = HostSockets(host_pids)
+    sampler: Sampler[Any] = Sampler("mptcp_info", socks.dump_mptcp, interval, first=True)
+    sampler.sockets = socks  # type: ignore[attr-defined]
+    return sampler
+
+
+def stop_mptcp_sampler(sampler: Sampler[Any], path: Path) -> list[dict[str, Any]]:
+    """Stop it, close its sockets, write every sample to ``path`` (CSV) and return the rows."""
+    return _stop_socket_sampler(sampler, path, mptcp_rows, [
+        "time", "host", "saddr", "sport", "daddr", "dport", *MPTCP_COLUMNS, "data_in_flight"])
+
+
+def _stop_socket_sampler(sampler: Sampler[Any], path: Path,
+                         rows_of: Callable[[float, dict[str, list[Any]]],
+                                           list[dict[str, Any]]],
+                         cols: list[str]) -> list[dict[str, Any]]:
     try:
         samples = sampler.stop()
     finally:
         sampler.sockets.close()  # type: ignore[attr-defined]
-    rows = [r for t, dumps in samples for r in tcp_rows(t, dumps)]
-    cols = ["time", "host", "saddr", "sport", "daddr", "dport", *TCP_COLUMNS, "in_flight",
-            "wmem_alloc"]
+    rows = [r for t, dumps in samples for r in rows_of(t, dumps)]
     with open(path, "w", newline="", encoding="ascii") as fh:
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()

@@ -15,14 +15,22 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from analysis.fidelity import limit_shares, limits_note
+from analysis.fidelity import counter_mbps, limit_shares, limits_note
 from emulator.dataplane import Aqm
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, how_ended, stop_all, stop_process
 from emulator.sockdiag import SockInfo
 
 from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
-from .sampling import cpu_sampler, cpu_shares, cpu_times, stop_tcp_sampler, tcp_sampler
+from .sampling import (
+    cpu_sampler,
+    cpu_shares,
+    cpu_times,
+    mptcp_sampler,
+    stop_mptcp_sampler,
+    stop_tcp_sampler,
+    tcp_sampler,
+)
 from .tcpevents import stack_delta, stack_totals
 
 BASE_PORT = 5201
@@ -53,6 +61,11 @@ class Flow:
     #: seconds from ``start`` to the first tcp_info sample with data acked (to one sampling
     #: interval): how late its transfer really began
     first_ack_s: float = float("nan")
+    #: MPTCP: the connection-level byte counters (mptcp_info, data sequence space) over the
+    #: same window: data the sender's connection saw acked, and data the receiver's
+    #: connection took in order (what iperf3 can read), whatever subflow carried it
+    msk_acked_mbps: float = float("nan")
+    msk_received_mbps: float = float("nan")
 
     @property
     def name(self) -> str:
@@ -339,6 +352,11 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     cpu.start()
     tcp = tcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows})}, interval)
     tcp.start()
+    msk = mptcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows} |
+                                                             {f.dst for f in flows})},
+                        interval) if transport == "mptcp" else None
+    if msk is not None:
+        msk.start()
     before = port_counters(emu)
     times0 = cpu_times()
     pids = list(emu.host_pids.values())
@@ -358,8 +376,12 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         try:
             samples = cpu.stop()
         finally:
-            tcp_samples = stop_tcp_sampler(tcp, out / "tcp_samples.csv")
-            stop_process(bwm)
+            try:
+                tcp_samples = stop_tcp_sampler(tcp, out / "tcp_samples.csv")
+            finally:
+                msk_samples = stop_mptcp_sampler(msk, out / "mptcp_samples.csv") \
+                    if msk is not None else []
+                stop_process(bwm)
     ports = counter_delta(before, port_counters(emu))
     write_rows(out / "ports.csv", ports)
     emu.check_alive()
@@ -390,6 +412,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             window_mbps(bwm_path, host_port(emu.topo, f.dst), f.start + trim,
                             f.start + duration - trim)
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
+    connection_rates(flows, msk_samples, duration, trim)
     per_socket = limits.pop("per_socket")
     write_rows(out / "tcp_limits.csv", per_socket)
     # per flow: its best-limited socket (an MPTCP flow is congestion-limited if a subflow is)
@@ -552,6 +575,28 @@ def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
             "sndbuf_limited_median": med("sndbuf_limited"),
             "in_flight_median": med("in_flight_median"), "cwnd_median": med("cwnd_median"),
             "note": limits_note(per) if transport == "tcp" else None, "per_socket": per}
+
+
+def connection_rates(flows: list[Flow], samples: list[dict[str, Any]], duration: float,
+                     trim: float) -> None:
+    """Each MPTCP flow's connection-level rates over its window (Flow.msk_acked_mbps,
+    msk_received_mbps) from mptcp_samples rows: at its sender, the connection to its port
+    (``dport``), and at its receiver, the one on its port (``sport``); of several (iperf3's
+    control connection, a connection started again) the one that moved the most."""
+    by_conn: dict[tuple[str, str, int, str, int], list[dict[str, Any]]] = {}
+    for r in samples:
+        by_conn.setdefault((r["host"], r["saddr"], int(r["sport"]), r["daddr"],
+                            int(r["dport"])), []).append(r)
+
+    def busiest(host: str, side: int, port: int, key: str, t0: float, t1: float) -> float:
+        rates = [counter_mbps(rows, key, t0, t1) for k, rows in by_conn.items()
+                 if k[0] == host and k[side] == port]
+        return max((r for r in rates if r is not None), default=float("nan"))
+
+    for f in flows:
+        t0, t1 = f.start + trim, f.start + duration - trim
+        f.msk_acked_mbps = busiest(f.src, 4, f.port, "bytes_acked", t0, t1)
+        f.msk_received_mbps = busiest(f.dst, 2, f.port, "bytes_received", t0, t1)
 
 
 def _data_connection(client: dict[str, Any], seen: list[dict[str, Any]],

@@ -108,9 +108,13 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
         reports.append(fid)
         for f in flows:
             # acked: the senders' bytes acked (every subflow's, tcp_info) over the window
-            # in absolute time, beside iperf3's goodput and bwm-ng's wire bytes
+            # in absolute time, beside iperf3's goodput and bwm-ng's wire bytes; MPTCP: the
+            # connections' own counters too (data acked at the sender, data taken in order
+            # at the receiver: mptcp_info), which say where subflow bytes and iperf3 differ
             rows.append({**_row(run, transport, f.src, f.dst, bw, iperf=f.iperf_mbps,
-                                bwm=f.bwm_mbps, acked=f.acked_mbps, model=model[f.src]),
+                                bwm=f.bwm_mbps, acked=f.acked_mbps,
+                                msk_acked=f.msk_acked_mbps, msk_received=f.msk_received_mbps,
+                                model=model[f.src]),
                          "subflows": len(f.subflows), "cpu_mean": meas["cpu_mean"],
                          "cpu_saturated_share": meas["cpu_saturated_share"]})
     return rows, reports

@@ -293,3 +293,26 @@ def test_a_long_command_past_its_timeout_is_stopped_with_its_whole_group():
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
     assert left == "", left
     assert run_group(["echo", "hi"], 5).stdout == "hi\n"
+
+
+def test_a_held_lock_is_waited_for_only_so_long(tmp_path):
+    """emulator.proc.held_lock: a free lock is taken and released with the block; one another
+    process holds fails in one line once the wait is over, and nothing ran."""
+    import fcntl
+
+    from emulator.proc import RunError, held_lock
+    path = str(tmp_path / "heavy.lock")
+    with held_lock(path, 0):
+        pass
+    ran = []
+    with open(path, "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with pytest.raises(RunError, match="still held by another job after 0 s"):
+            with held_lock(path, 0):
+                ran.append(1)
+    assert ran == []
+    with held_lock(path, 0):      # released by its holder: free again
+        ran.append(2)
+    with held_lock(None, 0):      # no lock asked for
+        ran.append(3)
+    assert ran == [2, 3]

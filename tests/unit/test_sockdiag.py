@@ -133,3 +133,73 @@ def test_an_mptcp_subflow_carries_its_tokens():
     assert socks[0].mptcp == {"token_rem": 0, "token_loc": 0x7071CC93}
     assert socks[0].info["bytes_acked"] == 9
     assert socks[1].mptcp is None and socks[2].mptcp is None
+
+
+def test_mptcp_info_layout_is_the_kernels():
+    # include/uapi/linux/mptcp.h with C padding: flags at 8, write_seq at 16, retransmits at
+    # 44, bytes_received at 64, bytes_acked at 72, last_ack_recv at 92: 96 bytes
+    offsets, off = {}, 0
+    for name, code in sd.MPTCP_INFO_FIELDS:
+        if name:
+            offsets[name] = off
+        off += struct.calcsize("=" + code)
+    assert (offsets["flags"], offsets["write_seq"], offsets["retransmits"]) == (8, 16, 44)
+    assert (offsets["bytes_received"], offsets["bytes_acked"]) == (64, 72)
+    assert offsets["last_ack_recv"] == 92 and sd.MPTCP_INFO.size == 96
+
+
+def test_an_mptcp_request_names_the_protocol_in_an_attribute():
+    """IPPROTO_MPTCP (262) does not fit the request's protocol byte: it goes in an
+    INET_DIAG_REQ_PROTOCOL attribute after the request, which asks for the info only."""
+    req = sd.request(mptcp=True)
+    length, _, flags, _, _ = sd.NLMSGHDR.unpack_from(req)
+    assert length == len(req) == 72 + 8 and flags & sd.NLM_F_DUMP
+    _, _, ext, _ = struct.unpack_from("=BBBxI", req, sd.NLMSGHDR.size)
+    assert ext == 1 << (sd.INET_DIAG_INFO - 1)
+    alen, kind = sd.RTATTR.unpack_from(req, 72)
+    assert (alen, kind, struct.unpack_from("=I", req, 76)[0]) == \
+        (8, sd.INET_DIAG_REQ_PROTOCOL, sd.IPPROTO_MPTCP)
+
+
+def test_an_mptcp_answer_decodes_to_mptcp_info():
+    values = {"subflows": 7, "token": 0xABCD, "write_seq": 2**63 + 5, "snd_una": 2**63,
+              "bytes_received": 123456789, "bytes_acked": 987654321, "last_ack_recv": 4}
+    raw = sd.MPTCP_INFO.pack(*[values.get(n, 0) for n, _ in sd.MPTCP_INFO_FIELDS if n])
+    body = sd.DIAG_MSG.pack(socket.AF_INET, 1, 0, 0, (40000).to_bytes(2, "big"),
+                            (5202).to_bytes(2, "big"), socket.inet_aton("10.0.0.1") + bytes(12),
+                            socket.inet_aton("10.0.0.2") + bytes(12), 0, bytes(8), 0, 0, 0, 0, 0)
+    body += _attr(sd.INET_DIAG_INFO, raw)
+    msg = sd.NLMSGHDR.pack(sd.NLMSGHDR.size + len(body), sd.SOCK_DIAG_BY_FAMILY, 2, 1, 0) + body
+    socks, finished = sd.parse(msg + done(), mptcp=True)
+    assert finished and len(socks) == 1 and socks[0].dport == 5202
+    assert {k: socks[0].info[k] for k in values} == values
+
+
+def test_a_real_mptcp_dump_counts_this_processes_bytes():
+    """Both ends of a loopback MPTCP connection: the receiver's connection counts the bytes
+    it took in, the sender's the bytes it sent."""
+    try:
+        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM, sd.IPPROTO_MPTCP)
+    except OSError:
+        pytest.skip("no MPTCP sockets on this kernel")
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    cli = socket.socket(socket.AF_INET, socket.SOCK_STREAM, sd.IPPROTO_MPTCP)
+    cli.connect(srv.getsockname())
+    acc, _ = srv.accept()
+    try:
+        cli.sendall(b"x" * 100_000)
+        got = 0
+        while got < 100_000:
+            got += len(acc.recv(65536))
+        nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, sd.NETLINK_SOCK_DIAG)
+        with nl:
+            conns = sd.dump(nl, mptcp=True)
+        port = srv.getsockname()[1]
+        sender = [c for c in conns if c.dport == port and c.sport == cli.getsockname()[1]]
+        receiver = [c for c in conns if c.sport == port and c.dport == cli.getsockname()[1]]
+        assert len(sender) == 1 and sender[0].info["bytes_sent"] == 100_000
+        assert len(receiver) == 1 and receiver[0].info["bytes_received"] == 100_000
+    finally:
+        for s in (cli, acc, srv):
+            s.close()

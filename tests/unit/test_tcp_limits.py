@@ -185,3 +185,27 @@ def test_wmem_is_for_the_emulated_hosts_only(one_line_error):
     common.validate({**base, "wmem": "", "backend": "model"})
     with one_line_error("use it with --backend emulated"):
         common.validate({**base, "backend": "model"})
+
+
+def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_each_end():
+    """mptcp_samples rows: at the sender the connection to the flow's port (iperf3's control
+    connection moves next to nothing), at the receiver the one on it; each end over the
+    flow's window in absolute time, whatever else the hosts carry."""
+    from harness.traffic import Flow, connection_rates
+
+    def conn(host: str, sport: int, dport: int, per_sample: int) -> list[dict]:
+        return [{"time": 100.0 + 0.5 * i, "host": host, "saddr": "10.0.0.1", "sport": sport,
+                 "daddr": "10.0.0.2", "dport": dport, "bytes_acked": per_sample * i,
+                 "bytes_received": per_sample * i} for i in range(21)]
+
+    f = Flow("h1", "h2", port=5203, start=98.0)
+    rows = (conn("h1", 40000, 5203, 600) +          # control connection
+            conn("h1", 40001, 5203, 312_500) +      # data: 5 Mb/s acked
+            conn("h1", 40002, 5204, 625_000) +      # another flow's
+            conn("h2", 5203, 40001, 250_000) +      # data, received in order: 4 Mb/s
+            conn("h2", 5203, 40000, 600))
+    connection_rates([f], rows, duration=14.0, trim=3.0)   # window 101 .. 109 s
+    assert f.msk_acked_mbps == 5.0 and f.msk_received_mbps == 4.0
+    lone = Flow("h3", "h4", port=5299, start=98.0)
+    connection_rates([lone], rows, duration=14.0, trim=3.0)
+    assert lone.msk_acked_mbps != lone.msk_acked_mbps    # nothing sampled: NaN
