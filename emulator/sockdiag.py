@@ -46,6 +46,7 @@ REQ_V2 = struct.Struct("=BBBxI2s2s16s16sI8s")
 #: inet_diag_msg: family, state, timer, retrans, sockid, expires, rqueue, wqueue, uid, inode
 DIAG_MSG = struct.Struct("=BBBB2s2s16s16sI8sIIIII")
 RTATTR = struct.Struct("=HH")               # len, type
+V4_MAPPED = bytes(10) + b"\xff\xff"          # ::ffff:a.b.c.d, an IPv4 peer of an IPv6 socket
 
 #: struct tcp_info field by field (name, struct code); the byte of wscale bit fields and the
 #: one of app_limited/fastopen are kept whole
@@ -197,7 +198,12 @@ def parse(data: bytes, mptcp: bool = False) -> tuple[list[SockInfo], bool]:
             continue
         (family, state, _, _, sport, dport, src, dst, _, _, _, _, _, _, _) = \
             DIAG_MSG.unpack_from(body, 0)
-        if family != socket.AF_INET:
+        if family == socket.AF_INET:
+            src, dst = src[:4], dst[:4]
+        elif family == socket.AF_INET6 and src[:12] == V4_MAPPED and dst[:12] == V4_MAPPED:
+            # a dual-stack socket (iperf3's server listens on "::") with IPv4 peers
+            src, dst = src[12:], dst[12:]
+        else:
             continue
         attrs = nl_attrs(body[DIAG_MSG.size:])
         decode = _mptcp_info if mptcp else _tcp_info
@@ -209,8 +215,8 @@ def parse(data: bytes, mptcp: bool = False) -> tuple[list[SockInfo], bool]:
             mem = dict(zip(SKMEM_FIELDS, struct.unpack_from(f"={n}I", raw, 0)))
         tokens = _mptcp_tokens(attrs[INET_DIAG_ULP_INFO]) if INET_DIAG_ULP_INFO in attrs \
             else None
-        socks.append(SockInfo(socket.inet_ntoa(src[:4]), int.from_bytes(sport, "big"),
-                              socket.inet_ntoa(dst[:4]), int.from_bytes(dport, "big"),
+        socks.append(SockInfo(socket.inet_ntoa(src), int.from_bytes(sport, "big"),
+                              socket.inet_ntoa(dst), int.from_bytes(dport, "big"),
                               state, info, mem, tokens))
     return socks, done
 
@@ -231,16 +237,20 @@ def netns_socket(pid: int) -> socket.socket:
 def dump(sock: socket.socket, states: int = 1 << TCP_ESTABLISHED,
          timeout: float = 5.0, mptcp: bool = False) -> list[SockInfo]:
     """Every IPv4 TCP socket in ``states`` of the namespace ``sock`` was made in; ``mptcp``:
-    every MPTCP connection-level socket instead (``info``: mptcp_info)."""
+    every MPTCP connection-level socket with IPv4 ends instead (``info``: mptcp_info), those
+    of IPv6 sockets with IPv4-mapped peers included: a server listening on "::" (iperf3's
+    default) accepts its connections as IPv6 sockets."""
     sock.settimeout(timeout)
-    sock.sendto(request(states, mptcp=mptcp), (0, 0))
     out: list[SockInfo] = []
-    while True:
-        data = sock.recv(1 << 16)
-        socks, done = parse(data, mptcp)
-        out += socks
-        if done or not data:
-            return out
+    for family in (socket.AF_INET, socket.AF_INET6) if mptcp else (socket.AF_INET,):
+        sock.sendto(request(states, family=family, mptcp=mptcp), (0, 0))
+        while True:
+            data = sock.recv(1 << 16)
+            socks, done = parse(data, mptcp)
+            out += socks
+            if done or not data:
+                break
+    return out
 
 
 class HostSockets:

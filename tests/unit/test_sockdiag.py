@@ -75,6 +75,22 @@ def test_a_shorter_tcp_info_keeps_what_it_has():
     assert s.info["snd_cwnd"] == 3 and "busy_time" not in s.info and "total_retrans" in s.info
 
 
+def test_an_ipv6_socket_with_ipv4_mapped_ends_reads_as_ipv4_a_native_one_is_skipped():
+    def message(src: bytes, dst: bytes) -> bytes:
+        body = sd.DIAG_MSG.pack(socket.AF_INET6, 1, 0, 0, (5201).to_bytes(2, "big"),
+                                (40000).to_bytes(2, "big"), src, dst, 0, bytes(8), 0, 0, 0,
+                                0, 0)
+        return sd.NLMSGHDR.pack(sd.NLMSGHDR.size + len(body), sd.SOCK_DIAG_BY_FAMILY, 2, 1,
+                                0) + body
+    mapped = message(sd.V4_MAPPED + socket.inet_aton("10.2.1.2"),
+                     sd.V4_MAPPED + socket.inet_aton("10.0.0.2"))
+    native = message(socket.inet_pton(socket.AF_INET6, "fe80::1"),
+                     socket.inet_pton(socket.AF_INET6, "fe80::2"))
+    socks, _ = sd.parse(mapped + native + done())
+    assert [(s.saddr, s.sport, s.daddr, s.dport) for s in socks] == [
+        ("10.2.1.2", 5201, "10.0.0.2", 40000)]
+
+
 def test_non_ipv4_and_partial_reads_are_skipped_and_not_done():
     data = diag_message("1.2.3.4", 1, "5.6.7.8", 2, {}, family=socket.AF_INET6)
     socks, finished = sd.parse(data + data[:10])
@@ -177,15 +193,16 @@ def test_an_mptcp_answer_decodes_to_mptcp_info():
 
 def test_a_real_mptcp_dump_counts_this_processes_bytes():
     """Both ends of a loopback MPTCP connection: the receiver's connection counts the bytes
-    it took in, the sender's the bytes it sent."""
+    it took in, the sender's the bytes it sent.  The server listens on "::" as iperf3's
+    does, so its end is an IPv6 socket with an IPv4-mapped peer, and the dump finds it."""
     try:
-        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM, sd.IPPROTO_MPTCP)
+        srv = socket.socket(socket.AF_INET6, socket.SOCK_STREAM, sd.IPPROTO_MPTCP)
     except OSError:
         pytest.skip("no MPTCP sockets on this kernel")
-    srv.bind(("127.0.0.1", 0))
+    srv.bind(("::", 0))
     srv.listen()
     cli = socket.socket(socket.AF_INET, socket.SOCK_STREAM, sd.IPPROTO_MPTCP)
-    cli.connect(srv.getsockname())
+    cli.connect(("127.0.0.1", srv.getsockname()[1]))
     acc, _ = srv.accept()
     try:
         cli.sendall(b"x" * 100_000)
