@@ -3,20 +3,21 @@ side in one run (issue #25, part 5; root).  Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_lia_permutation.py [--bw 10] [--seeds 3] [--duration 30]
         [--trim 5] [--ccs lia,cubic] [--wmem default --wmem 4194304,4194304,4194304]
-        [--lock /tmp/dcrepro-heavy.lock]
+        [--rmem default --rmem 16777216,16777216,16777216] [--lock /tmp/dcrepro-heavy.lock]
 
 Each seed runs ``dcrepro run permutation --runs 1 --seed S --cc CC`` (TCP and MPTCP with 8
 subflows over ECMP, the same permutation for every control of that seed), once per
-``--wmem`` (the hosts' net.ipv4.tcp_wmem; ``default``: as the machine has it): a variant is
-a control with a send-buffer setting.  The variants alternate their order by seed so that a
+``--wmem`` and ``--rmem`` (the hosts' net.ipv4.tcp_wmem and tcp_rmem; ``default``: as the
+machine has it): a variant is a control with a send- and a receive-buffer setting.  The variants alternate their order by seed so that a
 slow drift of the machine does not favour one.  Per
 run and transport, from the run's summary.csv (iperf3 goodput normalised to the link rate,
 over all 16 flows): the mean, Jain's index, the ratio of the mean to the flow model's on the
 run's traced paths, bwm-ng's mean (bytes on the receiver's link: headers, retransmissions
 and the reverse flow's ACKs included), the senders' bytes acked (every subflow's tcp_info,
 over the window in absolute time), the MPTCP connections' own counters over the same window
-(mptcp_info: data acked at the sender's connection, data its receiver took in order),
-whether the run was flagged by its fidelity checks
+(mptcp_info: data acked at the sender's connection, data its receiver took in order), how
+often a sender's connection stood still (no new data on any subflow while data was in
+flight), whether the run was flagged by its fidelity checks
 (and why, shortened), for a BPF control its counters (config.json: ``cc_bpf.stats``), and
 how much of the time the MPTCP subflows were held by the send buffer and by the receiver's
 window (tcp_limits.csv), and what the hosts' stacks sent again under MPTCP (fidelity.json
@@ -78,6 +79,32 @@ def subflow_limits(run: Path) -> dict[str, float]:
     return out
 
 
+def send_stalls(run: Path, trim: float) -> float | None:
+    """The share of half-second sampling intervals in which an MPTCP data connection's
+    sender put no new data on any subflow (mptcp_info's bytes_sent did not grow) while data
+    was in flight at the data level: the whole connection stood still, e.g. with its
+    window full of data parked behind one subflow's hole.  Over every sender connection of
+    the run's repetitions that sent at least 1 MB, each without its first and last ``trim``
+    seconds; None without samples."""
+    by_conn: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for f in sorted(run.glob("run*/mptcp/mptcp_samples.csv")):
+        for r in read_csv(f):
+            by_conn.setdefault((str(f), r["host"], r["saddr"], r["sport"], r["daddr"],
+                                r["dport"]), []).append(r)
+    stalled = total = 0
+    for rows in by_conn.values():
+        rows.sort(key=lambda r: float(r["time"]))
+        if int(rows[-1]["bytes_sent"]) - int(rows[0]["bytes_sent"]) < 1_000_000:
+            continue      # a control connection or a receiving end
+        lo, hi = float(rows[0]["time"]) + trim, float(rows[-1]["time"]) - trim
+        inside = [r for r in rows if lo <= float(r["time"]) <= hi]
+        for a, b in zip(inside, inside[1:]):
+            total += 1
+            stalled += int(b["bytes_sent"]) == int(a["bytes_sent"]) and \
+                int(a["data_in_flight"]) > 0
+    return round(stalled / total, 3) if total else None
+
+
 def cc_stats(run: Path) -> dict[str, Any]:
     """The BPF control's counters of each network of the run (config.json runtime)."""
     runtime = json.loads((run / "config.json").read_text()).get("runtime", {})
@@ -103,14 +130,15 @@ def stack_shares(run: Path) -> dict[str, float]:
     return out
 
 
-def one(args: argparse.Namespace, seed: int, cc: str, wmem: str,
+def one(args: argparse.Namespace, seed: int, cc: str, wmem: str, rmem: str,
         out: Path) -> dict[str, Any]:
-    """One run of one control with one send-buffer setting ('' = the machine's); its
-    figures, or {'failed': why}."""
+    """One run of one control with one send- and one receive-buffer setting ('' = the
+    machine's); its figures, or {'failed': why}."""
     cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", "fattree,k=4",
            "--transport", "tcp,mptcp", "--subflows", "8", "--runs", "1", "--seed", str(seed),
            "--cc", cc, "--bw", str(args.bw), "--duration", str(args.duration), "--trim",
-           str(args.trim), "--out", str(out), *(["--wmem", wmem] if wmem else [])]
+           str(args.trim), "--out", str(out), *(["--wmem", wmem] if wmem else []),
+           *(["--rmem", rmem] if rmem else [])]
     try:   # the lock's wait is bounded apart from the run's own timeout
         with held_lock(args.lock, args.lock_wait):
             p = run_group(cmd, args.timeout, str(REPO))
@@ -123,6 +151,7 @@ def one(args: argparse.Namespace, seed: int, cc: str, wmem: str,
     status = json.loads((run / "status.json").read_text())
     flags = [f[:90] for f in status.get("suspect") or []]
     return {"by_transport": summary(run), "subflow_limits": subflow_limits(run),
+            "send_stalls": send_stalls(run, args.trim),
             "stack": stack_shares(run), "flagged": flags, "cc_bpf": cc_stats(run), "exit": p.returncode}
 
 
@@ -140,6 +169,9 @@ def main() -> None:
     ap.add_argument("--wmem", action="append", default=None,
                     help="the hosts' tcp_wmem MIN,DEFAULT,MAX for a variant, or 'default'; "
                          "repeat for several (default: one variant, the machine's)")
+    ap.add_argument("--rmem", action="append", default=None,
+                    help="the hosts' tcp_rmem MIN,DEFAULT,MAX for a variant, or 'default'; "
+                         "repeat for several (default: one variant, the machine's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
     ap.add_argument("--lock", default=None, help="flock this file around every run")
     ap.add_argument("--lock-wait", type=float, default=7200.0,
@@ -149,24 +181,28 @@ def main() -> None:
     if args.seeds < 1 or not ccs:
         ap.error("--seeds must be at least 1 and --ccs must name a control")
     wmems = ["" if w == "default" else w for w in (args.wmem or ["default"])]
-    variants = [(cc, w) for cc in ccs for w in wmems]
-    label = {v: v[0] + (f" wmem={v[1]}" if v[1] else "") for v in variants}
+    rmems = ["" if r == "default" else r for r in (args.rmem or ["default"])]
+    variants = [(cc, w, r) for cc in ccs for w in wmems for r in rmems]
+    label = {v: v[0] + (f" wmem={v[1]}" if v[1] else "") + (f" rmem={v[2]}" if v[2] else "")
+             for v in variants}
     got: dict[str, list[dict[str, Any]]] = {label[v]: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="bench-lia-") as tmp:
         for seed in range(1, args.seeds + 1):
             order = variants if seed % 2 else list(reversed(variants))
-            for n, (cc, wmem) in enumerate(order):
-                r = one(args, seed, cc, wmem, Path(tmp) / f"{seed}-{n}")
-                print(json.dumps({"seed": seed, "cc": cc, "wmem": wmem or "default", **r}),
+            for n, (cc, wmem, rmem) in enumerate(order):
+                r = one(args, seed, cc, wmem, rmem, Path(tmp) / f"{seed}-{n}")
+                print(json.dumps({"seed": seed, "cc": cc, "wmem": wmem or "default",
+                                  "rmem": rmem or "default", **r}),
                       flush=True)
                 if "by_transport" in r:
-                    got[label[(cc, wmem)]].append(r)
+                    got[label[(cc, wmem, rmem)]].append(r)
     print(f"\nk=4 fat tree, ECMP, {args.bw:g} Mb/s, {args.duration:g} s (trim {args.trim:g}); "
           f"medians over seeds; htsim (LIA): MPTCP-8 {HTSIM['mptcp_mean']}, Jain "
           f"{HTSIM['mptcp_jain']}, TCP {HTSIM['tcp_mean']}")
     width = max(len(n) for n in got)
     print(f"{'variant':{width}} runs flagged | MPTCP mean  Jain  /model /htsim  bwm  acked "
-          "conn-acked conn-received sndbuf  rwnd | TCP mean  Jain  /htsim | MPTCP/TCP | "
+          "conn-acked conn-received stalled sndbuf  rwnd | TCP mean  Jain  /htsim | "
+          "MPTCP/TCP | "
           "MPTCP network: retrans reinject dup rcvdrop ofo")
     for name, rs in got.items():
         m = [r["by_transport"].get("mptcp", {}) for r in rs]
@@ -182,6 +218,7 @@ def main() -> None:
         # in order at the receiver
         ca = med([x["msk_acked_mean"] for x in m if "msk_acked_mean" in x])
         cr = med([x["msk_received_mean"] for x in m if "msk_received_mean" in x])
+        stall = med([r["send_stalls"] for r in rs if r.get("send_stalls") is not None])
         sb = med([r["subflow_limits"]["sndbuf_limited"] for r in rs
                   if "sndbuf_limited" in r["subflow_limits"]])
         rw = med([r["subflow_limits"]["rwnd_limited"] for r in rs
@@ -191,7 +228,7 @@ def main() -> None:
                         "rcv_drop_share", "mptcp_ofo_share")}
         flagged = sum(1 for r in rs if r["flagged"])
         print(f"{name:{width}} {len(rs):4} {flagged:7} | {mm:10.3f} {mj:5.3f} {mmod:6.3f} "
-              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {ma:5.3f} {ca:10.3f} {cr:13.3f} "
+              f"{mm / HTSIM['mptcp_mean']:6.3f} {mb:5.3f} {ma:5.3f} {ca:10.3f} {cr:13.3f} {stall:7.3f} "
               f"{sb:6.3f} {rw:5.3f} | {tm:8.3f} {tj:5.3f} "
               f"{tm / HTSIM['tcp_mean']:6.3f} | {mm / tm:9.3f} | {st['retrans_share']:7.4f} "
               f"{st['mptcp_retrans_share']:8.4f} {st['mptcp_dup_share']:6.4f} "

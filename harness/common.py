@@ -39,6 +39,10 @@ SHARED = {
     "wmem": (str, "net.ipv4.tcp_wmem in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
                   "4194304,4194304,4194304: every socket starts with a 4 MiB send buffer); "
                   "empty: as the root namespace has it (emulated only)"),
+    "rmem": (str, "net.ipv4.tcp_rmem in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
+                  "16777216,16777216,16777216: every socket, an MPTCP connection's included, "
+                  "starts with a 16 MiB receive buffer); empty: as the root namespace has it "
+                  "(emulated only)"),
     "delay_us": (float, "propagation delay of every link, microseconds (--backend sim only)"),
     "jitter": (float, "each flow starts at a seeded uniform time in [0, jitter] s "
                       "(--backend sim only)"),
@@ -154,26 +158,28 @@ def validate(params: Mapping[str, Any]) -> None:
                            routing.modes(params["routing"]))
     if "cc" in params:
         check_cc(str(params["cc"]))
-    if params.get("wmem"):
-        parse_wmem(str(params["wmem"]))
-        if params.get("backend", "emulated") != "emulated":
-            raise ValueError("--wmem sets the emulated hosts' send buffers: use it with "
-                             "--backend emulated")
+    for name, what in (("wmem", "send"), ("rmem", "receive")):
+        if params.get(name):
+            parse_buffers(name, str(params[name]))
+            if params.get("backend", "emulated") != "emulated":
+                raise ValueError(f"--{name} sets the emulated hosts' {what} buffers: use it "
+                                 "with --backend emulated")
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")
 
 
-def parse_wmem(wmem: str) -> tuple[int, int, int]:
-    """--wmem's 'MIN,DEFAULT,MAX' bytes (net.ipv4.tcp_wmem's three values); one-line
-    ValueError unless they are three whole numbers from 4096 up, in that order."""
+def parse_buffers(name: str, value: str) -> tuple[int, int, int]:
+    """--wmem's or --rmem's 'MIN,DEFAULT,MAX' bytes (net.ipv4.tcp_wmem's or tcp_rmem's three
+    values); one-line ValueError unless they are three whole numbers from 4096 up, in that
+    order."""
     try:
-        vals = tuple(int(v) for v in wmem.split(","))
+        vals = tuple(int(v) for v in value.split(","))
     except ValueError:
         vals = ()
     if len(vals) != 3 or vals[0] < 4096 or not vals[0] <= vals[1] <= vals[2]:
-        raise ValueError(f"--wmem wants MIN,DEFAULT,MAX bytes (whole numbers, 4096 <= MIN <= "
-                         f"DEFAULT <= MAX), got {wmem!r}")
+        raise ValueError(f"--{name} wants MIN,DEFAULT,MAX bytes (whole numbers, 4096 <= MIN "
+                         f"<= DEFAULT <= MAX), got {value!r}")
     return vals[0], vals[1], vals[2]
 
 

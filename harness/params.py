@@ -86,13 +86,15 @@ class NetworkParams(Params):
 @dataclasses.dataclass(frozen=True)
 class FlowParams(NetworkParams):
     """... and long-lived flows: how long each runs, what is trimmed from both ends of its
-    measurement window, its TCP congestion control, the hosts' send buffers (``wmem``:
-    net.ipv4.tcp_wmem as 'MIN,DEFAULT,MAX' bytes, '' = as the root namespace has it)."""
+    measurement window, its TCP congestion control, the hosts' send and receive buffers
+    (``wmem``, ``rmem``: net.ipv4.tcp_wmem and tcp_rmem as 'MIN,DEFAULT,MAX' bytes, '' = as
+    the root namespace has it)."""
 
     duration: float = 60.0
     trim: float = 5.0
     cc: str = "cubic"
     wmem: str = ""
+    rmem: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -172,27 +172,34 @@ TCP_COLUMNS = ("ca_state", "snd_cwnd", "unacked", "sacked", "lost", "retrans", "
                "busy_time", "rwnd_limited", "sndbuf_limited")
 
 
+def _socket_rows(when: float, dumps: dict[str, list[Any]], has: str,
+                 columns: tuple[str, ...], more: Callable[[Any], dict[str, Any]]
+                 ) -> list[dict[str, Any]]:
+    """One sock_diag look at every host as CSV rows, one per socket whose info has ``has``:
+    its addresses, ``columns`` of its info, and ``more(socket)``."""
+    return [{"time": round(when, 3), "host": host, "saddr": s.saddr, "sport": s.sport,
+             "daddr": s.daddr, "dport": s.dport, **{c: s.info.get(c) for c in columns},
+             **more(s)}
+            for host, socks in sorted(dumps.items()) for s in socks if has in s.info]
+
+
 def tcp_rows(when: float, dumps: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """One sock_diag look at every host as CSV rows: one per socket (emulator.sockdiag)."""
-    rows = []
-    for host, socks in sorted(dumps.items()):
-        for s in socks:
-            if "snd_cwnd" not in s.info:
-                continue
-            rows.append({"time": round(when, 3), "host": host, "saddr": s.saddr,
-                         "sport": s.sport, "daddr": s.daddr, "dport": s.dport,
-                         **{c: s.info.get(c) for c in TCP_COLUMNS},
-                         "in_flight": s.in_flight(), "wmem_alloc": s.mem.get("wmem_alloc")})
-    return rows
+    return _socket_rows(when, dumps, "snd_cwnd", TCP_COLUMNS, lambda s: {
+        "in_flight": s.in_flight(), "wmem_alloc": s.mem.get("wmem_alloc")})
 
 
-def tcp_sampler(host_pids: dict[str, int], interval: float = 0.5) -> Sampler[Any]:
+def tcp_sampler(host_pids: dict[str, int], interval: float = 0.5,
+                mptcp: bool = False) -> Sampler[Any]:
     """tcp_info of every established TCP socket of these hosts every ``interval`` s, read
     in-process over sock_diag (one netlink socket per host, opened here); the samples are
-    {host: [SockInfo]}.  ``close_tcp_sampler`` closes the sockets."""
+    {host: [SockInfo]}.  ``mptcp``: mptcp_info of their MPTCP connections instead.
+    stop_tcp_sampler (stop_mptcp_sampler) closes the sockets."""
     from emulator.sockdiag import HostSockets
     socks = HostSockets(host_pids)
-    sampler: Sampler[Any] = Sampler("tcp_info", socks.dump, interval, first=True)
+    sampler: Sampler[Any] = Sampler("mptcp_info" if mptcp else "tcp_info",
+                                    socks.dump_mptcp if mptcp else socks.dump, interval,
+                                    first=True)
     sampler.sockets = socks  # type: ignore[attr-defined]
     return sampler
 
@@ -215,27 +222,8 @@ def mptcp_rows(when: float, dumps: dict[str, list[Any]]) -> list[dict[str, Any]]
     """One look at every host's MPTCP connections as CSV rows (emulator.sockdiag, mptcp=True);
     ``data_in_flight``: bytes written to the connection and not yet acked at the data level
     (write_seq - snd_una)."""
-    rows = []
-    for host, socks in sorted(dumps.items()):
-        for s in socks:
-            if "bytes_received" not in s.info:
-                continue
-            rows.append({"time": round(when, 3), "host": host, "saddr": s.saddr,
-                         "sport": s.sport, "daddr": s.daddr, "dport": s.dport,
-                         **{c: s.info.get(c) for c in MPTCP_COLUMNS},
-                         "data_in_flight": (s.info["write_seq"] - s.info["snd_una"]) % 2**64})
-    return rows
-
-
-def mptcp_sampler(host_pids: dict[str, int], interval: float = 0.5) -> Sampler[Any]:
-    """mptcp_info of every established MPTCP connection of these hosts (senders and
-    receivers) every ``interval`` s, over sock_diag like tcp_sampler; stop_mptcp_sampler
-    closes its sockets."""
-    from emulator.sockdiag import HostSockets
-    socks = HostSockets(host_pids)
-    sampler: Sampler[Any] = Sampler("mptcp_info", socks.dump_mptcp, interval, first=True)
-    sampler.sockets = socks  # type: ignore[attr-defined]
-    return sampler
+    return _socket_rows(when, dumps, "bytes_received", MPTCP_COLUMNS, lambda s: {
+        "data_in_flight": (s.info["write_seq"] - s.info["snd_una"]) % 2**64})
 
 
 def stop_mptcp_sampler(sampler: Sampler[Any], path: Path) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from emulator.shaping import LinkSpec
 from routing.plan import Plan
 from topos.base import Topology
 
-from .common import parse_wmem
+from .common import parse_buffers
 from .runfolder import RunFolder
 
 
@@ -78,7 +78,8 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
             raise RunError(f"{where}{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         s = Session(emu, label, emu.facts_dict())
         s.facts["ping_s"] = round(time.monotonic() - t, 2)
-        s.facts["hosts_tcp_wmem"] = set_wmem(emu, str(params.get("wmem") or ""))
+        for name in ("wmem", "rmem"):
+            s.facts[f"hosts_tcp_{name}"] = set_buffers(emu, name, str(params.get(name) or ""))
         yield s
         for fn in list(_OBSERVERS):
             fn(emu, label, s.flows)
@@ -89,18 +90,20 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
         s.facts["cc_bpf"] = emu.facts.cc_bpf
 
 
-def set_wmem(emu: Emulation, wmem: str) -> str:
-    """Set net.ipv4.tcp_wmem ('MIN,DEFAULT,MAX', per namespace) in every host when
-    ``wmem`` is given; return the hosts' value as read back in one of them (recorded either
-    way: a send buffer can hold a flow back, tcp_limits.csv's sndbuf_limited)."""
+def set_buffers(emu: Emulation, name: str, value: str) -> str:
+    """Set net.ipv4.tcp_<name> (``name`` wmem or rmem; 'MIN,DEFAULT,MAX', per namespace) in
+    every host when ``value`` is given; return the hosts' value as read back in one of them
+    (recorded either way: a send buffer can hold a flow back, tcp_limits.csv's
+    sndbuf_limited, and a receive buffer bounds what an MPTCP connection keeps out of
+    order)."""
     hosts = emu.topo.hosts()
-    want = " ".join(str(v) for v in parse_wmem(wmem)) if wmem else ""
+    key = f"net.ipv4.tcp_{name}"
+    want = " ".join(str(v) for v in parse_buffers(name, value)) if value else ""
     if want:
-        emu.hosts_cmd(hosts, ["sysctl", "-qw", f"net.ipv4.tcp_wmem={want}"])
-    got = " ".join(emu.hosts_cmd(hosts[:1], ["sysctl", "-n", "net.ipv4.tcp_wmem"])[hosts[0]]
-                   .split())
+        emu.hosts_cmd(hosts, ["sysctl", "-qw", f"{key}={want}"])
+    got = " ".join(emu.hosts_cmd(hosts[:1], ["sysctl", "-n", key])[hosts[0]].split())
     if want and got != want:
-        raise RunError(f"host {hosts[0]} has net.ipv4.tcp_wmem {got!r} after setting {want!r}")
+        raise RunError(f"host {hosts[0]} has {key} {got!r} after setting {want!r}")
     return got
 
 

@@ -26,7 +26,6 @@ from .sampling import (
     cpu_sampler,
     cpu_shares,
     cpu_times,
-    mptcp_sampler,
     stop_mptcp_sampler,
     stop_tcp_sampler,
     tcp_sampler,
@@ -352,9 +351,10 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     cpu.start()
     tcp = tcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows})}, interval)
     tcp.start()
-    msk = mptcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows} |
-                                                             {f.dst for f in flows})},
-                        interval) if transport == "mptcp" else None
+    # MPTCP: the connections' own counters at both ends (senders and receivers)
+    msk = tcp_sampler({h: emu.host_pids[h] for h in sorted({f.src for f in flows} |
+                                                           {f.dst for f in flows})},
+                      interval, mptcp=True) if transport == "mptcp" else None
     if msk is not None:
         msk.start()
     before = port_counters(emu)

@@ -167,14 +167,16 @@ def test_a_flow_whose_transfer_began_late_is_named_as_measured_apart():
 
 @pytest.mark.parametrize("bad", ["4096,8192", "4096,8192,x", "1024,4096,8192", "8192,4096,16384",
                                  "4096,16384,8192", "4096 16384 65536"])
-def test_wmem_is_three_ordered_byte_counts(bad, one_line_error):
-    """--wmem (the hosts' net.ipv4.tcp_wmem, to test whether the send buffer holds flows
-    back): three whole numbers from 4096 up, non-decreasing; anything else is one line."""
-    from harness.common import parse_wmem
-    assert parse_wmem("4096,16384,4194304") == (4096, 16384, 4194304)
-    assert parse_wmem("4194304,4194304,4194304") == (4194304,) * 3
-    with one_line_error("--wmem wants MIN,DEFAULT,MAX"):
-        parse_wmem(bad)
+@pytest.mark.parametrize("name", ["wmem", "rmem"])
+def test_wmem_is_three_ordered_byte_counts(bad, name, one_line_error):
+    """--wmem and --rmem (the hosts' net.ipv4.tcp_wmem / tcp_rmem, to test whether the send
+    or the receive buffer holds flows back): three whole numbers from 4096 up,
+    non-decreasing; anything else is one line naming the flag."""
+    from harness.common import parse_buffers
+    assert parse_buffers(name, "4096,16384,4194304") == (4096, 16384, 4194304)
+    assert parse_buffers(name, "4194304,4194304,4194304") == (4194304,) * 3
+    with one_line_error(f"--{name} wants MIN,DEFAULT,MAX"):
+        parse_buffers(name, bad)
 
 
 def test_wmem_is_for_the_emulated_hosts_only(one_line_error):
@@ -183,8 +185,12 @@ def test_wmem_is_for_the_emulated_hosts_only(one_line_error):
             "wmem": "4096,16384,4194304"}
     common.validate(base)
     common.validate({**base, "wmem": "", "backend": "model"})
-    with one_line_error("use it with --backend emulated"):
+    with one_line_error("--wmem sets the emulated hosts' send buffers: use it with --backend "
+                        "emulated"):
         common.validate({**base, "backend": "model"})
+    with one_line_error("--rmem sets the emulated hosts' receive buffers"):
+        common.validate({**base, "wmem": "", "rmem": "4096,87380,6291456",
+                         "backend": "model"})
 
 
 def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_each_end():
