@@ -29,6 +29,10 @@ SHARED = {
                  "on an EWMA; ECT marked, others dropped early); bpf dataplane only"),
     "shaper": (str, "root qdisc that shapes every link end above its tail-drop pfifo: htb "
                     "(one class) or tbf (bench/bench_cpu_cuts.py compares them)"),
+    "idle_cpus": (str, "what a CPU does with nothing to run while the network is up: halt "
+                       "(the machine's own idle) or spin (one lowest-priority busy loop per "
+                       "CPU, so that no vCPU of a VM halts and wakes late: late wake-ups "
+                       "delay the links' timers; docs/results/001-orca.md); emulated only"),
     "duration": (float, "traffic time per flow, seconds"),
     "trim": (float, "seconds dropped at the start and end of every flow"),
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
@@ -158,6 +162,14 @@ def validate(params: Mapping[str, Any]) -> None:
                            routing.modes(params["routing"]))
     if "cc" in params:
         check_cc(str(params["cc"]))
+    if "idle_cpus" in params:
+        from emulator.emulation import IDLE_CPUS
+        if params["idle_cpus"] not in IDLE_CPUS:
+            raise ValueError(f"--idle-cpus must be one of {', '.join(IDLE_CPUS)}, got "
+                             f"{params['idle_cpus']!r}")
+        if params["idle_cpus"] != "halt" and params.get("backend", "emulated") != "emulated":
+            raise ValueError("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
+                             "--backend emulated")
     for name, what in (("wmem", "send"), ("rmem", "receive")):
         if params.get(name):
             parse_buffers(name, str(params[name]))

@@ -70,8 +70,9 @@ class Params(Mapping[str, Any]):
 @dataclasses.dataclass(frozen=True)
 class NetworkParams(Params):
     """What every emulated experiment has: the links (rate, tail-drop queue, HTB burst, the
-    switch ports' AQM, the shaper), the repetitions and their root seed, the dataplane.  An
-    experiment redeclares a field to change its default."""
+    switch ports' AQM, the shaper), the repetitions and their root seed, the dataplane, what
+    idle CPUs do (``idle_cpus``: emulator.emulation.IDLE_CPUS).  An experiment redeclares a
+    field to change its default."""
 
     bw: float = 10.0
     queue: int = 100
@@ -81,6 +82,7 @@ class NetworkParams(Params):
     runs: int = 1
     seed: int = 1
     dataplane: str = "auto"
+    idle_cpus: str = "halt"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,7 +71,8 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
     point in errors.  Raises RunError when a host pair is unreachable."""
     where = f"{label}: " if label else ""
     with Emulation(topo, plan, link_spec(params), run_dir, run_id,
-                   cc=params.get("cc", "cubic"), dataplane=params["dataplane"]) as emu:
+                   cc=params.get("cc", "cubic"), dataplane=params["dataplane"],
+                   idle_cpus=params.get("idle_cpus", "halt")) as emu:
         t = time.monotonic()
         failed = emu.ping_all()
         if failed:

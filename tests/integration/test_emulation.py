@@ -213,6 +213,23 @@ def test_teardown_stops_unrecorded_processes_in_host_namespaces(tmp_path):
     assert stray.wait(timeout=10) == -signal.SIGKILL
 
 
+def test_spinning_idle_cpus_run_one_lowest_priority_loop_per_cpu_while_up(tmp_path):
+    """--idle-cpus spin: one SCHED_IDLE, nice-19 busy loop per usable CPU while the network
+    is up (recorded in the facts), none left after teardown."""
+    topo = topos.build("fattree,k=4")
+    with Emulation(topo, routing.make_plan(topo, "st"), LinkSpec(10, 50), tmp_path,
+                   "t-spin", dataplane="bpf", idle_cpus="spin") as emu:
+        loops = [p for p in emu.procs if p.args[-1] == "while :; do :; done"]
+        assert len(loops) == len(os.sched_getaffinity(0)) == emu.facts.idle_loops
+        time.sleep(0.5)    # taskset, nice and chrt exec into the loop
+        for p in loops:
+            assert p.poll() is None
+            assert os.sched_getscheduler(p.pid) == os.SCHED_IDLE
+            assert os.getpriority(os.PRIO_PROCESS, p.pid) == 19
+    assert all(p.poll() is not None for p in loops)
+    assert emu.facts.idle_cpus == "spin"
+
+
 def _send_udp(emu, src, dst, ports):
     """A few real UDP packets per source port (the BPF switch traces what it forwarded)."""
     # paced: a burst would overflow the host's own tail-drop queue before the switch

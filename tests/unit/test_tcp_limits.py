@@ -215,3 +215,17 @@ def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_eac
     lone = Flow("h3", "h4", port=5299, start=98.0)
     connection_rates([lone], rows, duration=14.0, trim=3.0)
     assert lone.msk_acked_mbps != lone.msk_acked_mbps    # nothing sampled: NaN
+
+
+def test_idle_cpus_is_halt_or_spin_and_for_the_emulated_hosts_only(one_line_error):
+    from emulator.emulation import Emulation
+    from harness import common
+    common.validate({"idle_cpus": "spin"})
+    common.validate({"idle_cpus": "halt", "backend": "model"})
+    with one_line_error("--idle-cpus must be one of halt, spin, got 'nap'"):
+        common.validate({"idle_cpus": "nap"})
+    with one_line_error("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
+                        "--backend emulated"):
+        common.validate({"idle_cpus": "spin", "backend": "sim"})
+    with one_line_error("--idle-cpus must be one of halt, spin"):
+        Emulation(None, None, None, None, "t", idle_cpus="nap")   # type: ignore[arg-type]
