@@ -277,8 +277,10 @@ CLAIMS = [
            because="with one process per receiver unicast fills the link while multicast's "
                    "one capped process does not, so the ratio is about 4 r_m / link: the "
                    "caps are the ablation, 0.025 / 0.05 / 0.1 cores a process gave 1.00x / "
-                   "1.39x / 3.11x against the predicted 0.85 / 1.39 / 3.22 "
-                   "(docs/results/001-orca.md#fig-8-with-a-cpu-bound-sender)",
+                   "1.39x / 3.11x against the predicted 0.85 / 1.39 / 3.22 (2026-11-26), "
+                   "and 0.95x / 1.84x at 0.025 / 0.05 with the CPUs kept awake "
+                   "(--idle-cpus spin, 2026-11-27; at 0.1 one process nearly fills the "
+                   "link) (docs/results/001-orca.md#fig-8-with-a-cpu-bound-sender)",
            measure=procs_gain_cpu),
     _precondition("multicast-once", "multicast carries each file byte at most once on the "
                   "sender's link (plus repairs)", "Figs. 1-2 (the switches replicate)",
