@@ -39,6 +39,7 @@ class Page(HTMLParser):
         self._row: dict | None = None
         self._cell: list[str] | None = None
         self._label: list[str] | None = None
+        self._badge = False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -51,6 +52,8 @@ class Page(HTMLParser):
             self._cell = []
         elif tag == "div" and "label" in cls.split() and self._row is not None:
             self._label = []
+        elif tag == "span" and cls == "v" and self._row is not None:
+            self._badge = True
         elif tag == "img":
             self.images.append(a["src"])
         elif tag == "a":
@@ -59,12 +62,16 @@ class Page(HTMLParser):
             self.links.append(f"<{tag}>")
 
     def handle_data(self, data):
+        if self._badge:
+            self._row["badge"] += data
         if self._label is not None:
             self._label.append(data)
         if self._cell is not None:
             self._cell.append(data)
 
     def handle_endtag(self, tag):
+        if tag == "span":
+            self._badge = False
         if tag == "div" and self._label is not None:
             self._row["label"] = "".join(self._label)
             self._label = None
@@ -74,7 +81,8 @@ class Page(HTMLParser):
         elif tag == "tr" and self._row is not None:
             row, self._row = self._row, None
             if row["kind"] == "claim":
-                self.claims.append((row["experiment"], row["label"], row["cells"][-1]))
+                # the verdict as its badge shows it (a "because" may follow in the cell)
+                self.claims.append((row["experiment"], row["label"], row["badge"]))
             else:
                 self.totals[row["experiment"]] = row["cells"][2:2 + len(VERDICTS)]
 
