@@ -128,6 +128,12 @@ IDLE_CPUS = ("halt", "spin")
 SPIN = "while :; do :; done"
 
 
+def check_idle_cpus(mode: str) -> None:
+    """One-line ValueError unless ``mode`` is one of IDLE_CPUS."""
+    if mode not in IDLE_CPUS:
+        raise ValueError(f"--idle-cpus must be one of {', '.join(IDLE_CPUS)}, got {mode!r}")
+
+
 class Emulation:
     """Context manager: the whole emulated network of one run."""
 
@@ -135,9 +141,7 @@ class Emulation:
                  run_id: str, cc: str = "cubic", ready_timeout: float = 60.0,
                  dataplane: str | Dataplane = DEFAULT_DATAPLANE,
                  idle_cpus: str = "halt") -> None:
-        if idle_cpus not in IDLE_CPUS:
-            raise ValueError(f"--idle-cpus must be one of {', '.join(IDLE_CPUS)}, got "
-                             f"{idle_cpus!r}")
+        check_idle_cpus(idle_cpus)
         self.idle_cpus = idle_cpus
         self.topo, self.plan, self.link = topo, plan, link
         self.run_dir, self.run_id, self.cc = run_dir, run_id, cc

@@ -1,6 +1,7 @@
 """Process helpers shared by the whole emulator: every command bounded, every child reaped."""
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -63,7 +64,6 @@ def held_lock(path: str | None, wait_s: float) -> Iterator[None]:
     """Hold an exclusive flock on ``path`` for the block (nothing when None), waiting for it
     at most ``wait_s`` seconds (RunError after): the benches' way to take the machine's
     heavy-work lock without letting the wait eat the run's own timeout."""
-    import fcntl
     if path is None:
         yield
         return

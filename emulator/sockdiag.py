@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from .netns import in_namespaces, nl_attrs
@@ -133,7 +134,7 @@ def _align4(n: int) -> int:
     return (n + 3) & ~3
 
 
-def _fields(raw: bytes, fields: tuple[tuple[str | None, str], ...]) -> dict[str, int]:
+def _fields(raw: bytes, fields: Sequence[tuple[str | None, str]]) -> dict[str, int]:
     """The fields that fit in ``raw`` (an older kernel sends a shorter struct); a field
     named None is padding."""
     out: dict[str, int] = {}
@@ -150,7 +151,7 @@ def _fields(raw: bytes, fields: tuple[tuple[str | None, str], ...]) -> dict[str,
 
 def _tcp_info(raw: bytes) -> dict[str, int]:
     """The tcp_info fields in ``raw``."""
-    return _fields(raw, TCP_INFO_FIELDS)  # type: ignore[arg-type]
+    return _fields(raw, TCP_INFO_FIELDS)
 
 
 def _mptcp_info(raw: bytes) -> dict[str, int]:
@@ -180,6 +181,7 @@ def parse(data: bytes, mptcp: bool = False) -> tuple[list[SockInfo], bool]:
     socks: list[SockInfo] = []
     done = False
     off = 0
+    decode = _mptcp_info if mptcp else _tcp_info
     while off + NLMSGHDR.size <= len(data):
         length, kind, _, _, _ = NLMSGHDR.unpack_from(data, off)
         if length < NLMSGHDR.size or off + length > len(data):
@@ -206,7 +208,6 @@ def parse(data: bytes, mptcp: bool = False) -> tuple[list[SockInfo], bool]:
         else:
             continue
         attrs = nl_attrs(body[DIAG_MSG.size:])
-        decode = _mptcp_info if mptcp else _tcp_info
         info = decode(attrs[INET_DIAG_INFO]) if INET_DIAG_INFO in attrs else {}
         mem: dict[str, int] = {}
         if INET_DIAG_SKMEMINFO in attrs:

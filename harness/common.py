@@ -163,10 +163,8 @@ def validate(params: Mapping[str, Any]) -> None:
     if "cc" in params:
         check_cc(str(params["cc"]))
     if "idle_cpus" in params:
-        from emulator.emulation import IDLE_CPUS
-        if params["idle_cpus"] not in IDLE_CPUS:
-            raise ValueError(f"--idle-cpus must be one of {', '.join(IDLE_CPUS)}, got "
-                             f"{params['idle_cpus']!r}")
+        from emulator.emulation import check_idle_cpus
+        check_idle_cpus(params["idle_cpus"])
         if params["idle_cpus"] != "halt" and params.get("backend", "emulated") != "emulated":
             raise ValueError("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
                              "--backend emulated")

@@ -221,7 +221,11 @@ def test_spinning_idle_cpus_run_one_lowest_priority_loop_per_cpu_while_up(tmp_pa
                    "t-spin", dataplane="bpf", idle_cpus="spin") as emu:
         loops = [p for p in emu.procs if p.args[-1] == "while :; do :; done"]
         assert len(loops) == len(os.sched_getaffinity(0)) == emu.facts.idle_loops
-        time.sleep(0.5)    # taskset, nice and chrt exec into the loop
+        # taskset, nice and chrt exec into the loop: wait (bounded) until each one has
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{p.pid}/comm").read_text().strip() != "sh" for p in loops):
+            assert time.monotonic() < deadline, "a loop never reached its shell"
+            time.sleep(0.05)
         for p in loops:
             assert p.poll() is None
             assert os.sched_getscheduler(p.pid) == os.SCHED_IDLE
