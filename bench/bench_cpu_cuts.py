@@ -1,7 +1,8 @@
 """The per-packet cuts of issue #22 side by side (root).  Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_cpu_cuts.py [--topo fattree,k=6] [--bw 10] [--seeds 3]
-        [--duration 30] [--lock /tmp/dcrepro-heavy.lock] [--variant LABEL:DATAPLANE[:SHAPER]]
+        [--duration 30] [--lock /tmp/dcrepro-heavy.lock]
+        [--variant LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]]]
 
 Every variant runs the same TCP-ECMP permutation (``dcrepro run permutation --transport
 tcp --runs 1 --seed S``) once per seed, interleaved (seed 1 of every variant, then seed 2,
@@ -11,6 +12,10 @@ tcp --runs 1 --seed S``) once per seed, interleaved (seed 1 of every variant, th
   flows=sampled  ``bpf,flows=sampled``: flow records sampled where the 5-tuple fixes the port
   tbf            ``--shaper tbf``: TBF + the same pfifo instead of HTB + pfifo
   both           both cuts
+
+A fourth field sets ``--idle-cpus`` (halt, the default, or spin: a lowest-priority busy
+loop per CPU, so that no vCPU halts; the CPU figures count the loops as niced work, not
+load), e.g. ``spin:bpf:htb:spin``.
 
 Per variant, from each run's own fidelity.json: the CPU (whole machine, mean of the run's
 samples, per seed and the median over seeds; the share of samples above 90 %), busy CPU
@@ -30,7 +35,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from emulator.proc import RunError, held_lock, run_group
 
@@ -41,22 +46,33 @@ VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
             "both:bpf,flows=sampled:tbf")
 
 
-def parse_variant(text: str) -> tuple[str, str, str]:
-    """'LABEL:DATAPLANE[:SHAPER]' -> (label, dataplane, shaper)."""
+class Variant(NamedTuple):
+    """One column of the bench: its label and the run's dataplane, shaper and idle CPUs."""
+
+    label: str
+    dataplane: str
+    shaper: str = "htb"
+    idle_cpus: str = "halt"
+
+
+def parse_variant(text: str) -> Variant:
+    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]]' -> Variant (the run's own validation checks
+    the values)."""
     label, _, rest = text.partition(":")
-    dataplane, _, shaper = rest.partition(":")
-    if not label or not dataplane:
-        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER]")
-    return label, dataplane, shaper or "htb"
+    dataplane, _, rest = rest.partition(":")
+    shaper, _, idle = rest.partition(":")
+    if not label or not dataplane or ":" in idle:
+        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]]")
+    return Variant(label, dataplane, shaper or "htb", idle or "halt")
 
 
-def one(topo: str, bw: float, duration: float, seed: int, dataplane: str, shaper: str,
+def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
         out: Path, lock: str | None) -> dict[str, Any]:
     """One run; its fidelity report (TCP), or {'failed': why}."""
     cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", topo,
            "--transport", "tcp", "--runs", "1", "--seed", str(seed), "--duration",
-           str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", dataplane,
-           "--shaper", shaper, "--out", str(out)]
+           str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", v.dataplane,
+           "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S):
             p = run_group(cmd, RUN_TIMEOUT_S, str(REPO))
@@ -91,6 +107,9 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
     print("|---|" + "---|" * len(labels))
     row("CPU, whole machine, mean of the run, %", lambda r: r.get("cpu_mean"), ".1f")
     row("share of CPU samples above 90 %", lambda r: r.get("cpu_saturated_share"), ".2f")
+    row("niced work beside the run, share of the machine", lambda r: r.get("cpu_nice_share"),
+        ".3f")
+    row("steal, share of the machine", lambda r: r.get("cpu_steal_share"), ".3f")
     row("busy CPU per packet-hop, us", lambda r: r.get("cpu_us_per_packet_hop"), ".2f")
     row("busy-link gaps within 10 %, full-size frames",
         lambda r: r.get("gaps_within_10pct"), ".4f")
@@ -126,7 +145,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--lock", default=None, help="flock this file around every run")
     ap.add_argument("--variant", action="append", default=None,
-                    help="LABEL:DATAPLANE[:SHAPER], repeatable (default: base, "
+                    help="LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]], repeatable (default: base, "
                          "flows=sampled, tbf, both)")
     ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
     ap.add_argument("--table", default=None, help="print the table of an earlier bench's "
@@ -140,14 +159,13 @@ def main() -> int:
     print(f"bench_cpu_cuts: {args.topo}, TCP permutation at {args.bw:g} Mb/s, "
           f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs; "
           f"out {root}", flush=True)
-    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
+    results: dict[str, list[dict[str, Any]]] = {v.label: [] for v in variants}
     for seed in range(1, args.seeds + 1):
-        for label, dataplane, shaper in variants:
-            dest = root / f"{label.replace('=', '-')}-seed{seed}"
-            r = one(args.topo, args.bw, args.duration, seed, dataplane, shaper, dest,
-                    args.lock)
-            results[label].append(r)
-            print(f"  seed {seed} {label}: " + (f"failed: {r['failed']}" if "failed" in r else
+        for v in variants:
+            dest = root / f"{v.label.replace('=', '-')}-seed{seed}"
+            r = one(args.topo, args.bw, args.duration, seed, v, dest, args.lock)
+            results[v.label].append(r)
+            print(f"  seed {seed} {v.label}: " + (f"failed: {r['failed']}" if "failed" in r else
                   f"CPU {r.get('cpu_mean')} %, {r.get('cpu_us_per_packet_hop')} us/packet-hop, "
                   f"gaps {r.get('gaps_within_10pct')}, emulated/model "
                   f"{r.get('aggregate_ratio')}, lost outside {r.get('emulator_drops')}, "
