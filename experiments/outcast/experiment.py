@@ -49,6 +49,8 @@ from harness.sampling import Sampler
 from harness.session import judge_measurement, session
 from harness.simrun import check_sim, sim_config, simulate_flows
 from harness.traffic import Flow, loss_fields, run_iperf
+from model.network import rates_on_paths
+from routing.walk import first_choice, walk
 from store import write_csv
 from topos.outcast import OutcastLinear
 from topos.traffic import many_to_one
@@ -81,7 +83,7 @@ class OutcastParams(SimParams, ManyToOneParams):
 
 
 PARAMS = OutcastParams
-BACKENDS = ("emulated", "sim")
+BACKENDS = ("emulated", "model", "sim")
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 ROUTING = "st"  # a line has one path; st is the plain destination-based plan
 
@@ -497,6 +499,27 @@ def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir
     return rows, series, drops
 
 
+def model_once(topo: OutcastLinear, plan: Any, params: OutcastParams,
+               base: dict[str, Any]) -> list[dict[str, Any]]:
+    """--backend model: the flow model's max-min rates on the plan's one path per sender, in
+    the emulated run's flow columns.  A fluid model has no queue and no loss, so no input
+    port can be shut out: every sender gets link / (N + 1).  That is the view's point, the
+    baseline the packet-level views are read against (the Outcast is a packet effect)."""
+    senders = topo.senders()
+    pairs = {s: topo.receiver for s in senders}
+    routed = [{"src": s, "dst": topo.receiver,
+               "path": walk(topo, plan, s, topo.receiver, first_choice)}
+              for s in senders]
+    rates = rates_on_paths(topo, params.bw, pairs, routed)
+    fair = params.bw / (topo.n + 1)
+    return [{**base, "sender": s, "role": topo.node(s).attrs["role"],
+             "entry": f"s1 port {topo.entry_port(s)}", "mbps": round(rates[s], 4),
+             "iperf_mbps": "", "offered_mbps": "", "fair_mbps": round(fair, 4),
+             "share_of_fair": round(rates[s] / fair, 4), "retransmits": "", "connected": True,
+             "cpu_mean": "", "cpu_max": "", "cpu_saturated_share": "",
+             "emulator_loss_share": "", "backend": "model"} for s in senders]
+
+
 @dataclass
 class Tables:
     """The tables a many-to-one run (outcast, outcast-fattree) grows point by point and
@@ -543,6 +566,12 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             tag = f"n{n:02d}-run{r:02d}"
             run_dir = folder.path / tag
             base = {"flows": n, "run": r}
+            if params.backend == "model":
+                folder.log.info("%s: %s, flow model", tag, topo.spec)
+                t.rows += model_once(topo, plan, params, base)
+                folder.record(tag, {"topo": topo.spec, "backend": "model"})
+                t.write(write_outcast_summary, folder.path, params)
+                continue
             if params.backend == "sim":
                 folder.log.info("%s: %s, cc=%s, rto_min=%s, simulated", tag, topo.spec,
                                 params.cc, params.rto_min)
