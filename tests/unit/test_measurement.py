@@ -105,6 +105,17 @@ def test_fidelity_report_flags_and_explains():
                  {"cpu_saturated_share": 0.5, "emulator_loss_share": 0.01})
     assert bad["suspect"] and len(bad["reasons"]) == 3
     assert "CPU" in bad["reasons"][0] and "lost 1.00%" in bad["reasons"][1]
+    assert "0.40 of the model's" in bad["reasons"][2]
+
+
+def test_a_model_that_is_no_bound_for_the_traffic_reports_the_ratio_without_a_doubt():
+    """Sprayed traffic (plts): the model's ideal is not what TCP reaches under reordering,
+    so the ratio is shown and judges nothing; every other check still does."""
+    fid = report({"a": 2.0, "b": 2.0}, {"a": 5.0, "b": 5.0}, 10.0,
+                 {"cpu_saturated_share": 0.5}, model_bound=False)
+    assert fid["aggregate_ratio"] == pytest.approx(0.4) and fid["model_bound"] is False
+    assert fid["suspect"] and len(fid["reasons"]) == 1 and "CPU" in fid["reasons"][0]
+    assert not report({"a": 2.0}, {"a": 5.0}, 10.0, {}, model_bound=False)["suspect"]
 
 
 def test_model_routes_follow_the_plan_and_give_max_min_rates():
