@@ -503,8 +503,9 @@ def model_once(topo: OutcastLinear, plan: Any, params: OutcastParams,
                base: dict[str, Any]) -> list[dict[str, Any]]:
     """--backend model: the flow model's max-min rates on the plan's one path per sender, in
     the emulated run's flow columns.  A fluid model has no queue and no loss, so no input
-    port can be shut out: every sender gets link / (N + 1).  That is the view's point, the
-    baseline the packet-level views are read against (the Outcast is a packet effect)."""
+    port can be shut out: every sender gets the same rate, the goodput of link / (N + 1).
+    That is the view's point, the baseline the packet-level views are read against (the
+    Outcast is a packet effect)."""
     senders = topo.senders()
     pairs = {s: topo.receiver for s in senders}
     routed = [{"src": s, "dst": topo.receiver,

@@ -211,8 +211,9 @@ def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special:
     for s in senders:
         v = [rate(r) for r in rows if r["sender"] == s]
         means.append(_mean(v))
-        lo.append(_mean(v) - min(v))
-        hi.append(max(v) - _mean(v))
+        # never below 0: a mean of equal values can differ from them in the last bit
+        lo.append(max(0.0, _mean(v) - min(v)))
+        hi.append(max(0.0, max(v) - _mean(v)))
     colors = ["black" if s == special else "tab:blue" for s in senders]
     ax.bar(range(len(senders)), means, yerr=[lo, hi], color=colors, capsize=2)
     ax.axhline(fair, color="red", ls="--", lw=1, label=f"fair share {fair:.2f} Mb/s")
@@ -241,7 +242,8 @@ def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[st
     ax.set_ylabel("cumulative drops (packets)")
     ax.set_title("drops by input port (derived; dotted: output pfifo counter)", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    if ax.get_legend_handles_labels()[0]:   # a flow-model run has no drops to draw
+        ax.legend(fontsize=6)
 
 
 def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
