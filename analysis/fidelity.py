@@ -167,8 +167,9 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
     gaps = gap_share(meas.get("dequeue_gaps"))
     n = gap_samples(meas.get("dequeue_gaps"))
     if gaps is not None and gaps < SUSPECT_GAPS and (n is None or n >= MIN_GAP_SAMPLES):
-        beside = [f"{what} {meas[key]:.1%}" for key, what in
-                  (("cpu_nice_share", "niced work"), ("cpu_steal_share", "steal"))
+        own = " (this run's own idle loops among it)" if meas.get("idle_loops") else ""
+        beside = [f"{what} {meas[key]:.1%}{note}" for key, what, note in
+                  (("cpu_nice_share", "niced work", own), ("cpu_steal_share", "steal", ""))
                   if (meas.get(key) or 0) >= BESIDE_NOTED]
         of = "" if n is None else f"{n:,} "
         reasons.append(f"only {gaps:.1%} of {of}busy-link dequeue gaps within 10 % of the "

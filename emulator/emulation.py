@@ -101,6 +101,8 @@ class Facts:
     ipv6_disabled: bool = False
     #: what the CPUs did with nothing to run (IDLE_CPUS), and the busy loops started for it
     idle_cpus: str = "halt"
+    #: the kernel's cpuidle driver ('none': an idle vCPU halts; see IDLE_CPUS)
+    cpuidle_driver: str = ""
     idle_loops: int = 0
 
 
@@ -123,15 +125,37 @@ def _deferred_up_intf() -> type:
 #: with CPU-capped senders: 0.79 of busy-link gaps within 10 % halted, 0.99 spinning
 #: (docs/results/001-orca.md).  "spin" runs one busy loop per CPU at the lowest priority
 #: (SCHED_IDLE, nice 19) while the network is up: it runs only when nothing else can, so no
-#: vCPU halts; the CPU figures count it as niced work, not as load.
-IDLE_CPUS = ("halt", "spin")
+#: vCPU halts; the CPU figures count it as niced work, not as load.  "auto" (the flags'
+#: default) is resolved once per run (resolve_idle_cpus): spin where the machine has no
+#: cpuidle driver, halt where it has one (a driver picks shallow idle states whose wake-up
+#: is cheap, and there is no measurement of late timers there).
+IDLE_CPUS = ("auto", "halt", "spin")
 SPIN = "while :; do :; done"
+CPUIDLE_DRIVER = Path("/sys/devices/system/cpu/cpuidle/current_driver")
 
 
 def check_idle_cpus(mode: str) -> None:
     """One-line ValueError unless ``mode`` is one of IDLE_CPUS."""
     if mode not in IDLE_CPUS:
         raise ValueError(f"--idle-cpus must be one of {', '.join(IDLE_CPUS)}, got {mode!r}")
+
+
+def cpuidle_driver(path: Path = CPUIDLE_DRIVER) -> str:
+    """The kernel's cpuidle driver ('none' on these VMs, also when the file is absent)."""
+    try:
+        return path.read_text().strip() or "none"
+    except OSError:
+        return "none"
+
+
+def resolve_idle_cpus(mode: str, backend: str = "emulated", path: Path = CPUIDLE_DRIVER) -> str:
+    """'auto' -> 'spin' for an emulation on a machine without a cpuidle driver, else 'halt'
+    (a model or simulation run has no emulated links to keep on time); other modes as
+    given."""
+    check_idle_cpus(mode)
+    if mode != "auto":
+        return mode
+    return "spin" if backend == "emulated" and cpuidle_driver(path) == "none" else "halt"
 
 
 class Emulation:
@@ -141,8 +165,7 @@ class Emulation:
                  run_id: str, cc: str = "cubic", ready_timeout: float = 60.0,
                  dataplane: str | Dataplane = DEFAULT_DATAPLANE,
                  idle_cpus: str = "halt") -> None:
-        check_idle_cpus(idle_cpus)
-        self.idle_cpus = idle_cpus
+        self.idle_cpus = resolve_idle_cpus(idle_cpus)
         self.topo, self.plan, self.link = topo, plan, link
         self.run_dir, self.run_id, self.cc = run_dir, run_id, cc
         self.ready_timeout = ready_timeout
@@ -150,7 +173,8 @@ class Emulation:
         self.dataplane.check_plan(plan)
         if link.aqm_spec.active:
             self.dataplane.check_needs(f"--aqm {link.aqm}", {"aqm"})
-        self.facts = Facts(cc_requested=cc, idle_cpus=idle_cpus)
+        self.facts = Facts(cc_requested=cc, idle_cpus=self.idle_cpus,
+                           cpuidle_driver=cpuidle_driver())
         self.net: Any = None
         self.registry: Registry | None = None
         self.procs: list[subprocess.Popen] = []

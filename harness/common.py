@@ -30,9 +30,11 @@ SHARED = {
     "shaper": (str, "root qdisc that shapes every link end above its tail-drop pfifo: htb "
                     "(one class) or tbf (bench/bench_cpu_cuts.py compares them)"),
     "idle_cpus": (str, "what a CPU does with nothing to run while the network is up: halt "
-                       "(the machine's own idle) or spin (one lowest-priority busy loop per "
+                       "(the machine's own idle), spin (one lowest-priority busy loop per "
                        "CPU, so that no vCPU of a VM halts and wakes late: late wake-ups "
-                       "delay the links' timers; docs/results/001-orca.md); emulated only"),
+                       "delay the links' timers; docs/results/001-orca.md), or auto: spin "
+                       "where the kernel has no cpuidle driver (these VMs), else halt; "
+                       "spin is for emulated runs only"),
     "duration": (float, "traffic time per flow, seconds"),
     "trim": (float, "seconds dropped at the start and end of every flow"),
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
@@ -106,6 +108,10 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
     params["quick"] = bool(args.quick)
     if "dataplane" in params:   # 'auto' becomes a name here, once, for the whole run
         params["dataplane"] = dataplanes.resolve(params["dataplane"])
+    if params.get("idle_cpus") == "auto":   # likewise: config.json records halt or spin
+        from emulator.emulation import resolve_idle_cpus
+        params["idle_cpus"] = resolve_idle_cpus("auto", str(params.get("backend") or
+                                                            "emulated"))
     return params
 
 
@@ -165,7 +171,7 @@ def validate(params: Mapping[str, Any]) -> None:
     if "idle_cpus" in params:
         from emulator.emulation import check_idle_cpus
         check_idle_cpus(params["idle_cpus"])
-        if params["idle_cpus"] != "halt" and params.get("backend", "emulated") != "emulated":
+        if params["idle_cpus"] == "spin" and params.get("backend", "emulated") != "emulated":
             raise ValueError("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
                              "--backend emulated")
     for name, what in (("wmem", "send"), ("rmem", "receive")):

@@ -82,7 +82,7 @@ class NetworkParams(Params):
     runs: int = 1
     seed: int = 1
     dataplane: str = "auto"
-    idle_cpus: str = "halt"
+    idle_cpus: str = "auto"
 
 
 @dataclasses.dataclass(frozen=True)

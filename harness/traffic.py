@@ -430,6 +430,8 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             # what ran beside the emulation, which the CPU figures count as free: niced
             # work and the hypervisor's steal (both can delay the emulated links' timers)
             **beside,
+            # of that niced work, this run's own idle loops (--idle-cpus spin), if any
+            "idle_loops": emu.facts.idle_loops,
             "stack_counters": stack,
             "restarts": {f.name: f.restarts for f in flows if f.restarts},
             "subflow_wait": subflow_timing,

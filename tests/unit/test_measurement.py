@@ -374,6 +374,10 @@ def test_a_failed_gap_check_names_the_niced_work_and_steal_beside_the_run(monkey
                                  "cpu_steal_share": 0.012})
     assert noted[0].endswith("(beside the run: niced work 48.0%, steal 1.2% of the "
                              "machine's CPU)")
+    # a run that spun its own idle loops says that they are part of the niced work
+    own = measurement_reasons({"dequeue_gaps": gaps, "cpu_nice_share": 0.2, "idle_loops": 2})
+    assert own[0].endswith("(beside the run: niced work 20.0% (this run's own idle loops "
+                           "among it) of the machine's CPU)")
     # nothing is said beside a gap check that passed
     assert measurement_reasons({"dequeue_gaps": {"full_size": {"within_10pct": 0.99}},
                                 "cpu_nice_share": 0.5}) == []

@@ -222,10 +222,31 @@ def test_idle_cpus_is_halt_or_spin_and_for_the_emulated_hosts_only(one_line_erro
     from harness import common
     common.validate({"idle_cpus": "spin"})
     common.validate({"idle_cpus": "halt", "backend": "model"})
-    with one_line_error("--idle-cpus must be one of halt, spin, got 'nap'"):
+    with one_line_error("--idle-cpus must be one of auto, halt, spin, got 'nap'"):
         common.validate({"idle_cpus": "nap"})
     with one_line_error("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
                         "--backend emulated"):
         common.validate({"idle_cpus": "spin", "backend": "sim"})
-    with one_line_error("--idle-cpus must be one of halt, spin"):
+    with one_line_error("--idle-cpus must be one of auto, halt, spin"):
         Emulation(None, None, None, None, "t", idle_cpus="nap")   # type: ignore[arg-type]
+
+
+def test_idle_cpus_auto_spins_an_emulation_only_where_the_kernel_has_no_cpuidle_driver(
+        tmp_path):
+    """'auto' (the default) is resolved once: spin for an emulation on a machine whose
+    kernel has no cpuidle driver (its idle vCPUs halt and wake late), halt where a driver
+    exists or for a model or simulation run; explicit modes are kept."""
+    from emulator.emulation import cpuidle_driver, resolve_idle_cpus
+    from harness.params import NetworkParams
+    none, haltpoll, absent = (tmp_path / "none", tmp_path / "haltpoll", tmp_path / "absent")
+    none.write_text("none\n")
+    haltpoll.write_text("haltpoll\n")
+    assert cpuidle_driver(absent) == "none" and cpuidle_driver(haltpoll) == "haltpoll"
+    assert resolve_idle_cpus("auto", "emulated", none) == "spin"
+    assert resolve_idle_cpus("auto", "emulated", absent) == "spin"
+    assert resolve_idle_cpus("auto", "emulated", haltpoll) == "halt"
+    for backend in ("model", "sim"):
+        assert resolve_idle_cpus("auto", backend, none) == "halt"
+    assert resolve_idle_cpus("halt", "emulated", none) == "halt"
+    assert resolve_idle_cpus("spin", "emulated", haltpoll) == "spin"
+    assert NetworkParams().idle_cpus == "auto"
