@@ -128,5 +128,5 @@ def test_simulation_only_flags_are_refused_for_the_emulator():
     for flag in ({"delay_us": 10.0}, {"jitter": 0.1}, {"pkt_jitter_us": 5.0}):
         with pytest.raises(ValueError, match="simulation-only"):
             checked(outcast, {**outcast.PARAMS.defaults(), **flag})
-    with pytest.raises(ValueError, match="--backend must be one of emulated, sim"):
-        checked(outcast, {**outcast.PARAMS.defaults(), "backend": "model"})
+    with pytest.raises(ValueError, match="--backend must be one of emulated, model, sim"):
+        checked(outcast, {**outcast.PARAMS.defaults(), "backend": "htsim"})
