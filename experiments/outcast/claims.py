@@ -175,12 +175,11 @@ CLAIMS = [
                   "share.  Needs two N or more, from one run or a sweep's runs.",
            measure=share_falls, needs=_SWEEP_NS,
            because="with 20 queue slots the lone flow is shut out at N = 6 but wins more "
-                   "of the slot races at N = 12 (the traced releases: a lone packet gets in "
-                   "only by arriving first after a release, and at N = 12 the shared port's "
-                   "delay after a release spreads over 61-721 us against 8-95 us at N = 6); "
-                   "the ablation is the queue: with 100 packets (queue-100, 10 repetitions "
-                   "per N) the share falls at every step, medians 0.94, 0.25, 0.14 of the "
-                   "fair share at N = 2, 6, 12, while 100 Mb/s links alone do not change the "
+                   "of the slot races at N = 12 (traced releases: a lone packet gets in "
+                   "almost only by arriving first after a release); the ablation is the "
+                   "queue: with 100 packets (queue-100, 10 repetitions per N, CPUs halting) "
+                   "the share falls at every step, medians 0.94, 0.25, 0.14 of the fair "
+                   "share at N = 2, 6, 12, while 100 Mb/s links alone do not change the "
                    "order (0.62, 0.07, 0.20; docs/results/002-outcast.md)"),
     _claim(experiment="outcast", key="others-equal",
            text="The N flows entering on the shared port split their bandwidth fairly equally",
