@@ -455,6 +455,11 @@ def emulate_once(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path, r
     return facts, meas
 
 
+#: flows.csv's emulator columns, blank in a simulated or modelled point (same column order)
+NO_EMULATOR = dict.fromkeys(("cpu_mean", "cpu_max", "cpu_saturated_share",
+                             "emulator_loss_share"), "")
+
+
 def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir: Path,
                   run: int, rng: random.Random, base: dict[str, Any]) -> tuple[list, list, list]:
     """--backend sim: the same senders in ns-3; (flow rows, series rows, drop rows) in the
@@ -477,8 +482,7 @@ def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir
                      "mbps": round(f.goodput_mbps, 4), "iperf_mbps": round(f.goodput_mbps, 4),
                      "offered_mbps": round(f.offered_mbps, 4), "fair_mbps": round(fair, 4),
                      "share_of_fair": round(f.goodput_mbps / fair, 4), "retransmits": "",
-                     "connected": f.bytes_window > 0, "cpu_mean": "", "cpu_max": "",
-                     "cpu_saturated_share": "", "emulator_loss_share": "", "backend": "sim",
+                     "connected": f.bytes_window > 0, **NO_EMULATOR, "backend": "sim",
                      "drops_at_bottleneck": res.drops_by_flow[bottleneck][i],
                      "sim_wall_s": round(res.wall_s, 2)})
         series += [{**base, "sender": name, "source": "sink", "t": t, "mbps": round(m, 4)}
@@ -517,8 +521,7 @@ def model_once(topo: OutcastLinear, plan: Any, params: OutcastParams,
              "entry": f"s1 port {topo.entry_port(s)}", "mbps": round(rates[s], 4),
              "iperf_mbps": "", "offered_mbps": "", "fair_mbps": round(fair, 4),
              "share_of_fair": round(rates[s] / fair, 4), "retransmits": "", "connected": True,
-             "cpu_mean": "", "cpu_max": "", "cpu_saturated_share": "",
-             "emulator_loss_share": "", "backend": "model"} for s in senders]
+             **NO_EMULATOR, "backend": "model"} for s in senders]
 
 
 @dataclass
