@@ -29,7 +29,9 @@ gone with the namespace); the others keep the kernel's default (accept ECN, neve
 Every flow and latency row names its scheme's AQM.  The paper's
 TCP treated three duplicate ACKs as a loss; Linux today detects loss by time (RACK) and
 adapts its reordering threshold.  ``--recovery classic`` runs the senders with RACK off and
-the reordering threshold fixed at 3 (per host namespace), ``both`` runs each scheme twice.
+the reordering threshold fixed at 3 (per host namespace); ``noundo`` is classic with no undo
+of a spurious retransmission's window cut (DSACKs, timestamps and F-RTO off); a comma list
+(``both`` = ``modern,classic``) runs each scheme once per recovery.
 
 Where the latency comes from: every switch port's root-qdisc length, sampled every 0.5 s
 over rtnetlink (queues.csv: per tier, e.g. ``edge->agg``, the queue in packets and in
@@ -136,7 +138,15 @@ RECOVERY: dict[str, dict[str, str]] = {
     # and may not grow (max 3): the three-duplicate-ACK rule of the paper's TCP
     "classic": {"net.ipv4.tcp_recovery": "0", "net.ipv4.tcp_reordering": "3",
                 "net.ipv4.tcp_max_reordering": "3"},
+    # classic, and no cut of the window is ever undone: no DSACKs (their undo), no
+    # timestamps (Eifel's undo; segments carry 12 B more payload), no F-RTO (the RTO's undo)
+    "noundo": {"net.ipv4.tcp_recovery": "0", "net.ipv4.tcp_reordering": "3",
+               "net.ipv4.tcp_max_reordering": "3", "net.ipv4.tcp_dsack": "0",
+               "net.ipv4.tcp_timestamps": "0", "net.ipv4.tcp_frto": "0"},
 }
+#: what set_recovery reads back under every recovery (the facts' recovery_sysctls)
+RECOVERY_READBACK = ("net.ipv4.tcp_recovery", "net.ipv4.tcp_reordering",
+                     "net.ipv4.tcp_max_reordering")
 
 
 def add_arguments(p: Any) -> None:
@@ -145,10 +155,12 @@ def add_arguments(p: Any) -> None:
     add_backend(p, BACKENDS)
     p.add_argument("--schemes", default=None,
                    help=f"comma list of {', '.join(SCHEMES)} (default: {PARAMS.schemes})")
-    p.add_argument("--recovery", default=None, choices=[*RECOVERY, "both"],
-                   help="TCP loss recovery of the senders: modern (Linux defaults: RACK, "
-                        "adaptive reordering), classic (three duplicate ACKs, as the "
-                        "paper's TCP), or both (default: modern)")
+    p.add_argument("--recovery", default=None,
+                   help="TCP loss recovery of the senders, or a comma list run one after "
+                        "the other: modern (Linux defaults: RACK, adaptive reordering), "
+                        "classic (three duplicate ACKs, as the paper's TCP), noundo "
+                        "(classic, and no spurious retransmission's cut undone: DSACKs, "
+                        "timestamps, F-RTO off); both = modern,classic (default: modern)")
     p.add_argument("--sample", type=int, default=None,
                    help="sample one TCP data segment in about N for packet latency; 0 = off "
                         f"(default: {PARAMS.sample})")
@@ -204,7 +216,9 @@ def recoveries(params: PltsParams) -> list[str]:
     """The run's recovery settings (the model has no TCP, so only 'modern' there)."""
     if params.backend == "model":
         return ["modern"]
-    return list(RECOVERY) if params.recovery == "both" else [params.recovery]
+    if params.recovery == "both":
+        return ["modern", "classic"]
+    return [r.strip() for r in str(params.recovery).split(",") if r.strip()]
 
 
 def validate(params: PltsParams) -> None:
@@ -214,9 +228,13 @@ def validate(params: PltsParams) -> None:
     if bad or not names or len(set(names)) != len(names):
         raise ValueError(f"--schemes {params.schemes!r}: use a comma list of distinct "
                          f"{', '.join(SCHEMES)}")
-    if params.recovery not in (*RECOVERY, "both"):
-        raise ValueError(f"--recovery must be modern, classic or both, got "
-                         f"{params.recovery!r}")
+    recs = recoveries(replace(params, backend="emulated"))   # the model's is fixed, not read
+    if not recs or any(r not in RECOVERY for r in recs) or len(set(recs)) != len(recs):
+        raise ValueError(f"--recovery must be both or a comma list of distinct "
+                         f"{', '.join(RECOVERY)}, got {params.recovery!r}")
+    if params.backend == "sim" and any(r not in SIM_RECOVERY for r in recs):
+        raise ValueError(f"--recovery {params.recovery!r}: the simulator has "
+                         f"{', '.join(SIM_RECOVERY)} only")
     if params.sample < 0:
         raise ValueError(f"--sample must be >= 0, got {params.sample}")
     if params.ecmp_aqm:
@@ -282,7 +300,7 @@ def set_recovery(emu: Emulation, recovery: str) -> dict[str, str]:
     hosts = emu.topo.hosts()
     if values:
         emu.hosts_cmd(hosts, ["sysctl", "-qw", *(f"{k}={v}" for k, v in values.items())])
-    keys = ["net.ipv4.tcp_recovery", "net.ipv4.tcp_reordering", "net.ipv4.tcp_max_reordering"]
+    keys = list(dict.fromkeys([*RECOVERY_READBACK, *values]))
     got = emu.hosts_cmd(hosts[:1], ["sysctl", "-n", *keys])[hosts[0]].split()
     seen = dict(zip(keys, got))
     wrong = {k: seen.get(k) for k, v in values.items() if seen.get(k) != v}

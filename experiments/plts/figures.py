@@ -31,7 +31,7 @@ from store import cell, read_csv, write_csv
 
 SCHEMES = ("ecmp", "rnd", "cnt", "rr")
 SPRAYS = ("rnd", "cnt", "rr")
-RECOVERIES = ("modern", "classic")
+RECOVERIES = ("modern", "classic", "noundo")
 LABELS = {"ecmp": "ECMP", "rnd": "PLTS-RND", "cnt": "PLTS-CNT", "rr": "PLTS-RR"}
 #: the paper's Fig. 1(a) numbers given in its text (% of ideal throughput)
 PAPER_PCT = {"rr": 92.0, "cnt": 81.0}

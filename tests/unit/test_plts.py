@@ -21,6 +21,9 @@ def _params(**kw):
     ({"schemes": "ecmp,foo"}, "--schemes"),
     ({"schemes": "rr,rr"}, "distinct"),
     ({"recovery": "old"}, "--recovery"),
+    ({"recovery": "modern,modern"}, "--recovery .*distinct"),
+    ({"recovery": ","}, "--recovery"),
+    ({"recovery": "noundo", "backend": "sim"}, "--recovery 'noundo': the simulator has"),
     ({"sample": -1}, "--sample"),
     ({"dataplane": "ovs"}, "dataplane does not offer; use --dataplane bpf"),
     ({"dataplane": "ovs", "ecmp_aqm": "red"}, "dataplane does not offer; use --dataplane bpf"),
@@ -92,6 +95,15 @@ def test_model_backend_ignores_the_dataplane_and_has_one_recovery():
     plts.validate(params)
     assert plts.recoveries(params) == ["modern"]
     assert plts.recoveries(_params(recovery="both")) == ["modern", "classic"]
+    assert plts.recoveries(_params(recovery="modern, noundo")) == ["modern", "noundo"]
+
+
+def test_noundo_is_classic_with_every_undo_off_and_reads_back_what_it_sets():
+    classic, noundo = plts.RECOVERY["classic"], plts.RECOVERY["noundo"]
+    assert noundo.items() >= classic.items()
+    assert {k: noundo[k] for k in noundo.keys() - classic.keys()} == {
+        "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_timestamps": "0", "net.ipv4.tcp_frto": "0"}
+    assert set(plts.RECOVERY_READBACK) == set(classic)
 
 
 def test_sprayed_flows_of_a_permutation_get_the_whole_host_link():
