@@ -27,6 +27,19 @@ def status_of(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not a dcrepro run folder (no status.json)") from None
 
 
+def newest_ok_run(root: Path, experiment: str) -> Path | None:
+    """The newest run folder of ``experiment`` under ``root`` (``root/<experiment>/<id>``,
+    as ``--out root`` makes them) whose status is ok, or None."""
+    for run in sorted((p.parent for p in Path(root).glob(f"{experiment}/*/status.json")),
+                      reverse=True):
+        try:
+            if status_of(run).get("status") == "ok":
+                return run
+        except ValueError:            # unreadable status.json: not a complete run
+            continue
+    return None
+
+
 def read_json(path: Path) -> Any:
     """A JSON file of a run folder (ValueError naming the file if it is missing or broken)."""
     try:

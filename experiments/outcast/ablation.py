@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from store import cell, read_csv, status_of, write_csv
+from store import cell, newest_ok_run, read_csv, write_csv
 
 from .figures import rate
 
@@ -68,13 +68,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 def newest_run(folder: Path) -> Path | None:
     """The newest complete (status ok) outcast run folder under ``folder``, or None."""
-    for run in sorted((p.parent for p in folder.glob("outcast/*/status.json")), reverse=True):
-        try:
-            if status_of(run).get("status") == "ok":
-                return run
-        except ValueError:            # unreadable status.json: not a complete run
-            continue
-    return None
+    return newest_ok_run(folder, "outcast")
 
 
 def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,211 @@
+"""Issue #28's two PLTS ablations, drawn from run folders (docs/results/004-plts.md).
+
+1. *ECMP's draw.*  ECMP's mean % of ideal is what its hash collisions leave it, and that
+   varies with the pairing and the hash: a flow-model run with many repetitions
+   (``dcrepro run plts --backend model --runs 100``) gives its distribution; each emulated
+   ECMP network gives its measured mean beside the model on its own traced paths, and the
+   sprays' ratio to it.  The paper's "1.5x" needs ECMP at or below the sprays' mean / 1.5.
+2. *Undo.*  Each scheme's mean % of ideal per loss recovery (``--recovery modern,noundo``):
+   how much of the sprays' lead over the paper's numbers is Linux undoing the window cuts
+   of spurious retransmissions.
+
+Writes ablation.csv (one row per emulated network and per recovery x scheme), ablation.md
+and ablation.png into the output folder.  Reads flows.csv only.  Usage:
+
+    python -m experiments.plts.ablation OUT --draws MODEL_RUN --runs EMULATED_RUN ...
+"""
+from __future__ import annotations
+
+import argparse
+import statistics as st
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from store import read_csv, write_csv
+
+from .claims import PAPER_SPRAY_OVER_ECMP
+from .figures import LABELS, PAPER_PCT, RECOVERIES, SPRAYS, _ordered, aqm_mode, aqm_of
+
+Row = dict[str, Any]
+
+
+def _mean(rows: list[Row], col: str = "pct_ideal") -> float:
+    return st.mean(float(r[col]) for r in rows)
+
+
+def _model_pct(rows: list[Row]) -> float:
+    """The flow model's mean % of ideal over rows (model_mbps against each row's ideal)."""
+    return st.mean(100 * float(r["model_mbps"]) / float(r["ideal_mbps"]) for r in rows)
+
+
+def draws(model_rows: list[Row]) -> list[float]:
+    """ECMP's mean % of ideal per repetition of a flow-model run (one pairing and hash draw
+    each), in run order."""
+    by: dict[str, list[Row]] = defaultdict(list)
+    for r in model_rows:
+        if r["scheme"] == "ecmp":
+            by[str(r["run"])].append(r)
+    return [_mean(by[k]) for k in sorted(by, key=int)]
+
+
+def networks(rows: list[Row], source: str) -> list[Row]:
+    """One row per emulated ECMP network under modern recovery: its measured and modelled
+    (traced paths) mean % of ideal, and the sprays' mean over the same run's sprays."""
+    by: dict[tuple[str, str, str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        by[(str(r["run"]), str(r["recovery"]), str(r["scheme"]), aqm_mode(aqm_of(r)))].append(r)
+    out = []
+    for (run, rec, scheme, mode), mine in sorted(by.items(), key=lambda kv: (int(kv[0][0]),
+                                                                              kv[0][1:])):
+        if scheme != "ecmp" or rec != "modern":
+            continue
+        sprays = [_mean(v) for (ru, re, s, _), v in by.items()
+                  if ru == run and re == rec and s in SPRAYS]
+        if not sprays:
+            continue
+        ecmp, spray = _mean(mine), st.mean(sprays)
+        out.append({"kind": "network", "source": source, "run": run, "recovery": rec,
+                    "scheme": "ecmp", "aqm": mode, "pct_ideal": round(ecmp, 2),
+                    "model_pct": round(_model_pct(mine), 2), "sprays_pct": round(spray, 2),
+                    "spray_over_ecmp": round(spray / ecmp, 3)})
+    return out
+
+
+def recoveries(rows: list[Row], source: str) -> list[Row]:
+    """One row per (recovery, scheme, ECMP's queue) of a run with more than one recovery:
+    mean % of ideal over every flow, and the lowest and highest per-run mean."""
+    recs = _ordered((str(r["recovery"]) for r in rows), RECOVERIES)
+    if len(recs) < 2:
+        return []
+    by: dict[tuple[str, str, str], dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by[(str(r["recovery"]), str(r["scheme"]), aqm_mode(aqm_of(r)))][str(r["run"])].append(r)
+    out = []
+    for (rec, scheme, mode), per_run in sorted(
+            by.items(), key=lambda kv: (recs.index(kv[0][0]), list(LABELS).index(kv[0][1]))):
+        means = [_mean(v) for v in per_run.values()]
+        out.append({"kind": "recovery", "source": source, "recovery": rec, "scheme": scheme,
+                    "aqm": mode, "pct_ideal": round(_mean(sum(per_run.values(), [])), 2),
+                    "run_min": round(min(means), 2), "run_max": round(max(means), 2),
+                    "runs": len(means)})
+    return out
+
+
+def summary(draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> list[str]:
+    """ablation.md's lines."""
+    lines = ["# PLTS ablations (issue #28)", ""]
+    if draw_pcts and nets:
+        spray = st.mean(float(n["sprays_pct"]) for n in nets)
+        need = spray / PAPER_SPRAY_OVER_ECMP
+        q = sorted(draw_pcts)
+        lines += [
+            f"ECMP's draw: {len(q)} flow-model draws, ECMP mean % of ideal median "
+            f"{st.median(q):.1f} (range {q[0]:.1f}-{q[-1]:.1f}); {PAPER_SPRAY_OVER_ECMP:g}x "
+            f"with the emulated sprays' mean {spray:.1f} % needs ECMP <= {need:.1f} %: "
+            f"{sum(x <= need for x in q)} of {len(q)} draws.", "",
+            "| source | run | ECMP queue | ECMP % of ideal | model on its traced paths | "
+            "sprays % | spray/ECMP |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {n['source']} | {n['run']} | {n['aqm']} | {n['pct_ideal']} | "
+                  f"{n['model_pct']} | {n['sprays_pct']} | {n['spray_over_ecmp']} |"
+                  for n in nets]
+        lines.append("")
+    if recs:
+        lines += ["Undo: mean % of ideal per recovery (lowest-highest per-run mean).", "",
+                  "| source | recovery | scheme | % of ideal | runs |", "|---|---|---|---|---|"]
+        lines += [f"| {r['source']} | {r['recovery']} | {LABELS[r['scheme']]} ({r['aqm']}) | "
+                  f"{r['pct_ideal']} ({r['run_min']}-{r['run_max']}) | {r['runs']} |"
+                  for r in recs]
+    return lines
+
+
+def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> Path:
+    """ablation.png: the draw's histogram, spray/ECMP against ECMP's model per network, and
+    % of ideal per recovery."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    need = (st.mean(float(n["sprays_pct"]) for n in nets) / PAPER_SPRAY_OVER_ECMP
+            if nets else None)
+    ax = axes[0]
+    if draw_pcts:
+        ax.hist(draw_pcts, bins=20, color="0.7", label=f"flow model, {len(draw_pcts)} draws")
+    for n in nets:
+        ax.axvline(float(n["model_pct"]), ymax=0.08, color="C0", lw=1.5)
+    if need is not None:
+        ax.axvline(need, color="C3", ls="--",
+                   label=f"{PAPER_SPRAY_OVER_ECMP:g}x needs ECMP <= {need:.1f} %")
+    ax.set(xlabel="ECMP mean % of ideal", ylabel="draws",
+           title="(a) ECMP's collision draw (ticks: emulated networks' models)")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    for mode, marker in (("red", "o"), ("droptail", "s")):
+        mine = [n for n in nets if n["aqm"] == mode]
+        if mine:
+            ax.scatter([float(n["model_pct"]) for n in mine],
+                       [float(n["spray_over_ecmp"]) for n in mine], marker=marker,
+                       label=f"ECMP on {mode}")
+    ax.axhline(PAPER_SPRAY_OVER_ECMP, color="C3", ls="--", label="paper: 1.5x")
+    ax.set(xlabel="ECMP's flow model on its traced paths, % of ideal",
+           ylabel="sprays' mean / ECMP's mean (measured)",
+           title="(b) emulated networks: ratio against ECMP's draw")
+    if nets:
+        ax.legend(fontsize=8)
+    ax = axes[2]
+    rec_names = _ordered((str(r["recovery"]) for r in recs), RECOVERIES)
+    width = 0.8 / max(len(rec_names), 1)
+    variants = list(dict.fromkeys((r["scheme"], r["aqm"]) for r in recs))
+    for i, rec in enumerate(rec_names):
+        have = {(r["scheme"], r["aqm"]): r for r in recs if r["recovery"] == rec}
+        shown = [(j, have[v]) for j, v in enumerate(variants) if v in have]
+        ys = [float(r["pct_ideal"]) for _, r in shown]
+        lo = [max(0.0, y - float(r["run_min"])) for y, (_, r) in zip(ys, shown)]
+        hi = [max(0.0, float(r["run_max"]) - y) for y, (_, r) in zip(ys, shown)]
+        ax.bar([j + i * width for j, _ in shown], ys, width, yerr=[lo, hi],
+               capsize=3, label=f"recovery={rec}")
+    for j, (scheme, _) in enumerate(variants):
+        if scheme in PAPER_PCT:
+            ax.plot([j - width / 2, j + 0.8 - width / 2], [PAPER_PCT[scheme]] * 2, "k:")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(variants))],
+                  [f"{LABELS[s]}\n({a})" for s, a in variants], fontsize=8)
+    ax.set(ylabel="mean % of ideal (bars: per-run range)", ylim=(0, 105),
+           title="(c) undo of spurious retransmissions (dotted: paper)")
+    if recs:
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = out / "ablation.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("--draws", type=Path, help="a flow-model plts run with many repetitions")
+    p.add_argument("--runs", type=Path, nargs="*", default=[], help="emulated plts runs")
+    a = p.parse_args(argv)
+    for d in [a.draws, *a.runs]:
+        if d is not None and not (d / "flows.csv").is_file():
+            print(f"plts ablation: {d} has no flows.csv", file=sys.stderr)
+            return 2
+    draw_pcts = draws(read_csv(a.draws / "flows.csv")) if a.draws else []
+    nets: list[Row] = []
+    recs: list[Row] = []
+    for d in a.runs:
+        rows = read_csv(d / "flows.csv")
+        nets += networks(rows, d.name)
+        recs += recoveries(rows, d.name)
+    a.out.mkdir(parents=True, exist_ok=True)
+    write_csv(a.out / "ablation.csv", nets + recs)
+    (a.out / "ablation.md").write_text("\n".join(summary(draw_pcts, nets, recs)) + "\n")
+    print(plot(a.out, draw_pcts, nets, recs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
