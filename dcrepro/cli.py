@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -502,40 +502,36 @@ def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def cmd_plot(args: argparse.Namespace) -> int:
+    """(Re)draw a run folder's figures; a folder that is no run folder is bad input (2)."""
+    where = Path(args.run_dir)
+    if not (where / "status.json").is_file():     # bad input, not a failed drawing
+        print(f"dcrepro: error: {where} is not a dcrepro run folder (no status.json)",
+              file=sys.stderr)
+        return 2
+    return _plot(where)
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    """Print the environment report of this machine (emulator.sysinfo)."""
+    from emulator.sysinfo import environment
+    print(json.dumps(environment(), indent=1))
+    return 0
+
+
+#: each subcommand of build_parser and the function that runs it (its exit code)
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run, "rerun": cmd_rerun, "sweep": cmd_sweep, "run-one": cmd_run_one,
+    "collect": cmd_collect, "plot": cmd_plot, "report": cmd_report, "list": cmd_list,
+    "clean": cmd_clean, "calibrate": cmd_calibrate, "env": cmd_env,
+}
+
+
 def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.WARNING, format="dcrepro: %(levelname)s %(message)s")
     args = absolute_paths(build_parser().parse_args(argv))
-    if args.command == "run":
-        return cmd_run(args)
-    if args.command == "rerun":
-        return cmd_rerun(args)
-    if args.command == "sweep":
-        return cmd_sweep(args)
-    if args.command == "run-one":
-        return cmd_run_one(args)
-    if args.command == "collect":
-        return cmd_collect(args)
-    if args.command == "plot":
-        where = Path(args.run_dir)
-        if not (where / "status.json").is_file():     # bad input, not a failed drawing
-            print(f"dcrepro: error: {where} is not a dcrepro run folder (no status.json)",
-                  file=sys.stderr)
-            return 2
-        return _plot(where)
-    if args.command == "report":
-        return cmd_report(args)
-    if args.command == "list":
-        return cmd_list(args)
-    if args.command == "clean":
-        return cmd_clean(args)
-    if args.command == "calibrate":
-        return cmd_calibrate(args)
-    if args.command == "env":
-        from emulator.sysinfo import environment
-        print(json.dumps(environment(), indent=1))
-        return 0
-    return 2
-
+    command = COMMANDS.get(args.command)
+    return 2 if command is None else command(args)
 
 if __name__ == "__main__":
     sys.exit(main())

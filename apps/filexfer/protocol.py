@@ -1,4 +1,5 @@
-"""Wire format, synthetic file content, NACK ranges and command-line value parsing.
+"""Wire format, synthetic file content, NACK ranges, command-line value parsing and the
+``--report`` file both sides write.
 
 Every datagram starts with one 16-byte header (network byte order)::
 
@@ -21,6 +22,7 @@ text ``ack_<round>`` of the paper's client.  BYE and BYE_ACK carry nothing more.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -296,3 +298,12 @@ def is_multicast(ip: str) -> bool:
 def label(addr: tuple[str, int]) -> str:
     """``ip:port`` for reports and messages."""
     return f"{addr[0]}:{addr[1]}"
+
+
+# --- reports --------------------------------------------------------------------------------
+
+def write_report(path: str, doc: dict) -> None:
+    """Write a side's ``--report`` file: one JSON document, indented, newline-terminated."""
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")

@@ -6,7 +6,6 @@ in-process); ``run`` wraps it in one UDP socket loop.
 from __future__ import annotations
 
 import argparse
-import json
 import select
 import socket
 import sys
@@ -364,9 +363,7 @@ def _write_report(args: argparse.Namespace, rx: ReceiverSession, bound: str,
         return
     doc = {"tool": "apps.filexfer recv", "listen": bound, "group": args.group,
            "timeout_s": args.timeout, "ok": error is None, "error": error, **rx.report()}
-    with open(args.report, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    p.write_report(args.report, doc)
 
 
 def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
@@ -716,7 +715,5 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
         print(f"sent {len(doc['rounds'])} rounds ({sum(args.size_list)} bytes a receiver) to "
               f"{len(labels)} receivers in {doc['total_s']:.3f} s, {repairs} repairs", flush=True)
     if args.report:
-        with open(args.report, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        p.write_report(args.report, doc)
     return code
