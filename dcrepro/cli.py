@@ -533,5 +533,6 @@ def _main(argv: list[str] | None) -> int:
     command = COMMANDS.get(args.command)
     return 2 if command is None else command(args)
 
+
 if __name__ == "__main__":
     sys.exit(main())
