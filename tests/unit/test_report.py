@@ -145,14 +145,16 @@ def test_the_page_is_self_contained_and_can_be_copied(reference_report, tmp_path
 
 
 def test_an_experiments_ablation_shows_in_its_section(reference_report):
-    """results/reference/outcast-ablation/ (ablation.png, ablation.md) is drawn in the outcast
-    section of both renderings, and in no other section."""
+    """results/reference/outcast-ablation/ and plts-ablation/ (ablation.png, ablation.md) are
+    drawn in their experiment's section of both renderings, and in no other section."""
     root, _ = reference_report
     html_text = (root / "report" / "index.html").read_text()
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html_text, re.S))
-    assert 'src="figures/outcast/outcast-ablation/ablation.png"' in sections["outcast"]
+    owners = {"outcast": "outcast-ablation", "plts": "plts-ablation"}
+    for exp, folder in owners.items():
+        assert f'src="figures/{exp}/{folder}/ablation.png"' in sections[exp]
     assert not any("ablation.png" in body for name, body in sections.items()
-                   if name != "outcast")
+                   if name not in owners)
     assert (root / "report" / "figures/outcast/outcast-ablation/ablation.png").stat().st_size \
         > 5_000
     md = (root / "report" / "report.md").read_text()
