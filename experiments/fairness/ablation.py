@@ -1,0 +1,121 @@
+"""Issue #28's coupling ablation of the fairness experiment (docs/results/000-permutation-
+fairness.md): Jellyfish / fat tree mean throughput per repetition, measured (iperf3) and in
+each flow model on the run's own traced paths, for emulated runs that differ in one thing
+(e.g. ``--cc lia`` against ``--cc reno``), paired by repetition.
+
+Writes ablation.csv (one row per run folder and repetition), ablation.md (means and the
+paired differences against the first folder) and ablation.png into the output folder.
+Reads flows.csv only.  Usage:
+
+    python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
+"""
+from __future__ import annotations
+
+import statistics as st
+import sys
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from store import cell, read_csv, write_csv
+
+#: flows.csv columns -> what they are (all normalized to the host link)
+MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
+            "norm_model_tcp": "TCP-like, independent subflows",
+            "norm_model_tcp_coupled": "TCP-like, coupled"}
+
+Row = dict[str, Any]
+
+
+def ratios(rows: list[dict[str, str]], label: str) -> list[Row]:
+    """Per repetition: Jellyfish mean / fat-tree mean of every measure present."""
+    out = []
+    for run in sorted({r["run"] for r in rows}, key=int):
+        row: Row = {"label": label, "run": int(run)}
+        for col in MEASURES:
+            means = {}
+            for topo in ("fattree", "jellyfish"):
+                vals = [v for r in rows if r["run"] == run and r["topology"] == topo
+                        if (v := cell(r.get(col))) == v]
+                means[topo] = st.mean(vals) if vals else float("nan")
+            row[col] = round(means["jellyfish"] / means["fattree"], 4) \
+                if means["fattree"] else float("nan")
+        out.append(row)
+    return out
+
+
+def summary(rows: list[Row]) -> list[str]:
+    """ablation.md: each folder's mean ratio per measure, and the paired differences of
+    the measured ratio against the first folder's."""
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    lines = ["# fairness coupling ablation (issue #28)", "",
+             "Jellyfish / fat tree mean normalized throughput, mean over repetitions.", "",
+             "| run | " + " | ".join(MEASURES.values()) + " |",
+             "|---|" + "---|" * len(MEASURES)]
+    for lab in labels:
+        mine = [r for r in rows if r["label"] == lab]
+        lines.append(f"| {lab} | " + " | ".join(
+            f"{st.mean(float(r[c]) for r in mine):.3f}" for c in MEASURES) + " |")
+    base = {r["run"]: r["norm_iperf"] for r in rows if r["label"] == labels[0]}
+    for lab in labels[1:]:
+        diffs = [base[r["run"]] - r["norm_iperf"] for r in rows
+                 if r["label"] == lab and r["run"] in base]
+        if diffs:
+            lines += ["", f"Paired by repetition, measured {labels[0]} minus {lab}: "
+                      + ", ".join(f"{d:+.3f}" for d in diffs)
+                      + f"; mean {st.mean(diffs):+.3f}"
+                      + (f" (sd {st.stdev(diffs):.3f})" if len(diffs) > 1 else "")]
+    return lines
+
+
+def plot(out: Path, rows: list[Row]) -> Path:
+    """ablation.png: the measured ratio per repetition of each folder, and each folder's
+    coupled and independent-subflow models (dashed, dotted)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for i, lab in enumerate(dict.fromkeys(r["label"] for r in rows)):
+        mine = [r for r in rows if r["label"] == lab]
+        x = [r["run"] for r in mine]
+        ax.plot(x, [r["norm_iperf"] for r in mine], "o-", color=f"C{i}",
+                label=f"{lab}: measured")
+        ax.plot(x, [r["norm_model_tcp_coupled"] for r in mine], "--", color=f"C{i}",
+                alpha=0.6, label=f"{lab}: TCP-like, coupled")
+        ax.plot(x, [r["norm_model_tcp"] for r in mine], ":", color=f"C{i}", alpha=0.6,
+                label=f"{lab}: TCP-like, independent")
+    ax.axhline(1.0, color="0.5", lw=0.8)
+    ax.set(xlabel="repetition (same seed: same permutation and graphs)",
+           ylabel="Jellyfish / fat tree, mean normalized",
+           title="Coupling ablation: Jellyfish / fat tree per repetition")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    path = out / "ablation.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or any("=" not in a for a in args[1:]):
+        print("usage: python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER ...",
+              file=sys.stderr)
+        return 2
+    out, rows = Path(args[0]), []
+    for item in args[1:]:
+        label, folder = item.split("=", 1)
+        if not (Path(folder) / "flows.csv").is_file():
+            print(f"fairness ablation: {folder} has no flows.csv", file=sys.stderr)
+            return 2
+        rows += ratios(read_csv(Path(folder) / "flows.csv"), label)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "ablation.csv", rows)
+    (out / "ablation.md").write_text("\n".join(summary(rows)) + "\n")
+    print(plot(out, rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
