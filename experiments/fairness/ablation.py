@@ -85,6 +85,7 @@ def plot(out: Path, rows: list[Row]) -> Path:
                 alpha=0.6, label=f"{lab}: TCP-like, coupled")
         ax.plot(x, [r["norm_model_tcp"] for r in mine], ":", color=f"C{i}", alpha=0.6,
                 label=f"{lab}: TCP-like, independent")
+    ax.set_xticks(sorted({r["run"] for r in rows}))
     ax.axhline(1.0, color="0.5", lw=0.8)
     ax.set(xlabel="repetition (same seed: same permutation and graphs)",
            ylabel="Jellyfish / fat tree, mean normalized",

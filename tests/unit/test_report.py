@@ -145,12 +145,13 @@ def test_the_page_is_self_contained_and_can_be_copied(reference_report, tmp_path
 
 
 def test_an_experiments_ablation_shows_in_its_section(reference_report):
-    """results/reference/outcast-ablation/ and plts-ablation/ (ablation.png, ablation.md) are
+    """results/reference/<experiment>-ablation/ (ablation.png, ablation.md) are
     drawn in their experiment's section of both renderings, and in no other section."""
     root, _ = reference_report
     html_text = (root / "report" / "index.html").read_text()
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html_text, re.S))
-    owners = {"outcast": "outcast-ablation", "plts": "plts-ablation"}
+    owners = {"outcast": "outcast-ablation", "plts": "plts-ablation",
+              "fairness": "fairness-ablation"}
     for exp, folder in owners.items():
         assert f'src="figures/{exp}/{folder}/ablation.png"' in sections[exp]
     assert not any("ablation.png" in body for name, body in sections.items()
