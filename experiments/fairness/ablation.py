@@ -21,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from analysis.figures import save
 from store import cell, read_csv, write_csv
 
 #: flows.csv columns -> what they are (all normalized to the host link)
@@ -91,11 +92,7 @@ def plot(out: Path, rows: list[Row]) -> Path:
            ylabel="Jellyfish / fat tree, mean normalized",
            title="Coupling ablation: Jellyfish / fat tree per repetition")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    path = out / "ablation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, out / "ablation.png")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from analysis.figures import save
 from store import read_csv, write_csv
 
 from .claims import PAPER_SPRAY_OVER_ECMP
@@ -176,11 +177,7 @@ def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row]) ->
            title="(c) undo of spurious retransmissions (dotted: paper)")
     if recs:
         ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    path = out / "ablation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, out / "ablation.png")
 
 
 def main(argv: list[str] | None = None) -> int:
