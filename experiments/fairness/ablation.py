@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics as st
 import sys
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -34,19 +35,23 @@ Row = dict[str, Any]
 
 def ratios(rows: list[dict[str, str]], label: str) -> list[Row]:
     """Per repetition: Jellyfish mean / fat-tree mean of every measure present."""
+    by: dict[tuple[int, str], list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        by[(int(r["run"]), r["topology"])].append(r)
     out = []
-    for run in sorted({r["run"] for r in rows}, key=int):
-        row: Row = {"label": label, "run": int(run)}
+    for run in sorted({run for run, _ in by}):
+        row: Row = {"label": label, "run": run}
         for col in MEASURES:
-            means = {}
-            for topo in ("fattree", "jellyfish"):
-                vals = [v for r in rows if r["run"] == run and r["topology"] == topo
-                        if (v := cell(r.get(col))) == v]
-                means[topo] = st.mean(vals) if vals else float("nan")
-            row[col] = round(means["jellyfish"] / means["fattree"], 4) \
-                if means["fattree"] else float("nan")
+            jf, ft = (_mean(by[(run, topo)], col) for topo in ("jellyfish", "fattree"))
+            row[col] = round(jf / ft, 4) if ft else float("nan")
         out.append(row)
     return out
+
+
+def _mean(rows: list[dict[str, str]], col: str) -> float:
+    """Mean of a column's present cells (NaN when none)."""
+    vals = [v for r in rows if (v := cell(r.get(col))) == v]
+    return st.mean(vals) if vals else float("nan")
 
 
 def summary(rows: list[Row]) -> list[str]:

@@ -59,23 +59,23 @@ def draws(model_rows: list[Row]) -> list[float]:
 def networks(rows: list[Row], source: str) -> list[Row]:
     """One row per emulated ECMP network under modern recovery: its measured and modelled
     (traced paths) mean % of ideal, and the sprays' mean over the same run's sprays."""
-    by: dict[tuple[str, str, str, str], list[Row]] = defaultdict(list)
-    for r in rows:
-        by[(str(r["run"]), str(r["recovery"]), str(r["scheme"]), aqm_mode(aqm_of(r)))].append(r)
+    modern = [r for r in rows if str(r["recovery"]) == "modern"]
+    ecmp: dict[tuple[int, str], list[Row]] = defaultdict(list)
+    sprays: dict[int, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for r in modern:
+        if r["scheme"] == "ecmp":
+            ecmp[(int(r["run"]), aqm_mode(aqm_of(r)))].append(r)
+        elif r["scheme"] in SPRAYS:
+            sprays[int(r["run"])][str(r["scheme"])].append(r)
     out = []
-    for (run, rec, scheme, mode), mine in sorted(by.items(), key=lambda kv: (int(kv[0][0]),
-                                                                              kv[0][1:])):
-        if scheme != "ecmp" or rec != "modern":
+    for (run, mode), mine in sorted(ecmp.items()):
+        if not sprays[run]:
             continue
-        sprays = [_mean(v) for (ru, re, s, _), v in by.items()
-                  if ru == run and re == rec and s in SPRAYS]
-        if not sprays:
-            continue
-        ecmp, spray = _mean(mine), st.mean(sprays)
-        out.append({"kind": "network", "source": source, "run": run, "recovery": rec,
-                    "scheme": "ecmp", "aqm": mode, "pct_ideal": round(ecmp, 2),
-                    "model_pct": round(_model_pct(mine), 2), "sprays_pct": round(spray, 2),
-                    "spray_over_ecmp": round(spray / ecmp, 3)})
+        pct, spray = _mean(mine), st.mean(_mean(v) for v in sprays[run].values())
+        out.append({"kind": "network", "source": source, "run": str(run),
+                    "recovery": "modern", "scheme": "ecmp", "aqm": mode,
+                    "pct_ideal": round(pct, 2), "model_pct": round(_model_pct(mine), 2),
+                    "sprays_pct": round(spray, 2), "spray_over_ecmp": round(spray / pct, 3)})
     return out
 
 
@@ -99,12 +99,18 @@ def recoveries(rows: list[Row], source: str) -> list[Row]:
     return out
 
 
+def ecmp_needed(nets: list[Row]) -> float:
+    """ECMP's % of ideal at or below which the networks' mean spray reaches the paper's
+    spray/ECMP ratio."""
+    return st.mean(float(n["sprays_pct"]) for n in nets) / PAPER_SPRAY_OVER_ECMP
+
+
 def summary(draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> list[str]:
     """ablation.md's lines."""
     lines = ["# PLTS ablations (issue #28)", ""]
     if draw_pcts and nets:
-        spray = st.mean(float(n["sprays_pct"]) for n in nets)
-        need = spray / PAPER_SPRAY_OVER_ECMP
+        need = ecmp_needed(nets)
+        spray = need * PAPER_SPRAY_OVER_ECMP
         q = sorted(draw_pcts)
         lines += [
             f"ECMP's draw: {len(q)} flow-model draws, ECMP mean % of ideal median "
@@ -130,8 +136,7 @@ def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row]) ->
     """ablation.png: the draw's histogram, spray/ECMP against ECMP's model per network, and
     % of ideal per recovery."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    need = (st.mean(float(n["sprays_pct"]) for n in nets) / PAPER_SPRAY_OVER_ECMP
-            if nets else None)
+    need = ecmp_needed(nets) if nets else None
     ax = axes[0]
     if draw_pcts:
         ax.hist(draw_pcts, bins=20, color="0.7", label=f"flow model, {len(draw_pcts)} draws")

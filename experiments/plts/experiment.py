@@ -214,11 +214,14 @@ def label(scheme: str, aqm: str, params: PltsParams) -> str:
 
 def recoveries(params: PltsParams) -> list[str]:
     """The run's recovery settings (the model has no TCP, so only 'modern' there)."""
-    if params.backend == "model":
-        return ["modern"]
-    if params.recovery == "both":
+    return ["modern"] if params.backend == "model" else parse_recoveries(params.recovery)
+
+
+def parse_recoveries(text: str) -> list[str]:
+    """--recovery's list as given: 'both' is modern,classic, else a comma list."""
+    if text == "both":
         return ["modern", "classic"]
-    return [r.strip() for r in str(params.recovery).split(",") if r.strip()]
+    return [r.strip() for r in str(text).split(",") if r.strip()]
 
 
 def validate(params: PltsParams) -> None:
@@ -228,7 +231,7 @@ def validate(params: PltsParams) -> None:
     if bad or not names or len(set(names)) != len(names):
         raise ValueError(f"--schemes {params.schemes!r}: use a comma list of distinct "
                          f"{', '.join(SCHEMES)}")
-    recs = recoveries(replace(params, backend="emulated"))   # the model's is fixed, not read
+    recs = parse_recoveries(params.recovery)      # checked for every backend, as given
     if not recs or any(r not in RECOVERY for r in recs) or len(set(recs)) != len(recs):
         raise ValueError(f"--recovery must be both or a comma list of distinct "
                          f"{', '.join(RECOVERY)}, got {params.recovery!r}")
