@@ -304,7 +304,9 @@ def choose(claim: Claim, sources: list[list[Run]], complete: bool = True) -> lis
 
 def _unmeasured(claim: Claim, sources: list[list[Run]]) -> str:
     mine = [r for src in sources for r in src if r.experiment == claim.experiment]
-    want = ", ".join(f"{k}={'/'.join(map(str, v))}" for k, v in claim.select.items())
+    # None in a select means "a run from before the parameter existed": not worth saying
+    want = ", ".join(f"{k}={'/'.join(str(x) for x in v if x is not None)}"
+                     for k, v in claim.select.items())
     text = f"no complete {claim.experiment} run" + (f" with {want}" if want else "")
     bad = [r for r in mine if not r.ok]
     if bad:

@@ -30,7 +30,7 @@ from model.network import (
     synthetic_subflows,
     tcp_like_rates_on_paths,
 )
-from topos.traffic import permutation
+from topos.traffic import pairing, permutation
 
 NAME = "permutation"
 HELP = "random permutation traffic, TCP vs MPTCP, normalized throughput vs rank of flow"
@@ -49,22 +49,33 @@ class PermutationParams(SimParams, FlowParams):
     runs: int = 8
     transport: str = "tcp,mptcp"
     subflows: int = 8
+    pattern: str = "permutation"
 
 
 PARAMS = PermutationParams
 BACKENDS = ("emulated", "model", "sim")
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
+#: --pattern: who sends to whom.  "pairing" is an ablation: half the hosts send, the other
+#: half receive, so no access link carries one flow's data and another's ACKs (in a
+#: permutation every host does both); the paper's figure is the permutation.
+PATTERNS = {"permutation": permutation, "pairing": pairing}
 
 
 def add_arguments(p: Any) -> None:
-    """Shared flags plus --backend."""
+    """Shared flags plus --backend and --pattern."""
     add_shared(p, PARAMS, QUICK)
     add_backend(p, BACKENDS)
+    p.add_argument("--pattern", default=None, choices=list(PATTERNS),
+                   help="permutation: every host sends to one and receives from one (the "
+                        "paper's); pairing: half the hosts send to the other half, so data "
+                        "and ACKs never share an access link (default: permutation)")
 
 
 def validate(params: PermutationParams) -> None:
     """One-line ValueError for what the chosen backend cannot do."""
     check_sim(params)
+    if params.pattern not in PATTERNS:
+        raise ValueError(f"--pattern must be one of {', '.join(PATTERNS)}")
     if params.backend == "sim" and "mptcp" in transports(params):
         raise ValueError("--backend sim: mainline ns-3 has no MPTCP; use --transport tcp")
 
@@ -172,7 +183,7 @@ def run(params: PermutationParams, folder: RunFolder) -> None:
         rng = run_rng(params.seed, r)
         topo = topos.build(params.topo)
         plan = routing.make_plan(topo, params.routing)
-        pairs = dict(permutation(topo.hosts(), rng))
+        pairs = dict(PATTERNS[params.pattern](topo.hosts(), rng))
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "permutation.json").write_text(json.dumps(pairs, indent=1))

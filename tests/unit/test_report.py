@@ -151,7 +151,7 @@ def test_an_experiments_ablation_shows_in_its_section(reference_report):
     html_text = (root / "report" / "index.html").read_text()
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html_text, re.S))
     owners = {"outcast": "outcast-ablation", "plts": "plts-ablation",
-              "fairness": "fairness-ablation"}
+              "fairness": "fairness-ablation", "permutation": "permutation-ablation"}
     for exp, folder in owners.items():
         assert f'src="figures/{exp}/{folder}/ablation.png"' in sections[exp]
     assert not any("ablation.png" in body for name, body in sections.items()
