@@ -54,19 +54,25 @@ class BpfDataplane(Dataplane):
     # flows=sampled: the flow records that path tracing reads count SYN/FIN/RST and one
     # TCP segment in 64 where the 5-tuple fixes the port, not every packet (a per-packet
     # hash lookup fewer; sprayed packets still all counted; see switch.bpf.c)
-    options = {"socket": ("release", "keep"), "flows": ("all", "sampled")}
+    # cnt=packets: the cnt spray picks the port that sent the fewest packets, not bytes (an
+    # ablation: PLTS's "local port counters" do not say which they count)
+    options = {"socket": ("release", "keep"), "flows": ("all", "sampled"),
+               "cnt": ("bytes", "packets")}
 
     @classmethod
     def unavailable(cls) -> str:
         """Why tc-BPF programs cannot run here ('' if they can)."""
         return bpf_unavailable()
 
-    def __init__(self, socket: str = "release", flows: str = "all") -> None:
+    def __init__(self, socket: str = "release", flows: str = "all",
+                 cnt: str = "bytes") -> None:
         #: packets keep their sender's socket through the fabric (``bpf,socket=keep``): the
         #: kernel's own behaviour, which caps TCP by TCP Small Queues; for ablations only
         self.keep_socket = socket == "keep"
         #: flow records sampled where the path is fixed (``bpf,flows=sampled``)
         self.flows_sampled = flows == "sampled"
+        #: the cnt spray balances packets (``bpf,cnt=packets``), not bytes
+        self.cnt_packets = cnt == "packets"
         self.runtime: Any = None  # bpfswitch.SwitchRuntime once prepared
         self._next_attach_look = 0.0
         self.obj: Path | None = None
@@ -114,10 +120,12 @@ class BpfDataplane(Dataplane):
         self.runtime.fill(ports, egress, fib)
         self.runtime.keep_socket(self.keep_socket)
         self.runtime.sample_flows(self.flows_sampled)
+        self.runtime.count_packets(self.cnt_packets)
         bad = self.runtime.verify(ports, egress, fib) or self._set_aqm(emu)
         flags = self.runtime.read_conf().flags
         want = ((bpfswitch.CONF_KEEP_SOCKET if self.keep_socket else 0) |
-                (bpfswitch.CONF_FLOWS_SAMPLED if self.flows_sampled else 0))
+                (bpfswitch.CONF_FLOWS_SAMPLED if self.flows_sampled else 0) |
+                (bpfswitch.CONF_CNT_PACKETS if self.cnt_packets else 0))
         if not bad and flags != want:
             bad = f"conf: flags read back as {flags:#x}, written {want:#x}"
         if bad:
@@ -257,4 +265,5 @@ class BpfDataplane(Dataplane):
                                  "released at the first switch, as a NIC would",
                 "flow_records": "SYN/FIN/RST and 1 in 64 TCP segments where the 5-tuple "
                                 "fixes the port; every packet elsewhere"
-                                if self.flows_sampled else "every packet"}
+                                if self.flows_sampled else "every packet",
+                "cnt_balances": "packets (ablation)" if self.cnt_packets else "bytes"}

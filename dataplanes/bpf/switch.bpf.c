@@ -21,7 +21,7 @@
  *   flows   the datapath's own record: (switch, 5-tuple, out port) -> packets, bytes, labels;
  *           path tracing reads it (a sprayed flow shows several out ports on one switch)
  *   conf    one entry: the latency sampling rate (0 = off), flags (CONF_KEEP_SOCKET,
- *           CONF_FLOWS_SAMPLED) and the sampling counters
+ *           CONF_FLOWS_SAMPLED, CONF_CNT_PACKETS) and the sampling counters
  *   lat_start  sampled TCP data segments in flight: (5-tuple, seq) -> time at the first switch
  *   lat     their one-way fabric latency: (5-tuple, seq) -> arrival time, latency
  *   aqm     egress ifindex -> the port's AQM (aqm.h): configuration, queue length (kept by
@@ -97,6 +97,7 @@
 #define PORT_IN_RULES 2	/* port_info.flags: its switch has fib entries for given in_ports */
 #define CONF_KEEP_SOCKET 1	/* conf.flags: packets keep the sender's socket (ablation only) */
 #define CONF_FLOWS_SAMPLED 2	/* conf.flags: flow records sampled where the path is fixed */
+#define CONF_CNT_PACKETS 4	/* conf.flags: cnt balances packets, not bytes (ablation only) */
 #define FLOW_SAMPLE_EVERY 64	/* ... one TCP segment in this many, besides SYN/FIN/RST */
 #define TCP_SYN_FIN_RST 0x07	/* the TCP flags byte's FIN, SYN and RST bits */
 
@@ -440,15 +441,21 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 	}
 	case MODE_CNT:
 		/* least bytes this program sent on the port (of this switch); ties go to the
-		 * lowest index; a choice without an egress entry is never taken */
+		 * lowest index; a choice without an egress entry is never taken.  With
+		 * CONF_CNT_PACKETS, least packets instead: an ACK then weighs as much as a
+		 * full-size segment (the paper's "local port counters" do not say which) */
 		for (i = 0; i < MAX_CHOICES; i++) {
 			struct egress_info *e;
+			__u64 sent;
 
 			if (i >= n)
 				break;
 			e = egress_of(pi->sw, a->port[bounded(i)]);
-			if (e && e->tx_bytes < least) {
-				least = e->tx_bytes;
+			if (!e)
+				continue;
+			sent = (p->conf_flags & CONF_CNT_PACKETS) ? e->tx_packets : e->tx_bytes;
+			if (sent < least) {
+				least = sent;
 				best = i;
 			}
 		}

@@ -45,6 +45,7 @@ PORT_HOST = 1                                  # port_info.flags: the port faces
 PORT_IN_RULES = 2                              # ... its switch has fib entries for in_ports
 CONF_KEEP_SOCKET = 1                           # conf.flags: packets keep the sender's socket
 CONF_FLOWS_SAMPLED = 2                         # conf.flags: flow records sampled (switch.bpf.c)
+CONF_CNT_PACKETS = 4                           # conf.flags: cnt balances packets, not bytes
 FLOW_SAMPLE_EVERY = 64                         # ... one TCP segment in this many, and SYN/FIN/RST
 TIMEOUT = 60.0
 
@@ -160,7 +161,8 @@ class Conf(NamedTuple):
     """conf value (its one entry): latency sampling rate (0 = off), flags
     (CONF_KEEP_SOCKET: packets keep their sender's socket through the fabric, the ablation
     of switch.bpf.c's socket release; CONF_FLOWS_SAMPLED: flow records sampled where the
-    5-tuple fixes the path) and the sampling counters."""
+    5-tuple fixes the path; CONF_CNT_PACKETS: the cnt spray balances packets, not bytes)
+    and the sampling counters."""
 
     sample_every: int
     flags: int = 0
@@ -683,6 +685,11 @@ class SwitchRuntime:
         """Whether the flow records are sampled where a packet's 5-tuple fixes its port
         (True; see switch.bpf.c) or count every packet (False, the default)."""
         self.set_flag(CONF_FLOWS_SAMPLED, sampled)
+
+    def count_packets(self, packets: bool) -> None:
+        """Whether the cnt spray picks the port that sent the fewest packets (True, an
+        ablation) or the fewest bytes (False, the default; see switch.bpf.c)."""
+        self.set_flag(CONF_CNT_PACKETS, packets)
 
     def read_conf(self) -> Conf:
         """The sampling rate, the flags and the sampling counters."""

@@ -199,13 +199,16 @@ class Net:
         s.bind(("0.0.0.0", UDP_PORT))
         return s
 
-    def udp_send(self, src: str, dst: str, sport: int, count: int, size: int = 100) -> None:
-        """``count`` datagrams of one flow, paced (20 per 5 ms) so no queue overflows."""
+    def udp_send(self, src: str, dst: str, sport: int, count: int, size: int = 100,
+                 sizes: tuple[int, ...] = ()) -> None:
+        """``count`` datagrams of one flow, paced (20 per 5 ms) so no queue overflows;
+        ``sizes`` cycles through payload sizes in place of the one ``size``."""
         s = ns_socket(src, socket.AF_INET, socket.SOCK_DGRAM)
         try:
             s.bind((IP[src], sport))
             for i in range(count):
-                s.sendto(i.to_bytes(4, "big") + bytes(size - 4), (IP[dst], UDP_PORT))
+                n = sizes[i % len(sizes)] if sizes else size
+                s.sendto(i.to_bytes(4, "big") + bytes(n - 4), (IP[dst], UDP_PORT))
                 if i % 20 == 19:
                     time.sleep(0.005)
         finally:
@@ -355,6 +358,31 @@ def test_per_packet_modes_spray_one_flow_over_both_links(net: Net, mode: str) ->
         assert (key.sw, key.group, key.sport, key.dport) == (1, 7, 41000, UDP_PORT)
         assert last in (0, 1)
     assert len(net.flows(sw=2, sport=41000)) == 1          # s2 joins them again on port 1
+
+
+@pytest.mark.parametrize("count", ["bytes", "packets"])
+def test_cnt_balances_bytes_or_with_the_ablation_flag_packets(net: Net, count: str) -> None:
+    """Alternating 1,000-B and 40-B datagrams of one flow: least bytes (the default) keeps
+    the two links' bytes within about one large datagram; least packets (CONF_CNT_PACKETS,
+    ``bpf,cnt=packets``) alternates the links, so one takes every large datagram."""
+    assert net.rt is not None
+    net.rt.count_packets(count == "packets")
+    assert bool(net.rt.read_conf().flags & bs.CONF_CNT_PACKETS) == (count == "packets")
+    net.fib(1, MAC["h2"], (FWD, bs.MODES["cnt"], 0, 7, (2, 3), (0, 0)))
+    rx = net.udp_receiver("h2")
+    n = 200
+    net.udp_send("h1", "h2", 41000, n, sizes=(1000, 40))
+    assert len(receive(rx, n)) == n
+    rx.close()
+    eg = {tuple(k): v for k, v in net.rt.read_egress().items()}
+    pkts = (eg[(1, 2)].tx_packets, eg[(1, 3)].tx_packets)
+    byts = (eg[(1, 2)].tx_bytes, eg[(1, 3)].tx_bytes)
+    print(f"cnt={count}: packets {pkts}, bytes {byts}")
+    assert sum(pkts) == n
+    if count == "packets":
+        assert abs(pkts[0] - pkts[1]) <= 2 and max(byts) > 10 * min(byts), (pkts, byts)
+    else:
+        assert abs(byts[0] - byts[1]) <= 2 * 1042, (pkts, byts)
 
 
 def test_label_push_transit_pop(net: Net) -> None:

@@ -56,6 +56,8 @@ def test_tbf_read_back_from_tc_json():
 def test_flows_sampled_is_a_bpf_option_only():
     dp = dataplanes.make("bpf,flows=sampled")
     assert dp.flows_sampled and not dp.keep_socket
+    assert dataplanes.make("bpf,cnt=packets").cnt_packets
+    assert not dp.cnt_packets and not dataplanes.make("bpf").cnt_packets
     assert not dataplanes.make("bpf").flows_sampled
     assert "flow_records" in dataplanes.make("bpf").facts()
     with pytest.raises(ValueError, match="takes no option"):

@@ -49,6 +49,7 @@ def test_positional_and_defaults():
     (["--dataplane", "ovs", "--routing", "spray,mode=rnd"], "use --dataplane bpf"),
     (["--dataplane", "bpf,socket=drop"], "bpf takes no option 'socket=drop'"),
     (["--dataplane", "ovs,socket=keep"], "ovs takes no option"),
+    (["--dataplane", "bpf,cnt=flows"], "bpf takes no option 'cnt=flows'"),
     # values the chosen set-up would ignore, or a network without what the run compares
     ("plts --topo fattree,k=2", "one path between its hosts"),
     ("plts --sample -1", "--sample must be >= 0"),
