@@ -8,11 +8,15 @@
 2. *Undo.*  Each scheme's mean % of ideal per loss recovery (``--recovery modern,noundo``):
    how much of the sprays' lead over the paper's numbers is Linux undoing the window cuts
    of spurious retransmissions.
+3. *Counters.*  Each scheme's mean % of ideal in runs that differ in one dataplane option
+   (``--dataplane bpf`` against ``bpf,cnt=packets``: CNT balancing bytes or packets).
 
-Writes ablation.csv (one row per emulated network and per recovery x scheme), ablation.md
-and ablation.png into the output folder.  Reads flows.csv only.  Usage:
+Writes ablation.csv (one row per emulated network, per recovery x scheme and per counted
+run x scheme), ablation.md and ablation.png (a panel per part given) into the output
+folder.  Reads flows.csv only.  Usage:
 
-    python -m experiments.plts.ablation OUT --draws MODEL_RUN --runs EMULATED_RUN ...
+    python -m experiments.plts.ablation OUT [--draws MODEL_RUN] [--runs EMULATED_RUN ...]
+        [--counters LABEL=EMULATED_RUN ...]
 """
 from __future__ import annotations
 
@@ -99,6 +103,23 @@ def recoveries(rows: list[Row], source: str) -> list[Row]:
     return out
 
 
+def counted(rows: list[Row], label: str) -> list[Row]:
+    """One row per scheme of a run of the counter ablation: mean % of ideal over every
+    flow, and the lowest and highest per-run mean."""
+    by: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by[str(r["scheme"])][str(r["run"])].append(r)
+    out = []
+    for scheme in [s for s in LABELS if s in by]:
+        per_run = by[scheme]
+        means = [_mean(v) for v in per_run.values()]
+        out.append({"kind": "counter", "source": label, "scheme": scheme,
+                    "pct_ideal": round(_mean(sum(per_run.values(), [])), 2),
+                    "run_min": round(min(means), 2), "run_max": round(max(means), 2),
+                    "runs": len(means)})
+    return out
+
+
 def ecmp_needed(nets: list[Row]) -> float:
     """ECMP's % of ideal at or below which the networks' mean spray reaches the paper's
     spray/ECMP ratio."""
@@ -132,10 +153,29 @@ def summary(draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> list[st
     return lines
 
 
-def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> Path:
+def counter_lines(cnts: list[Row]) -> list[str]:
+    """ablation.md's lines for the counter ablation."""
+    if not cnts:
+        return []
+    return ["", "Counters: mean % of ideal per run (lowest-highest per-run mean).", "",
+            "| run | scheme | % of ideal | runs |", "|---|---|---|---|"] + [
+        f"| {r['source']} | {LABELS[r['scheme']]} | {r['pct_ideal']} ({r['run_min']}-"
+        f"{r['run_max']}) | {r['runs']} |" for r in cnts]
+
+
+def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row],
+         cnts: list[Row] = ()) -> Path:
     """ablation.png: the draw's histogram, spray/ECMP against ECMP's model per network, and
-    % of ideal per recovery."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    % of ideal per recovery (the three when draws, networks or recoveries are given), and
+    % of ideal per counted run (when given)."""
+    first = bool(draw_pcts or nets or recs)
+    n = 3 * first + bool(cnts)
+    fig, axes = plt.subplots(1, max(n, 1), figsize=(5 * max(n, 1), 4.2), squeeze=False)
+    axes = list(axes[0])
+    if cnts:
+        _counter_panel(axes[-1], cnts)
+    if not first:
+        return save(fig, out / "ablation.png")
     need = ecmp_needed(nets) if nets else None
     ax = axes[0]
     if draw_pcts:
@@ -185,13 +225,42 @@ def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row]) ->
     return save(fig, out / "ablation.png")
 
 
+def _counter_panel(ax: Any, cnts: list[Row]) -> None:
+    """% of ideal per scheme, a bar per counted run, the paper's values dotted."""
+    labels = list(dict.fromkeys(r["source"] for r in cnts))
+    schemes = [s for s in LABELS if any(r["scheme"] == s for r in cnts)]
+    width = 0.8 / len(labels)
+    for i, lab in enumerate(labels):
+        have = {r["scheme"]: r for r in cnts if r["source"] == lab}
+        shown = [(j, have[s]) for j, s in enumerate(schemes) if s in have]
+        ys = [float(r["pct_ideal"]) for _, r in shown]
+        lo = [max(0.0, y - float(r["run_min"])) for y, (_, r) in zip(ys, shown)]
+        hi = [max(0.0, float(r["run_max"]) - y) for y, (_, r) in zip(ys, shown)]
+        ax.bar([j + i * width for j, _ in shown], ys, width, yerr=[lo, hi], capsize=3,
+               label=lab)
+    for j, scheme in enumerate(schemes):
+        if scheme in PAPER_PCT:
+            ax.plot([j - width / 2, j + 0.8 - width / 2], [PAPER_PCT[scheme]] * 2, "k:")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(schemes))],
+                  [LABELS[s] for s in schemes], fontsize=8)
+    ax.set(ylabel="mean % of ideal (bars: per-run range)", ylim=(0, 105),
+           title="counters: CNT by bytes or by packets (dotted: paper)")
+    ax.legend(fontsize=8, loc="lower right")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path)
     p.add_argument("--draws", type=Path, help="a flow-model plts run with many repetitions")
     p.add_argument("--runs", type=Path, nargs="*", default=[], help="emulated plts runs")
+    p.add_argument("--counters", nargs="*", default=[], metavar="LABEL=RUN",
+                   help="emulated plts runs of the counter ablation, each labelled")
     a = p.parse_args(argv)
-    for d in [a.draws, *a.runs]:
+    if any("=" not in c for c in a.counters):
+        print("plts ablation: --counters takes LABEL=RUN_FOLDER", file=sys.stderr)
+        return 2
+    counters = [(lab, Path(d)) for lab, d in (c.split("=", 1) for c in a.counters)]
+    for d in [a.draws, *a.runs, *(d for _, d in counters)]:
         if d is not None and not (d / "flows.csv").is_file():
             print(f"plts ablation: {d} has no flows.csv", file=sys.stderr)
             return 2
@@ -202,10 +271,12 @@ def main(argv: list[str] | None = None) -> int:
         rows = read_csv(d / "flows.csv")
         nets += networks(rows, d.name)
         recs += recoveries(rows, d.name)
+    cnts = [row for lab, d in counters for row in counted(read_csv(d / "flows.csv"), lab)]
     a.out.mkdir(parents=True, exist_ok=True)
-    write_csv(a.out / "ablation.csv", nets + recs)
-    (a.out / "ablation.md").write_text("\n".join(summary(draw_pcts, nets, recs)) + "\n")
-    print(plot(a.out, draw_pcts, nets, recs))
+    write_csv(a.out / "ablation.csv", nets + recs + cnts)
+    (a.out / "ablation.md").write_text(
+        "\n".join(summary(draw_pcts, nets, recs) + counter_lines(cnts)) + "\n")
+    print(plot(a.out, draw_pcts, nets, recs, cnts))
     return 0
 
 

@@ -65,3 +65,25 @@ def test_newest_ok_run_skips_incomplete_runs(tmp_path, status, found):
     (tmp_path / "plts" / "a").mkdir(parents=True)
     (tmp_path / "plts" / "a" / "status.json").write_text(f'{{"status": "{status}"}}')
     assert (newest_ok_run(tmp_path, "plts") is not None) == found
+
+
+def test_counter_rows_are_each_schemes_mean_per_labelled_run():
+    rows = [_flow(0, "rr", 90), _flow(1, "rr", 96), _flow(0, "cnt", 80), _flow(1, "cnt", 84)]
+    got = ablation.counted(rows, "packets")
+    assert [(r["source"], r["scheme"], r["pct_ideal"], r["run_min"], r["run_max"], r["runs"])
+            for r in got] == [("packets", "cnt", 82, 80, 84, 2), ("packets", "rr", 93, 90, 96, 2)]
+
+
+def test_counters_alone_write_their_table_and_a_one_panel_figure(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, pct in ((a, 90), (b, 80)):
+        d.mkdir()
+        write_csv(d / "flows.csv", [_flow(0, "cnt", pct), _flow(0, "rr", 95)])
+    assert ablation.main([str(tmp_path / "out"), "--counters", f"bytes={a}",
+                          f"packets={b}"]) == 0
+    md = (tmp_path / "out" / "ablation.md").read_text()
+    assert "| packets | PLTS-CNT | 80.0 (80.0-80.0) | 1 |" in md
+    assert len(read_csv(tmp_path / "out" / "ablation.csv")) == 4
+    assert (tmp_path / "out" / "ablation.png").stat().st_size > 0
+    assert ablation.main([str(tmp_path / "out"), "--counters", str(a)]) == 2
+    assert capsys.readouterr().err.strip().endswith("--counters takes LABEL=RUN_FOLDER")
