@@ -460,47 +460,65 @@ NO_EMULATOR = dict.fromkeys(("cpu_mean", "cpu_max", "cpu_saturated_share",
                              "emulator_loss_share"), "")
 
 
-def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir: Path,
-                  run: int, rng: random.Random, base: dict[str, Any]) -> tuple[list, list, list]:
-    """--backend sim: the same senders in ns-3; (flow rows, series rows, drop rows) in the
-    emulated run's columns.  Goodput is the receiver's payload over the trimmed window (what
-    iperf3 reports); the offered rate is what the sender's NIC sent (frames); drops per
-    input port are counted exactly, per source, at s1's queue to recv (over the whole
-    simulation), and packets per input port where s1 receives them."""
-    senders = topo.senders()
+#: one input of the bottleneck switch as the simulation counts it: (label, the peers the
+#: switch receives from there, the senders whose traffic enters there)
+SimInput = tuple[str, list[str], list[str]]
+
+
+def simulate_many_to_one(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path,
+                         run: int, rng: random.Random, base: dict[str, Any],
+                         senders: list[Sender], receiver: str, inputs: list[SimInput],
+                         extra: dict[str, dict[str, Any]],
+                         fair_mbps: float) -> tuple[list, list, list]:
+    """--backend sim of a many-to-one run (outcast, outcast-fattree): the same senders in
+    ns-3; (flow rows, series rows, drop rows) in the emulated run's columns.  Goodput is
+    the receiver's payload over the trimmed window (what iperf3 reports); the offered rate
+    is what the sender's NIC sent (frames); drops per input are counted exactly, per
+    source, at the receiver's switch port (over the whole simulation), and packets per
+    input where that switch receives them."""
+    names = [x.name for x in senders]
     cfg = sim_config(params, run, rto_min_ms(params.rto_min), params.interval)
-    bottleneck = ("s1", topo.receiver)
-    inputs = {"s1 port 2 (lone)": ("s1", topo.lone),
-              f"s1 port 3 (from s2, {topo.n} flows)": ("s1", "s2")}
-    res = simulate_flows(topo, plan, [(s, topo.receiver) for s in senders], cfg, rng, run_dir,
-                         watch_drops=[bottleneck], watch_rx=list(inputs.values()))
-    fair = params.bw / (topo.n + 1)
+    switch = topo.access_switch(receiver)
+    bottleneck = (switch, receiver)
+    watch = list(dict.fromkeys((switch, peer) for _, peers, _ in inputs for peer in peers))
+    res = simulate_flows(topo, plan, [(n, receiver) for n in names], cfg, rng, run_dir,
+                         watch_drops=[bottleneck], watch_rx=watch)
     rows, series = [], []
-    for i, (name, f) in enumerate(zip(senders, res.flows)):
-        rows.append({**base, "sender": name, "role": topo.node(name).attrs["role"],
-                     "entry": f"s1 port {topo.entry_port(name)}",
+    for i, (x, f) in enumerate(zip(senders, res.flows)):
+        rows.append({**base, "sender": x.name, **extra.get(x.name, {}), "entry": x.entry,
                      "mbps": round(f.goodput_mbps, 4), "iperf_mbps": round(f.goodput_mbps, 4),
-                     "offered_mbps": round(f.offered_mbps, 4), "fair_mbps": round(fair, 4),
-                     "share_of_fair": round(f.goodput_mbps / fair, 4), "retransmits": "",
-                     "connected": f.bytes_window > 0, **NO_EMULATOR, "backend": "sim",
-                     "drops_at_bottleneck": res.drops_by_flow[bottleneck][i],
+                     "offered_mbps": round(f.offered_mbps, 4),
+                     "fair_mbps": round(fair_mbps, 4),
+                     "share_of_fair": round(f.goodput_mbps / fair_mbps, 4),
+                     "retransmits": "", "connected": f.bytes_window > 0, **NO_EMULATOR,
+                     "backend": "sim", "drops_at_bottleneck": res.drops_by_flow[bottleneck][i],
                      "sim_wall_s": round(res.wall_s, 2)})
-        series += [{**base, "sender": name, "source": "sink", "t": t, "mbps": round(m, 4)}
+        series += [{**base, "sender": x.name, "source": "sink", "t": t, "mbps": round(m, 4)}
                    for t, m in f.series]
     port = next(p for p in res.ports if (p.node, p.peer) == bottleneck)
     drops = []
-    for label, key in inputs.items():
-        members = [i for i, s in enumerate(senders)
-                   if (s == topo.lone) == (key[1] == topo.lone)]
-        rx = sum(res.rx_by_flow[key][i] for i in members)
-        dropped = sum(res.drops_by_flow[bottleneck][i] for i in members)
-        drops.append({**base, "port": label, "intfs": f"{key[0]}->{key[1]}",
+    for label, peers, members in inputs:
+        idx = [names.index(m) for m in members]
+        rx = sum(res.rx_by_flow[(switch, peer)][i] for peer in peers for i in idx)
+        dropped = sum(res.drops_by_flow[bottleneck][i] for i in idx)
+        drops.append({**base, "port": label, "intfs": f"{switch}->{'+'.join(peers)}",
                       "senders": len(members), "rx_packets": rx, "delivered": rx - dropped,
                       "drops": dropped, "drop_rate": round(dropped / rx, 5) if rx else "",
                       "bottleneck_qdisc_drops": port.drops,
                       "check_residual": sum(res.drops_by_flow[bottleneck].values()) - port.drops,
                       "window_s": params.duration})
     return rows, series, drops
+
+
+def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir: Path,
+                  run: int, rng: random.Random, base: dict[str, Any]) -> tuple[list, list, list]:
+    """--backend sim of the linear topology: the lone sender's port and s2's."""
+    senders = [Sender(n, f"s1 port {topo.entry_port(n)}") for n in topo.senders()]
+    inputs = [("s1 port 2 (lone)", [topo.lone], [topo.lone]),
+              (f"s1 port 3 (from s2, {topo.n} flows)", ["s2"], topo.senders_behind_s2)]
+    extra = {n: {"role": topo.node(n).attrs["role"]} for n in topo.senders()}
+    return simulate_many_to_one(topo, plan, params, run_dir, run, rng, base, senders,
+                                topo.receiver, inputs, extra, params.bw / (topo.n + 1))
 
 
 def model_once(topo: OutcastLinear, plan: Any, params: OutcastParams,

@@ -9,7 +9,8 @@ Measured like the linear experiment (experiments/outcast/experiment.py): goodput
 over time
 (iperf3 server intervals), offered rate at each sender's access port (bwm-ng), averages
 grouped by hop distance (2 = same edge switch, 4 = same pod, 6 = other pod), and derived
-drops per input port of the receiver's edge switch.  Where a flow enters is known per port
+drops per input port of the receiver's edge switch.  ``--backend sim`` runs the same
+senders on the same plan in ns-3 (packet by packet, drops per input counted exactly).  Where a flow enters is known per port
 only under ``st`` (a pure function of the plan, found by walking it); under the hash-based
 strategies the uplinks are counted together.
 """
@@ -22,9 +23,11 @@ import networkx as nx
 
 import routing
 import topos
-from harness.common import add_shared, run_rng
+from harness.common import add_backend, add_shared, run_rng
+from harness.params import SimParams
 from harness.runfolder import RunFolder
 from harness.session import judge_measurement
+from harness.simrun import check_sim
 from routing.walk import first_choice, walk
 
 from .experiment import (
@@ -35,6 +38,8 @@ from .experiment import (
     add_tcp_arguments,
     emulate_once,
     flow_events,
+    rto_min_ms,
+    simulate_many_to_one,
     validate_tcp,
 )
 
@@ -49,7 +54,7 @@ SWEEP_NOTE = '`-r st|hashed|ecmp`'  # other figures of the same script
 
 
 @dataclass(frozen=True)
-class OutcastFattreeParams(ManyToOneParams):
+class OutcastFattreeParams(SimParams, ManyToOneParams):
     """The parameters of one outcast-fattree run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=4"
@@ -58,15 +63,17 @@ class OutcastFattreeParams(ManyToOneParams):
 
 
 PARAMS = OutcastFattreeParams
+BACKENDS = ("emulated", "sim")
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 
 
 def add_arguments(p: Any) -> None:
-    """Shared flags plus --receiver, --rto-min and --interval."""
+    """Shared flags plus --receiver, --rto-min, --interval and --backend."""
     add_shared(p, PARAMS, QUICK)
     p.add_argument("--receiver", type=str, default=None,
                    help=f"receiving host (default: {PARAMS.receiver})")
     add_tcp_arguments(p)
+    add_backend(p, BACKENDS)
 
 
 def validate(params: OutcastFattreeParams) -> None:
@@ -83,6 +90,16 @@ def validate(params: OutcastFattreeParams) -> None:
     if len(topo.hosts()) - 1 > 64:
         raise ValueError(f"{topo.spec} has {len(topo.hosts()) - 1} senders; at most 64")
     validate_tcp(params)
+    check_sim(params, rto_min_ms(params.rto_min))
+
+
+def sim_inputs(topo: Any, groups: list[Group], receiver: str) -> list[tuple[str, list[str],
+                                                                           list[str]]]:
+    """The layout's port groups as the simulation counts them: each group's peers of the
+    receiver's edge switch (its interfaces ``<edge>-eth<port>``) and its senders."""
+    edge = topo.access_switch(receiver)
+    peer = {f"{edge}-eth{port}": other for port, (other, _) in topo.ports(edge).items()}
+    return [(g.label, [peer[i] for i in g.intfs], g.senders) for g in groups]
 
 
 def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Group],
@@ -133,14 +150,26 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         senders, groups, extra = layout(topo, plan, params.receiver)
         tag = f"run{r:02d}"
         run_dir = folder.path / tag
-        folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s", tag, topo.spec,
-                        plan.routing, params.receiver, params.cc, params.rto_min)
+        folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s%s", tag, topo.spec,
+                        plan.routing, params.receiver, params.cc, params.rto_min,
+                        ", simulated" if params.backend == "sim" else "")
+        base = {"routing": plan.routing, "run": r}
+        fair = params.bw / len(senders)
+        if params.backend == "sim":
+            rows, series, drops = simulate_many_to_one(
+                topo, plan, params, run_dir, r, rng, base, senders, params.receiver,
+                sim_inputs(topo, groups, params.receiver), extra, fair)
+            folder.record(tag, {"topo": topo.spec, "backend": "sim",
+                                "sim_wall_s": rows[0]["sim_wall_s"]})
+            t.rows += rows
+            t.series += series
+            t.drops += drops
+            t.write(write_fattree_summary, folder.path, params)
+            continue
         facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
                                    senders, params.receiver, groups, rng)
         folder.record(tag, facts)
         judge_measurement(folder, meas, tag)
-        base = {"routing": plan.routing, "run": r}
-        fair = params.bw / len(senders)
         extra = {x: {**extra.get(x, {}), **flow_events(meas, x)} for x in extra}
         t.add_emulated(meas, base, senders, fair, extra)
         t.write(write_fattree_summary, folder.path, params)

@@ -294,11 +294,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                    f"{st['lone_share_of_fair']} of fair share")
         run_drops = [d for d in drops if int(d["flows"]) == n and d["run"] == run0]
         if params.get("backend") == "sim":   # exact totals, no time series
-            axes[1, 1].barh([str(d["port"]) for d in run_drops],
-                            [cell(d["drops"]) for d in run_drops])
-            axes[1, 1].set_xlabel("packets dropped at s1's queue to recv, whole run")
-            axes[1, 1].set_title(f"drops by input port (counted per source), run {run0}",
-                                 fontsize=9)
+            _sim_drop_panel(axes[1, 1], run_drops, "s1's queue to recv", run0)
         else:
             _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and
                                      d["run"] == run0], run_drops)
@@ -340,6 +336,13 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     return figs
 
 
+def _sim_drop_panel(ax: Any, run_drops: list[dict[str, str]], queue: str, run: str) -> None:
+    """A simulated run's drops per input port: exact totals over the run, no time series."""
+    ax.barh([str(d["port"]) for d in run_drops], [cell(d["drops"]) for d in run_drops])
+    ax.set_xlabel(f"packets dropped at {queue}, whole run")
+    ax.set_title(f"drops by input port (counted per source), run {run}", fontsize=9)
+
+
 def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """fattree_outcast.png: goodput over time of the senders outside the receiver's pod and
     the local sender; average goodput grouped by hop distance; drops per input port."""
@@ -353,9 +356,12 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     shown.append(local)
     fair = params["bw"] / len(r0)
     st = fattree_stats(rows)
+    sim = params.get("backend") == "sim"
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    _time_panel(axes[0, 0], [s for s in series if s["run"] == run0], shown, local, "iperf3",
-                f"goodput, senders outside the receiver's pod + {local} (run {run0})", fair)
+    _time_panel(axes[0, 0], [s for s in series if s["run"] == run0], shown, local,
+                "sink" if sim else "iperf3",
+                f"{'simulated ' if sim else ''}goodput, senders outside the receiver's pod "
+                f"+ {local} (run {run0})", fair)
     ax = axes[0, 1]
     hops = sorted({int(r["hops"]) for r in rows})
     for i, h in enumerate(hops):
@@ -378,8 +384,12 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.grid(alpha=0.3, axis="y")
     senders = list(dict.fromkeys(r["sender"] for r in rows))
     _bar_panel(axes[1, 0], rows, senders, local, fair, "average goodput per sender")
-    _drop_panel(axes[1, 1], [d for d in dseries if d["run"] == run0],
-                [d for d in drops if d["run"] == run0])
+    if sim:
+        _sim_drop_panel(axes[1, 1], [d for d in drops if d["run"] == run0],
+                        f"the queue to {params['receiver']}", run0)
+    else:
+        _drop_panel(axes[1, 1], [d for d in dseries if d["run"] == run0],
+                    [d for d in drops if d["run"] == run0])
     fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
                                  f"{params['routing']}, receiver {params['receiver']} (002 "
                                  "Figs. 5/6)"), fontsize=11)
