@@ -22,8 +22,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from analysis.ablation import labelled_runs, write
 from analysis.figures import save
-from store import cell, read_csv, write_csv
+from store import cell, read_csv
 
 #: flows.csv columns -> what they are (all normalized to the host link)
 MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
@@ -101,22 +102,12 @@ def plot(out: Path, rows: list[Row]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2 or any("=" not in a for a in args[1:]):
-        print("usage: python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER ...",
-              file=sys.stderr)
+    got = labelled_runs(sys.argv[1:] if argv is None else argv, "experiments.fairness.ablation")
+    if got is None:
         return 2
-    out, rows = Path(args[0]), []
-    for item in args[1:]:
-        label, folder = item.split("=", 1)
-        if not (Path(folder) / "flows.csv").is_file():
-            print(f"fairness ablation: {folder} has no flows.csv", file=sys.stderr)
-            return 2
-        rows += ratios(read_csv(Path(folder) / "flows.csv"), label)
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "ablation.csv", rows)
-    (out / "ablation.md").write_text("\n".join(summary(rows)) + "\n")
-    print(plot(out, rows))
+    out, runs = got
+    rows = [r for label, folder in runs for r in ratios(read_csv(folder / "flows.csv"), label)]
+    print(write(out, rows, summary(rows), lambda o: plot(o, rows)))
     return 0
 
 

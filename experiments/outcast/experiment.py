@@ -563,6 +563,15 @@ class Tables:
         self.drop_series += [{**base, **d} for d in meas["drops_series"]]
         self.arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
 
+    def add_simulated(self, folder: RunFolder, tag: str, spec: str,
+                      got: tuple[list, list, list]) -> None:
+        """One simulated point (simulate_many_to_one's tables), recorded in the run folder."""
+        rows, series, drops = got
+        folder.record(tag, {"topo": spec, "backend": "sim", "sim_wall_s": rows[0]["sim_wall_s"]})
+        self.rows += rows
+        self.series += series
+        self.drops += drops
+
     def write(self, writer: Any, run_dir: Path, params: Any) -> None:
         """Write them with one of figures' summary writers."""
         writer(run_dir, self.rows, self.series, self.drops, self.drop_series, params,
@@ -597,12 +606,8 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             if params.backend == "sim":
                 folder.log.info("%s: %s, cc=%s, rto_min=%s, simulated", tag, topo.spec,
                                 params.cc, params.rto_min)
-                rws, srs, drs = simulate_once(topo, plan, params, run_dir, r, rng, base)
-                folder.record(tag, {"topo": topo.spec, "backend": "sim",
-                                    "sim_wall_s": rws[0]["sim_wall_s"]})
-                t.rows += rws
-                t.series += srs
-                t.drops += drs
+                t.add_simulated(folder, tag, topo.spec,
+                                simulate_once(topo, plan, params, run_dir, r, rng, base))
                 t.write(write_outcast_summary, folder.path, params)
                 continue
             folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params.cc,

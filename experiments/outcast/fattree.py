@@ -9,10 +9,10 @@ Measured like the linear experiment (experiments/outcast/experiment.py): goodput
 over time
 (iperf3 server intervals), offered rate at each sender's access port (bwm-ng), averages
 grouped by hop distance (2 = same edge switch, 4 = same pod, 6 = other pod), and derived
-drops per input port of the receiver's edge switch.  ``--backend sim`` runs the same
-senders on the same plan in ns-3 (packet by packet, drops per input counted exactly).  Where a flow enters is known per port
+drops per input port of the receiver's edge switch.  Where a flow enters is known per port
 only under ``st`` (a pure function of the plan, found by walking it); under the hash-based
-strategies the uplinks are counted together.
+strategies the uplinks are counted together.  ``--backend sim`` runs the same senders on
+the same plan in ns-3 (packet by packet, drops per input counted exactly).
 """
 from __future__ import annotations
 
@@ -156,14 +156,9 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         base = {"routing": plan.routing, "run": r}
         fair = params.bw / len(senders)
         if params.backend == "sim":
-            rows, series, drops = simulate_many_to_one(
+            t.add_simulated(folder, tag, topo.spec, simulate_many_to_one(
                 topo, plan, params, run_dir, r, rng, base, senders, params.receiver,
-                sim_inputs(topo, groups, params.receiver), extra, fair)
-            folder.record(tag, {"topo": topo.spec, "backend": "sim",
-                                "sim_wall_s": rows[0]["sim_wall_s"]})
-            t.rows += rows
-            t.series += series
-            t.drops += drops
+                sim_inputs(topo, groups, params.receiver), extra, fair))
             t.write(write_fattree_summary, folder.path, params)
             continue
         facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",

@@ -32,8 +32,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from analysis.ablation import write
 from analysis.figures import save
-from store import read_csv, write_csv
+from store import read_csv
 
 from .claims import PAPER_SPRAY_OVER_ECMP
 from .figures import LABELS, PAPER_PCT, RECOVERIES, SPRAYS, _ordered, aqm_mode, aqm_of
@@ -164,14 +165,14 @@ def counter_lines(cnts: list[Row]) -> list[str]:
 
 
 def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row],
-         cnts: list[Row] = ()) -> Path:
+         cnts: list[Row] | None = None) -> Path:
     """ablation.png: the draw's histogram, spray/ECMP against ECMP's model per network, and
     % of ideal per recovery (the three when draws, networks or recoveries are given), and
     % of ideal per counted run (when given)."""
     first = bool(draw_pcts or nets or recs)
-    n = 3 * first + bool(cnts)
-    fig, axes = plt.subplots(1, max(n, 1), figsize=(5 * max(n, 1), 4.2), squeeze=False)
-    axes = list(axes[0])
+    panels = max(3 * first + bool(cnts), 1)
+    fig, grid = plt.subplots(1, panels, figsize=(5 * panels, 4.2), squeeze=False)
+    axes = list(grid[0])
     if cnts:
         _counter_panel(axes[-1], cnts)
     if not first:
@@ -272,11 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         nets += networks(rows, d.name)
         recs += recoveries(rows, d.name)
     cnts = [row for lab, d in counters for row in counted(read_csv(d / "flows.csv"), lab)]
-    a.out.mkdir(parents=True, exist_ok=True)
-    write_csv(a.out / "ablation.csv", nets + recs + cnts)
-    (a.out / "ablation.md").write_text(
-        "\n".join(summary(draw_pcts, nets, recs) + counter_lines(cnts)) + "\n")
-    print(plot(a.out, draw_pcts, nets, recs, cnts))
+    print(write(a.out, nets + recs + cnts, summary(draw_pcts, nets, recs) + counter_lines(cnts),
+                lambda o: plot(o, draw_pcts, nets, recs, cnts)))
     return 0
 
 

@@ -1,0 +1,35 @@
+"""What the ablation modules' command lines share (experiments/<exp>/ablation.py): an output
+folder and labelled run folders, ``OUT LABEL=RUN_FOLDER ...``, checked once."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from store import write_csv
+
+
+def labelled_runs(argv: list[str], prog: str,
+                  need: str = "flows.csv") -> tuple[Path, list[tuple[str, Path]]] | None:
+    """(output folder, [(label, run folder)]) from ``OUT LABEL=RUN_FOLDER ...``; None after
+    a one-line error on stderr (usage, or a folder without ``need``)."""
+    if len(argv) < 2 or any("=" not in a for a in argv[1:]):
+        print(f"usage: python -m {prog} OUT LABEL=RUN_FOLDER ...", file=sys.stderr)
+        return None
+    runs = [(label, Path(folder)) for label, folder in (a.split("=", 1) for a in argv[1:])]
+    for _, folder in runs:
+        if not (folder / need).is_file():
+            print(f"{prog.split('.')[1]} ablation: {folder} has no {need}", file=sys.stderr)
+            return None
+    return Path(argv[0]), runs
+
+
+def write(out: Path, rows: list[dict[str, Any]], lines: list[str],
+          draw: Callable[[Path], Path]) -> Path:
+    """An ablation's three outputs in ``out``: ablation.csv (``rows``), ablation.md
+    (``lines``) and the figure ``draw`` saves there (its path is returned)."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "ablation.csv", rows)
+    (out / "ablation.md").write_text("\n".join(lines) + "\n")
+    return draw(out)
