@@ -521,25 +521,32 @@ def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir
                                 topo.receiver, inputs, extra, params.bw / (topo.n + 1))
 
 
+def model_many_to_one(topo: Any, params: ManyToOneParams, base: dict[str, Any],
+                      senders: list[Sender], receiver: str, routed: list[dict[str, Any]],
+                      extra: dict[str, dict[str, Any]], fair_mbps: float) -> list[dict]:
+    """--backend model of a many-to-one run: the flow model's max-min rates on each
+    sender's path (``routed``), in the emulated run's flow columns.  A fluid model has no
+    queue and no loss, so no input port can be shut out: the senders share the receiver's
+    link equally.  That is the view's point, the baseline the packet-level views are read
+    against (the Outcast is a packet effect)."""
+    rates = rates_on_paths(topo, params.bw, {x.name: receiver for x in senders}, routed)
+    return [{**base, "sender": x.name, **extra.get(x.name, {}), "entry": x.entry,
+             "mbps": round(rates[x.name], 4), "iperf_mbps": "", "offered_mbps": "",
+             "fair_mbps": round(fair_mbps, 4),
+             "share_of_fair": round(rates[x.name] / fair_mbps, 4), "retransmits": "",
+             "connected": True, **NO_EMULATOR, "backend": "model"} for x in senders]
+
+
 def model_once(topo: OutcastLinear, plan: Any, params: OutcastParams,
                base: dict[str, Any]) -> list[dict[str, Any]]:
-    """--backend model: the flow model's max-min rates on the plan's one path per sender, in
-    the emulated run's flow columns.  A fluid model has no queue and no loss, so no input
-    port can be shut out: every sender gets the same rate, the goodput of link / (N + 1).
-    That is the view's point, the baseline the packet-level views are read against (the
-    Outcast is a packet effect)."""
-    senders = topo.senders()
-    pairs = {s: topo.receiver for s in senders}
-    routed = [{"src": s, "dst": topo.receiver,
-               "path": walk(topo, plan, s, topo.receiver, first_choice)}
-              for s in senders]
-    rates = rates_on_paths(topo, params.bw, pairs, routed)
-    fair = params.bw / (topo.n + 1)
-    return [{**base, "sender": s, "role": topo.node(s).attrs["role"],
-             "entry": f"s1 port {topo.entry_port(s)}", "mbps": round(rates[s], 4),
-             "iperf_mbps": "", "offered_mbps": "", "fair_mbps": round(fair, 4),
-             "share_of_fair": round(rates[s] / fair, 4), "retransmits": "", "connected": True,
-             **NO_EMULATOR, "backend": "model"} for s in senders]
+    """--backend model of the linear topology: its one path per sender."""
+    senders = [Sender(n, f"s1 port {topo.entry_port(n)}") for n in topo.senders()]
+    routed = [{"src": n, "dst": topo.receiver,
+               "path": walk(topo, plan, n, topo.receiver, first_choice)}
+              for n in topo.senders()]
+    extra = {n: {"role": topo.node(n).attrs["role"]} for n in topo.senders()}
+    return model_many_to_one(topo, params, base, senders, topo.receiver, routed, extra,
+                             params.bw / (topo.n + 1))
 
 
 @dataclass

@@ -12,7 +12,8 @@ grouped by hop distance (2 = same edge switch, 4 = same pod, 6 = other pod), and
 drops per input port of the receiver's edge switch.  Where a flow enters is known per port
 only under ``st`` (a pure function of the plan, found by walking it); under the hash-based
 strategies the uplinks are counted together.  ``--backend sim`` runs the same senders on
-the same plan in ns-3 (packet by packet, drops per input counted exactly).
+the same plan in ns-3 (packet by packet, drops per input counted exactly), ``--backend
+model`` through the flow model on each sender's hashed path (no queue: no outcast).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from harness.params import SimParams
 from harness.runfolder import RunFolder
 from harness.session import judge_measurement
 from harness.simrun import check_sim
+from model.network import route_by_hash, synthetic_subflows
 from routing.walk import first_choice, walk
 
 from .experiment import (
@@ -38,6 +40,7 @@ from .experiment import (
     add_tcp_arguments,
     emulate_once,
     flow_events,
+    model_many_to_one,
     rto_min_ms,
     simulate_many_to_one,
     validate_tcp,
@@ -63,7 +66,7 @@ class OutcastFattreeParams(SimParams, ManyToOneParams):
 
 
 PARAMS = OutcastFattreeParams
-BACKENDS = ("emulated", "sim")
+BACKENDS = ("emulated", "model", "sim")
 QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
 
 
@@ -155,6 +158,14 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
                         ", simulated" if params.backend == "sim" else "")
         base = {"routing": plan.routing, "run": r}
         fair = params.bw / len(senders)
+        if params.backend == "model":
+            pairs = {x.name: params.receiver for x in senders}
+            routed = route_by_hash(topo, plan, pairs, synthetic_subflows(topo, pairs, 1, rng))
+            t.rows += model_many_to_one(topo, params, base, senders, params.receiver, routed,
+                                        extra, fair)
+            folder.record(tag, {"topo": topo.spec, "backend": "model"})
+            t.write(write_fattree_summary, folder.path, params)
+            continue
         if params.backend == "sim":
             t.add_simulated(folder, tag, topo.spec, simulate_many_to_one(
                 topo, plan, params, run_dir, r, rng, base, senders, params.receiver,

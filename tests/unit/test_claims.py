@@ -340,6 +340,23 @@ def test_outcast_model_view_has_no_outcast(tmp_path, judge):
     assert json.loads((run / "status.json").read_text())["status"] == "ok"
 
 
+@pytest.mark.parametrize("routing", ["st", "hashed"])
+def test_outcast_fattree_model_view_has_no_outcast(tmp_path, judge, routing):
+    """The flow model's view of the fat tree: the 15 senders share the receiver's link
+    equally whatever their path, so the local sender is no outcast and both claims fail."""
+    from dcrepro import cli
+    assert cli.main(["run", "outcast-fattree", "--backend", "model", "--routing", routing,
+                     "--runs", "2", "--out", str(tmp_path)]) == 0
+    run = next((tmp_path / "outcast-fattree").iterdir())
+    rows = read_csv(run / "flows.csv")
+    assert len(rows) == 2 * 15 and {r["backend"] for r in rows} == {"model"}
+    assert {float(r["share_of_fair"]) for r in rows} == {round(1448 / 1514, 4)}
+    assert sum(r["local"] == "True" for r in rows) == 2
+    got = {v.key: v for v in judge("outcast-fattree", run).values()}
+    key = f"{routing}-outcast"
+    assert got[key].verdict == C.FAILS and got[key].basis == "model"
+
+
 def test_outcast_robust_claims_count_repetitions(run_folder, judge):
     """8 of 10 repetitions below half hold; 7 of 10 do not; the pooled row is not one."""
     def folder(n6_below: int, n12_below: int):
