@@ -5,14 +5,17 @@
 # other half receive, so no access link carries one flow's data and another's ACKs), 5
 # repetitions x 20 s each, about 4 minutes a part; then ablation.csv / ablation.md /
 # ablation.png in results/permutation-ablation from experiments/permutation/ablation.py.
-# A part with a complete run is not run again (delete its folder to redo it).  As root:
-#   scripts/permutation-ablation.sh
+# A part with a complete run is not run again (delete its folder to redo it).  The
+# congestion control is the one argument (default cubic; lia writes to
+# results/permutation-ablation-lia).  As root:
+#   scripts/permutation-ablation.sh [cubic|lia]
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 ./setup.sh >/dev/null || exit 1
 read -r -a cmd <<< "${DCREPRO:-.venv/bin/dcrepro}"
-root=results/permutation-ablation
-flags=(--bw 5 --cc cubic --runs 5 --duration 20 --trim 4 --seed 1 --idle-cpus spin)
+cc=${1:-cubic}
+root=results/permutation-ablation$([ "$cc" = cubic ] || echo "-$cc")
+flags=(--bw 5 --cc "$cc" --runs 5 --duration 20 --trim 4 --seed 1 --idle-cpus spin)
 failed=()
 labels=()
 newest() {  # the newest run folder below $1 whose status is ok, or nothing
@@ -26,7 +29,7 @@ for pattern in permutation pairing; do
     "${cmd[@]}" run permutation "${flags[@]}" --pattern "$pattern" --out "$root/$pattern" ||
       { failed+=("$pattern"); continue; }
   fi
-  labels+=("$pattern=$(newest "$root/$pattern")")
+  labels+=("$cc $pattern=$(newest "$root/$pattern")")
 done
 if [ "${#labels[@]}" -eq 2 ]; then
   .venv/bin/python -m experiments.permutation.ablation "$root" "${labels[@]}" || failed+=(figure)
