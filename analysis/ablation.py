@@ -10,14 +10,21 @@ from typing import Any
 from store import write_csv
 
 
+def labelled(items: list[str]) -> list[tuple[str, Path]] | None:
+    """[(label, run folder)] from ``LABEL=RUN_FOLDER`` items; None if one has no '='."""
+    if any("=" not in a for a in items):
+        return None
+    return [(label, Path(folder)) for label, folder in (a.split("=", 1) for a in items)]
+
+
 def labelled_runs(argv: list[str], prog: str,
                   need: str = "flows.csv") -> tuple[Path, list[tuple[str, Path]]] | None:
     """(output folder, [(label, run folder)]) from ``OUT LABEL=RUN_FOLDER ...``; None after
     a one-line error on stderr (usage, or a folder without ``need``)."""
-    if len(argv) < 2 or any("=" not in a for a in argv[1:]):
+    runs = labelled(argv[1:]) if len(argv) >= 2 else None
+    if runs is None:
         print(f"usage: python -m {prog} OUT LABEL=RUN_FOLDER ...", file=sys.stderr)
         return None
-    runs = [(label, Path(folder)) for label, folder in (a.split("=", 1) for a in argv[1:])]
     for _, folder in runs:
         if not (folder / need).is_file():
             print(f"{prog.split('.')[1]} ablation: {folder} has no {need}", file=sys.stderr)

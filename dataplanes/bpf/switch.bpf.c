@@ -439,11 +439,13 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 		}
 		return next;
 	}
-	case MODE_CNT:
+	case MODE_CNT: {
 		/* least bytes this program sent on the port (of this switch); ties go to the
 		 * lowest index; a choice without an egress entry is never taken.  With
 		 * CONF_CNT_PACKETS, least packets instead: an ACK then weighs as much as a
 		 * full-size segment (the paper's "local port counters" do not say which) */
+		int by_packets = p->conf_flags & CONF_CNT_PACKETS;
+
 		for (i = 0; i < MAX_CHOICES; i++) {
 			struct egress_info *e;
 			__u64 sent;
@@ -453,13 +455,14 @@ static __always_inline __u32 choose(const struct fib_action *a, const struct pkt
 			e = egress_of(pi->sw, a->port[bounded(i)]);
 			if (!e)
 				continue;
-			sent = (p->conf_flags & CONF_CNT_PACKETS) ? e->tx_packets : e->tx_bytes;
+			sent = by_packets ? e->tx_packets : e->tx_bytes;
 			if (sent < least) {
 				least = sent;
 				best = i;
 			}
 		}
 		return best;
+	}
 	default:
 		return flow_hash(p, pi->seed) % n;
 	}

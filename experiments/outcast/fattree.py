@@ -155,7 +155,7 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         run_dir = folder.path / tag
         folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s%s", tag, topo.spec,
                         plan.routing, params.receiver, params.cc, params.rto_min,
-                        ", simulated" if params.backend == "sim" else "")
+                        {"sim": ", simulated", "model": ", flow model"}.get(params.backend, ""))
         base = {"routing": plan.routing, "run": r}
         fair = params.bw / len(senders)
         if params.backend == "model":

@@ -173,6 +173,34 @@ CLAIMS = [
 ]
 
 
+#: why MPTCP-8 falls short of the model (and so of 1.5x and of htsim's mean), per control:
+#: the wire-bytes ablation, run once for each (its numbers differ: under lia the ACKs'
+#: effect is three times their bytes' share)
+WIRE_BECAUSE = {
+    "cubic": ("on the max-min model of the run's own traced paths MPTCP-8 gets 0.8945 and TCP "
+              "0.5958 (1.50x), but MPTCP-8 reaches 0.90 of that model in every repetition and "
+              "TCP 1.02: MPTCP puts more bytes on the wire per payload byte than the model "
+              "(and TCP) do, a DSS option in every data frame (1420-1424 B of payload per "
+              "1514 B) and about one 74-78 B ACK per data segment (TCP 0.58 of a 66 B one), "
+              "and in a permutation those ACKs share each host's access link with the data "
+              "it sends; the ablation: with --pattern pairing (half the hosts send, half "
+              "receive, no access link carries both) MPTCP-8 rises from 0.901 to 0.943 of "
+              "its model and TCP from 0.997 to 1.014 (5 repetitions each, same session; "
+              "results/reference/permutation-ablation, docs/results/000-permutation-"
+              "fairness.md); the rest is the DSS option (1.8 % of each frame) and the "
+              "retransmissions (1.1-1.5 % of data segments)"),
+    "lia": ("on the max-min model of each repetition's traced paths MPTCP-8 gets 0.876-0.905 "
+            "(htsim's 0.877), but the emulated lia reaches only 0.85-0.86 of it; the ablation: "
+            "with --pattern pairing (half the hosts send, half receive, so no access link "
+            "carries one flow's data and another's ACKs) MPTCP-8 rises from 0.851 to 0.986 of "
+            "its model (mean 0.771 -> 0.909; TCP 0.993 -> 1.022; 5 repetitions each, same "
+            "session; results/reference/permutation-ablation-lia): the reverse flows' ACKs, "
+            "about one 74-78 B ACK per data segment, cost three times their bytes' share, so "
+            "most of it is read as their wait behind data in the same tail-drop queue "
+            "(not separately ablated; docs/results/000-permutation-fairness.md)"),
+}
+
+
 def _per_cc(cc: str) -> list[Any]:
     """The k=4 claims of issue #28 for one congestion control: emulated k=4 runs with
     ``--cc cc`` only (a condition per control: the controls run as separate runs)."""
@@ -187,30 +215,7 @@ def _per_cc(cc: str) -> list[Any]:
              "goodput over the link rate, as the other claims: at most 1448/1514 = 0.957, "
              "so if htsim counts whole packets our value reads up to 4.4 % lower for the "
              "same network.  ")
-    # the wire-bytes ablation, run once per control (its numbers differ: under lia the
-    # ACKs' effect is three times their bytes' share)
-    wire = ("on the max-min model of the run's own traced paths MPTCP-8 gets 0.8945 and TCP "
-            "0.5958 (1.50x), but MPTCP-8 reaches 0.90 of that model in every repetition and "
-            "TCP 1.02: MPTCP puts more bytes on the wire per payload byte than the model "
-            "(and TCP) do, a DSS option in every data frame (1420-1424 B of payload per "
-            "1514 B) and about one 74-78 B ACK per data segment (TCP 0.58 of a 66 B one), "
-            "and in a permutation those ACKs share each host's access link with the data "
-            "it sends; the ablation: with --pattern pairing (half the hosts send, half "
-            "receive, no access link carries both) MPTCP-8 rises from 0.901 to 0.943 of "
-            "its model and TCP from 0.997 to 1.014 (5 repetitions each, same session; "
-            "results/reference/permutation-ablation, docs/results/000-permutation-"
-            "fairness.md); the rest is the DSS option (1.8 % of each frame) and the "
-            "retransmissions (1.1-1.5 % of data segments)") if cc == "cubic" else (
-        "on the max-min model of each repetition's traced paths MPTCP-8 gets 0.876-0.905 "
-        "(htsim's 0.877), but the emulated lia reaches only 0.85-0.86 of it; the ablation: "
-        "with --pattern pairing (half the hosts send, half receive, so no access link "
-        "carries one flow's data and another's ACKs) MPTCP-8 rises from 0.851 to 0.986 of "
-        "its model (mean 0.771 -> 0.909; TCP 0.993 -> 1.022; 5 repetitions each, same "
-        "session; results/reference/permutation-ablation-lia): the reverse flows' ACKs, "
-        "about one 74-78 B ACK per data segment, cost three times their bytes' share, so "
-        "most of it is read as their wait behind data in the same tail-drop queue "
-        "(not separately ablated; docs/results/000-permutation-fairness.md)") if cc == "lia" \
-        else ""
+    wire = WIRE_BECAUSE.get(cc, "")
     return [
         _claim(key=f"fig4-ratio-{cc}", text="MPTCP's mean throughput is about 1.5x "
                                              "single-path TCP's",

@@ -32,7 +32,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.ablation import write
+from analysis.ablation import labelled, write
 from analysis.figures import save
 from store import read_csv
 
@@ -93,15 +93,20 @@ def recoveries(rows: list[Row], source: str) -> list[Row]:
     by: dict[tuple[str, str, str], dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by[(str(r["recovery"]), str(r["scheme"]), aqm_mode(aqm_of(r)))][str(r["run"])].append(r)
-    out = []
-    for (rec, scheme, mode), per_run in sorted(
-            by.items(), key=lambda kv: (recs.index(kv[0][0]), list(LABELS).index(kv[0][1]))):
-        means = [_mean(v) for v in per_run.values()]
-        out.append({"kind": "recovery", "source": source, "recovery": rec, "scheme": scheme,
-                    "aqm": mode, "pct_ideal": round(_mean(sum(per_run.values(), [])), 2),
-                    "run_min": round(min(means), 2), "run_max": round(max(means), 2),
-                    "runs": len(means)})
-    return out
+    return [{"kind": "recovery", "source": source, "recovery": rec, "scheme": scheme,
+             "aqm": mode, **_spread(per_run)}
+            for (rec, scheme, mode), per_run in sorted(
+                by.items(), key=lambda kv: (recs.index(kv[0][0]),
+                                            list(LABELS).index(kv[0][1])))]
+
+
+def _spread(per_run: dict[str, list[Row]]) -> Row:
+    """Mean % of ideal over every flow of every run, and the lowest and highest per-run
+    mean."""
+    means = [_mean(v) for v in per_run.values()]
+    return {"pct_ideal": round(_mean(sum(per_run.values(), [])), 2),
+            "run_min": round(min(means), 2), "run_max": round(max(means), 2),
+            "runs": len(means)}
 
 
 def counted(rows: list[Row], label: str) -> list[Row]:
@@ -110,15 +115,8 @@ def counted(rows: list[Row], label: str) -> list[Row]:
     by: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by[str(r["scheme"])][str(r["run"])].append(r)
-    out = []
-    for scheme in [s for s in LABELS if s in by]:
-        per_run = by[scheme]
-        means = [_mean(v) for v in per_run.values()]
-        out.append({"kind": "counter", "source": label, "scheme": scheme,
-                    "pct_ideal": round(_mean(sum(per_run.values(), [])), 2),
-                    "run_min": round(min(means), 2), "run_max": round(max(means), 2),
-                    "runs": len(means)})
-    return out
+    return [{"kind": "counter", "source": label, "scheme": scheme, **_spread(by[scheme])}
+            for scheme in LABELS if scheme in by]
 
 
 def ecmp_needed(nets: list[Row]) -> float:
@@ -202,51 +200,45 @@ def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row],
            title="(b) emulated networks: ratio against ECMP's draw")
     if nets:
         ax.legend(fontsize=8)
-    ax = axes[2]
     rec_names = _ordered((str(r["recovery"]) for r in recs), RECOVERIES)
-    width = 0.8 / max(len(rec_names), 1)
     variants = list(dict.fromkeys((r["scheme"], r["aqm"]) for r in recs))
-    for i, rec in enumerate(rec_names):
-        have = {(r["scheme"], r["aqm"]): r for r in recs if r["recovery"] == rec}
-        shown = [(j, have[v]) for j, v in enumerate(variants) if v in have]
-        ys = [float(r["pct_ideal"]) for _, r in shown]
-        lo = [max(0.0, y - float(r["run_min"])) for y, (_, r) in zip(ys, shown)]
-        hi = [max(0.0, float(r["run_max"]) - y) for y, (_, r) in zip(ys, shown)]
-        ax.bar([j + i * width for j, _ in shown], ys, width, yerr=[lo, hi],
-               capsize=3, label=f"recovery={rec}")
-    for j, (scheme, _) in enumerate(variants):
-        if scheme in PAPER_PCT:
-            ax.plot([j - width / 2, j + 0.8 - width / 2], [PAPER_PCT[scheme]] * 2, "k:")
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(variants))],
-                  [f"{LABELS[s]}\n({a})" for s, a in variants], fontsize=8)
-    ax.set(ylabel="mean % of ideal (bars: per-run range)", ylim=(0, 105),
-           title="(c) undo of spurious retransmissions (dotted: paper)")
-    if recs:
-        ax.legend(fontsize=8, loc="lower right")
+    _range_bars(axes[2], [(f"recovery={rec}", {(r["scheme"], r["aqm"]): r for r in recs
+                                                if r["recovery"] == rec})
+                          for rec in rec_names],
+                variants, [f"{LABELS[s]}\n({a})" for s, a in variants],
+                "(c) undo of spurious retransmissions (dotted: paper)")
     return save(fig, out / "ablation.png")
 
 
 def _counter_panel(ax: Any, cnts: list[Row]) -> None:
     """% of ideal per scheme, a bar per counted run, the paper's values dotted."""
     labels = list(dict.fromkeys(r["source"] for r in cnts))
-    schemes = [s for s in LABELS if any(r["scheme"] == s for r in cnts)]
-    width = 0.8 / len(labels)
-    for i, lab in enumerate(labels):
-        have = {r["scheme"]: r for r in cnts if r["source"] == lab}
-        shown = [(j, have[s]) for j, s in enumerate(schemes) if s in have]
+    schemes = [(s, "") for s in LABELS if any(r["scheme"] == s for r in cnts)]
+    _range_bars(ax, [(lab, {(r["scheme"], ""): r for r in cnts if r["source"] == lab})
+                     for lab in labels],
+                schemes, [LABELS[s] for s, _ in schemes],
+                "counters: CNT by bytes or by packets (dotted: paper)")
+
+
+def _range_bars(ax: Any, groups: list[tuple[str, dict[tuple[str, str], Row]]],
+                variants: list[tuple[str, str]], ticks: list[str], title: str) -> None:
+    """Mean % of ideal per (scheme, variant): a bar per group (its per-run range as error
+    bars), the paper's value of each scheme dotted."""
+    width = 0.8 / max(len(groups), 1)
+    for i, (label, have) in enumerate(groups):
+        shown = [(j, have[v]) for j, v in enumerate(variants) if v in have]
         ys = [float(r["pct_ideal"]) for _, r in shown]
         lo = [max(0.0, y - float(r["run_min"])) for y, (_, r) in zip(ys, shown)]
         hi = [max(0.0, float(r["run_max"]) - y) for y, (_, r) in zip(ys, shown)]
-        ax.bar([j + i * width for j, _ in shown], ys, width, yerr=[lo, hi], capsize=3,
-               label=lab)
-    for j, scheme in enumerate(schemes):
+        ax.bar([j + i * width for j, _ in shown], ys, width, yerr=[lo, hi],
+               capsize=3, label=label)
+    for j, (scheme, _) in enumerate(variants):
         if scheme in PAPER_PCT:
             ax.plot([j - width / 2, j + 0.8 - width / 2], [PAPER_PCT[scheme]] * 2, "k:")
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(schemes))],
-                  [LABELS[s] for s in schemes], fontsize=8)
-    ax.set(ylabel="mean % of ideal (bars: per-run range)", ylim=(0, 105),
-           title="counters: CNT by bytes or by packets (dotted: paper)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(variants))], ticks, fontsize=8)
+    ax.set(ylabel="mean % of ideal (bars: per-run range)", ylim=(0, 105), title=title)
+    if groups:
+        ax.legend(fontsize=8, loc="lower right")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,10 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--counters", nargs="*", default=[], metavar="LABEL=RUN",
                    help="emulated plts runs of the counter ablation, each labelled")
     a = p.parse_args(argv)
-    if any("=" not in c for c in a.counters):
+    counters = labelled(a.counters)
+    if counters is None:
         print("plts ablation: --counters takes LABEL=RUN_FOLDER", file=sys.stderr)
         return 2
-    counters = [(lab, Path(d)) for lab, d in (c.split("=", 1) for c in a.counters)]
     for d in [a.draws, *a.runs, *(d for _, d in counters)]:
         if d is not None and not (d / "flows.csv").is_file():
             print(f"plts ablation: {d} has no flows.csv", file=sys.stderr)
