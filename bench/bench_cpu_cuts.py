@@ -15,7 +15,10 @@ tcp --runs 1 --seed S``) once per seed, interleaved (seed 1 of every variant, th
 
 A fourth field sets ``--idle-cpus`` (halt, the default, or spin: a lowest-priority busy
 loop per CPU, so that no vCPU halts; the CPU figures count the loops as niced work, not
-load), e.g. ``spin:bpf:htb:spin``.
+load), e.g. ``spin:bpf:htb:spin``.  A fifth names a git revision to run instead of this
+tree (checked out once into a detached worktree under the out folder, run with this
+tree's venv, removed at the end), so that code before and after a change runs side by
+side in one bench: ``before:bpf:htb:halt:HEAD~1``.
 
 Per variant, from each run's own fidelity.json: the CPU (whole machine, mean of the run's
 samples, per seed and the median over seeds; the share of samples above 90 %), busy CPU
@@ -32,8 +35,11 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,35 +53,59 @@ VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
 
 
 class Variant(NamedTuple):
-    """One column of the bench: its label and the run's dataplane, shaper and idle CPUs."""
+    """One column of the bench: its label, the run's dataplane, shaper and idle CPUs, and
+    the git revision of the code ('' = this tree)."""
 
     label: str
     dataplane: str
     shaper: str = "htb"
     idle_cpus: str = "halt"
+    rev: str = ""
 
 
 def parse_variant(text: str) -> Variant:
-    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]]' -> Variant (the run's own validation checks
-    the values)."""
+    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]]' -> Variant (the run's own validation
+    checks the values, git the revision)."""
     label, _, rest = text.partition(":")
     dataplane, _, rest = rest.partition(":")
-    shaper, _, idle = rest.partition(":")
-    if not label or not dataplane or ":" in idle:
-        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]]")
-    return Variant(label, dataplane, shaper or "htb", idle or "halt")
+    shaper, _, rest = rest.partition(":")
+    idle, _, rev = rest.partition(":")
+    if not label or not dataplane or ":" in rev:
+        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]]")
+    return Variant(label, dataplane, shaper or "htb", idle or "halt", rev)
+
+
+@contextmanager
+def worktrees(revs: set[str], root: Path) -> Iterator[dict[str, Path]]:
+    """rev -> a detached worktree of it under ``root``, removed on the way out."""
+    trees: dict[str, Path] = {}
+    try:
+        for rev in sorted(revs):
+            where = root / f"tree-{len(trees)}"
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(where),
+                            rev], check=True, capture_output=True, timeout=120)
+            trees[rev] = where
+        yield trees
+    finally:
+        for where in trees.values():
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
+                            str(where)], capture_output=True, timeout=120)
 
 
 def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
-        out: Path, lock: str | None) -> dict[str, Any]:
-    """One run; its fidelity report (TCP), or {'failed': why}."""
-    cmd = [str(REPO / ".venv/bin/dcrepro"), "run", "permutation", "--topo", topo,
+        out: Path, lock: str | None, tree: Path | None = None) -> dict[str, Any]:
+    """One run (of ``tree``'s code, None: this tree); its fidelity report (TCP), or
+    {'failed': why}."""
+    code = tree or REPO
+    cli = ["env", f"PYTHONPATH={code}", str(REPO / ".venv/bin/python"), "-c",
+           "import sys; from dcrepro.cli import main; sys.exit(main())"]
+    cmd = [*cli, "run", "permutation", "--topo", topo,
            "--transport", "tcp", "--runs", "1", "--seed", str(seed), "--duration",
            str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", v.dataplane,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S):
-            p = run_group(cmd, RUN_TIMEOUT_S, str(REPO))
+            p = run_group(cmd, RUN_TIMEOUT_S, str(code))
     except RunError as e:
         return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
@@ -145,8 +175,8 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--lock", default=None, help="flock this file around every run")
     ap.add_argument("--variant", action="append", default=None,
-                    help="LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]], repeatable (default: base, "
-                         "flows=sampled, tbf, both)")
+                    help="LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]], repeatable (default: "
+                         "base, flows=sampled, tbf, both)")
     ap.add_argument("--out", default=None, help="results root (default: a temp folder)")
     ap.add_argument("--table", default=None, help="print the table of an earlier bench's "
                     "cpu_cuts.json, run nothing")
@@ -160,16 +190,19 @@ def main() -> int:
           f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs; "
           f"out {root}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {v.label: [] for v in variants}
-    for seed in range(1, args.seeds + 1):
-        for v in variants:
-            dest = root / f"{v.label.replace('=', '-')}-seed{seed}"
-            r = one(args.topo, args.bw, args.duration, seed, v, dest, args.lock)
-            results[v.label].append(r)
-            print(f"  seed {seed} {v.label}: " + (f"failed: {r['failed']}" if "failed" in r else
-                  f"CPU {r.get('cpu_mean')} %, {r.get('cpu_us_per_packet_hop')} us/packet-hop, "
-                  f"gaps {r.get('gaps_within_10pct')}, emulated/model "
-                  f"{r.get('aggregate_ratio')}, lost outside {r.get('emulator_drops')}, "
-                  f"suspect {r.get('suspect')}"), flush=True)
+    with worktrees({v.rev for v in variants if v.rev}, root) as trees:
+        for seed in range(1, args.seeds + 1):
+            for v in variants:
+                dest = root / f"{v.label.replace('=', '-')}-seed{seed}"
+                r = one(args.topo, args.bw, args.duration, seed, v, dest, args.lock,
+                        trees.get(v.rev))
+                results[v.label].append(r)
+                print(f"  seed {seed} {v.label}: " + (
+                      f"failed: {r['failed']}" if "failed" in r else
+                      f"CPU {r.get('cpu_mean')} %, {r.get('cpu_us_per_packet_hop')} "
+                      f"us/packet-hop, gaps {r.get('gaps_within_10pct')}, emulated/model "
+                      f"{r.get('aggregate_ratio')}, lost outside {r.get('emulator_drops')}, "
+                      f"suspect {r.get('suspect')}"), flush=True)
     print()
     table(results)
     (root / "cpu_cuts.json").write_text(json.dumps(results, indent=1, default=str))

@@ -377,7 +377,7 @@ class Emulation:
         self.registry.add("bpffs", [str(pin)])
         links: dict[LinkRef, float] = {f"{n}-eth{p}": self.topo.link_bw(n, peer, self.link.bw)
                  for n, p, peer in shaping.link_ends(self.topo) if self.topo.is_switch(n)}
-        probe = QueueGapProbe(links, pin)
+        probe = QueueGapProbe(links, pin, shaper=self.link.shaper)
         try:
             probe.__enter__()
         except RunError as exc:

@@ -4,7 +4,8 @@ While a link's queue is non-empty, consecutive dequeues should be one packet's t
 time apart at the link rate (Mininet-HiFi's own data: 99.8 % of busy-period gaps within 10 %
 at 100 Mb/s).  emulator/bpf/qgap.bpf.c, on the ``qdisc:qdisc_dequeue`` tracepoint, compares
 each busy-period gap of every watched device's root qdisc with the transmission time of the
-packet released before it and counts gap/ideal in 1 % buckets; see it for what counts as
+packet released before it (HTB; TBF: the one released at its end) and counts gap/ideal in
+1 % buckets; see it for what counts as
 busy, the length HTB charges, bulk dequeues, parked packets, GSO skbs and releases the
 program did not see (checked against the qdisc's own packet counter: ``diag["untraced"]``).
 This module builds and loads it for the duration of a measurement, reads the histograms
@@ -40,12 +41,14 @@ BUILD_DIR = Path("/var/cache/dcrepro/bpf")
 # mirrors of qgap.bpf.c
 NBUCKETS = 301                   # gap/ideal in whole percent, 0..299; 300 = 299.5 % or more
 MAX_LINKS = 1024
+MAX_INDEX = 4096                 # ifindexes the by_index fast path covers
+W_CHARGE_NEXT = 1                # TBF: a gap is the time of the frame released at its end
 FULL_LEN = 1000                  # "full-size" frames (bytes, as HTB charges them)
-DIAG = ("dequeues", "releases", "polls", "bulk", "stashed", "from_stash", "requeued",
+DIAG = ("dequeues", "releases", "bulk", "stashed", "from_stash", "requeued",
         "len_mismatch", "qlen_backlog_disagree", "busy_starts", "truncated", "gso_skbs",
         "segments", "untraced", "unsampled")
 WATCH_KEY = struct.Struct("<II")              # ifindex, netns inode
-WATCH_VAL = struct.Struct("<QII")             # rate (bit/s), overhead (bytes), slot
+WATCH_VAL = struct.Struct("<QIIII")           # rate (bit/s), overhead (bytes), slot, netns, flags
 _HIST = f"4Q{NBUCKETS}Q"                      # samples, within10, sum_gap_ns, sum_ideal_ns, buckets
 STATS = struct.Struct(f"<QIIIIQ{len(DIAG)}Q{_HIST}{_HIST}")   # last_*, diag, all, full
 
@@ -195,14 +198,30 @@ def cleanup(workdir: Path | str) -> bool:
     return remove_bpffs(os.fspath(workdir))
 
 
+def fast_path(where: dict[LinkRef, tuple[int, int]],
+              values: dict[LinkRef, bytes]) -> dict[int, bytes]:
+    """The by_index entries: ifindex -> the watch value of the one watched device with that
+    index (below MAX_INDEX); an index two watched devices share (in two namespaces) stays
+    out, and the hash finds both."""
+    by: dict[int, list[LinkRef]] = {}
+    for ref, (ifindex, _) in where.items():
+        if ifindex < MAX_INDEX:
+            by.setdefault(ifindex, []).append(ref)
+    return {i: values[refs[0]] for i, refs in by.items() if len(refs) == 1}
+
+
 class QueueGapProbe:
     """Context manager: count busy-period dequeue gaps on ``links`` (interface -> rate in
     Mb/s; see the module doc for naming interfaces in other namespaces) while it is open.
-    ``overhead``: bytes HTB adds per packet (tc's ``overhead``; 0 in dcrepro)."""
+    ``overhead``: bytes HTB adds per packet (tc's ``overhead``; 0 in dcrepro).  ``shaper``:
+    the links' root qdisc, htb or tbf (which frame a gap is measured against)."""
 
     def __init__(self, links: dict[LinkRef, float], workdir: Path | str,
-                 overhead: int = 0) -> None:
+                 overhead: int = 0, shaper: str = "htb") -> None:
+        if shaper not in ("htb", "tbf"):
+            raise ValueError(f"shaper must be htb or tbf, got {shaper!r}")
         self.links, self.workdir, self.overhead = dict(links), Path(workdir), overhead
+        self.flags = W_CHARGE_NEXT if shaper == "tbf" else 0
         self.link_fd = -1
         self.maps: dict[str, BpfMap] = {}
         self.slots: dict[LinkRef, int] = {}
@@ -222,15 +241,20 @@ class QueueGapProbe:
             if not cleanup(self.workdir):
                 raise RunError(f"{self.workdir} is in the way (not an empty directory)")
             prog = load_pinned(obj, self.workdir)
-            for name in ("watch", "stats"):
+            for name in ("watch", "by_index", "stats"):
                 self.maps[name] = BpfMap(str(self.workdir / "maps" / name))
             if (self.maps["stats"].value_size != STATS.size or
-                    self.maps["watch"].value_size != WATCH_VAL.size):
+                    self.maps["watch"].value_size != WATCH_VAL.size or
+                    self.maps["by_index"].value_size != WATCH_VAL.size):
                 raise RunError(f"{SOURCE.name} and {__name__} disagree on map layouts")
+            values: dict[LinkRef, bytes] = {}
             for slot, (ref, mbps) in enumerate(self.links.items()):
                 self.slots[ref] = slot
-                self.maps["watch"].update(WATCH_KEY.pack(*where[ref]),
-                                          WATCH_VAL.pack(round(mbps * 1e6), self.overhead, slot))
+                values[ref] = WATCH_VAL.pack(round(mbps * 1e6), self.overhead, slot,
+                                             where[ref][1], self.flags)
+                self.maps["watch"].update(WATCH_KEY.pack(*where[ref]), values[ref])
+            for ifindex, val in fast_path(where, values).items():
+                self.maps["by_index"].update(struct.pack("<I", ifindex), val)
             self.link_fd = attach_pinned(str(prog))
         except BaseException as exc:
             self.close()

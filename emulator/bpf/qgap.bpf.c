@@ -26,7 +26,15 @@
  * (veth has one tx queue per CPU) a packet of another tx queue ends the list and is parked in
  * q->skb_bad_txq; it is counted as released now, and skipped when the stack hands it out
  * later.  A packet requeued after a busy driver (qstats.requeues grew) is skipped likewise.
- * A NULL skb (HTB throttled, or empty) only counts as a poll.
+ * A NULL skb (HTB throttled, or empty: a poll, more than half of all hits on a busy k=6
+ * fabric) returns before any map lookup: a poll releases nothing and the check keeps no
+ * state of it (``last_busy`` is the queue after the previous release).
+ *
+ * Which frame's time a gap is: HTB sends a packet once its class's tokens are not negative
+ * and charges it afterwards, so on a busy link the gap after a release is the time of the
+ * frame released at its start; TBF sends a packet only once its bucket holds that packet's
+ * bytes, so the gap is the time of the frame released at its end (W_CHARGE_NEXT, set for
+ * TBF roots).
  *
  * Untraced releases: the qdisc's own packet counter (bstats, updated by HTB at each
  * dequeue, in segments) is compared at every hit with the segments the hits showed.  On
@@ -40,8 +48,11 @@
  * check then runs per skb, and gso_skbs / segments say so.  ``ip link set DEV gso_max_segs 1``
  * on the sending host's interface makes TCP send one segment per skb.
  *
- * Maps: watch  {ifindex, netns inode} -> {rate, overhead, slot}  (ifindexes repeat across
- *              namespaces, hence the device's namespace in the key)
+ * Maps: by_index  ifindex -> {rate, overhead, slot, netns inode, flags}: the fast path, an
+ *              array lookup the verifier inlines; an entry counts only if its namespace is
+ *              the device's (ifindexes repeat across namespaces), and an index that two
+ *              watched devices share, or one above MAX_INDEX, is left to
+ *       watch  {ifindex, netns inode} -> the same value (a hash lookup)
  *       stats  slot -> struct link_stats (state of the last release, diagnostics, histograms)
  * Layouts are mirrored in emulator/qgap.py.
  */
@@ -52,13 +63,14 @@
 
 #define NBUCKETS 301
 #define MAX_LINKS 1024
+#define MAX_INDEX 4096 /* ifindexes the array fast path covers */
+#define W_CHARGE_NEXT 1 /* TBF: a gap is the time of the frame released at its end */
 #define MAX_CHAIN 15 /* + 1 parked: lens[] is indexed with & MAX_CHAIN */
 #define FULL_LEN 1000 /* "full-size" frames: their ideal gap dwarfs timer jitter */
 
 enum diag {
 	D_DEQUEUES,	  /* tracepoint hits with a packet */
 	D_RELEASES,	  /* packets released by the qdisc (the histogram's population + 1) */
-	D_POLLS,	  /* hits without a packet */
 	D_BULK,		  /* hits with packets > 1 */
 	D_STASHED,	  /* packets released but parked in skb_bad_txq */
 	D_FROM_STASH,	  /* hits whose first packet came from skb_bad_txq (not a release) */
@@ -83,6 +95,8 @@ struct watch_val {
 	__u64 rate_bps;
 	__u32 overhead;
 	__u32 slot;
+	__u32 netns;
+	__u32 flags;
 };
 
 struct gap_hist {
@@ -114,10 +128,41 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_INDEX);
+	__type(key, __u32);
+	__type(value, struct watch_val);
+} by_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_LINKS);
 	__type(key, __u32);
 	__type(value, struct link_stats);
 } stats SEC(".maps");
+
+/* the device's watch entry, or NULL */
+static __always_inline struct watch_val *watched(struct net_device *dev)
+{
+	struct watch_key key = {};
+	struct watch_val *w;
+	__u32 idx = dev->ifindex;
+	__u32 netns = dev->nd_net.net->ns.inum;
+
+	if (idx < MAX_INDEX) {
+		w = bpf_map_lookup_elem(&by_index, &idx);
+		if (w && w->rate_bps && w->netns == netns)
+			return w;
+	}
+	key.ifindex = idx;
+	key.netns = netns;
+	return bpf_map_lookup_elem(&watch, &key);
+}
+
+/* the frame whose transmission time a gap between two releases is (see the top) */
+static __always_inline __u32 charged(const struct watch_val *w, __u32 before, __u32 after)
+{
+	return (w->flags & W_CHARGE_NEXT) ? after : before;
+}
 
 static __always_inline __u64 ideal_ns(const struct watch_val *w, __u32 len)
 {
@@ -180,30 +225,26 @@ SEC("tp_btf/qdisc_dequeue")
 int BPF_PROG(on_dequeue, struct Qdisc *q, const struct netdev_queue *txq, int packets,
 	     struct sk_buff *skb)
 {
-	struct net_device *dev = q->dev_queue->dev;
+	struct net_device *dev;
 	struct sk_buff *cur = skb, *parked_skb = NULL;
 	__u32 lens[MAX_CHAIN + 1] = {};
-	struct watch_key key = {};
 	struct link_stats *st;
 	struct watch_val *w;
-	__u32 stash, parked, qlen, requeues, prev_len, i, nl = 0;
+	__u32 stash, parked, qlen, requeues, prev_len, len, i, nl = 0;
 	int n = packets;
 	__u64 now, pkts, segs = 0;
 
+	if (!skb)
+		return 0; /* a poll (see the top) */
+	dev = q->dev_queue->dev;
 	if (!dev)
 		return 0;
-	key.ifindex = dev->ifindex;
-	key.netns = dev->nd_net.net->ns.inum;
-	w = bpf_map_lookup_elem(&watch, &key);
+	w = watched(dev);
 	if (!w || !w->rate_bps)
 		return 0;
 	st = bpf_map_lookup_elem(&stats, &w->slot);
 	if (!st)
 		return 0;
-	if (!skb) {
-		st->diag[D_POLLS]++;
-		return 0;
-	}
 	now = bpf_ktime_get_ns();
 	st->diag[D_DEQUEUES]++;
 	stash = q->skb_bad_txq.qlen;
@@ -264,11 +305,12 @@ int BPF_PROG(on_dequeue, struct Qdisc *q, const struct netdev_queue *txq, int pa
 			if (st->last_ts && st->last_busy)
 				st->diag[D_UNSAMPLED]++;
 		} else if (st->last_ts && st->last_busy) {
-			__u64 ideal = ideal_ns(w, prev_len);
+			len = charged(w, prev_len, lens[0]);
+			__u64 ideal = ideal_ns(w, len);
 
 			if (ideal) {
 				add(&st->all, now - st->last_ts, ideal);
-				if (prev_len >= FULL_LEN)
+				if (len >= FULL_LEN)
 					add(&st->full, now - st->last_ts, ideal);
 			}
 		} else {
@@ -279,7 +321,7 @@ int BPF_PROG(on_dequeue, struct Qdisc *q, const struct netdev_queue *txq, int pa
 		for (i = 1; i < MAX_CHAIN + 1; i++) {
 			if (i >= nl)
 				break;
-			add_zero(st, w, prev_len, 1);
+			add_zero(st, w, charged(w, prev_len, lens[i]), 1);
 			prev_len = lens[i];
 		}
 		if (n > 0)

@@ -5,11 +5,13 @@ import pytest
 
 from emulator.qgap import (
     DIAG,
+    MAX_INDEX,
     NBUCKETS,
     SOURCE,
     STATS,
     GapHist,
     LinkGaps,
+    fast_path,
     merge,
     netns_path,
     summarize,
@@ -107,6 +109,16 @@ def test_layout_matches_the_bpf_source():
     assert int(re.search(r"#define NBUCKETS (\d+)", src).group(1)) == NBUCKETS
     # last_ts, 4 x u32, last_pkts, diag[], 2 x (4 counters + buckets)
     assert STATS.size == 8 + 16 + 8 + 8 * len(DIAG) + 2 * 8 * (4 + NBUCKETS)
+    assert int(re.search(r"#define MAX_INDEX (\d+)", src).group(1)) == MAX_INDEX
+
+
+def test_fast_path_keeps_indexes_one_watched_device_owns():
+    """The array fast path holds an ifindex only when one watched device has it: the
+    same index in two namespaces, or one past the array, is left to the hash."""
+    where = {"s1-eth1": (5, 100), ("h1", "h1-eth0"): (2, 200), ("h2", "h2-eth0"): (2, 300),
+             "s9-eth1": (MAX_INDEX, 100)}
+    values = {ref: str(ref).encode() for ref in where}
+    assert fast_path(where, values) == {5: b"s1-eth1"}
 
 
 @pytest.mark.parametrize("ns,path", [(None, "/proc/self/ns/net"), (42, "/proc/42/ns/net"),
@@ -126,8 +138,8 @@ def test_dequeue_gaps_attaches_the_probe_once_and_closes_it(monkeypatch, tmp_pat
     events: list[str] = []
 
     class Probe:
-        def __init__(self, links, pin):
-            self.links = links
+        def __init__(self, links, pin, shaper):
+            self.links, self.shaper = links, shaper
 
         def __enter__(self):
             events.append("enter")
