@@ -1,11 +1,11 @@
 """The per-packet cuts of issue #22 side by side (root).  Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_cpu_cuts.py [--topo fattree,k=6] [--bw 10] [--seeds 3]
-        [--duration 30] [--lock /tmp/dcrepro-heavy.lock]
-        [--variant LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS]]]
+        [--duration 30] [--transport tcp|mptcp] [--lock /tmp/dcrepro-heavy.lock]
+        [--variant LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]]]
 
-Every variant runs the same TCP-ECMP permutation (``dcrepro run permutation --transport
-tcp --runs 1 --seed S``) once per seed, interleaved (seed 1 of every variant, then seed 2,
+Every variant runs the same ECMP permutation (``dcrepro run permutation --transport tcp
+--runs 1 --seed S``; ``--transport mptcp`` for MPTCP-8) once per seed, interleaved (seed 1 of every variant, then seed 2,
 ...), so slow drifts of the machine fall on all of them alike.  Default variants:
 
   base           ``--dataplane bpf``: every packet counted in the switch's flow records, HTB
@@ -19,6 +19,14 @@ load), e.g. ``spin:bpf:htb:spin``.  A fifth names a git revision to run instead 
 tree (checked out once into a detached worktree under the out folder, run with this
 tree's venv, removed at the end), so that code before and after a change runs side by
 side in one bench: ``before:bpf:htb:halt:HEAD~1``.
+
+``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
+program run then pays two clock reads, in every variant alike) and looks at every
+program's run time and count every PROG_SAMPLE_S s during each run (``bpftool -j prog
+show``): per variant, the switch program's and the dequeue-gap probe's own ns per run and
+ns per packet-hop (their run time over the switch program's runs in the same window: it
+runs once per packet-hop).  These are the programs' own costs, exact where the busy CPU
+per packet-hop moves ±10 % from seed to seed.
 
 Per variant, from each run's own fidelity.json: the CPU (whole machine, mean of the run's
 samples, per seed and the median over seeds; the share of samples above 90 %), busy CPU
@@ -38,16 +46,22 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from dataplanes.bpf.switch import bpf_stats
 from emulator.proc import RunError, held_lock, run_group
 
 REPO = Path(__file__).resolve().parent.parent
 #: how long one run may wait for --lock, and then take
 LOCK_WAIT_S, RUN_TIMEOUT_S = 7200.0, 1800.0
+#: seconds between two looks at the BPF programs' run statistics (--bpf-stats)
+PROG_SAMPLE_S = 5.0
+#: the programs --bpf-stats reports, by their kernel names (bpftool truncates to 15)
+PROGS = {"switch": "dcrepro_switch", "probe": "on_dequeue"}
 VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
             "both:bpf,flows=sampled:tbf")
 
@@ -92,19 +106,87 @@ def worktrees(revs: set[str], root: Path) -> Iterator[dict[str, Path]]:
                             str(where)], capture_output=True, timeout=120)
 
 
+def prog_totals() -> dict[int, tuple[str, int, int]]:
+    """Every loaded BPF program: id -> (name, run_time_ns, run_cnt); {} if bpftool fails."""
+    try:
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
+                             text=True, timeout=20).stdout
+        return {p["id"]: (p.get("name", ""), p.get("run_time_ns", 0), p.get("run_cnt", 0))
+                for p in json.loads(out or "[]")}
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
+
+
+class ProgSampler:
+    """While open, looks at the programs' statistics every PROG_SAMPLE_S s; ``costs()``:
+    window_costs of those looks."""
+
+    def __init__(self) -> None:
+        self.looks: list[dict[int, tuple[str, int, int]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="prog-sampler", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(PROG_SAMPLE_S):
+            self.looks.append(prog_totals())
+
+    def __enter__(self) -> ProgSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
+
+    def costs(self) -> dict[str, float]:
+        return window_costs(self.looks)
+
+
+def window_costs(looks: list[dict[int, tuple[str, int, int]]]) -> dict[str, float]:
+    """From successive looks (id -> (name, ns, runs)): '<prog>_ns_per_run',
+    '<prog>_runs_per_packet_hop' and '<prog>_ns_per_packet_hop' for each PROGS entry,
+    between the first and the last look that saw a switch program (whose runs are the
+    packet-hops); {} without two such looks."""
+    seen = [lk for lk in looks if any(n == PROGS["switch"] for n, _, _ in lk.values())]
+    if len(seen) < 2:
+        return {}
+    first, last = seen[0], seen[-1]
+
+    def delta(name: str) -> tuple[int, int]:
+        ns = runs = 0
+        for pid, (n, t, c) in last.items():
+            if n == name:
+                _, t0, c0 = first.get(pid, (n, 0, 0))   # loaded in between: all of it
+                ns, runs = ns + t - t0, runs + c - c0
+        return ns, runs
+    hops = delta(PROGS["switch"])[1]
+    out: dict[str, float] = {}
+    for label, name in PROGS.items():
+        ns, runs = delta(name)
+        if runs:
+            out[f"{label}_ns_per_run"] = round(ns / runs, 1)
+        if hops:
+            out[f"{label}_runs_per_packet_hop"] = round(runs / hops, 3)
+            out[f"{label}_ns_per_packet_hop"] = round(ns / hops, 1)
+    return out
+
+
 def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
-        out: Path, lock: str | None, tree: Path | None = None) -> dict[str, Any]:
-    """One run (of ``tree``'s code, None: this tree); its fidelity report (TCP), or
-    {'failed': why}."""
+        out: Path, lock: str | None, tree: Path | None = None,
+        transport: str = "tcp", sample_progs: bool = False) -> dict[str, Any]:
+    """One run (of ``tree``'s code, None: this tree); its fidelity report (of its one
+    transport) with the programs' costs if ``sample_progs``, or {'failed': why}."""
     code = tree or REPO
     cli = ["env", f"PYTHONPATH={code}", str(REPO / ".venv/bin/python"), "-c",
            "import sys; from dcrepro.cli import main; sys.exit(main())"]
     cmd = [*cli, "run", "permutation", "--topo", topo,
-           "--transport", "tcp", "--runs", "1", "--seed", str(seed), "--duration",
+           "--transport", transport, "--runs", "1", "--seed", str(seed), "--duration",
            str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", v.dataplane,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
+    sampler = ProgSampler()
     try:   # every wait bounded: the lock's and the run's
-        with held_lock(lock, LOCK_WAIT_S):
+        with held_lock(lock, LOCK_WAIT_S), (sampler if sample_progs else nullcontext()):
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))
     except RunError as e:
         return {"failed": str(e)}
@@ -114,7 +196,7 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
                    p.stderr.strip()[-300:])
         return {"failed": why}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
-    return dict(report, folder=str(runs[-1]))
+    return dict(report, folder=str(runs[-1]), **sampler.costs())
 
 
 def fmt(values: list[float], spec: str) -> str:
@@ -145,6 +227,14 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
         lambda r: r.get("gaps_within_10pct"), ".4f")
     row("emulated / model, aggregate", lambda r: r.get("aggregate_ratio"), ".3f")
     row("mean normalized throughput", lambda r: r.get("mean_norm_emulated"), ".3f")
+    for prog in PROGS:
+        if any(f"{prog}_ns_per_run" in r for rs in ok.values() for r in rs):
+            row(f"{prog} program, ns per run", lambda r, p=prog: r.get(f"{p}_ns_per_run"),
+                ".0f")
+            row(f"{prog} program, runs per packet-hop",
+                lambda r, p=prog: r.get(f"{p}_runs_per_packet_hop"), ".2f")
+            row(f"{prog} program, ns per packet-hop",
+                lambda r, p=prog: r.get(f"{p}_ns_per_packet_hop"), ".0f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
     print("| runs suspect (why: runs) | " + " | ".join(
@@ -173,6 +263,9 @@ def main() -> int:
     ap.add_argument("--bw", type=float, default=10.0)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=30.0)
+    ap.add_argument("--transport", choices=("tcp", "mptcp"), default="tcp")
+    ap.add_argument("--bpf-stats", action="store_true",
+                    help="count the switch program's and the probe's own run time")
     ap.add_argument("--lock", default=None, help="flock this file around every run")
     ap.add_argument("--variant", action="append", default=None,
                     help="LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]], repeatable (default: "
@@ -186,16 +279,17 @@ def main() -> int:
         return 0
     variants = [parse_variant(v) for v in args.variant or VARIANTS]
     root = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-cpucuts-"))
-    print(f"bench_cpu_cuts: {args.topo}, TCP permutation at {args.bw:g} Mb/s, "
+    print(f"bench_cpu_cuts: {args.topo}, {args.transport.upper()} permutation at {args.bw:g} Mb/s, "
           f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs; "
           f"out {root}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {v.label: [] for v in variants}
-    with worktrees({v.rev for v in variants if v.rev}, root) as trees:
+    with (bpf_stats() if args.bpf_stats else nullcontext()), \
+            worktrees({v.rev for v in variants if v.rev}, root) as trees:
         for seed in range(1, args.seeds + 1):
             for v in variants:
                 dest = root / f"{v.label.replace('=', '-')}-seed{seed}"
                 r = one(args.topo, args.bw, args.duration, seed, v, dest, args.lock,
-                        trees.get(v.rev))
+                        trees.get(v.rev), args.transport, args.bpf_stats)
                 results[v.label].append(r)
                 print(f"  seed {seed} {v.label}: " + (
                       f"failed: {r['failed']}" if "failed" in r else
