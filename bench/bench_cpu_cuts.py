@@ -145,20 +145,24 @@ class ProgSampler:
 
 def window_costs(looks: list[dict[int, tuple[str, int, int]]]) -> dict[str, float]:
     """From successive looks (id -> (name, ns, runs)): '<prog>_ns_per_run',
-    '<prog>_runs_per_packet_hop' and '<prog>_ns_per_packet_hop' for each PROGS entry,
-    between the first and the last look that saw a switch program (whose runs are the
-    packet-hops); {} without two such looks."""
-    seen = [lk for lk in looks if any(n == PROGS["switch"] for n, _, _ in lk.values())]
-    if len(seen) < 2:
+    '<prog>_runs_per_packet_hop' and '<prog>_ns_per_packet_hop' for each PROGS entry, over
+    the looks from the first to the last that saw a switch program (whose runs are the
+    packet-hops).  A program counts from the window's first look (or from 0, if it was
+    loaded later) to its own last look inside the window (the probe is closed before the
+    switch); {} without two looks that saw a switch program."""
+    at = [i for i, lk in enumerate(looks) if any(n == PROGS["switch"] for n, _, _ in lk.values())]
+    if len(at) < 2:
         return {}
-    first, last = seen[0], seen[-1]
+    window = looks[at[0]:at[-1] + 1]
 
     def delta(name: str) -> tuple[int, int]:
+        ends: dict[int, tuple[int, int]] = {}
+        for lk in window:
+            ends.update({pid: (t, c) for pid, (n, t, c) in lk.items() if n == name})
         ns = runs = 0
-        for pid, (n, t, c) in last.items():
-            if n == name:
-                _, t0, c0 = first.get(pid, (n, 0, 0))   # loaded in between: all of it
-                ns, runs = ns + t - t0, runs + c - c0
+        for pid, (t, c) in ends.items():
+            _, t0, c0 = window[0].get(pid, (name, 0, 0))
+            ns, runs = ns + t - t0, runs + c - c0
         return ns, runs
     hops = delta(PROGS["switch"])[1]
     out: dict[str, float] = {}

@@ -105,12 +105,14 @@ def test_cuts_bench_variant_syntax():
 
 def test_cuts_bench_program_costs_over_the_switch_programs_window():
     """ns per run and per packet-hop between the first and last look that saw the switch
-    program; a program loaded in between counts whole; other programs are ignored."""
+    program; a program loaded in between counts whole, one unloaded before the last look
+    up to its own last look; other programs are ignored."""
     cuts = _bench("bench_cpu_cuts")
     looks = [{7: ("other", 5, 5)},
              {1: ("dcrepro_switch", 1000, 10), 2: ("on_dequeue", 400, 20)},
-             {1: ("dcrepro_switch", 3000, 30), 2: ("on_dequeue", 1200, 60),
-              3: ("on_dequeue", 200, 10), 7: ("other", 99, 99)}]
+             {1: ("dcrepro_switch", 2000, 20), 2: ("on_dequeue", 1200, 60),
+              3: ("on_dequeue", 200, 10), 7: ("other", 99, 99)},
+             {1: ("dcrepro_switch", 3000, 30)}, {}]
     got = cuts.window_costs(looks)
     # switch: 2000 ns over 20 runs; probe: 800 + 200 ns over 40 + 10 runs, 20 packet-hops
     assert got == {"switch_ns_per_run": 100.0, "switch_runs_per_packet_hop": 1.0,
