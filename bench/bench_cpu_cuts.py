@@ -32,8 +32,9 @@ Per variant, from each run's own fidelity.json: the CPU (whole machine, mean of 
 samples, per seed and the median over seeds; the share of samples above 90 %), busy CPU
 microseconds per packet-hop (cpu_us_per_packet_hop: busy CPU seconds of the traffic window
 over packets that entered switch ports), busy-link dequeue gaps within 10 % (full-size
-frames), emulated/model aggregate, packets lost outside the queues, and how many runs were
-``suspect`` (with their reasons).  With ``--lock`` every run holds that lock (flock) for
+frames), emulated/model aggregate, packets lost outside the queues (and, beside them, the
+machine's input-backlog drops during the run: /proc/net/softnet_stat, where a veth's packet
+waits for its softirq), and how many runs were ``suspect`` (with their reasons).  With ``--lock`` every run holds that lock (flock) for
 itself only, so other heavy work can interleave between runs.  Run on an otherwise quiet
 machine: everything else competes for the same cores.
 """
@@ -104,6 +105,16 @@ def worktrees(revs: set[str], root: Path) -> Iterator[dict[str, Path]]:
         for where in trees.values():
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
                             str(where)], capture_output=True, timeout=120)
+
+
+def backlog_drops() -> int:
+    """Packets the kernel dropped because a CPU's input backlog was full, since boot (the
+    second column of /proc/net/softnet_stat, summed over CPUs; veth delivers through it)."""
+    try:
+        return sum(int(line.split()[1], 16)
+                   for line in Path("/proc/net/softnet_stat").read_text().splitlines())
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def prog_totals() -> dict[int, tuple[str, int, int]]:
@@ -191,7 +202,9 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
     sampler = ProgSampler()
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S), (sampler if sample_progs else nullcontext()):
+            drops = backlog_drops()
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))
+            drops = backlog_drops() - drops
     except RunError as e:
         return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
@@ -200,7 +213,7 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
                    p.stderr.strip()[-300:])
         return {"failed": why}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
-    return dict(report, folder=str(runs[-1]), **sampler.costs())
+    return dict(report, folder=str(runs[-1]), backlog_drops=drops, **sampler.costs())
 
 
 def fmt(values: list[float], spec: str) -> str:
@@ -241,6 +254,8 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
                 lambda r, p=prog: r.get(f"{p}_ns_per_packet_hop"), ".0f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
+    row("of the machine: input-backlog drops during the run", lambda r: r.get("backlog_drops"),
+        ".0f")
     print("| runs suspect (why: runs) | " + " | ".join(
         f"{sum(1 for r in ok[k] if r.get('suspect'))} of {len(results[k])}"
         + (f" ({why(ok[k])})" if why(ok[k]) else "")

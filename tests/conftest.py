@@ -113,3 +113,23 @@ def verdict_table():  # type: ignore[no-untyped-def]
         assert table in text, ("the verdict table is not the one the runs give: run "
                                f"`dcrepro report --markdown-table {root}`")
     return check
+
+
+@pytest.fixture
+def labelled_ablation(tmp_path):  # type: ignore[no-untyped-def]
+    """run(module, fill, labels): folders a and b filled by ``fill(folder, index)``, given
+    to ``module.main`` as LABEL=FOLDER (the ablations' command line); checks it succeeds and
+    writes its table, CSV (``rows`` rows) and figure; returns ablation.md's text."""
+    from store import read_csv
+
+    def run(module: Any, fill: Any, labels: tuple[str, str], rows: int) -> str:
+        folders = [tmp_path / "a", tmp_path / "b"]
+        for i, d in enumerate(folders):
+            d.mkdir()
+            fill(d, i)
+        out = tmp_path / "out"
+        assert module.main([str(out), *(f"{lb}={d}" for lb, d in zip(labels, folders))]) == 0
+        assert len(read_csv(out / "ablation.csv")) == rows
+        assert (out / "ablation.png").stat().st_size > 0
+        return (out / "ablation.md").read_text()
+    return run

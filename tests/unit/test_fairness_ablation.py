@@ -1,6 +1,6 @@
 """experiments/fairness/ablation.py on hand-made flows.csv tables (no network)."""
 from experiments.fairness import ablation
-from store import read_csv, write_csv
+from store import write_csv
 
 
 def _flows(run, fat, jelly):
@@ -19,21 +19,11 @@ def test_ratio_per_repetition_is_jellyfish_mean_over_fat_tree_mean():
         (0, 1.0, 1.0), (1, round(0.6 / 0.9, 4), 1.0)]
 
 
-def test_the_summary_pairs_each_folder_with_the_first_by_repetition(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir()
-    b.mkdir()
-    write_csv(a / "flows.csv", _flows(0, [1, 1], [0.9, 0.9]) + _flows(1, [1, 1], [0.8, 0.8]))
-    write_csv(b / "flows.csv", _flows(0, [1, 1], [0.8, 0.8]) + _flows(1, [1, 1], [0.8, 0.8]))
-    assert ablation.main([str(tmp_path / "out"), f"lia={a}", f"reno={b}"]) == 0
-    md = (tmp_path / "out" / "ablation.md").read_text()
+def test_the_summary_pairs_each_folder_with_the_first_by_repetition(labelled_ablation):
+    second = {0: [0.9, 0.9], 1: [0.8, 0.8]}
+
+    def fill(d, i):
+        write_csv(d / "flows.csv", _flows(0, [1, 1], second[i]) + _flows(1, [1, 1], [0.8, 0.8]))
+    md = labelled_ablation(ablation, fill, ("lia", "reno"), rows=4)
     assert "| lia | 0.850 | 0.850 | 0.850 | 1.000 |" in md
     assert "measured lia minus reno: +0.100, +0.000; mean +0.050 (sd 0.071)" in md
-    assert len(read_csv(tmp_path / "out" / "ablation.csv")) == 4
-    assert (tmp_path / "out" / "ablation.png").stat().st_size > 0
-
-
-def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
-    assert ablation.main([str(tmp_path)]) == 2
-    assert ablation.main([str(tmp_path), f"x={tmp_path}"]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("has no flows.csv")

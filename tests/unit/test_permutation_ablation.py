@@ -2,7 +2,7 @@
 import json
 
 from experiments.permutation import ablation
-from store import read_csv, write_csv
+from store import write_csv
 
 
 def _flows(run, transport, pairs):
@@ -28,21 +28,12 @@ def test_a_report_without_counters_leaves_them_out():
     assert "acks_per_segment" not in rows[0] and rows[0]["ratio"] == 1.0
 
 
-def test_the_summary_pools_each_folders_repetitions_per_transport(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    for d, pairs in ((a, [(0.9, 1.0)]), (b, [(1.0, 1.0)])):
-        d.mkdir()
-        write_csv(d / "flows.csv", _flows(0, "mptcp", pairs) + _flows(1, "mptcp", pairs))
+def test_the_summary_pools_each_folders_repetitions_per_transport(labelled_ablation):
+    pairs = {0: [(0.9, 1.0)], 1: [(1.0, 1.0)]}
+
+    def fill(d, i):
+        write_csv(d / "flows.csv", _flows(0, "mptcp", pairs[i]) + _flows(1, "mptcp", pairs[i]))
         (d / "fidelity.json").write_text(json.dumps(_FID))
-    assert ablation.main([str(tmp_path / "out"), f"perm={a}", f"pair={b}"]) == 0
-    md = (tmp_path / "out" / "ablation.md").read_text()
+    md = labelled_ablation(ablation, fill, ("perm", "pair"), rows=4)
     assert "| perm | mptcp | 0.900 | 1.000 | **0.900** | 0.900-0.900 | 0.98 | 0.99% |" in md
     assert "| pair | mptcp | 1.000 | 1.000 | **1.000** |" in md
-    assert len(read_csv(tmp_path / "out" / "ablation.csv")) == 4
-    assert (tmp_path / "out" / "ablation.png").stat().st_size > 0
-
-
-def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
-    assert ablation.main([str(tmp_path)]) == 2
-    assert ablation.main([str(tmp_path), f"x={tmp_path}"]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("has no flows.csv")
