@@ -254,6 +254,7 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
                 lambda r, p=prog: r.get(f"{p}_ns_per_packet_hop"), ".0f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
+    row("still queued when the counters were read", lambda r: r.get("queued_at_end"), ".0f")
     row("of the machine: input-backlog drops during the run", lambda r: r.get("backlog_drops"),
         ".0f")
     print("| runs suspect (why: runs) | " + " | ".join(

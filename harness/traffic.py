@@ -825,8 +825,9 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
 @dataclass(frozen=True)
 class PortCounters:
     """Counters of one switch-side interface: bytes/packets both ways, qdisc drops (the
-    tail drops of its pfifo), and what the switch's AQM (--aqm) did to packets headed
-    there: marked CE, dropped early (before the queue; 0 for droptail)."""
+    tail drops of its pfifo), packets waiting in that pfifo at the snapshot, and what the
+    switch's AQM (--aqm) did to packets headed there: marked CE, dropped early (before the
+    queue; 0 for droptail)."""
 
     rx_bytes: int
     tx_bytes: int
@@ -836,6 +837,7 @@ class PortCounters:
     qdisc_sent_packets: int
     aqm_marks: int = 0
     aqm_drops: int = 0
+    qdisc_queued_packets: int = 0
 
 
 def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
@@ -845,9 +847,13 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
     rx on a switch port is traffic *entering* the switch from the peer, tx is leaving it.
     """
     qd: dict[str, tuple[int, int]] = {}
+    queued: dict[str, int] = {}
     for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]"):
         if q.get("kind") == "pfifo":
             qd[q["dev"]] = (q.get("drops", 0), q.get("packets", 0))
+        if q.get("root"):
+            # the root's qlen: the pfifo's packets plus one the stack may hold parked
+            queued[q["dev"]] = q.get("qlen", 0)
     aqm = emu.dataplane.aqm_counters() if isinstance(emu.dataplane, Aqm) else {}
     out = {}
     for sw in emu.topo.switches():
@@ -860,7 +866,8 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
             marks, early = aqm.get(intf, (0, 0))
             out[(sw, port)] = PortCounters(rx_b, tx_b, rx_p, tx_p, qdisc_drops=drops,
                                            qdisc_sent_packets=sent, aqm_marks=marks,
-                                           aqm_drops=early)
+                                           aqm_drops=early,
+                                           qdisc_queued_packets=queued.get(intf, 0))
     return out
 
 
@@ -879,31 +886,36 @@ def counter_delta(before: dict[tuple[str, int], PortCounters],
 def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
     """Packets lost inside the switches, split as far as the counters allow.
 
-    Every packet a switch port receives leaves through some port's pfifo or is lost, so
-    ``total = rx - sent`` is exact.  Losses the experiment asked for are the tail drops of
-    the pfifos (``queue_drops``) and the AQM's early drops (``aqm_drops``, the switch
-    program's own count; ``aqm_marks``: packets it marked CE instead, not losses); what
-    is left is the emulator's.  tc's drop counter is only an upper bound on tail-drop
-    losses: when a pfifo refuses a packet in the middle of a batch, Open vSwitch's AF_PACKET
-    send loop (netdev_linux_sock_batch_send) sends it once more, so a refusal is counted as a
-    drop even when the retry gets through.  Hence ``emulator_drops = total - tc drops`` is a
-    lower bound on packets the software switch lost outside the queues (e.g. socket buffers
-    overflowing while its CPU is saturated): losses the experiment never asked for.
+    Every packet a switch port receives leaves through some port's pfifo, waits in one
+    (``queued``: the rows' ``qdisc_queued_packets``, the change of the root qdiscs' queue
+    lengths between the two snapshots; packets still in a queue when the traffic's counters
+    are read are not lost) or is lost, so ``total = rx - sent - queued`` is exact. Losses
+    the experiment asked for are the tail drops of the pfifos (``queue_drops``) and the
+    AQM's early drops (``aqm_drops``, the switch program's own count; ``aqm_marks``: packets
+    it marked CE instead, not losses); what is left is the emulator's. tc's drop counter is
+    only an upper bound on tail-drop losses: when a pfifo refuses a packet in the middle of
+    a batch, Open vSwitch's AF_PACKET send loop (netdev_linux_sock_batch_send) sends it once
+    more, so a refusal is counted as a drop even when the retry gets through. Hence
+    ``emulator_drops = total - tc drops`` is a lower bound on packets the software switch
+    lost outside the queues (e.g. socket buffers overflowing while its CPU is saturated):
+    losses the experiment never asked for.
     """
     rx = sum(p["rx_packets"] for p in ports)
     sent = sum(p["qdisc_sent_packets"] for p in ports)
     tail = sum(p["qdisc_drops"] for p in ports)
     early = sum(p.get("aqm_drops", 0) for p in ports)
-    total = max(0, rx - sent)
+    queued = sum(p.get("qdisc_queued_packets", 0) for p in ports)
+    total = max(0, rx - sent - queued)
     lost = max(0, total - tail - early)
-    return {"switch_rx_packets": rx, "switch_lost_packets": total, "queue_drops": tail,
+    return {"switch_rx_packets": rx, "queued_at_end": queued,
+            "switch_lost_packets": total, "queue_drops": tail,
             "aqm_drops": early, "aqm_marks": sum(p.get("aqm_marks", 0) for p in ports),
             "emulator_drops": lost, "emulator_loss_share": round(lost / rx, 5) if rx else 0.0}
 
 
 #: the loss accounting's fields (emulator_losses) that every fidelity.json carries
-LOSS_FIELDS = ("switch_rx_packets", "switch_lost_packets", "queue_drops", "aqm_drops",
-               "aqm_marks", "emulator_drops", "emulator_loss_share")
+LOSS_FIELDS = ("switch_rx_packets", "queued_at_end", "switch_lost_packets", "queue_drops",
+               "aqm_drops", "aqm_marks", "emulator_drops", "emulator_loss_share")
 
 
 def loss_fields(meas: dict[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,11 @@ def test_emulator_losses_by_conservation():
     retried = emulator_losses([{"rx_packets": 100, "qdisc_sent_packets": 98,
                                 "qdisc_drops": 7}])
     assert retried["switch_lost_packets"] == 2 and retried["emulator_drops"] == 0
+    # packets still waiting in a queue at the second snapshot are not lost
+    waiting = emulator_losses([{"rx_packets": 100, "qdisc_sent_packets": 90, "qdisc_drops": 5,
+                                "qdisc_queued_packets": 4}])
+    assert (waiting["queued_at_end"], waiting["switch_lost_packets"],
+            waiting["emulator_drops"]) == (4, 6, 1)
 
 
 def test_aqm_drops_and_marks_are_counted_apart_from_tail_and_emulator_losses():
