@@ -18,7 +18,10 @@ loop per CPU, so that no vCPU halts; the CPU figures count the loops as niced wo
 load), e.g. ``spin:bpf:htb:spin``.  A fifth names a git revision to run instead of this
 tree (checked out once into a detached worktree under the out folder, run with this
 tree's venv, removed at the end), so that code before and after a change runs side by
-side in one bench: ``before:bpf:htb:halt:HEAD~1``.
+side in one bench: ``before:bpf:htb:halt:HEAD~1``.  A sixth, ``fifo``, runs the kernel's
+softirq threads (ksoftirqd/N) at SCHED_FIFO priority 1 for that variant's runs (restored
+after each): softirq work the kernel defers to them then no longer waits behind the
+hosts' processes, e.g. ``fifo:bpf:htb:auto::fifo``.
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -76,18 +79,47 @@ class Variant(NamedTuple):
     shaper: str = "htb"
     idle_cpus: str = "halt"
     rev: str = ""
+    softirq: str = ""
 
 
 def parse_variant(text: str) -> Variant:
-    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]]' -> Variant (the run's own validation
-    checks the values, git the revision)."""
+    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV[:SOFTIRQ]]]]' -> Variant (the run's own
+    validation checks the values, git the revision; SOFTIRQ is '' or 'fifo')."""
     label, _, rest = text.partition(":")
     dataplane, _, rest = rest.partition(":")
     shaper, _, rest = rest.partition(":")
-    idle, _, rev = rest.partition(":")
-    if not label or not dataplane or ":" in rev:
-        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]]")
-    return Variant(label, dataplane, shaper or "htb", idle or "halt", rev)
+    idle, _, rest = rest.partition(":")
+    rev, _, softirq = rest.partition(":")
+    if not label or not dataplane or ":" in softirq or softirq not in ("", "fifo"):
+        raise ValueError(f"--variant {text!r}: want "
+                         "LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV[:fifo]]]]")
+    return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, softirq)
+
+
+@contextmanager
+def softirq_threads(policy: str) -> Iterator[int]:
+    """With 'fifo': every ksoftirqd/N at SCHED_FIFO priority 1 for the block, SCHED_OTHER
+    again after (also on errors); yields how many threads were changed."""
+    pids = []
+    if policy == "fifo":
+        for comm in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if comm.read_text().startswith("ksoftirqd/"):
+                    pids.append(int(comm.parent.name))
+            except OSError:
+                continue
+    changed = []
+    try:
+        for pid in pids:
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(1))
+            changed.append(pid)
+        yield len(changed)
+    finally:
+        for pid in changed:
+            try:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass
 
 
 @contextmanager
@@ -201,7 +233,8 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
     sampler = ProgSampler()
     try:   # every wait bounded: the lock's and the run's
-        with held_lock(lock, LOCK_WAIT_S), (sampler if sample_progs else nullcontext()):
+        with held_lock(lock, LOCK_WAIT_S), softirq_threads(v.softirq), \
+                (sampler if sample_progs else nullcontext()):
             drops = backlog_drops()
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))
             drops = backlog_drops() - drops

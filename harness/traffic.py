@@ -845,7 +845,19 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
 
     Switch ports live in the root namespace, so this is a few file reads and one tc call;
     rx on a switch port is traffic *entering* the switch from the peer, tx is leaving it.
+    The ports' own counters are read before the queues' (one tc call): a packet that
+    arrives while the snapshot is being taken is then counted in a queue's figures without
+    its arrival, never the other way round, so that packets still moving when the traffic
+    has ended (an MPTCP connection draining its send buffer after iperf3 closed it) cannot
+    be taken for losses (emulator_losses).
     """
+    stats: dict[str, tuple[int, ...]] = {}
+    for sw in emu.topo.switches():
+        for port in emu.topo.ports(sw):
+            base = Path("/sys/class/net") / f"{sw}-eth{port}" / "statistics"
+            stats[f"{sw}-eth{port}"] = tuple(int((base / n).read_text()) for n in
+                                             ("rx_bytes", "tx_bytes", "rx_packets",
+                                              "tx_packets"))
     qd: dict[str, tuple[int, int]] = {}
     queued: dict[str, int] = {}
     for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]"):
@@ -859,9 +871,7 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
     for sw in emu.topo.switches():
         for port in emu.topo.ports(sw):
             intf = f"{sw}-eth{port}"
-            base = Path("/sys/class/net") / intf / "statistics"
-            rx_b, tx_b, rx_p, tx_p = (int((base / n).read_text()) for n in
-                                      ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"))
+            rx_b, tx_b, rx_p, tx_p = stats[intf]
             drops, sent = qd.get(intf, (0, 0))
             marks, early = aqm.get(intf, (0, 0))
             out[(sw, port)] = PortCounters(rx_b, tx_b, rx_p, tx_p, qdisc_drops=drops,

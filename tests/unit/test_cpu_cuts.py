@@ -93,12 +93,13 @@ def test_profile_samples_go_to_the_line_of_the_call():
 def test_cuts_bench_variant_syntax():
     cuts = _bench("bench_cpu_cuts")
     assert cuts.parse_variant("flows=sampled:bpf,flows=sampled") == (
-        "flows=sampled", "bpf,flows=sampled", "htb", "halt", "")
-    assert cuts.parse_variant("tbf:bpf:tbf") == ("tbf", "bpf", "tbf", "halt", "")
-    assert cuts.parse_variant("spin:bpf::spin") == ("spin", "bpf", "htb", "spin", "")
+        "flows=sampled", "bpf,flows=sampled", "htb", "halt", "", "")
+    assert cuts.parse_variant("tbf:bpf:tbf") == ("tbf", "bpf", "tbf", "halt", "", "")
+    assert cuts.parse_variant("spin:bpf::spin") == ("spin", "bpf", "htb", "spin", "", "")
     assert cuts.parse_variant("before:bpf:::HEAD~1") == ("before", "bpf", "htb", "halt",
-                                                         "HEAD~1")
-    for bad in ("nolabel", "x:bpf:htb:spin:HEAD:more"):
+                                                         "HEAD~1", "")
+    assert cuts.parse_variant("f:bpf:htb:auto::fifo").softirq == "fifo"
+    for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more"):
         with pytest.raises(ValueError):
             cuts.parse_variant(bad)
 
