@@ -18,10 +18,11 @@ loop per CPU, so that no vCPU halts; the CPU figures count the loops as niced wo
 load), e.g. ``spin:bpf:htb:spin``.  A fifth names a git revision to run instead of this
 tree (checked out once into a detached worktree under the out folder, run with this
 tree's venv, removed at the end), so that code before and after a change runs side by
-side in one bench: ``before:bpf:htb:halt:HEAD~1``.  A sixth, ``fifo``, runs the kernel's
-softirq threads (ksoftirqd/N) at SCHED_FIFO priority 1 for that variant's runs (restored
-after each): softirq work the kernel defers to them then no longer waits behind the
-hosts' processes, e.g. ``fifo:bpf:htb:auto::fifo``.
+side in one bench: ``before:bpf:htb:halt:HEAD~1``.  A sixth changes the machine for that
+variant's runs only (restored after each), a comma list of: ``fifo``, the kernel's softirq
+threads (ksoftirqd/N) at SCHED_FIFO priority 1, so that softirq work the kernel defers to
+them no longer waits behind the hosts' processes; ``net.core.NAME=N``, that sysctl, e.g.
+``fifo:bpf:htb:auto::fifo`` or ``small:bpf:htb:auto::net.core.netdev_budget=16``.
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -37,15 +38,17 @@ microseconds per packet-hop (cpu_us_per_packet_hop: busy CPU seconds of the traf
 over packets that entered switch ports), busy-link dequeue gaps within 10 % (full-size
 frames), emulated/model aggregate, packets lost outside the queues (and, beside them, the
 machine's input-backlog drops during the run: /proc/net/softnet_stat, where a veth's packet
-waits for its softirq), and how many runs were ``suspect`` (with their reasons).  With ``--lock`` every run holds that lock (flock) for
-itself only, so other heavy work can interleave between runs.  Run on an otherwise quiet
-machine: everything else competes for the same cores.
+waits for its softirq), and how many runs were ``suspect`` (with their reasons).  With
+``--lock`` every run holds that lock (flock) for itself only, so other heavy work can
+interleave between runs.  Run on an otherwise quiet machine: everything else competes for
+the same cores.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -79,21 +82,43 @@ class Variant(NamedTuple):
     shaper: str = "htb"
     idle_cpus: str = "halt"
     rev: str = ""
-    softirq: str = ""
+    machine: str = ""
 
 
 def parse_variant(text: str) -> Variant:
-    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV[:SOFTIRQ]]]]' -> Variant (the run's own
-    validation checks the values, git the revision; SOFTIRQ is '' or 'fifo')."""
+    """'LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV[:MACHINE]]]]' -> Variant (the run's own
+    validation checks the values, git the revision; MACHINE: see machine_tweaks)."""
     label, _, rest = text.partition(":")
     dataplane, _, rest = rest.partition(":")
     shaper, _, rest = rest.partition(":")
     idle, _, rest = rest.partition(":")
-    rev, _, softirq = rest.partition(":")
-    if not label or not dataplane or ":" in softirq or softirq not in ("", "fifo"):
-        raise ValueError(f"--variant {text!r}: want "
-                         "LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV[:fifo]]]]")
-    return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, softirq)
+    rev, _, machine = rest.partition(":")
+    bad = [t for t in machine.split(",") if t and t != "fifo"
+           and not re.fullmatch(r"net\.core\.[a-z_]+=\d+", t)]
+    if not label or not dataplane or ":" in machine or bad:
+        raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
+                         "[:fifo,net.core.NAME=N,...]]]]")
+    return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
+
+
+@contextmanager
+def machine_tweaks(spec: str) -> Iterator[None]:
+    """The variant's machine changes for the block, undone after (also on errors): each
+    ``net.core.NAME=N`` sysctl set and restored, ``fifo`` as softirq_threads."""
+    tweaks = [t for t in spec.split(",") if t]
+    saved: dict[Path, str] = {}
+    try:
+        for t in tweaks:
+            if t.startswith("net.core."):
+                name, _, value = t.partition("=")
+                knob = Path("/proc/sys") / name.replace(".", "/")
+                saved[knob] = knob.read_text().strip()
+                knob.write_text(value)
+        with softirq_threads("fifo" if "fifo" in tweaks else ""):
+            yield
+    finally:
+        for knob, value in saved.items():
+            knob.write_text(value)
 
 
 @contextmanager
@@ -233,7 +258,7 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
     sampler = ProgSampler()
     try:   # every wait bounded: the lock's and the run's
-        with held_lock(lock, LOCK_WAIT_S), softirq_threads(v.softirq), \
+        with held_lock(lock, LOCK_WAIT_S), machine_tweaks(v.machine), \
                 (sampler if sample_progs else nullcontext()):
             drops = backlog_drops()
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))

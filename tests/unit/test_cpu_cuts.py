@@ -98,8 +98,11 @@ def test_cuts_bench_variant_syntax():
     assert cuts.parse_variant("spin:bpf::spin") == ("spin", "bpf", "htb", "spin", "", "")
     assert cuts.parse_variant("before:bpf:::HEAD~1") == ("before", "bpf", "htb", "halt",
                                                          "HEAD~1", "")
-    assert cuts.parse_variant("f:bpf:htb:auto::fifo").softirq == "fifo"
-    for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more"):
+    assert cuts.parse_variant("f:bpf:htb:auto::fifo").machine == "fifo"
+    assert cuts.parse_variant("b:bpf:::x:fifo,net.core.dev_weight=16").machine == \
+        "fifo,net.core.dev_weight=16"
+    for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more",
+                "x:bpf::::net.ipv4.tcp_mem=1", "x:bpf::::net.core.dev_weight=a"):
         with pytest.raises(ValueError):
             cuts.parse_variant(bad)
 
