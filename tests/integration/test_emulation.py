@@ -13,10 +13,11 @@ import pytest
 
 import routing
 import topos
-from emulator.emulation import Emulation
+from emulator.emulation import SOFTIRQ_BATCH, SOFTIRQ_SYSCTLS, Emulation
 from emulator.proc import RunError, in_ns
-from emulator.registry import machine_leftovers
+from emulator.registry import STATE_DIR, machine_leftovers
 from emulator.shaping import LinkSpec
+from emulator.sysinfo import read_sysctl
 from harness.traffic import Flow, run_iperf
 from model.flowmodel import goodput_capacity
 
@@ -234,6 +235,21 @@ def test_spinning_idle_cpus_run_one_lowest_priority_loop_per_cpu_while_up(tmp_pa
     assert emu.facts.idle_cpus == "spin"
 
 
+def test_the_softirq_batch_is_set_while_up_recorded_and_restored(tmp_path):
+    """SOFTIRQ_BATCH in the root namespace while the network is up, the old values in the
+    run's ledger (for dcrepro clean) and in the facts, and back after teardown."""
+    before = {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS}
+    topo = topos.build("fattree,k=2")
+    with Emulation(topo, routing.make_plan(topo, "st"), LinkSpec(10, 50), tmp_path,
+                   "t-softirq", dataplane="bpf") as emu:
+        assert {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS} == \
+            {n: str(SOFTIRQ_BATCH) for n in SOFTIRQ_SYSCTLS}
+        ledger = json.loads((STATE_DIR / "t-softirq.json").read_text())
+        assert {n: ledger["sysctl"][n] for n in SOFTIRQ_SYSCTLS} == before
+    assert emu.facts.softirq_batch == {n: [str(SOFTIRQ_BATCH), v] for n, v in before.items()}
+    assert {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS} == before
+
+
 def _send_udp(emu, src, dst, ports):
     """A few real UDP packets per source port (the BPF switch traces what it forwarded)."""
     # paced: a burst would overflow the host's own tail-drop queue before the switch
@@ -307,7 +323,9 @@ def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
 
 @pytest.mark.parametrize("dataplane", DATAPLANES)
 def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(dataplane, tmp_path):
-    """A run killed with SIGKILL cannot clean up; `dcrepro clean` must, from its registry."""
+    """A run killed with SIGKILL cannot clean up; `dcrepro clean` must, from its registry
+    (the root namespace's sysctls the run changed included)."""
+    sysctls = {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS}
     p = _start_traffic(dataplane, tmp_path)
     os.kill(p.pid, signal.SIGKILL)  # only the dcrepro process: its children live on
     p.wait(timeout=10)
@@ -317,6 +335,7 @@ def test_sigkill_then_clean_removes_exactly_the_dead_runs_resources(dataplane, t
                            capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0, clean.stderr
     assert ("deleted bridge" if dataplane == "ovs" else "removed bpffs") in clean.stdout
+    assert {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS} == sysctls
 
 
 @pytest.mark.parametrize("mode", ["rnd", "rr", "cnt"])
