@@ -21,8 +21,10 @@ tree's venv, removed at the end), so that code before and after a change runs si
 side in one bench: ``before:bpf:htb:halt:HEAD~1``.  A sixth changes the machine for that
 variant's runs only (restored after each), a comma list of: ``fifo``, the kernel's softirq
 threads (ksoftirqd/N) at SCHED_FIFO priority 1, so that softirq work the kernel defers to
-them no longer waits behind the hosts' processes; ``net.core.NAME=N``, that sysctl, e.g.
-``fifo:bpf:htb:auto::fifo`` or ``small:bpf:htb:auto::net.core.netdev_budget=16``.
+them no longer waits behind the hosts' processes; ``net.core.NAME=N``, that sysctl;
+``batch=N``, the run's own ``--softirq-batch N`` (which sets net.core.dev_weight and
+netdev_budget itself while the network is up, over any sysctl given here), e.g.
+``fifo:bpf:htb:auto::fifo`` or ``kernel:bpf:htb:auto::batch=0``.
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -94,10 +96,10 @@ def parse_variant(text: str) -> Variant:
     idle, _, rest = rest.partition(":")
     rev, _, machine = rest.partition(":")
     bad = [t for t in machine.split(",") if t and t != "fifo"
-           and not re.fullmatch(r"net\.core\.[a-z_]+=\d+", t)]
+           and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+", t)]
     if not label or not dataplane or ":" in machine or bad:
         raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
-                         "[:fifo,net.core.NAME=N,...]]]]")
+                         "[:fifo,net.core.NAME=N,batch=N,...]]]]")
     return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
 
 
@@ -105,7 +107,7 @@ def parse_variant(text: str) -> Variant:
 def machine_tweaks(spec: str) -> Iterator[None]:
     """The variant's machine changes for the block, undone after (also on errors): each
     ``net.core.NAME=N`` sysctl set and restored, ``fifo`` as softirq_threads."""
-    tweaks = [t for t in spec.split(",") if t]
+    tweaks = [t for t in spec.split(",") if t and not t.startswith("batch=")]
     saved: dict[Path, str] = {}
     try:
         for t in tweaks:
@@ -256,6 +258,8 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
            "--transport", transport, "--runs", "1", "--seed", str(seed), "--duration",
            str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", v.dataplane,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
+    cmd += [f"--softirq-batch={t.split('=')[1]}" for t in v.machine.split(",")
+            if t.startswith("batch=")]
     sampler = ProgSampler()
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S), machine_tweaks(v.machine), \

@@ -116,7 +116,8 @@ class Facts:
 #: HTB's tokens making up for it, the one after early).  Runs of at most 16 packets let the
 #: pending NET_TX (the lower softirq bit) go first.  Measured on the k=6 TCP permutation at
 #: 10 Mb/s, 3 seeds (docs/measured.md, "Shorter softirq runs?"): busy-link gaps within 10 %
-#: 0.945 -> 0.976, higher in every seed, CPU and emulated/model unchanged.
+#: 0.945 -> 0.976, higher in every seed, CPU and emulated/model unchanged.  The default of
+#: ``--softirq-batch``; 0 leaves the kernel's values alone.
 SOFTIRQ_BATCH = 16
 SOFTIRQ_SYSCTLS = ("net.core.dev_weight", "net.core.netdev_budget")
 
@@ -179,8 +180,9 @@ class Emulation:
     def __init__(self, topo: Topology, plan: Plan, link: LinkSpec, run_dir: Path,
                  run_id: str, cc: str = "cubic", ready_timeout: float = 60.0,
                  dataplane: str | Dataplane = DEFAULT_DATAPLANE,
-                 idle_cpus: str = "halt") -> None:
+                 idle_cpus: str = "halt", softirq_batch: int = SOFTIRQ_BATCH) -> None:
         self.idle_cpus = resolve_idle_cpus(idle_cpus)
+        self.softirq_batch = softirq_batch
         self.topo, self.plan, self.link = topo, plan, link
         self.run_dir, self.run_id, self.cc = run_dir, run_id, cc
         self.ready_timeout = ready_timeout
@@ -267,18 +269,19 @@ class Emulation:
         check(["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.cc}"])
 
     def _set_softirq_batch(self) -> None:
-        """SOFTIRQ_BATCH for the network's life; the old values are recorded first (the
-        registry restores them after a crash, teardown after a run)."""
+        """The softirq batch (SOFTIRQ_BATCH by default, 0: none) for the network's life; the
+        old values are recorded first (the registry restores them after a crash, teardown
+        after a run)."""
         assert self.registry is not None
-        for name in SOFTIRQ_SYSCTLS:
+        for name in SOFTIRQ_SYSCTLS if self.softirq_batch > 0 else ():
             old = read_sysctl(name)
             if not old:
                 continue
             self.registry.state["sysctl"][name] = old
             self.registry.save()
-            check(["sysctl", "-qw", f"{name}={SOFTIRQ_BATCH}"])
+            check(["sysctl", "-qw", f"{name}={self.softirq_batch}"])
             self._saved_sysctls[name] = old
-            self.facts.softirq_batch[name] = [str(SOFTIRQ_BATCH), old]
+            self.facts.softirq_batch[name] = [str(self.softirq_batch), old]
 
     def _up(self) -> None:
         from mininet.link import Link

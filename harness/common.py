@@ -35,6 +35,10 @@ SHARED = {
                        "delay the links' timers; docs/results/001-orca.md), or auto: spin "
                        "where the kernel has no cpuidle driver (these VMs), else halt; "
                        "spin is for emulated runs only"),
+    "softirq_batch": (int, "net.core.dev_weight and netdev_budget while the emulated "
+                           "network is up (restored after): packets per NET_RX softirq run, "
+                           "so that an HTB link's timer does not wait behind a long one "
+                           "(docs/fidelity.md); 0: leave the kernel's own"),
     "duration": (float, "traffic time per flow, seconds"),
     "trim": (float, "seconds dropped at the start and end of every flow"),
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
@@ -174,6 +178,9 @@ def validate(params: Mapping[str, Any]) -> None:
         if params["idle_cpus"] == "spin" and params.get("backend", "emulated") != "emulated":
             raise ValueError("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
                              "--backend emulated")
+    if "softirq_batch" in params and not 0 <= params["softirq_batch"] <= 10000:
+        raise ValueError(f"--softirq-batch must be 0 (the kernel's own) or 1..10000 packets, "
+                         f"got {params['softirq_batch']}")
     for name, what in (("wmem", "send"), ("rmem", "receive")):
         if params.get(name):
             parse_buffers(name, str(params[name]))

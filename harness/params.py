@@ -71,7 +71,9 @@ class Params(Mapping[str, Any]):
 class NetworkParams(Params):
     """What every emulated experiment has: the links (rate, tail-drop queue, HTB burst, the
     switch ports' AQM, the shaper), the repetitions and their root seed, the dataplane, what
-    idle CPUs do (``idle_cpus``: emulator.emulation.IDLE_CPUS).  An experiment redeclares a
+    idle CPUs do (``idle_cpus``: emulator.emulation.IDLE_CPUS), the kernel's softirq batch
+    while the network is up (``softirq_batch``: emulator.emulation.SOFTIRQ_BATCH).  An
+    experiment redeclares a
     field to change its default."""
 
     bw: float = 10.0
@@ -83,6 +85,7 @@ class NetworkParams(Params):
     seed: int = 1
     dataplane: str = "auto"
     idle_cpus: str = "auto"
+    softirq_batch: int = 16
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.fidelity import headline, measurement_reasons
-from emulator.emulation import Emulation
+from emulator.emulation import SOFTIRQ_BATCH, Emulation
 from emulator.proc import RunError
 from emulator.shaping import LinkSpec
 from routing.plan import Plan
@@ -72,7 +72,8 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
     where = f"{label}: " if label else ""
     with Emulation(topo, plan, link_spec(params), run_dir, run_id,
                    cc=params.get("cc", "cubic"), dataplane=params["dataplane"],
-                   idle_cpus=params.get("idle_cpus", "halt")) as emu:
+                   idle_cpus=params.get("idle_cpus", "halt"),
+                   softirq_batch=params.get("softirq_batch", SOFTIRQ_BATCH)) as emu:
         t = time.monotonic()
         failed = emu.ping_all()
         if failed:

@@ -235,18 +235,22 @@ def test_spinning_idle_cpus_run_one_lowest_priority_loop_per_cpu_while_up(tmp_pa
     assert emu.facts.idle_cpus == "spin"
 
 
-def test_the_softirq_batch_is_set_while_up_recorded_and_restored(tmp_path):
-    """SOFTIRQ_BATCH in the root namespace while the network is up, the old values in the
-    run's ledger (for dcrepro clean) and in the facts, and back after teardown."""
+@pytest.mark.parametrize("batch", [SOFTIRQ_BATCH, 0])
+def test_the_softirq_batch_is_set_while_up_recorded_and_restored(batch, tmp_path):
+    """The batch (SOFTIRQ_BATCH by default) in the root namespace while the network is up,
+    the old values in the run's ledger (for dcrepro clean) and in the facts, and back after
+    teardown; 0 touches nothing."""
     before = {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS}
     topo = topos.build("fattree,k=2")
     with Emulation(topo, routing.make_plan(topo, "st"), LinkSpec(10, 50), tmp_path,
-                   "t-softirq", dataplane="bpf") as emu:
-        assert {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS} == \
-            {n: str(SOFTIRQ_BATCH) for n in SOFTIRQ_SYSCTLS}
+                   "t-softirq", dataplane="bpf", softirq_batch=batch) as emu:
+        want = {n: str(batch) for n in SOFTIRQ_SYSCTLS} if batch else before
+        assert {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS} == want
         ledger = json.loads((STATE_DIR / "t-softirq.json").read_text())
-        assert {n: ledger["sysctl"][n] for n in SOFTIRQ_SYSCTLS} == before
-    assert emu.facts.softirq_batch == {n: [str(SOFTIRQ_BATCH), v] for n, v in before.items()}
+        assert {n: ledger["sysctl"][n] for n in SOFTIRQ_SYSCTLS if batch} == \
+            ({n: v for n, v in before.items()} if batch else {})
+    assert emu.facts.softirq_batch == ({n: [str(batch), v] for n, v in before.items()}
+                                       if batch else {})
     assert {n: read_sysctl(n) for n in SOFTIRQ_SYSCTLS} == before
 
 

@@ -250,3 +250,15 @@ def test_idle_cpus_auto_spins_an_emulation_only_where_the_kernel_has_no_cpuidle_
     assert resolve_idle_cpus("halt", "emulated", none) == "halt"
     assert resolve_idle_cpus("spin", "emulated", haltpoll) == "spin"
     assert NetworkParams().idle_cpus == "auto"
+
+
+def test_softirq_batch_is_0_or_a_packet_count(one_line_error):
+    from harness import common
+    from harness.params import NetworkParams
+    assert NetworkParams().softirq_batch == 16
+    common.validate({"softirq_batch": 0})
+    common.validate({"softirq_batch": 16, "backend": "model"})
+    for bad in (-1, 10001):
+        with one_line_error(r"--softirq-batch must be 0 \(the kernel's own\) or 1..10000 "
+                            f"packets, got {bad}"):
+            common.validate({"softirq_batch": bad})
