@@ -253,9 +253,10 @@ def test_idle_cpus_auto_spins_an_emulation_only_where_the_kernel_has_no_cpuidle_
 
 
 def test_softirq_batch_is_0_or_a_packet_count(one_line_error):
+    from emulator.emulation import SOFTIRQ_BATCH
     from harness import common
     from harness.params import NetworkParams
-    assert NetworkParams().softirq_batch == 16
+    assert NetworkParams().softirq_batch == SOFTIRQ_BATCH == 16   # the flag's default
     common.validate({"softirq_batch": 0})
     common.validate({"softirq_batch": 16, "backend": "model"})
     for bad in (-1, 10001):
