@@ -203,7 +203,7 @@ class Emulation:
         self._link_events: socket.socket | None = None
         #: one sock_diag socket per host looked at by ``sockets`` (closed at teardown)
         self._diag: dict[str, socket.socket] = {}
-        self._saved_cc: str | None = None
+        #: root-namespace sysctls the run changed -> their old values (_set_sysctl)
         self._saved_sysctls: dict[str, str] = {}
         self._cc_reg: ccs.Registration | None = None
         self.link_group = 4096 + secrets.randbelow(2**30)
@@ -263,25 +263,27 @@ class Emulation:
         if self.cc not in available:
             raise RunError(f"congestion control '{self.cc}' is not available here "
                            f"(available: {' '.join(available)})")
-        self._saved_cc = read_sysctl("net.ipv4.tcp_congestion_control")
-        self.registry.state["sysctl"]["net.ipv4.tcp_congestion_control"] = self._saved_cc
-        self.registry.save()
-        check(["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.cc}"])
+        self._set_sysctl("net.ipv4.tcp_congestion_control", self.cc)
 
-    def _set_softirq_batch(self) -> None:
-        """The softirq batch (SOFTIRQ_BATCH by default, 0: none) for the network's life; the
-        old values are recorded first (the registry restores them after a crash, teardown
-        after a run)."""
+    def _set_sysctl(self, name: str, value: object) -> str:
+        """Set a root-namespace sysctl for the network's life; its old value ('' if the
+        kernel has none: then nothing is set) is recorded first, in the run's ledger (the
+        registry restores it after a crash) and for teardown, which restores it."""
         assert self.registry is not None
-        for name in SOFTIRQ_SYSCTLS if self.softirq_batch > 0 else ():
-            old = read_sysctl(name)
-            if not old:
-                continue
+        old = read_sysctl(name)
+        if old:
             self.registry.state["sysctl"][name] = old
             self.registry.save()
-            check(["sysctl", "-qw", f"{name}={self.softirq_batch}"])
             self._saved_sysctls[name] = old
-            self.facts.softirq_batch[name] = [str(self.softirq_batch), old]
+            check(["sysctl", "-qw", f"{name}={value}"])
+        return old
+
+    def _set_softirq_batch(self) -> None:
+        """The softirq batch (SOFTIRQ_BATCH by default, 0: none) for the network's life."""
+        for name in SOFTIRQ_SYSCTLS if self.softirq_batch > 0 else ():
+            old = self._set_sysctl(name, self.softirq_batch)
+            if old:
+                self.facts.softirq_batch[name] = [str(self.softirq_batch), old]
 
     def _up(self) -> None:
         from mininet.link import Link
@@ -624,13 +626,10 @@ class Emulation:
                         "cgroups": [c for c in st.get("cgroups", []) if os.path.exists(c)]}):
                     LOG.warning("teardown sweep: %s", line)
                     keep_record = keep_record or line.startswith(NOT_DONE)
-            if self._saved_cc:
-                subprocess.run(["sysctl", "-qw",
-                                f"net.ipv4.tcp_congestion_control={self._saved_cc}"],
-                               check=False, timeout=10)
-                self.facts.cc_restored_to = self._saved_cc
             for name, old in self._saved_sysctls.items():
                 subprocess.run(["sysctl", "-qw", f"{name}={old}"], check=False, timeout=10)
+            self.facts.cc_restored_to = self._saved_sysctls.get(
+                "net.ipv4.tcp_congestion_control", self.facts.cc_restored_to)
             self._saved_sysctls = {}
             if self._cc_reg is not None and self.facts.cc_bpf is not None:
                 try:

@@ -851,13 +851,11 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
     has ended (an MPTCP connection draining its send buffer after iperf3 closed it) cannot
     be taken for losses (emulator_losses).
     """
-    stats: dict[str, tuple[int, ...]] = {}
-    for sw in emu.topo.switches():
-        for port in emu.topo.ports(sw):
-            base = Path("/sys/class/net") / f"{sw}-eth{port}" / "statistics"
-            stats[f"{sw}-eth{port}"] = tuple(int((base / n).read_text()) for n in
-                                             ("rx_bytes", "tx_bytes", "rx_packets",
-                                              "tx_packets"))
+    ends = [(sw, port, f"{sw}-eth{port}") for sw in emu.topo.switches()
+            for port in emu.topo.ports(sw)]
+    stats = {intf: [int((Path("/sys/class/net") / intf / "statistics" / n).read_text())
+                    for n in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")]
+             for _, _, intf in ends}
     qd: dict[str, tuple[int, int]] = {}
     queued: dict[str, int] = {}
     for q in json.loads(check(["tc", "-s", "-j", "qdisc", "show"]) or "[]"):
@@ -868,16 +866,13 @@ def port_counters(emu: Emulation) -> dict[tuple[str, int], PortCounters]:
             queued[q["dev"]] = q.get("qlen", 0)
     aqm = emu.dataplane.aqm_counters() if isinstance(emu.dataplane, Aqm) else {}
     out = {}
-    for sw in emu.topo.switches():
-        for port in emu.topo.ports(sw):
-            intf = f"{sw}-eth{port}"
-            rx_b, tx_b, rx_p, tx_p = stats[intf]
-            drops, sent = qd.get(intf, (0, 0))
-            marks, early = aqm.get(intf, (0, 0))
-            out[(sw, port)] = PortCounters(rx_b, tx_b, rx_p, tx_p, qdisc_drops=drops,
-                                           qdisc_sent_packets=sent, aqm_marks=marks,
-                                           aqm_drops=early,
-                                           qdisc_queued_packets=queued.get(intf, 0))
+    for sw, port, intf in ends:
+        rx_b, tx_b, rx_p, tx_p = stats[intf]
+        drops, sent = qd.get(intf, (0, 0))
+        marks, early = aqm.get(intf, (0, 0))
+        out[(sw, port)] = PortCounters(rx_b, tx_b, rx_p, tx_p, qdisc_drops=drops,
+                                       qdisc_sent_packets=sent, aqm_marks=marks,
+                                       aqm_drops=early, qdisc_queued_packets=queued.get(intf, 0))
     return out
 
 
