@@ -120,6 +120,28 @@ def counter_mbps(samples: list[dict[str, Any]], key: str, t0: float,
     return round(8 * grew / (float(inside[-1]["time"]) - begin) / 1e6, 4)
 
 
+def data_level_stands(samples: list[dict[str, Any]], t0: float,
+                      t1: float) -> tuple[float, float]:
+    """Seconds inside [t0, t1] (unix s) in which one MPTCP connection's data-level ack did
+    not move, from its sender's mptcp_info samples (``bytes_sent``, ``bytes_acked``): with
+    data it had sent still unacked (``held``: a hole on one subflow holds the whole
+    connection's ack), and with nothing sent unacked (``idle``: a stopped sender, or a
+    receiver whose window its application no longer opens).  A step between two samples
+    counts whole; time without samples counts as neither."""
+    inside = sorted((r for r in samples if t0 <= float(r["time"]) <= t1),
+                    key=lambda r: float(r["time"]))
+    held = idle = 0.0
+    for a, b in zip(inside, inside[1:]):
+        if int(b["bytes_acked"]) != int(a["bytes_acked"]):
+            continue
+        step = float(b["time"]) - float(a["time"])
+        if all(int(r["bytes_sent"]) > int(r["bytes_acked"]) for r in (a, b)):
+            held += step
+        else:
+            idle += step
+    return round(held, 3), round(idle, 3)
+
+
 def limits_note(flows: list[dict[str, Any]]) -> str | None:
     """A suspect reason when long-lived TCP flows were mostly not limited by congestion.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from analysis.fidelity import counter_mbps, limit_shares, limits_note
+from analysis.fidelity import counter_mbps, data_level_stands, limit_shares, limits_note
 from emulator.dataplane import Aqm
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, how_ended, stop_all, stop_process
@@ -421,9 +421,11 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         share = row["cwnd_limited"]
         if share is not None:
             cwnd[row["flow"]] = max(share, cwnd.get(row["flow"]) or 0.0)
-    limits["stall_note"] = stall_note([
-        {"flow": f.name, "silent_s": f.silent_s, "cwnd_limited": cwnd.get(f.name)}
-        for f in flows if f.connected])
+    judged = [{"flow": f.name, "silent_s": f.silent_s, "cwnd_limited": cwnd.get(f.name),
+               **sender_stands(f, msk_samples, duration, trim)}
+              for f in flows if f.connected]
+    limits["stall_note"] = stall_note(judged)
+    limits["held_note"] = held_note(judged)
     window = [u for t, u in samples if t0 <= t <= t1]
     rx = sum(p["rx_packets"] for p in ports)
     return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
@@ -513,19 +515,71 @@ def late_note(flows: Sequence[Flow], duration: float, trim: float) -> str | None
 STALL_S = 2.0
 
 
+def _silent(f: dict[str, Any]) -> bool:
+    return bool(f["silent_s"] >= STALL_S and
+                (f["cwnd_limited"] is None or f["cwnd_limited"] < 0.5))
+
+
+def _held_by_data_level(f: dict[str, Any]) -> bool:
+    """An MPTCP flow's silence explained by its own data level (docs/transports.md, the
+    rule written before the rerun that uses it): its sender's connection stood still with
+    sent data unacked for STALL_S s and half the silence or more, and with nothing sent
+    unacked for under STALL_S s."""
+    held, idle = f.get("held_s"), f.get("idle_s")
+    return held is not None and idle is not None and \
+        held >= max(STALL_S, f["silent_s"] / 2) and idle < STALL_S
+
+
 def stall_note(flows: list[dict[str, Any]]) -> str | None:
     """A suspect reason when a flow's receiver got nothing for STALL_S s or more of its
     window while the flow was not congestion-limited (cwnd-limited in under half of its
     tcp_info samples, or never sampled): its sender or receiver stopped, not the network.
     A flow starved by congestion (RTO backoff behind a full tail-drop queue, the Outcast)
-    stays cwnd-limited and is the experiment's result, not a fault."""
-    stalled = [f for f in flows if f["silent_s"] >= STALL_S and
-               (f["cwnd_limited"] is None or f["cwnd_limited"] < 0.5)]
+    stays cwnd-limited and is the experiment's result, not a fault; so is an MPTCP flow
+    held by its data level (``held_s``/``idle_s`` from sender_stands: a subflow's hole
+    holds the connection's ack, its subflows are then not cwnd-limited; held_note)."""
+    stalled = [f for f in flows if _silent(f) and not _held_by_data_level(f)]
     if not stalled:
         return None
     worst = max(stalled, key=lambda f: f["silent_s"])
     return (f"{len(stalled)} flow(s) stalled without being held by congestion, e.g. "
             f"{worst['flow']}: nothing received for {worst['silent_s']:g} s of its window")
+
+
+def held_note(flows: list[dict[str, Any]]) -> str | None:
+    """The MPTCP flows silent STALL_S s or more because their data level held them (see
+    stall_note): recorded in fidelity.json, not a reason to doubt the run."""
+    held = [f for f in flows if _silent(f) and _held_by_data_level(f)]
+    if not held:
+        return None
+    worst = max(held, key=lambda f: f["silent_s"])
+    return (f"{len(held)} MPTCP flow(s) silent behind their own data level, e.g. "
+            f"{worst['flow']}: nothing received for {worst['silent_s']:g} s, its sender's "
+            f"connection held {worst['held_s']:g} s with sent data unacked")
+
+
+def sender_stands(f: Flow, msk_samples: list[dict[str, Any]], duration: float,
+                  trim: float) -> dict[str, float]:
+    """``held_s`` and ``idle_s`` (analysis.fidelity.data_level_stands) of an MPTCP flow's
+    sender connection over its window: the one to its port that moved the most data; {}
+    when it has no samples (TCP flows: never)."""
+    conns = [rows for k, rows in _connections(msk_samples).items()
+             if k[0] == f.src and k[4] == f.port]
+    if not conns:
+        return {}
+    rows = max(conns, key=lambda rows: max(int(r["bytes_acked"]) for r in rows))
+    held, idle = data_level_stands(rows, f.start + trim, f.start + duration - trim)
+    return {"held_s": held, "idle_s": idle}
+
+
+def _connections(samples: list[dict[str, Any]]) -> dict[tuple[str, str, int, str, int],
+                                                        list[dict[str, Any]]]:
+    """mptcp_samples rows by connection: (host, saddr, sport, daddr, dport)."""
+    by_conn: dict[tuple[str, str, int, str, int], list[dict[str, Any]]] = {}
+    for r in samples:
+        by_conn.setdefault((r["host"], r["saddr"], int(r["sport"]), r["daddr"],
+                            int(r["dport"])), []).append(r)
+    return by_conn
 
 
 def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
@@ -585,10 +639,7 @@ def connection_rates(flows: list[Flow], samples: list[dict[str, Any]], duration:
     msk_received_mbps) from mptcp_samples rows: at its sender, the connection to its port
     (``dport``), and at its receiver, the one on its port (``sport``); of several (iperf3's
     control connection, a connection started again) the one that moved the most."""
-    by_conn: dict[tuple[str, str, int, str, int], list[dict[str, Any]]] = {}
-    for r in samples:
-        by_conn.setdefault((r["host"], r["saddr"], int(r["sport"]), r["daddr"],
-                            int(r["dport"])), []).append(r)
+    by_conn = _connections(samples)
 
     def busiest(host: str, side: int, port: int, key: str, t0: float, t1: float) -> float:
         rates = [counter_mbps(rows, key, t0, t1) for k, rows in by_conn.items()

@@ -101,6 +101,50 @@ def test_a_stalled_flow_is_named_a_starved_one_is_the_result():
     assert stall_note([{"flow": "never sampled", "silent_s": 4.0, "cwnd_limited": None}])
 
 
+def _msk(times_sent_acked: list[tuple[float, int, int]]) -> list[dict[str, object]]:
+    return [{"time": t, "host": "a", "saddr": "10.0.0.1", "sport": 40000,
+             "daddr": "10.0.0.2", "dport": 5201, "bytes_sent": sent, "bytes_acked": acked}
+            for t, sent, acked in times_sent_acked]
+
+
+def test_data_level_stands_tells_a_held_connection_from_an_idle_one():
+    from analysis.fidelity import data_level_stands
+    # moving, then 3 s with 50 kB sent and unacked (a subflow's hole), then moving again
+    rows = _msk([(0.0, 0, 0), (0.5, 100, 50), (1.0, 200, 150), (2.0, 250, 150),
+                 (4.0, 260, 150), (4.5, 400, 300)])
+    assert data_level_stands(rows, 0.0, 10.0) == (3.0, 0.0)
+    # a stopped end: everything sent is acked and nothing more goes out
+    stopped = _msk([(0.0, 0, 0), (0.5, 100, 100), (1.0, 100, 100), (4.0, 100, 100)])
+    assert data_level_stands(stopped, 0.0, 10.0) == (0.0, 3.5)
+    # only samples inside the window count
+    assert data_level_stands(rows, 1.5, 4.2) == (2.0, 0.0)
+    assert data_level_stands(rows, 20.0, 30.0) == (0.0, 0.0)
+
+
+def test_an_mptcp_flow_held_by_its_data_level_is_recorded_not_flagged():
+    from harness.traffic import STALL_S, Flow, held_note, sender_stands, stall_note
+    held = {"flow": "a -> b:5201", "silent_s": 5.0, "cwnd_limited": 0.1,
+            "held_s": 4.5, "idle_s": 0.0}
+    assert stall_note([held]) is None
+    note = held_note([held])
+    assert note is not None and "a -> b:5201" in note and "4.5 s" in note
+    # a stopped end (idle), too short a hold, a hold under half the silence, no samples:
+    # each still flags the run
+    for stands in ({"held_s": 0.0, "idle_s": 5.0}, {"held_s": STALL_S - 0.5, "idle_s": 0.0},
+                   {"held_s": 3.0, "idle_s": 0.0, "silent_s": 11.5},
+                   {"held_s": 4.5, "idle_s": STALL_S}, {}):
+        f = {**held, "held_s": None, "idle_s": None, **stands}
+        assert stall_note([f]) is not None and held_note([f]) is None, stands
+    # the sender's busiest connection to the flow's port, over the flow's window
+    rows = _msk([(100.0 + t, s, a) for t, s, a in
+                 [(0.0, 0, 0), (4.0, 900, 500), (8.0, 910, 500), (16.0, 2000, 2000)]])
+    rows += [{**r, "sport": 40001, "bytes_acked": 0, "bytes_sent": 0} for r in rows]
+    rows += [{**r, "host": "b"} for r in rows]   # the receiver's own connection: not it
+    f = Flow("a", "b", port=5201, start=100.0)
+    assert sender_stands(f, rows, duration=20.0, trim=4.0) == {"held_s": 4.0, "idle_s": 0.0}
+    assert sender_stands(Flow("a", "b", port=5202, start=100.0), rows, 20.0, 4.0) == {}
+
+
 def test_every_experiment_judges_a_measurement_by_the_same_reasons():
     from analysis.fidelity import measurement_reasons
     assert measurement_reasons({"cpu_saturated_share": 0.2, "emulator_loss_share": 0.0,
