@@ -521,13 +521,14 @@ def _silent(f: dict[str, Any]) -> bool:
 
 
 def _held_by_data_level(f: dict[str, Any]) -> bool:
-    """An MPTCP flow's silence explained by its own data level (docs/transports.md, the
-    rule written before the rerun that uses it): its sender's connection stood still with
-    sent data unacked for STALL_S s and half the silence or more, and with nothing sent
-    unacked for under STALL_S s."""
+    """An MPTCP flow's silence explained by its own data level (docs/transports.md): its
+    sender's connection stood still with sent data unacked for half the silence or more,
+    and with nothing sent unacked for under STALL_S s.  Half, not all: the silence is
+    counted in the receiver's half-second intervals, the stand between the sender's
+    half-second samples, so a 2.0-s silence showed as 1.54 s of stand (run f1d34d)."""
     held, idle = f.get("held_s"), f.get("idle_s")
     return held is not None and idle is not None and \
-        held >= max(STALL_S, f["silent_s"] / 2) and idle < STALL_S
+        held >= f["silent_s"] / 2 and idle < STALL_S
 
 
 def stall_note(flows: list[dict[str, Any]]) -> str | None:

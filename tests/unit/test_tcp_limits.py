@@ -128,9 +128,11 @@ def test_an_mptcp_flow_held_by_its_data_level_is_recorded_not_flagged():
     assert stall_note([held]) is None
     note = held_note([held])
     assert note is not None and "a -> b:5201" in note and "4.5 s" in note
-    # a stopped end (idle), too short a hold, a hold under half the silence, no samples:
-    # each still flags the run
-    for stands in ({"held_s": 0.0, "idle_s": 5.0}, {"held_s": STALL_S - 0.5, "idle_s": 0.0},
+    # lia reference rerun f1d34d, run 0: silent 2.0 s, its sender stood 1.54 s between
+    # half-second samples with 0.86-1.2 MB sent and unacked, then 1.3 MB arrived at once
+    assert stall_note([{**held, "silent_s": 2.0, "held_s": 1.54}]) is None
+    # a stopped end (idle), a hold under half the silence, no samples: each still flags
+    for stands in ({"held_s": 0.0, "idle_s": 5.0}, {"held_s": STALL_S, "idle_s": 0.0},
                    {"held_s": 3.0, "idle_s": 0.0, "silent_s": 11.5},
                    {"held_s": 4.5, "idle_s": STALL_S}, {}):
         f = {**held, "held_s": None, "idle_s": None, **stands}
