@@ -14,7 +14,8 @@ newest() {
 }
 
 # part EXPERIMENT NAME FLAGS...: run EXPERIMENT with FLAGS into $root/NAME unless that folder
-# has a complete run (delete it to redo the part); a failure adds NAME to $failed.
+# has a complete run (delete it to redo the part); a failure adds NAME to $failed and
+# returns 1.
 part() {
   local experiment=$1 name=$2
   shift 2
@@ -23,7 +24,7 @@ part() {
     return
   fi
   echo "=== $name: ${cmd[*]} run $experiment $* --out $root/$name"
-  "${cmd[@]}" run "$experiment" "$@" --out "$root/$name" || failed+=("$name")
+  "${cmd[@]}" run "$experiment" "$@" --out "$root/$name" || { failed+=("$name"); return 1; }
 }
 
 # ablation_end WHO: name what failed on stderr and exit 1, if anything did.
