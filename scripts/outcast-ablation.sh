@@ -9,21 +9,12 @@
 #   scripts/outcast-ablation.sh default red  # only these
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-./setup.sh >/dev/null || exit 1
-read -r -a cmd <<< "${DCREPRO:-.venv/bin/dcrepro}"
+. scripts/ablation.sh
 root=results/outcast-ablation
-failed=()
 while read -r name flags; do
   if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
-  if .venv/bin/python -c "import sys; from pathlib import Path; from experiments.outcast.ablation import newest_run; sys.exit(newest_run(Path('$root/$name')) is None)"; then
-    echo "=== $name: complete run present, skipped"; continue
-  fi
-  echo "=== $name: ${cmd[*]} run outcast $flags --out $root/$name"
   # shellcheck disable=SC2086  # the flags are words by design
-  "${cmd[@]}" run outcast $flags --out "$root/$name" || failed+=("$name")
+  part outcast "$name" $flags
 done < <(.venv/bin/python -m experiments.outcast.ablation --list)
 .venv/bin/python -m experiments.outcast.ablation "$root" || failed+=(figure)
-if [ "${#failed[@]}" -gt 0 ]; then
-  echo "outcast-ablation: failed: ${failed[*]} (their run folders' log.txt say why)" >&2
-  exit 1
-fi
+ablation_end outcast-ablation

@@ -11,30 +11,16 @@
 #   scripts/permutation-ablation.sh [cubic|lia]
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-./setup.sh >/dev/null || exit 1
-read -r -a cmd <<< "${DCREPRO:-.venv/bin/dcrepro}"
+. scripts/ablation.sh
 cc=${1:-cubic}
 root=results/permutation-ablation$([ "$cc" = cubic ] || echo "-$cc")
 flags=(--bw 5 --cc "$cc" --runs 5 --duration 20 --trim 4 --seed 1 --idle-cpus spin)
-failed=()
 labels=()
-newest() {  # the newest run folder below $1 whose status is ok, or nothing
-  .venv/bin/python -c "import sys; from store import newest_ok_run; print(newest_ok_run(sys.argv[1], 'permutation') or '')" "$1"
-}
 for pattern in permutation pairing; do
-  if [ -n "$(newest "$root/$pattern")" ]; then
-    echo "=== $pattern: complete run present, skipped"
-  else
-    echo "=== $pattern: ${cmd[*]} run permutation ${flags[*]} --pattern $pattern --out $root/$pattern"
-    "${cmd[@]}" run permutation "${flags[@]}" --pattern "$pattern" --out "$root/$pattern" ||
-      { failed+=("$pattern"); continue; }
-  fi
-  labels+=("$cc $pattern=$(newest "$root/$pattern")")
+  part permutation "$pattern" "${flags[@]}" --pattern "$pattern" || continue
+  labels+=("$cc $pattern=$(newest permutation "$root/$pattern")")
 done
 if [ "${#labels[@]}" -eq 2 ]; then
   .venv/bin/python -m experiments.permutation.ablation "$root" "${labels[@]}" || failed+=(figure)
 fi
-if [ "${#failed[@]}" -gt 0 ]; then
-  echo "permutation-ablation: failed: ${failed[*]} (their run folders' log.txt say why)" >&2
-  exit 1
-fi
+ablation_end permutation-ablation

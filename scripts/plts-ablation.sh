@@ -10,31 +10,17 @@
 #   scripts/plts-ablation.sh
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-./setup.sh >/dev/null || exit 1
-read -r -a cmd <<< "${DCREPRO:-.venv/bin/dcrepro}"
+. scripts/ablation.sh
 root=results/plts-ablation
-failed=()
-newest() {  # the newest run folder below $1 whose status is ok, or nothing
-  .venv/bin/python -c "import sys; from store import newest_ok_run; print(newest_ok_run(sys.argv[1], 'plts') or '')" "$1"
-}
-part() {  # part NAME FLAGS...: run plts with FLAGS into $root/NAME unless it has a run
-  local name=$1; shift
-  if [ -n "$(newest "$root/$name")" ]; then echo "=== $name: complete run present, skipped"; return; fi
-  echo "=== $name: ${cmd[*]} run plts $* --out $root/$name"
-  "${cmd[@]}" run plts "$@" --out "$root/$name" || failed+=("$name")
-}
-part draws --backend model --runs 100 --seed 1
-part noundo --ecmp-aqm red --recovery modern,noundo --runs 5 --duration 25 --trim 5 --seed 1
+part plts draws --backend model --runs 100 --seed 1
+part plts noundo --ecmp-aqm red --recovery modern,noundo --runs 5 --duration 25 --trim 5 --seed 1
 counter=(--schemes cnt,rr --runs 5 --duration 25 --trim 5 --seed 1 --idle-cpus spin)
-part counter-bytes "${counter[@]}" --dataplane bpf
-part counter-packets "${counter[@]}" --dataplane bpf,cnt=packets
-draws=$(newest "$root/draws"); noundo=$(newest "$root/noundo")
-bytes=$(newest "$root/counter-bytes"); packets=$(newest "$root/counter-packets")
+part plts counter-bytes "${counter[@]}" --dataplane bpf
+part plts counter-packets "${counter[@]}" --dataplane bpf,cnt=packets
+draws=$(newest plts "$root/draws"); noundo=$(newest plts "$root/noundo")
+bytes=$(newest plts "$root/counter-bytes"); packets=$(newest plts "$root/counter-packets")
 if [ -n "$draws" ] && [ -n "$noundo" ] && [ -n "$bytes" ] && [ -n "$packets" ]; then
   .venv/bin/python -m experiments.plts.ablation "$root" --draws "$draws" --runs "$noundo" \
     --counters "bytes=$bytes" "packets=$packets" || failed+=(figure)
 fi
-if [ "${#failed[@]}" -gt 0 ]; then
-  echo "plts-ablation: failed: ${failed[*]} (their run folders' log.txt say why)" >&2
-  exit 1
-fi
+ablation_end plts-ablation
