@@ -93,6 +93,10 @@ class Claim:
     #: where the evidence is); shown only beside a "does not hold" verdict, so that a
     #: reader sees the cause next to the verdict and not only on a docs page
     because: str = ""
+    #: why it does not hold in another view, by backend ('sim', 'model'): what that view
+    #: lacks or adds (by construction, or as measured there), with where the evidence is;
+    #: shown beside that view's "does not hold" only, as ``because`` is beside the emulation's
+    because_views: Mapping[str, str] = field(default_factory=dict)
 
     def accepts(self, params: Mapping[str, Any]) -> bool:
         """True when a run with these parameters can judge the claim."""
@@ -363,6 +367,16 @@ def disagreements(verdicts: Iterable[Verdict]) -> list[str]:
     return out
 
 
+def _because(claim: Claim, runs: list[Run]) -> str:
+    """The explanation that belongs to the view these runs give: ``because`` names an
+    ablation of the emulation, and beside a simulated or modelled verdict it would explain
+    a result it was not measured on; those views have their own (``because_views``)."""
+    backends = {r.backend for r in runs}
+    if backends == {"emulated"}:
+        return claim.because
+    return claim.because_views.get(backends.pop(), "") if len(backends) == 1 else ""
+
+
 def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Verdict]:
     runs = choose(claim, sources, complete)
 
@@ -374,10 +388,7 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
                        claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
                        verdict_, outcome.detail, basis if runs else "",
                        tuple(r.run_id for r in runs),
-                       # a "because" names an ablation of the emulation: beside a simulated
-                       # or modelled verdict it would explain a result it was not measured on
-                       claim.because if verdict_ == FAILS and
-                       all(r.backend == "emulated" for r in runs) else "")
+                       _because(claim, runs) if verdict_ == FAILS else "")
 
     if not runs:
         return [verdict(claim.condition, Outcome("", None, _unmeasured(claim, sources)),

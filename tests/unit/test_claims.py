@@ -4,6 +4,7 @@ and each experiment's criteria on small synthetic run folders, on both sides of 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -681,3 +682,21 @@ def test_a_because_stays_with_emulated_verdicts(run_folder):
     assert [(v.view, v.verdict, v.because) for v in got] == [
         ("emulated", C.FAILS, "an ablation showed it"), ("sim", C.FAILS, "")]
     assert C.evaluate(claim, [[sim]])[0].because == ""
+
+
+def test_another_view_gets_its_own_because(run_folder):
+    """A simulated or modelled 'does not hold' shows that view's own explanation
+    (because_views), never the emulation's ablation; a view without one shows none."""
+    claim = C.Claim(experiment="outcast-fattree", key="k", text="t", source="s", paper="p",
+                    criterion="c", reason="r", because="an ablation showed it",
+                    because_views={"model": "no fluid model has a queue"},
+                    measure=lambda runs, cond: C.Outcome("x", False))
+    emulated = C.Run.open(run_folder("outcast-fattree", {}, params={}))
+    sim = C.Run.open(run_folder("outcast-fattree", {}, params={"backend": "sim"}))
+    model = C.Run.open(run_folder("outcast-fattree", {}, params={"backend": "model"}))
+    got = C.evaluate(claim, [[emulated], [sim], [model]])
+    assert [(v.view, v.because) for v in got] == [
+        ("emulated", "an ablation showed it"), ("sim", ""),
+        ("model", "no fluid model has a queue")]
+    holds = replace(claim, measure=lambda runs, cond: C.Outcome("x", True))
+    assert C.evaluate(holds, [[model]])[0].because == ""
