@@ -525,7 +525,9 @@ def _held_by_data_level(f: dict[str, Any]) -> bool:
     sender's connection stood still with sent data unacked for half the silence or more,
     and with nothing sent unacked for under STALL_S s.  Half, not all: the silence is
     counted in the receiver's half-second intervals, the stand between the sender's
-    half-second samples, so a 2.0-s silence showed as 1.54 s of stand (run f1d34d)."""
+    half-second samples, so a 2.0-s silence showed as 1.54 s of stand (run f1d34d).  The
+    stands are summed over the flow's whole window, not matched second by second to the
+    silence (iperf3's intervals count from its own test start, the samples in unix time)."""
     held, idle = f.get("held_s"), f.get("idle_s")
     return held is not None and idle is not None and \
         held >= f["silent_s"] / 2 and idle < STALL_S
