@@ -1,5 +1,6 @@
 """The simulation backend on tiny networks, in ns-3, against hand-computed values: one flow
-on an idle link, two flows sharing one, and per-packet random spray over two paths.
+on an idle link, two flows sharing one, per-packet random spray over two paths, and UDP
+multicast over a switched tree by static multicast routes (what an orca backend would use).
 
 Needs ns-3 (``./setup.sh --with-sim``).  Skipped with the reason when it is absent, except
 where setup was run with --with-sim (it leaves a marker in .venv): there a missing ns-3 is
@@ -238,3 +239,150 @@ def test_many_to_one_backend_sim_runs_end_to_end(simulate, tmp_path, argv, sende
     assert sum(int(r["drops_at_bottleneck"]) for r in flows) == \
         int(drops[0]["bottleneck_qdisc_drops"])
     assert "backend=sim: measured in the ns-3 packet simulation" in (run / "claims.md").read_text()
+
+
+# -- UDP multicast by static multicast routes (towards orca --backend sim) -------------------
+
+MC_GROUP, MC_PORT = "225.1.2.3", 9000
+MC_MEMBERS = ["r1", "r2", "r3"]           # r4 hangs off s2 too, outside the group
+
+
+@pytest.fixture(scope="module")
+def ns(simulate):  # type: ignore[no-untyped-def]
+    from sim import ns3run
+    return ns3run.load()                  # the module's one import (simulate's)
+
+
+def mc_line() -> Topology:
+    """snd - s1 - s2 in a line; r1 on s1; r2, r3 and r4 on s2."""
+    return _topo("mcline", ["s1", "s2"], ["snd", "r1", "r2", "r3", "r4"],
+                 [("s1", "snd"), ("s1", "r1"), ("s1", "s2"), ("s2", "r2"), ("s2", "r3"),
+                  ("s2", "r4")])
+
+
+def tree_hops(topo: Topology, src: str, members: list[str]) -> list[tuple[str, str, list[str]]]:
+    """The group's tree as routing.multicast builds it for the plan, per switch: (switch, the
+    neighbour the tree enters from, the neighbours it replicates to)."""
+    from routing.multicast import tree_edges
+    children = tree_edges(topo, src, members)
+    parent = {d: up for up, downs in children.items() for d in downs}
+    return [(sw, parent.get(sw, src),
+             [*downs, *(m for m in members if topo.access_switch(m) == sw)])
+            for sw, downs in children.items()]
+
+
+def mc_run(ns, multicast: bool, datagrams: int, payload: int, interval_s: float):  # type: ignore[no-untyped-def]
+    """``datagrams`` UDP datagrams of ``payload`` bytes every ``interval_s`` from snd, from
+    0.1 s: to the group (one stream; s1 and s2 replicate by static multicast routes along
+    the plan's tree) or to each member (three streams).  10 Mb/s links, 10 us delay, FIFO
+    queues of 1000 packets.  Runs until no event is left.  Returns (datagrams each receiver's
+    sink got, packets each directed link carried counted at its far end, the time of the
+    last event)."""
+    from sim.ns3run import _cpp
+    topo = mc_line()
+    names = [*topo.switches(), *topo.hosts()]
+    container = ns.NodeContainer()
+    container.Create(len(names))
+    ns.InternetStackHelper().Install(container)
+    node = {n: container.Get(i) for i, n in enumerate(names)}
+    p2p = ns.PointToPointHelper()
+    p2p.SetDeviceAttribute("DataRate", ns.StringValue("10Mbps"))
+    p2p.SetChannelAttribute("Delay", ns.StringValue("10us"))
+    dev, addr = {}, {}
+    addresses = ns.Ipv4AddressHelper()
+    for k, link in enumerate(topo.links()):
+        a, b = link.a, link.b
+        devs = p2p.Install(node[a], node[b])
+        addresses.SetBase(ns.Ipv4Address(f"10.0.{k}.0"), ns.Ipv4Mask("255.255.255.0"))
+        addresses.Assign(devs)
+        ns.TrafficControlHelper().Uninstall(devs)       # fq_codel would drop a long queue
+        fifo = ns.TrafficControlHelper()
+        fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
+                              ns.QueueSizeValue(ns.QueueSize("1000p")))
+        fifo.Install(devs)
+        dev[(a, b)], dev[(b, a)] = devs.Get(0), devs.Get(1)
+        addr[(a, b)], addr[(b, a)] = f"10.0.{k}.1", f"10.0.{k}.2"
+
+    helper = ns.Ipv4StaticRoutingHelper()
+
+    def iface(a: str, b: str) -> int:
+        return int(node[a].GetObject[ns.Ipv4]().GetInterfaceForDevice(dev[(a, b)]))
+
+    def table(n: str):  # type: ignore[no-untyped-def]
+        return helper.GetStaticRouting(node[n].GetObject[ns.Ipv4]())
+    # unicast: every host to its switch; a switch sends the other switch's hosts across
+    for h in topo.hosts():
+        sw = topo.access_switch(h)
+        table(h).SetDefaultRoute(ns.Ipv4Address(addr[(sw, h)]), iface(h, sw))
+        other = "s2" if sw == "s1" else "s1"
+        table(other).AddHostRouteTo(ns.Ipv4Address(addr[(h, sw)]),
+                                    ns.Ipv4Address(addr[(sw, other)]), iface(other, sw))
+    if multicast:
+        helper.SetDefaultMulticastRoute(node["snd"], dev[("snd", "s1")])
+        for sw, inn, outs in tree_hops(topo, "snd", MC_MEMBERS):
+            out = ns.NetDeviceContainer()
+            for o in outs:
+                out.Add(dev[(sw, o)])
+            helper.AddMulticastRoute(node[sw], ns.Ipv4Address(addr[("snd", "s1")]),
+                                     ns.Ipv4Address(MC_GROUP), dev[(sw, inn)], out)
+        targets = [MC_GROUP]
+    else:
+        targets = [addr[(m, topo.access_switch(m))] for m in MC_MEMBERS]
+    sinks = {}
+    for h in ["r1", "r2", "r3", "r4"]:
+        app = ns.PacketSinkHelper("ns3::UdpSocketFactory", ns.InetSocketAddress(
+            ns.Ipv4Address.GetAny(), MC_PORT).ConvertTo()).Install(node[h])
+        sinks[h] = ns.DynamicCast[ns.PacketSink](app.Get(0))
+    for t in targets:
+        client = ns.UdpClientHelper(ns.InetSocketAddress(ns.Ipv4Address(t), MC_PORT).ConvertTo())
+        client.SetAttribute("MaxPackets", ns.UintegerValue(datagrams))
+        client.SetAttribute("Interval", ns.TimeValue(ns.Seconds(interval_s)))
+        client.SetAttribute("PacketSize", ns.UintegerValue(payload))
+        client.Install(node["snd"]).Start(ns.Seconds(0.1))
+    counters = {}
+    for (a, b) in dev:
+        counters[(a, b)] = c = _cpp().BySource()
+        assert c.WatchRx(dev[(b, a)])
+    try:
+        ns.Simulator.Run()
+        end = float(ns.Simulator.Now().GetSeconds())
+    finally:
+        ns.Simulator.Destroy()
+    import ipaddress
+    every = [int(ipaddress.IPv4Address(a)) for a in addr.values()]
+    got = {h: int(s.GetTotalRx()) / payload for h, s in sinks.items()}
+    carried = {f"{a}>{b}": sum(int(c.Count(x)) for x in every) for (a, b), c in counters.items()}
+    return got, carried, end
+
+
+#: what each directed link carries for one copy of every datagram to every member
+ONE_EACH = {"snd>s1": 1, "s1>r1": 1, "s1>s2": 1, "s2>r2": 1, "s2>r3": 1}
+
+
+def test_multicast_routes_replicate_in_the_switches(ns):
+    """100 datagrams to 225.1.2.3, one every 5 ms: every member gets all 100, the non-member
+    r4 none; every link of the tree carries each datagram once (the sender's too: s1 and s2
+    replicate), nothing else moves (no reply, no copy back up).  The same datagrams as three
+    unicast streams: the sender's link carries 300, s1 > s2 200."""
+    got, carried, _ = mc_run(ns, True, 100, 1000, 0.005)
+    assert got == {"r1": 100, "r2": 100, "r3": 100, "r4": 0}
+    assert carried == {k: 100 * ONE_EACH.get(k, 0) for k in carried}, carried
+    got, carried, _ = mc_run(ns, False, 100, 1000, 0.005)
+    assert got == {"r1": 100, "r2": 100, "r3": 100, "r4": 0}
+    unicast = {**ONE_EACH, "snd>s1": 3, "s1>s2": 2}
+    assert carried == {k: 100 * unicast.get(k, 0) for k in carried}, carried
+
+
+def test_multicast_at_line_rate_takes_one_copy_time(ns):
+    """100 datagrams of 1472 bytes (1500-byte packets, 1502-byte frames: 1.2016 ms each at
+    10 Mb/s) handed over at once from 0.1 s: the last one reaches its receiver after the
+    frames on the sender's link plus two more hops of store-and-forward and three of 10 us
+    delay: multicast (100 + 2) x 1.2016 ms + 30 us = 0.1225932 s, three unicast streams
+    (300 + 2) x 1.2016 ms + 30 us = 0.3629132 s (2.96 x; every datagram arrives in both)."""
+    frame = 1502 * 8 / 10e6
+    got, _, end = mc_run(ns, True, 100, 1472, 1e-6)
+    assert got == {"r1": 100, "r2": 100, "r3": 100, "r4": 0}
+    assert end - 0.1 == pytest.approx(102 * frame + 30e-6, abs=1e-9)
+    got, _, end = mc_run(ns, False, 100, 1472, 1e-6)
+    assert got == {"r1": 100, "r2": 100, "r3": 100, "r4": 0}
+    assert end - 0.1 == pytest.approx(302 * frame + 30e-6, abs=1e-9)
