@@ -194,7 +194,8 @@ WIRE_BECAUSE = {
             "with --pattern pairing (half the hosts send, half receive, so no access link "
             "carries one flow's data and another's ACKs) MPTCP-8 rises from 0.851 to 0.986 of "
             "its model (mean 0.771 -> 0.909; TCP 0.993 -> 1.022; 5 repetitions each, same "
-            "session; results/reference/permutation-ablation-lia): the reverse flows' ACKs, "
+            "session; results/reference/permutation-ablation-lia; repeated on later code, "
+            "0.859 -> 0.953): the reverse flows' ACKs, "
             "about one 74-78 B ACK per data segment, cost three times their bytes' share, so "
             "most of it is read as their wait behind data in the same tail-drop queue "
             "(not separately ablated; docs/results/000-permutation-fairness.md)"),
