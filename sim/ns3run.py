@@ -21,9 +21,9 @@ import ipaddress
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from .spec import FLOW_PREFIX, MSS, ROUTER_MODES, SimConfig, SimNet, static_routes
+from .spec import FLOW_PREFIX, MSS, ROUTER_MODES, SimConfig, SimGroup, SimNet, static_routes
 
 #: ns-3 RedQueueDisc's drop reasons for its own (early) drops, not the queue limit's
 RED_DROPS = ("Unforced drop", "Forced drop")
@@ -346,6 +346,83 @@ ns3::Ptr<PlanRouting> InstallPlanRouting(ns3::Ptr<ns3::Node> node) {
 }
 }
 """
+# UDP sockets on simulated hosts whose datagrams and timers go to one Python object: an
+# application written in Python, run in simulated time (sim.ns3run.simulate_datagrams).
+# cppyy keeps the GIL while ns-3 runs, so calling back into Python here is safe.
+_CPP_PY = r"""
+#include <Python.h>
+#include "ns3/socket.h"
+#include "ns3/udp-socket-factory.h"
+#include "ns3/inet-socket-address.h"
+#include "ns3/simulator.h"
+#include <vector>
+namespace dcrepro_sim {
+class PyDatagrams {
+ public:
+  // app: on_datagram(endpoint, data, source address as an integer, source port) and
+  // on_timer(token); it must not raise (sim.ns3run's dispatcher catches and keeps errors)
+  explicit PyDatagrams(PyObject* app) : m_app(app) { Py_INCREF(m_app); }
+  ~PyDatagrams() { Py_DECREF(m_app); }
+  int Open(ns3::Ptr<ns3::Node> node, uint32_t addr, uint16_t port) {
+    auto s = ns3::Socket::CreateSocket(node, ns3::UdpSocketFactory::GetTypeId());
+    if (s->Bind(ns3::InetSocketAddress(ns3::Ipv4Address(addr), port)) != 0) return -1;
+    int id = int(m_socks.size());
+    m_socks.push_back(s);
+    s->SetRecvCallback(ns3::Callback<void, ns3::Ptr<ns3::Socket>>(
+        [this, id](ns3::Ptr<ns3::Socket> sock) { Recv(id, sock); }));
+    return id;
+  }
+  // one datagram of the bytes object ``data``; false when the socket refused it
+  bool Send(int id, PyObject* data, uint32_t dst, uint16_t port) {
+    char* buf = nullptr;
+    Py_ssize_t n = 0;
+    if (PyBytes_AsStringAndSize(data, &buf, &n) != 0) { PyErr_Clear(); return false; }
+    auto p = ns3::Create<ns3::Packet>(reinterpret_cast<const uint8_t*>(buf), uint32_t(n));
+    return m_socks[id]->SendTo(p, 0, ns3::InetSocketAddress(ns3::Ipv4Address(dst), port)) >= 0;
+  }
+  void At(double delay_s, long token) {
+    ns3::Simulator::Schedule(ns3::NanoSeconds(int64_t(delay_s * 1e9 + 0.5)),
+                             [this, token]() { Call("on_timer", Py_BuildValue("(l)", token)); });
+  }
+  double Now() const { return ns3::Simulator::Now().GetSeconds(); }
+  bool Failed() const { return m_failed; }
+
+ private:
+  void Recv(int id, ns3::Ptr<ns3::Socket> s) {
+    ns3::Address from;
+    while (!m_failed) {
+      ns3::Ptr<ns3::Packet> p = s->RecvFrom(from);
+      if (!p) break;
+      uint32_t n = p->GetSize();
+      m_buf.resize(n ? n : 1);
+      p->CopyData(m_buf.data(), n);
+      auto a = ns3::InetSocketAddress::ConvertFrom(from);
+      PyObject* bytes = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(m_buf.data()), n);
+      Call("on_datagram", Py_BuildValue("(iNIi)", id, bytes, (unsigned int)a.GetIpv4().Get(),
+                                        int(a.GetPort())));
+    }
+  }
+  void Call(const char* method, PyObject* args) {
+    if (m_failed || !args) { Py_XDECREF(args); return; }
+    PyObject* fn = PyObject_GetAttrString(m_app, method);
+    PyObject* r = fn ? PyObject_CallObject(fn, args) : nullptr;
+    Py_XDECREF(fn);
+    Py_DECREF(args);
+    if (!r) {   // (the dispatcher catches its own errors: this is a bug of ours)
+      PyErr_Print();
+      m_failed = true;
+      ns3::Simulator::Stop();
+      return;
+    }
+    Py_DECREF(r);
+  }
+  PyObject* m_app;
+  std::vector<ns3::Ptr<ns3::Socket>> m_socks;
+  std::vector<uint8_t> m_buf;
+  bool m_failed = false;
+};
+}
+"""
 _NS: Any = None
 
 
@@ -356,6 +433,7 @@ def load() -> Any:
         import cppyy  # type: ignore[import-not-found]
         from ns import ns  # type: ignore[import-not-found]  # only with setup.sh --with-sim
         cppyy.cppdef(_CPP)
+        cppyy.cppdef(_CPP_PY)
         _NS = ns
     return _NS
 
@@ -386,6 +464,8 @@ class PortResult:
     #: of ``drops``: RED's early (unforced and forced) drops; packets RED marked CE
     aqm_drops: int = 0
     marks: int = 0
+    #: IP bytes of the packets sent (a frame adds 2 here, 14 on Ethernet)
+    sent_bytes: int = 0
 
 
 @dataclass
@@ -457,10 +537,23 @@ def simulate(net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | N
     return result
 
 
-def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None,
-         watch_rx: list[tuple[str, str]] | None,
-         progress: Callable[[float, float], None] | None = None) -> SimResult:
-    """simulate()'s body: build, run, read."""
+@dataclass
+class _Built:
+    """One network built in ns-3: its nodes, and per (node, peer) its device, its port's
+    queue discipline and its IPv4 interface number; the plan's routers when it has them."""
+
+    nodes: Any
+    index: dict[str, int]
+    devices: dict[tuple[str, str], Any]
+    discs: dict[tuple[str, str], Any]
+    ifaces: dict[tuple[str, str], int]
+    routers: dict[str, Any]
+    latency_log: Any
+
+
+def _network(ns: Any, net: SimNet, cfg: SimConfig) -> _Built:
+    """Nodes, links, queues and forwarding of ``net`` (and the pinned flows' own addresses);
+    no application yet."""
     ns.RngSeedManager.SetSeed(max(1, cfg.seed))
     ns.RngSeedManager.SetRun(max(1, cfg.run))
     _defaults(ns, cfg)
@@ -519,16 +612,40 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
         routers = _plan(ns, net, nodes, index, ifaces, cfg, latency_log)
     else:
         _static(ns, net, nodes, index, ifaces)
+    for f in net.flows if net.forwarding == "pinned" else []:
+        # the flow's own addresses in its own /24 (sim.spec)
+        for host, a in ((f.dst, f.dst_addr), (f.src, f.src_addr)):
+            ipv4 = nodes.Get(index[host]).GetObject[ns.Ipv4]()
+            peer = next(iter(net.ends[host]))
+            ipv4.AddAddress(ifaces[(host, peer)], ns.Ipv4InterfaceAddress(
+                ns.Ipv4Address(a), ns.Ipv4Mask(f"/{FLOW_PREFIX}")))
+    return _Built(nodes, index, devices, discs, ifaces, routers, latency_log)
 
+
+def _ports(net: SimNet, discs: dict[tuple[str, str], Any]) -> list[PortResult]:
+    """Every port's queue discipline's counters."""
+    ports = []
+    for (me, peer), disc in discs.items():
+        st = disc.GetStats()
+        link = net.links[net.ends[me][peer][0]]
+        early = sum(int(st.GetNDroppedPackets(r)) for r in RED_DROPS)
+        ports.append(PortResult(me, link.port_a if link.a == me else link.port_b, peer,
+                                int(st.nTotalReceivedPackets), int(st.nTotalDroppedPackets),
+                                int(st.nTotalSentPackets), early,
+                                int(st.nTotalMarkedPackets), int(st.nTotalSentBytes)))
+    return ports
+
+
+def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]] | None,
+         watch_rx: list[tuple[str, str]] | None,
+         progress: Callable[[float, float], None] | None = None) -> SimResult:
+    """simulate()'s body: build, run, read."""
+    b = _network(ns, net, cfg)
+    nodes, index, devices, discs = b.nodes, b.index, b.devices, b.discs
+    routers, latency_log, ifaces = b.routers, b.latency_log, b.ifaces
     sinks = []
     for f in net.flows:
         dst_node, src_node = nodes.Get(index[f.dst]), nodes.Get(index[f.src])
-        if net.forwarding == "pinned":   # the flow's own addresses in its own /24 (sim.spec)
-            for node, host, a in ((dst_node, f.dst, f.dst_addr), (src_node, f.src, f.src_addr)):
-                ipv4 = node.GetObject[ns.Ipv4]()
-                peer = next(iter(net.ends[host]))
-                ipv4.AddAddress(ifaces[(host, peer)], ns.Ipv4InterfaceAddress(
-                    ns.Ipv4Address(a), ns.Ipv4Mask(f"/{FLOW_PREFIX}")))
         sink = ns.PacketSinkHelper("ns3::TcpSocketFactory", ns.InetSocketAddress(
             ns.Ipv4Address.GetAny(), f.port).ConvertTo())
         apps = sink.Install(dst_node)
@@ -586,15 +703,7 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
                   for t0_, t1 in zip(grid, grid[1:])]
         flows.append(FlowResult(f.src, f.dst, got * 8 / window / 1e6, got,
                                 (tx[t_b][i] - tx[t_a][i]) * 8 / window / 1e6, series, f.start))
-    ports = []
-    for (me, peer), disc in discs.items():
-        st = disc.GetStats()
-        link = net.links[net.ends[me][peer][0]]
-        early = sum(int(st.GetNDroppedPackets(r)) for r in RED_DROPS)
-        ports.append(PortResult(me, link.port_a if link.a == me else link.port_b, peer,
-                                int(st.nTotalReceivedPackets), int(st.nTotalDroppedPackets),
-                                int(st.nTotalSentPackets), early,
-                                int(st.nTotalMarkedPackets)))
+    ports = _ports(net, discs)
     by_addr = {int(ipaddress.IPv4Address(f.src_addr)): f.index for f in net.flows}
     result = SimResult(flows, ports, ns3_version=_version(), queues=queues)
     if routers:
@@ -726,3 +835,146 @@ def _static(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
         for dst, peer in routes:
             t.AddHostRouteTo(ns.Ipv4Address(dst), ns.Ipv4Address(net.addr_of(peer, node)),
                              ifaces[(node, peer)])
+
+
+# -- a Python application over UDP in simulated time (orca's file transfer) -----------------
+
+class DatagramApp(Protocol):
+    """What simulate_datagrams runs: started once, then told every datagram that arrives at
+    one of the sockets it opened (endpoint number, bytes, (source address, port))."""
+
+    def start(self, io: DatagramIO) -> None: ...
+
+    def on_datagram(self, endpoint: int, data: bytes, src: tuple[str, int]) -> None: ...
+
+
+class DatagramIO:
+    """The simulated network as a Python application sees it: UDP sockets on hosts, sending,
+    timers and the simulated clock.  Everything runs in ns-3's event loop; an exception in
+    the application stops the simulation and is raised by simulate_datagrams."""
+
+    def __init__(self, ns: Any, net: SimNet, built: _Built, app: DatagramApp) -> None:
+        self.ns, self.net, self.built, self.app = ns, net, built, app
+        self.error: BaseException | None = None
+        self._timers: dict[int, Callable[[], None]] = {}
+        self._next = 0
+        self._names: dict[int, str] = {}
+        self.cpp = _cpp().PyDatagrams(self)
+
+    def host_addr(self, host: str) -> str:
+        """A host's own address (on its one link)."""
+        return self.net.addr_of(host, next(iter(self.net.ends[host])))
+
+    def open(self, host: str, addr: str, port: int) -> int:
+        """A UDP socket on ``host`` bound to ``addr`` (0.0.0.0: any) and ``port``: its
+        endpoint number."""
+        node = self.built.nodes.Get(self.built.index[host])
+        ep = int(self.cpp.Open(node, int(ipaddress.IPv4Address(addr)), port))
+        if ep < 0:
+            raise RuntimeError(f"sim: cannot bind {addr}:{port} on {host}")
+        return ep
+
+    def send(self, endpoint: int, data: bytes, dst: tuple[str, int]) -> bool:
+        """One datagram from ``endpoint`` to ``dst``; False when the socket refused it."""
+        return bool(self.cpp.Send(endpoint, data, int(ipaddress.IPv4Address(dst[0])), dst[1]))
+
+    def at(self, delay_s: float, fn: Callable[[], None]) -> None:
+        """Call ``fn`` after ``delay_s`` simulated seconds."""
+        self._next += 1
+        self._timers[self._next] = fn
+        self.cpp.At(max(0.0, delay_s), self._next)
+
+    def now(self) -> float:
+        """Simulated seconds since the start."""
+        return float(self.cpp.Now())
+
+    def fail(self, error: BaseException) -> None:
+        """Stop the simulation; simulate_datagrams raises ``error``."""
+        if self.error is None:
+            self.error = error
+        self.ns.Simulator.Stop()
+
+    # called by the C++ PyDatagrams
+    def on_timer(self, token: int) -> None:
+        fn = self._timers.pop(token)
+        try:
+            fn()
+        except BaseException as e:   # carried out of ns-3's loop, raised there
+            self.fail(e)
+
+    def on_datagram(self, endpoint: int, data: bytes, addr: int, port: int) -> None:
+        name = self._names.get(addr)
+        if name is None:
+            name = self._names[addr] = str(ipaddress.IPv4Address(addr))
+        try:
+            self.app.on_datagram(endpoint, data, (name, port))
+        except BaseException as e:   # as on_timer
+            self.fail(e)
+
+
+@dataclass
+class DatagramResult:
+    """What one run of a datagram application gives: per-port counters, the simulated time
+    of its last event, wall and import time."""
+
+    ports: list[PortResult]
+    end_s: float
+    wall_s: float = 0.0
+    import_s: float = 0.0
+    ns3_version: str = ""
+
+
+def simulate_datagrams(net: SimNet, cfg: SimConfig, app: DatagramApp,
+                       group: SimGroup | None = None,
+                       replies: dict[str, list[tuple[str, str]]] | None = None,
+                       limit_s: float | None = None) -> DatagramResult:
+    """Run ``app`` over UDP in ``net`` (pinned forwarding) until no event is left (or
+    ``limit_s`` simulated seconds), with ``group`` installed as static multicast routes along
+    its tree and ``replies`` (sim.spec.reply_routes) as extra host routes.  Raises what the
+    application raised."""
+    cfg.check()
+    if net.forwarding != "pinned":
+        raise ValueError("sim: a datagram application runs on pinned forwarding")
+    t_import = time.monotonic()
+    ns = load()
+    import_s = time.monotonic() - t_import
+    t0 = time.monotonic()
+    try:
+        b = _network(ns, net, cfg)
+        for node, routes in (replies or {}).items():
+            t = _table(ns, b.nodes, b.index, node)
+            for dst, peer in routes:
+                t.AddHostRouteTo(ns.Ipv4Address(dst), ns.Ipv4Address(net.addr_of(peer, node)),
+                                 b.ifaces[(node, peer)])
+        if group is not None:
+            _multicast(ns, net, b, group)
+        io = DatagramIO(ns, net, b, app)
+        app.start(io)
+        if limit_s is not None:
+            ns.Simulator.Stop(_time(ns, limit_s))
+        ns.Simulator.Run()
+        if io.error is not None:
+            raise io.error
+        if io.cpp.Failed():
+            raise RuntimeError("sim: the datagram application's callback failed (see stderr)")
+        result = DatagramResult(_ports(net, b.discs), io.now(), ns3_version=_version())
+    finally:
+        ns.Simulator.Destroy()
+    result.import_s = import_s
+    result.wall_s = time.monotonic() - t0
+    return result
+
+
+def _multicast(ns: Any, net: SimNet, b: _Built, group: SimGroup) -> None:
+    """The source's default multicast route to its switch; per switch of the tree one static
+    multicast route (any origin, the group, the input device -> the output devices)."""
+    helper = ns.Ipv4StaticRoutingHelper()
+    src = b.nodes.Get(b.index[group.src])
+    helper.SetDefaultMulticastRoute(src, b.devices[(group.src, next(iter(net.ends[group.src])))])
+    for hop in group.hops:
+        out = ns.NetDeviceContainer()
+        for child in hop.children:
+            out.Add(b.devices[(hop.switch, child)])
+        helper.AddMulticastRoute(b.nodes.Get(b.index[hop.switch]), ns.Ipv4Address.GetAny(),
+                                 ns.Ipv4Address(group.group), b.devices[(hop.switch, hop.parent)],
+                                 out)

@@ -342,3 +342,86 @@ def static_routes(net: SimNet) -> dict[str, list[tuple[str, str]]]:
             for here, peer in zip(hops, nxt):
                 routes.setdefault(here, []).append((addr, peer))
     return routes
+
+
+# -- multicast groups (orca) ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SimHop:
+    """One switch of a multicast tree: the neighbour the tree enters it from and the
+    neighbours it sends a copy to (switches below it, member hosts), in port order."""
+
+    switch: str
+    parent: str
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SimGroup:
+    """A multicast group as the simulator installs it: one static multicast route per switch
+    of the tree (input device -> output devices), the source's default multicast route."""
+
+    group: str
+    src: str
+    members: tuple[str, ...]
+    hops: tuple[SimHop, ...]
+
+
+def tree_hops(topo: Topology, src: str, members: list[str]) -> list[SimHop]:
+    """The tree ``routing.multicast.tree_edges`` builds for the plan, per switch: (switch, the
+    neighbour the tree enters from, the switches below it and the members on it)."""
+    from routing.multicast import tree_edges
+    children = tree_edges(topo, src, members)
+    parent = {d: up for up, downs in children.items() for d in downs}
+    return [SimHop(sw, parent.get(sw, src),
+                   (*downs, *(m for m in members if topo.access_switch(m) == sw)))
+            for sw, downs in children.items()]
+
+
+def group_of_plan(topo: Topology, plan: Plan, group: str, src: str,
+                  members: list[str]) -> SimGroup:
+    """The group's entries as the plan holds them (``routing.multicast.add_group``): per
+    switch, the input port its entry matches and the ports it forwards or replicates to,
+    as neighbours; ValueError (one line) when a switch holds more than one entry for the
+    group (the simulator's static routes take one input device a switch) or none at all."""
+    from routing.multicast import group_mac
+    mac = group_mac(group)
+    hops = []
+    for sw in topo.switches():
+        entries = [(m, a) for m, a in plan.switches[sw].table.items() if m.dst == mac]
+        if not entries:
+            continue
+        if len(entries) > 1 or not entries[0][0].in_port:
+            raise ValueError(f"sim: the plan holds {len(entries)} entries for group {group} at "
+                             f"{sw}; the simulator takes one per switch, keyed by input port")
+        match, act = entries[0]
+        if act.op not in ("forward", "replicate") or act.pop or any(c.push for c in act.choices):
+            raise ValueError(f"sim: the plan's group entry at {sw} is {act.op!r} with labels; "
+                             "the simulator replicates plain copies")
+        ports = topo.ports(sw)
+        hops.append(SimHop(sw, ports[match.in_port][0],
+                           tuple(ports[c.port][0] for c in act.choices)))
+    reached = {c for h in hops for c in h.children}
+    missing = [m for m in members if m not in reached]
+    if not hops or missing:
+        raise ValueError(f"sim: the plan's tree for {group} does not reach "
+                         f"{', '.join(missing) or 'anyone'}")
+    return SimGroup(group, src, tuple(members), tuple(hops))
+
+
+def reply_routes(net: SimNet, group: SimGroup) -> dict[str, list[tuple[str, str]]]:
+    """Host routes to the group source's own address (where the members reply: to the
+    source of what they received), per switch along each member's reverse path (its flow in
+    ``net``, pinned as ACKs are); ValueError (one line) when two members' replies would
+    leave one switch by different neighbours (a host route has one next hop)."""
+    addr = net.addr_of(group.src, next(iter(net.ends[group.src])))
+    nxt: dict[str, str] = {}
+    for m in group.members:
+        f = next((f for f in net.flows if f.src == group.src and f.dst == m), None)
+        if f is None or f.rev_path is None:
+            raise ValueError(f"sim: no pinned flow {group.src}->{m} for the group's replies")
+        for here, peer in zip(f.rev_path, [*f.rev_path[1:], group.src]):
+            if nxt.setdefault(here, peer) != peer:
+                raise ValueError(f"sim: replies to {group.src} leave {here} by {nxt[here]} "
+                                 f"and {peer}; one host route cannot carry both")
+    return {sw: [(addr, peer)] for sw, peer in nxt.items()}

@@ -80,6 +80,8 @@ def procs_gain(runs: list[Run], _cond: str) -> Outcome:
                        "no unicast with more than one sending process (--procs 1,2,4)")
     detail = ("more processes cannot beat the link the copies share; the paper's sender was "
               "CPU-bound" if _measured(runs) else "model bound, not a measurement")
+    if runs[0].backend == "sim":
+        detail += " (ns-3 has no CPU: the processes only share the sender's link)"
     return Outcome(f"unicast time = {s:.2f}x multicast's ({int(num(most, 'procs'))} "
                    "processes)", s >= 1 + PAPER_PROCS_GAIN, detail)
 
@@ -138,6 +140,10 @@ def _capped_rows(runs: list[Run], cond: str) -> tuple[list[dict[str, str]], str]
     """The largest workload's rows under the condition's cap, and the regime in words.
     Missing when the cap did not make one unicast process CPU-bound (not the paper's
     regime, so the claim cannot be judged there)."""
+    if runs and runs[0].backend == "sim":
+        raise Missing("not simulated: a CPU-bound sender is a real process under a CPU cap, "
+                      "and ns-3 has no CPU (an imposed per-process rate would only restate "
+                      "the prediction)")
     if not cond:
         raise Missing("no capped transfers (run with --sender-cpu)")
     cap = float(cond.split("=", 1)[1])

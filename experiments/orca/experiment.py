@@ -26,7 +26,11 @@ Per transfer: the sender's and every receiver's JSON report, the bytes on the se
 dequeue gaps of every shaped switch port.  A round that ends with bytes missing, a failed
 receiver or a bound wait that expires fails the run.
 
-``--backend model`` writes the model's times only (no root, no network).
+``--backend model`` writes the model's times only (no root, no network).  ``--backend sim``
+runs the same transfers packet by packet in ns-3 (no root; docs/sim.md): the plan's tree as
+static multicast routes, unicast and the replies on pinned routes, the real protocol's
+receivers and an event-driven copy of its sender in simulated time (``simxfer``); it writes
+the emulated run's tables, without CPU (the sender is never CPU-bound there).
 """
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ from harness.traffic import port_counters
 from model.network import path_links
 from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
+from sim import require_ns3
 from store import write_csv
 from topos.traffic import multicast
 
@@ -102,6 +107,9 @@ BASE_PORT = 6000
 PAYLOAD = 1500 - protocol.DATA_HEADER_LEN - protocol.IP_UDP_OVERHEAD
 ETH_HEADER = 14
 SENDER_NET = ("away", "same")
+BACKENDS = ("emulated", "model", "sim")
+#: IP bytes a simulated link carries per frame byte: a point-to-point frame adds 2 bytes
+SIM_FRAME = 2
 #: the CPU a capped sender is pinned to with --sender-net away (RPS sends the rest elsewhere)
 SENDER_PIN = 0
 SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's data set
@@ -110,7 +118,7 @@ SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's da
 def add_arguments(p: Any) -> None:
     """Shared flags plus the workloads, the sender processes, pacing and group size."""
     add_shared(p, PARAMS, QUICK)
-    add_backend(p)
+    add_backend(p, BACKENDS)
     p.add_argument("--workloads", default=None,
                    help="comma list of multiples of the base workload, each its own 33-round "
                         f"transfer (default: {PARAMS.workloads}; quick: "
@@ -230,8 +238,11 @@ def validate(params: OrcaParams) -> None:
                          f"--sender-cpu x --procs must be at most 1 core, got "
                          f"{max(caps):g} x {max(procs_list(params))}")
     if params.backend != "emulated" and any(caps):
-        raise ValueError("--sender-cpu caps a real sending process: it needs --backend "
-                         "emulated (the model has no CPU)")
+        raise ValueError(f"--sender-cpu caps a real sending process: it needs --backend "
+                         f"emulated (the {'simulator' if params.backend == 'sim' else 'model'}"
+                         " has no CPU)")
+    if params.backend == "sim":
+        require_ns3()
     if not 0 <= params.pace <= 1:
         raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params.pace}")
     if params.base_mb < 0:
@@ -401,6 +412,68 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
             if window else None}
 
 
+# -- one transfer in ns-3 (--backend sim) ---------------------------------------------------
+
+def simulate_transfer(topo: topos.Topology, plan: routing.Plan, src: str, members: list[str],
+                      mode: str, procs: int, sizes: list[int], params: OrcaParams, run: int,
+                      port: int, expected_s: float, out: Path) -> dict[str, Any]:
+    """transfer()'s counterpart in ns-3: the same reports (sender.json, recv-*.json, written
+    into ``out``) and the bytes on the sender's link counted as Ethernet frames (IP + 14 a
+    packet, what the emulated switch port counts), plus sim.json.  Every round must deliver
+    every byte (RunError otherwise)."""
+    from sim.ns3run import simulate_datagrams
+    from sim.spec import SimConfig, build, group_of_plan, reply_routes
+
+    from .simxfer import SimTransfer
+    out.mkdir(parents=True, exist_ok=True)
+    limit = 60 + 3 * expected_s + 2 * len(sizes)   # as the emulated run's
+    cfg = SimConfig(duration=limit, trim=0.0, interval=limit, bw=params.bw,
+                    queue=params.queue, seed=params.seed, run=run + 1)
+    rng = run_rng(params.seed, run)
+    net = build(topo, plan, [(src, m) for m in members], cfg, rng)
+    flows = {f.dst: f for f in net.flows}
+    multicast = mode == "multicast"
+    group = group_of_plan(topo, plan, GROUP, src, members) if multicast else None
+    own = {m: net.addr_of(m, topo.access_switch(m)) for m in members}
+    dests = own if multicast else {m: flows[m].dst_addr for m in members}
+    sources = {m: flows[m].src_addr for m in members}
+    # the pacer counts IP bytes; a simulated link's frame adds SIM_FRAME, not ETH_HEADER
+    rate = params.pace * params.bw * 1500 / (1500 + SIM_FRAME)
+    app = SimTransfer(src, members, mode, procs, sizes, PAYLOAD, rate, port,
+                      GROUP if multicast else None, 20.0, dests, sources, rng)
+    try:
+        res = simulate_datagrams(net, cfg, app, group,
+                                 reply_routes(net, group) if group else None, limit)
+    except protocol.WaitExpired as e:
+        raise RunError(f"{mode} x{procs} (sim): {e}") from None
+    snd, receivers = app.sender_report(), app.receiver_reports()
+    protocol.write_report(str(out / "sender.json"), snd)
+    for m, rep in receivers.items():
+        protocol.write_report(str(out / f"recv-{m}.json"), rep)
+    if not snd["ok"]:
+        raise RunError(f"{mode} x{procs} (sim): the transfer did not finish in {limit:.0f} "
+                       f"simulated s ({len(snd['rounds'])} of {len(sizes)} rounds)")
+    for r, rep in receivers.items():
+        got = [x["bytes_received"] for x in rep["rounds"]]
+        if got != sizes or not all(x["complete"] for x in rep["rounds"]):
+            raise RunError(f"{mode} x{procs} (sim): receiver {r} did not get every byte")
+    port_out = next(p for p in res.ports if p.node == src)
+    (out / "sim.json").write_text(json.dumps({
+        "config": {"bw": params.bw, "queue": params.queue, "seed": params.seed,
+                   "run": run + 1, "rate_mbps": rate}, "ns3": res.ns3_version,
+        "wall_s": round(res.wall_s, 3), "import_s": round(res.import_s, 3),
+        "end_s": res.end_s, "group": None if group is None else
+        [{"switch": h.switch, "from": h.parent, "to": list(h.children)} for h in group.hops],
+        "flows": [{"dst": f.dst, "path": f.path, "rev_path": f.rev_path,
+                   "src_addr": f.src_addr, "dst_addr": f.dst_addr} for f in net.flows],
+        "ports": [{"node": p.node, "peer": p.peer, "sent": p.sent, "sent_bytes": p.sent_bytes,
+                   "drops": p.drops} for p in res.ports]}, indent=1))
+    return {"sender": snd, "receivers": receivers, "dequeue_gaps": {}, "throttle": None,
+            "sender_link_bytes": port_out.sent_bytes + ETH_HEADER * port_out.sent,
+            "link_drops": sum(p.drops for p in res.ports),
+            "cpu_mean": None, "cpu_saturated_share": None, "sim_wall_s": res.wall_s}
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
@@ -493,6 +566,28 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
             {"group": GROUP, "sender": src, "receivers": members, "copies": copies,
              "tree": tree_edges(topo, src, members)}, indent=1))
         cases = _cases(params, r)
+        if params.backend == "sim":
+            for i, (c, w, mode, procs) in enumerate(cases):
+                bounds = bound_s(sizes_of[w], copies[mode], bw)
+                folder.log.info("run %d: workload x%d, %s, %d process(es), simulated", r, w,
+                                mode, procs)
+                res = simulate_transfer(topo, plan, src, members, mode, procs, sizes_of[w],
+                                        params, r, BASE_PORT + i,
+                                        sum(bounds) / (params.pace or 1.0),
+                                        run_dir / f"x{w}-{mode}-p{procs}")
+                t, rr, rv = _rows(r, c, w, mode, procs, sizes_of[w], bounds, res)
+                t.update(backend="sim", link_drops=res["link_drops"],
+                         sim_wall_s=round(res["sim_wall_s"], 2))
+                transfers.append(t)
+                rounds += rr
+                recv_rows += rv
+                print(f"run {r} x{w} {mode} procs={procs} (sim): {t['total_s']:.3f} s "
+                      f"(bound {t['bound_s']:.3f} s), copies on the sender's link "
+                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, wall "
+                      f"{res['sim_wall_s']:.1f} s", flush=True)
+            folder.record(f"run{r:02d}", {"backend": "sim", "sender": src,
+                                          "receivers": members})
+            continue
         if not emulated:
             for c, w, mode, procs in cases:
                 t, rr, _ = _rows(r, c, w, mode, procs, sizes_of[w],
@@ -546,5 +641,5 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
         folder.record(f"run{r:02d}", s.facts)
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)
-    if emulated:
+    if params.backend in ("emulated", "sim"):
         write_csv(folder.path / "receivers.csv", recv_rows)

@@ -146,3 +146,153 @@ def test_model_backend_through_the_cli(tmp_path: Path):
                                                    "procs.png"}
     assert "model bound, not a measurement" in (run / "claims.md").read_text()  # written by
     # analysis.plot from experiments/orca/claims.py (tests/unit/test_claims.py judges them)
+
+
+# -- --backend sim: the event-driven transfer (experiments/orca/simxfer.py) without ns-3 ------
+
+class FakeNet:
+    """A tiny discrete-event network for SimTransfer, in Python: every host sends through
+    its own link of ``rate_mbps`` (one datagram after the other, IP bytes + 14), every
+    datagram arrives ``delay_s`` after it left; a group datagram reaches every socket bound
+    to the group's port on another host.  ``drop(src_host, dst_host, data)`` may lose a
+    datagram on its way."""
+
+    def __init__(self, addrs: dict[str, str], rate_mbps: float = 10.0, delay_s: float = 1e-4,
+                 drop=None) -> None:  # type: ignore[no-untyped-def]
+        import heapq
+        self.heapq, self.addrs, self.rate, self.delay = heapq, addrs, rate_mbps, delay_s
+        self.drop = drop or (lambda s, d, data: False)
+        self.t, self.seq, self.events = 0.0, 0, []  # type: ignore[var-annotated]
+        self.eps: list[tuple[str, str, int]] = []
+        self.busy: dict[str, float] = {}
+        self.sent: dict[str, list[bytes]] = {}
+        self.app = None
+
+    def host_addr(self, host: str) -> str:
+        return self.addrs[host]
+
+    def open(self, host: str, addr: str, port: int) -> int:
+        self.eps.append((host, addr, port))
+        return len(self.eps) - 1
+
+    def now(self) -> float:
+        return self.t
+
+    def at(self, delay: float, fn) -> None:  # type: ignore[no-untyped-def]
+        self.seq += 1
+        self.heapq.heappush(self.events, (self.t + max(0.0, delay), self.seq, fn))
+
+    def send(self, ep: int, data: bytes, dst: tuple[str, int]) -> bool:
+        host, addr, port = self.eps[ep]
+        src = (self.addrs[host] if addr == "0.0.0.0" else addr, port)
+        self.sent.setdefault(host, []).append(data)
+        leave = max(self.t, self.busy.get(host, 0.0)) + (len(data) + 28 + 14) * 8 / (
+            self.rate * 1e6)
+        self.busy[host] = leave
+        for k, (h, a, p) in enumerate(self.eps):
+            group = dst[0].startswith("239.") and a == "0.0.0.0" and p == dst[1] and h != host
+            if (group or (a == dst[0] and p == dst[1])) and not self.drop(host, h, data):
+                self.at(leave - self.t + self.delay,
+                        lambda k=k, src=src: self.app.on_datagram(k, data, src))
+        return True
+
+    def run(self, app, limit: float = 600.0) -> None:  # type: ignore[no-untyped-def]
+        self.app = app
+        app.start(self)
+        while self.events and self.t < limit:
+            self.t, _, fn = self.heapq.heappop(self.events)
+            fn()
+
+
+MEMBERS3 = ["r1", "r2", "r3"]
+
+
+def _fake_transfer(mode: str, procs: int = 1, sizes=(30_000, 5_000, 12_345), drop=None,
+                   rate: float = 9.0, chunk: int = 1000):  # type: ignore[no-untyped-def]
+    import random
+
+    from experiments.orca.simxfer import SimTransfer
+    addrs = {"snd": "10.0.0.1", **{m: f"10.1.0.{i + 1}" for i, m in enumerate(MEMBERS3)}}
+    net = FakeNet(addrs, drop=drop)
+    dests = {m: addrs[m] for m in MEMBERS3}
+    xfer = SimTransfer("snd", MEMBERS3, mode, procs, list(sizes), chunk, rate, 6000,
+                       "239.1.1.1" if mode == "multicast" else None, 5.0, dests,
+                       {m: addrs["snd"] for m in MEMBERS3}, random.Random(1))
+    net.run(xfer)
+    return net, xfer
+
+
+def _data_sent(net: FakeNet) -> int:
+    from apps.filexfer import protocol
+    return sum(protocol.decode(d).kind == protocol.DATA for d in net.sent["snd"])
+
+
+@pytest.mark.parametrize("mode,procs,copies", [("multicast", 1, 1), ("unicast", 1, 3),
+                                               ("unicast", 2, 3), ("unicast", 3, 3)])
+def test_sim_transfer_sends_one_copy_a_receiver_or_one_for_the_group(mode, procs, copies):
+    """Every round completes at every receiver with every byte; the sender sends each DATA
+    datagram once (multicast) or once per receiver (unicast, any number of processes), no
+    repair on a lossless network; the report has one entry a round."""
+    net, xfer = _fake_transfer(mode, procs)
+    snd = xfer.sender_report()
+    assert snd["ok"] and len(snd["rounds"]) == 3 and snd["procs"] == procs
+    assert _data_sent(net) == copies * (30 + 5 + 13)        # datagrams of 1000 file bytes
+    assert sum(r["repairs_sent"] for r in snd["rounds"]) == 0
+    for rep in xfer.receiver_reports().values():
+        assert [r["bytes_received"] for r in rep["rounds"]] == [30_000, 5_000, 12_345]
+        assert all(r["complete"] for r in rep["rounds"])
+    assert sorted(snd["bye_confirmed"]) == sorted(snd["receivers"])
+
+
+def test_sim_transfer_paces_the_sender():
+    """The real token bucket on simulated time: its burst is 16 x 1500 = 24000 bytes, then
+    1 Mb/s; a 30 kB round is 30 datagrams of 1000 + 36 + 28 = 1064 IP bytes, so its last
+    datagram leaves (30 x 1064 - 24000) x 8 / 1 Mb/s = 63.36 ms after the first (the
+    10 Mb/s link would have taken 25.5 ms)."""
+    net, xfer = _fake_transfer("multicast", sizes=(30_000,), rate=1.0)
+    send_s = xfer.sender_report()["rounds"][0]["send_s"]
+    assert send_s == pytest.approx((30 * 1064 - 24000) * 8 / 1e6, abs=1e-9)
+
+
+def test_sim_transfer_repairs_what_the_network_lost():
+    """Every 7th first copy to r2 is lost: r2 NACKs after the END, the sender repairs (to
+    the group in multicast), every round still completes with every byte."""
+    from apps.filexfer import protocol
+    seen: dict[bytes, int] = {}
+
+    def drop(src: str, dst: str, data: bytes) -> bool:
+        if dst != "r2" or protocol.decode(data).kind != protocol.DATA:
+            return False
+        seen[data] = seen.get(data, 0) + 1
+        return seen[data] == 1 and len(seen) % 7 == 0
+
+    net, xfer = _fake_transfer("multicast", drop=drop)
+    snd = xfer.sender_report()
+    assert snd["ok"] and sum(r["repairs_sent"] for r in snd["rounds"]) > 0
+    reps = xfer.receiver_reports()
+    assert sum(r["lost_before_repair"] for r in reps["r2"]["rounds"]) == len(seen) // 7
+    assert all(r["complete"] for rep in reps.values() for r in rep["rounds"])
+
+
+def test_sim_rows_count_copies_as_the_emulated_run():
+    """A simulated transfer's result makes the emulated run's rows: copies = the sender
+    link's Ethernet-counted bytes over one copy of every file: 3 for three unicast
+    receivers, plus two END markers (36 + 28 + 14 bytes) a receiver and round and one BYE
+    (16 + 28 + 14) a receiver."""
+    sizes = [30_000, 5_000, 12_345]
+    net, xfer = _fake_transfer("unicast", sizes=tuple(sizes), chunk=orca.PAYLOAD)
+    res = {"sender": xfer.sender_report(), "receivers": xfer.receiver_reports(),
+           "dequeue_gaps": {}, "throttle": None, "cpu_mean": None,
+           "cpu_saturated_share": None,
+           "sender_link_bytes": sum(len(d) + 28 + 14 for d in net.sent["snd"])}
+    t, rounds, recv = orca._rows(0, 0.0, 1, "unicast", 1, sizes, orca.bound_s(sizes, 3, 10.0),
+                                 res)
+    one = sum(orca.one_copy_bytes(sizes))
+    assert t["copies"] == pytest.approx(3 + (3 * 3 * 2 * 78 + 3 * 58) / one, abs=1e-4)
+    assert len(rounds) == 3 and len(recv) == 9 and all(r["complete"] for r in recv)
+    assert t["total_s"] > 0 and t["sender_cpu_s"] == "" and t["repairs_sent"] == 0
+
+
+def test_sim_refuses_a_cpu_cap(one_line_error):
+    with one_line_error("simulator has no CPU"):
+        orca.validate(_params(sender_cpu="0.2", backend="sim"))

@@ -130,3 +130,46 @@ def test_simulation_only_flags_are_refused_for_the_emulator():
             checked(outcast, {**outcast.PARAMS.defaults(), **flag})
     with pytest.raises(ValueError, match="--backend must be one of emulated, model, sim"):
         checked(outcast, {**outcast.PARAMS.defaults(), "backend": "htsim"})
+
+
+# -- multicast groups (orca --backend sim) ---------------------------------------------------
+
+def _orca_group(spec: str = "orca,receivers=4,racks=2"):  # type: ignore[no-untyped-def]
+    from routing.multicast import add_group
+    topo = topos.build(spec)
+    plan = routing.make_plan(topo, "st")
+    add_group(topo, plan, "239.1.1.1", topo.sender, topo.receivers)
+    return topo, plan
+
+
+def test_group_of_the_plan_is_the_tree():
+    """The plan's group entries, read back per switch as (input neighbour, outputs), are the
+    tree routing.multicast builds: agg from the sender to both ToRs, each ToR to its two
+    receivers."""
+    from sim.spec import SimHop, group_of_plan, tree_hops
+    topo, plan = _orca_group()
+    g = group_of_plan(topo, plan, "239.1.1.1", "snd", topo.receivers)
+    assert sorted(g.hops, key=lambda h: h.switch) == [
+        SimHop("agg", "snd", ("tor1", "tor2")), SimHop("tor1", "agg", ("r1", "r2")),
+        SimHop("tor2", "agg", ("r3", "r4"))]
+    assert sorted(g.hops, key=lambda h: h.switch) == sorted(
+        tree_hops(topo, "snd", topo.receivers), key=lambda h: h.switch)
+
+
+def test_group_refusals_are_one_line(one_line_error):
+    from sim.spec import group_of_plan
+    topo, plan = _orca_group()
+    with one_line_error("does not reach"):
+        group_of_plan(topo, plan, "239.9.9.9", "snd", topo.receivers)   # no such group
+
+
+def test_replies_route_back_to_the_sender_along_each_members_flow():
+    """Every member replies to the sender's own address: one host route per switch on the
+    way back (ToR -> agg -> snd), none elsewhere."""
+    from sim.spec import group_of_plan, reply_routes
+    topo, plan = _orca_group()
+    g = group_of_plan(topo, plan, "239.1.1.1", "snd", topo.receivers)
+    net = build(topo, plan, [("snd", m) for m in topo.receivers], SimConfig(), random.Random(1))
+    addr = net.addr_of("snd", "agg")
+    assert reply_routes(net, g) == {"tor1": [(addr, "agg")], "tor2": [(addr, "agg")],
+                                    "agg": [(addr, "snd")]}
