@@ -106,8 +106,9 @@ def parse_variant(text: str) -> Variant:
 @contextmanager
 def machine_tweaks(spec: str) -> Iterator[None]:
     """The variant's machine changes for the block, undone after (also on errors): each
-    ``net.core.NAME=N`` sysctl set and restored, ``fifo`` as softirq_threads."""
-    tweaks = [t for t in spec.split(",") if t and not t.startswith("batch=")]
+    ``net.core.NAME=N`` sysctl set and restored, ``fifo`` as softirq_threads (``batch=N``
+    is the run's own flag: one() passes it)."""
+    tweaks = spec.split(",")
     saved: dict[Path, str] = {}
     try:
         for t in tweaks:

@@ -412,7 +412,8 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             window_mbps(bwm_path, host_port(emu.topo, f.dst), f.start + trim,
                             f.start + duration - trim)
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
-    connection_rates(flows, msk_samples, duration, trim)
+    conns = connections(msk_samples)
+    connection_rates(flows, conns, duration, trim)
     per_socket = limits.pop("per_socket")
     write_rows(out / "tcp_limits.csv", per_socket)
     # per flow: its best-limited socket (an MPTCP flow is congestion-limited if a subflow is)
@@ -422,7 +423,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         if share is not None:
             cwnd[row["flow"]] = max(share, cwnd.get(row["flow"]) or 0.0)
     judged = [{"flow": f.name, "silent_s": f.silent_s, "cwnd_limited": cwnd.get(f.name),
-               **sender_stands(f, msk_samples, duration, trim)}
+               **sender_stands(f, conns, duration, trim)}
               for f in flows if f.connected]
     limits["stall_note"] = stall_note(judged)
     limits["held_note"] = held_note(judged)
@@ -561,13 +562,16 @@ def held_note(flows: list[dict[str, Any]]) -> str | None:
             f"connection held {worst['held_s']:g} s with sent data unacked")
 
 
-def sender_stands(f: Flow, msk_samples: list[dict[str, Any]], duration: float,
+#: mptcp_samples rows by connection: (host, saddr, sport, daddr, dport) -> rows
+Connections = dict[tuple[str, str, int, str, int], list[dict[str, Any]]]
+
+
+def sender_stands(f: Flow, by_conn: Connections, duration: float,
                   trim: float) -> dict[str, float]:
     """``held_s`` and ``idle_s`` (analysis.fidelity.data_level_stands) of an MPTCP flow's
-    sender connection over its window: the one to its port that moved the most data; {}
-    when it has no samples (TCP flows: never)."""
-    conns = [rows for k, rows in _connections(msk_samples).items()
-             if k[0] == f.src and k[4] == f.port]
+    sender connection (of ``connections``) over its window: the one to its port that moved
+    the most data; {} when it has no samples (TCP flows: never)."""
+    conns = [rows for k, rows in by_conn.items() if k[0] == f.src and k[4] == f.port]
     if not conns:
         return {}
     rows = max(conns, key=lambda rows: max(int(r["bytes_acked"]) for r in rows))
@@ -575,10 +579,9 @@ def sender_stands(f: Flow, msk_samples: list[dict[str, Any]], duration: float,
     return {"held_s": held, "idle_s": idle}
 
 
-def _connections(samples: list[dict[str, Any]]) -> dict[tuple[str, str, int, str, int],
-                                                        list[dict[str, Any]]]:
-    """mptcp_samples rows by connection: (host, saddr, sport, daddr, dport)."""
-    by_conn: dict[tuple[str, str, int, str, int], list[dict[str, Any]]] = {}
+def connections(samples: list[dict[str, Any]]) -> Connections:
+    """mptcp_samples rows grouped by connection, once for every reader of them."""
+    by_conn: Connections = {}
     for r in samples:
         by_conn.setdefault((r["host"], r["saddr"], int(r["sport"]), r["daddr"],
                             int(r["dport"])), []).append(r)
@@ -636,14 +639,12 @@ def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
             "note": limits_note(per) if transport == "tcp" else None, "per_socket": per}
 
 
-def connection_rates(flows: list[Flow], samples: list[dict[str, Any]], duration: float,
+def connection_rates(flows: list[Flow], by_conn: Connections, duration: float,
                      trim: float) -> None:
     """Each MPTCP flow's connection-level rates over its window (Flow.msk_acked_mbps,
     msk_received_mbps) from mptcp_samples rows: at its sender, the connection to its port
     (``dport``), and at its receiver, the one on its port (``sport``); of several (iperf3's
     control connection, a connection started again) the one that moved the most."""
-    by_conn = _connections(samples)
-
     def busiest(host: str, side: int, port: int, key: str, t0: float, t1: float) -> float:
         rates = [counter_mbps(rows, key, t0, t1) for k, rows in by_conn.items()
                  if k[0] == host and k[side] == port]

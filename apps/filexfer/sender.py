@@ -388,7 +388,9 @@ class Plan:
     ttl: int
 
 
-def _build(plan: Plan) -> tuple[SocketTransport, SenderCore]:
+def channels_for(plan: Plan) -> tuple[list[Channel], list[Receiver]]:
+    """A process's channels (multicast: the group's one; unicast: one a receiver) and its
+    receivers, each attributed to the channel it listens on."""
     if plan.multicast:
         assert plan.group is not None
         channels = [Channel(plan.group, [r.index for r in plan.receivers], p.label(plan.group))]
@@ -396,6 +398,11 @@ def _build(plan: Plan) -> tuple[SocketTransport, SenderCore]:
     else:
         channels = [Channel(r.addr, [r.index], p.label(r.addr)) for r in plan.receivers]
         receivers = [Receiver(r.index, r.addr, r.id, ch) for ch, r in enumerate(plan.receivers)]
+    return channels, receivers
+
+
+def _build(plan: Plan) -> tuple[SocketTransport, SenderCore]:
+    channels, receivers = channels_for(plan)
     transport = SocketTransport([c.dest for c in channels], mcast_if=plan.mcast_if, ttl=plan.ttl)
     core = SenderCore(transport, channels, receivers, multicast=plan.multicast,
                       session=plan.session, chunk=plan.chunk, order=plan.order,

@@ -36,11 +36,10 @@ from apps.filexfer.sender import (
     DEFAULT_END_INTERVAL,
     END_COPIES,
     SERVICE_EVERY,
-    Channel,
     Pacer,
     Plan,
-    Receiver,
     SenderCore,
+    channels_for,
     merge,
     plans_for,
 )
@@ -71,16 +70,7 @@ class SimProcess(SenderCore):
 
     def __init__(self, xfer: SimTransfer, io: Any, plan: Plan, endpoints: list[int],
                  timeout: float) -> None:
-        if plan.multicast:
-            assert plan.group is not None
-            channels = [Channel(plan.group, [r.index for r in plan.receivers],
-                                protocol.label(plan.group))]
-            receivers = [Receiver(r.index, r.addr, r.id, 0) for r in plan.receivers]
-        else:
-            channels = [Channel(r.addr, [r.index], protocol.label(r.addr))
-                        for r in plan.receivers]
-            receivers = [Receiver(r.index, r.addr, r.id, ch)
-                         for ch, r in enumerate(plan.receivers)]
+        channels, receivers = channels_for(plan)
         # the core's own pacer is off: this process paces in _pump, on the simulated clock
         super().__init__(_Transport(io, endpoints, [c.dest for c in channels]), channels,
                          receivers, multicast=plan.multicast, session=plan.session,

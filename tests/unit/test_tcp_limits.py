@@ -122,7 +122,7 @@ def test_data_level_stands_tells_a_held_connection_from_an_idle_one():
 
 
 def test_an_mptcp_flow_held_by_its_data_level_is_recorded_not_flagged():
-    from harness.traffic import STALL_S, Flow, held_note, sender_stands, stall_note
+    from harness.traffic import STALL_S, Flow, connections, held_note, sender_stands, stall_note
     held = {"flow": "a -> b:5201", "silent_s": 5.0, "cwnd_limited": 0.1,
             "held_s": 4.5, "idle_s": 0.0}
     assert stall_note([held]) is None
@@ -143,8 +143,9 @@ def test_an_mptcp_flow_held_by_its_data_level_is_recorded_not_flagged():
     rows += [{**r, "sport": 40001, "bytes_acked": 0, "bytes_sent": 0} for r in rows]
     rows += [{**r, "host": "b"} for r in rows]   # the receiver's own connection: not it
     f = Flow("a", "b", port=5201, start=100.0)
-    assert sender_stands(f, rows, duration=20.0, trim=4.0) == {"held_s": 4.0, "idle_s": 0.0}
-    assert sender_stands(Flow("a", "b", port=5202, start=100.0), rows, 20.0, 4.0) == {}
+    assert sender_stands(f, connections(rows), duration=20.0, trim=4.0) == {"held_s": 4.0, "idle_s": 0.0}
+    assert sender_stands(Flow("a", "b", port=5202, start=100.0), connections(rows), 20.0,
+                         4.0) == {}
 
 
 def test_every_experiment_judges_a_measurement_by_the_same_reasons():
@@ -243,7 +244,7 @@ def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_eac
     """mptcp_samples rows: at the sender the connection to the flow's port (iperf3's control
     connection moves next to nothing), at the receiver the one on it; each end over the
     flow's window in absolute time, whatever else the hosts carry."""
-    from harness.traffic import Flow, connection_rates
+    from harness.traffic import Flow, connection_rates, connections
 
     def conn(host: str, sport: int, dport: int, per_sample: int) -> list[dict]:
         return [{"time": 100.0 + 0.5 * i, "host": host, "saddr": "10.0.0.1", "sport": sport,
@@ -256,10 +257,10 @@ def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_eac
             conn("h1", 40002, 5204, 625_000) +      # another flow's
             conn("h2", 5203, 40001, 250_000) +      # data, received in order: 4 Mb/s
             conn("h2", 5203, 40000, 600))
-    connection_rates([f], rows, duration=14.0, trim=3.0)   # window 101 .. 109 s
+    connection_rates([f], connections(rows), duration=14.0, trim=3.0)   # window 101 .. 109 s
     assert f.msk_acked_mbps == 5.0 and f.msk_received_mbps == 4.0
     lone = Flow("h3", "h4", port=5299, start=98.0)
-    connection_rates([lone], rows, duration=14.0, trim=3.0)
+    connection_rates([lone], connections(rows), duration=14.0, trim=3.0)
     assert lone.msk_acked_mbps != lone.msk_acked_mbps    # nothing sampled: NaN
 
 
