@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,17 +55,28 @@ def vmlinux_header(cache: Path) -> Path:
     return out
 
 
+def local_sources(source: Path) -> list[Path]:
+    """What a BPF source is built from beside itself: the headers in its folder, and the
+    sources of that folder it includes by name (balia.bpf.c includes lia.bpf.c)."""
+    source = Path(source)
+    deps = set(source.parent.glob("*.h"))
+    deps.update(source.parent / m for m in
+                re.findall(r'^#include "([^"/]+\.c)"', source.read_text(), re.M))
+    return sorted(d for d in deps if d.exists())
+
+
 def build(cache: Path | str, source: Path, kernel_types: bool = False) -> Path:
     """Compile a BPF program with clang into ``cache``; the object's name carries a hash of
-    the source (and of the headers beside it, the flags and, with ``kernel_types``, the
-    kernel release whose vmlinux.h it includes), so it is rebuilt only when one changed."""
+    the source (and of what it is built from beside it: local_sources; of the flags; and,
+    with ``kernel_types``, of the kernel release whose vmlinux.h it includes), so it is
+    rebuilt only when one changed."""
     if shutil.which("clang") is None:
         raise RunError("clang is missing: dcrepro's BPF programs are compiled with it "
                        "(./setup.sh installs clang llvm libbpf-dev bpftool)")
     cache, source = Path(cache), Path(source)
     h = hashlib.sha256(source.read_bytes())
-    for hdr in sorted(source.parent.glob("*.h")):
-        h.update(hdr.name.encode() + hdr.read_bytes())
+    for dep in local_sources(source):
+        h.update(dep.name.encode() + dep.read_bytes())
     h.update(" ".join(CFLAGS).encode())
     if kernel_types:
         h.update(os.uname().release.encode())

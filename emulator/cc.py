@@ -1,5 +1,6 @@
 """TCP congestion controls this machine can run: the kernel's built-in ones, and dcrepro's
-BPF ones (``lia``: RFC 6356 coupled MPTCP; ``dctcp``), registered for one run.
+BPF ones (``lia``: RFC 6356 coupled MPTCP; ``balia``: BALIA coupled MPTCP; ``dctcp``),
+registered for one run.
 
 The BPF controls are ``tcp_congestion_ops`` struct_ops programs (emulator/bpf/cc/), built by
 clang like the switch program and loaded in this process through libbpf (ctypes: Debian 12
@@ -30,7 +31,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .bpfobj import bpf_unavailable, build
+from .bpfobj import bpf_unavailable, build, local_sources
 from .bpfsys import BPF_MAP_LOOKUP_ELEM, BpfError, _bpf, _ElemAttr, map_info
 from .proc import RunError
 from .sysinfo import read_sysctl
@@ -41,6 +42,8 @@ MATH_HEADER = SRC_DIR / "cc_math.h"
 #: dcrepro's BPF congestion controls: name -> (source, what it is)
 BPF_CCS = {
     "lia": ("lia.bpf.c", "RFC 6356 coupled increase for MPTCP subflows (Reno for plain TCP)"),
+    "balia": ("balia.bpf.c", "BALIA coupled increase and loss cut for MPTCP subflows (Reno for "
+                             "plain TCP)"),
     "dctcp": ("dctcp.bpf.c", "DCTCP, ECN negotiated by the control itself"),
 }
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
@@ -147,9 +150,10 @@ def needs_registration(cc: str) -> bool:
 
 def source_sha256(name: str) -> str:
     """The hash of what a BPF control is built from (its source and the shared headers)."""
-    h = hashlib.sha256((SRC_DIR / BPF_CCS[name][0]).read_bytes())
-    for hdr in sorted(SRC_DIR.glob("*.h")):
-        h.update(hdr.read_bytes())
+    src = SRC_DIR / BPF_CCS[name][0]
+    h = hashlib.sha256(src.read_bytes())
+    for dep in local_sources(src):
+        h.update(dep.read_bytes())
     return h.hexdigest()
 
 
@@ -417,9 +421,11 @@ class Registration:
 
 
 #: the counters of each control's ``stats`` map, in the program's order
+_COUPLED_STATS = ("coupled_acks", "plain_acks", "no_slot", "no_conn", "slow_start",
+                  "not_limited", "init_plain", "init_mptcp", "no_ulp")
 STAT_FIELDS = {
-    "lia": ("coupled_acks", "plain_acks", "no_slot", "no_conn", "slow_start", "not_limited",
-            "init_plain", "init_mptcp", "no_ulp"),
+    "lia": _COUPLED_STATS,
+    "balia": _COUPLED_STATS,         # the same program (lia.bpf.c), built with CC_BALIA
     "dctcp": ("windows", "marked_windows", "ce_flips", "no_ecn"),
 }
 

@@ -30,6 +30,7 @@ __all__ = [
     "connection_rates",
     "alpha_fair_rates",
     "TCP_LIKE",
+    "COUPLED_CCS",
     "max_concurrent_flow",
     "max_concurrent_flow_graph",
     "jain_index",
@@ -426,6 +427,10 @@ def connection_rates(
 #: 2): "minimum potential delay", the allocation TCP Reno's AIMD tends to when every flow
 #: sees the same round-trip time (Kelly; Low 2003).  Max-min is the limit alpha -> infinity.
 TCP_LIKE = {"propfair": 1.0, "mpd": 2.0}
+#: the congestion controls (--cc) that couple an MPTCP connection's subflows, aiming at the
+#: resource pooling the coupled TCP-like model gives (emulator/bpf/cc/: RFC 6356's LIA, and
+#: BALIA); under any other control the subflows share as independent flows
+COUPLED_CCS = ("lia", "balia")
 #: weight of the per-subflow log term a coupled program is solved again with when its split
 #: is degenerate (moves a connection's total by about this share of a link: negligible)
 COUPLED_SPREAD = 1e-6

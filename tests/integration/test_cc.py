@@ -8,8 +8,8 @@ is registered and made the root namespace's default before the namespaces exist 
 inherit it), and both are undone afterwards, with the run ledger recording them meanwhile.
 
     (a) one bottleneck shared by an MPTCP connection of 2 subflows and one TCP flow: coupled
-        (lia) the connection takes at most 1.2x the TCP flow; uncoupled (reno) about 2x
-    (b) two disjoint 10 Mb/s paths: lia's two subflows use at least 1.7 links' worth
+        (lia, balia) the connection takes at most 1.2x the TCP flow; uncoupled (reno) about 2x
+    (b) two disjoint 10 Mb/s paths: lia's (balia's) two subflows use at least 1.7 links' worth
     (c) dctcp negotiates ECN by itself (ss shows it on both ends), reno does not
     (d) a registration dies with its process, SIGKILL included
 
@@ -297,10 +297,22 @@ def test_lia_shares_a_bottleneck_with_tcp_as_one_flow_uncoupled_takes_twice():
 
 # -- (b) two disjoint paths --------------------------------------------------------------
 
-def test_lia_uses_two_disjoint_paths():
+def test_balia_shares_a_bottleneck_with_tcp_as_one_flow():
+    """BALIA's increase equals LIA's on equal subflows of one path, and its loss cut is at
+    least Reno's, so on a shared bottleneck it takes no more than LIA's bound."""
+    r = shared_bottleneck("balia")
+    print(json.dumps(r))
+    assert r["subflows"] == 2 and r["subflow_ccs"] == ["balia"], r
+    assert r["mptcp_mbps"] + r["tcp_mbps"] > 0.85 * RATE, r
+    assert r["stats"]["coupled_acks"] > 1000 and r["stats"]["plain_acks"] > 100, r
+    assert r["ratio"] <= 1.2, r
+
+
+@pytest.mark.parametrize("name", ["lia", "balia"])
+def test_coupled_control_uses_two_disjoint_paths(name):
     """snd (two interfaces) -> router -> dst over two links, each path's own 10 Mb/s link
     (the router sends what comes from snd's second address over the second link)."""
-    with control("lia") as reg, network() as net:
+    with control(name) as reg, network() as net:
         snd, rt, dst = net.ns("snd"), net.ns("rt"), net.ns("dst")
         net.link(snd, "s0", "10.8.1.1/24", rt, "r0", "10.8.1.2/24")
         net.link(snd, "s1", "10.8.2.1/24", rt, "r1", "10.8.2.2/24")
@@ -322,7 +334,7 @@ def test_lia_uses_two_disjoint_paths():
     subflows = [info for sock, info in sockets(ss) if ":5403" in sock]
     print(json.dumps({"mptcp_mbps": round(mptcp, 2), "links": round(mptcp / RATE, 2),
                       "subflows": len(subflows), "link_bytes": sent, "stats": stats}))
-    assert len(subflows) == 2 and all(cc_of(i) == "lia" for i in subflows), ss
+    assert len(subflows) == 2 and all(cc_of(i) == name for i in subflows), ss
     # both paths carried the transfer, and the coupled increase ran
     assert min(sent.values()) > 0.3 * sum(sent.values()), sent
     assert stats["coupled_acks"] > 1000, stats
@@ -387,7 +399,7 @@ time.sleep(120)
 """
 
 
-@pytest.mark.parametrize("name", ["lia", "dctcp"])
+@pytest.mark.parametrize("name", ["lia", "balia", "dctcp"])
 def test_a_registration_dies_with_its_process(name):
     repo = Path(__file__).resolve().parents[2]
     with ExitStack() as stack:

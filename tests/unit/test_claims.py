@@ -275,15 +275,16 @@ def test_fairness_claims_on_the_tcp_like_model_at_k4_and_paper_scale(run_folder,
         "TCP-like model, k=4"
     assert by["mean-tcp-k4"].measured == "Jellyfish/fat tree mean 0.820"
     assert by["mean-tcp-paper"].verdict == C.NOT_MEASURED     # no k=10 run
-    # under --cc lia the TCP-like model is the coupled one
-    lia = run_folder("fairness", {"flows.csv": _fair_rows(
-        ft, ft, norm_bwm=0.8, norm_iperf=0.8, norm_model_tcp=1.0,
-        norm_model_tcp_coupled=0.82)},
-        params={"backend": "emulated", "fattree": "fattree,k=4", "cc": "lia"})
-    got = {v.label: v for v in judge("fairness", lia).values()}
-    agree = [v for v in got.values() if v.key == "agrees-tcp-model" and
-             v.condition == "TCP-like model"][0]
-    assert agree.verdict == C.HOLDS and "norm_model_tcp_coupled" in agree.detail
+    # under a coupled control (lia, balia) the TCP-like model is the coupled one
+    for cc in ("lia", "balia"):
+        coupled = run_folder("fairness", {"flows.csv": _fair_rows(
+            ft, ft, norm_bwm=0.8, norm_iperf=0.8, norm_model_tcp=1.0,
+            norm_model_tcp_coupled=0.82)},
+            params={"backend": "emulated", "fattree": "fattree,k=4", "cc": cc})
+        got = {v.label: v for v in judge("fairness", coupled).values()}
+        agree = [v for v in got.values() if v.key == "agrees-tcp-model" and
+                 v.condition == "TCP-like model"][0]
+        assert agree.verdict == C.HOLDS and "norm_model_tcp_coupled" in agree.detail, cc
     # paper scale, model backend: TCP-like and max-min judged apart; measured claims and
     # the agreement are not measured on a model run
     paper = run_folder("fairness", {"flows.csv": _fair_rows(ft, ft, norm_model=0.97,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Fixed-point arithmetic of dcrepro's BPF congestion controls (lia.bpf.c, dctcp.bpf.c).
+/* Fixed-point arithmetic of dcrepro's BPF congestion controls (lia.bpf.c and its balia build, dctcp.bpf.c).
  *
  * The same text is compiled twice: into the BPF programs (static inline, no floats, no
  * 128-bit division: the verifier and the BPF backend have neither) and, with
@@ -24,6 +24,24 @@
  * packets, is acked / w with w = max(cwnd_total / alpha, cwnd_i): the kernel's additive
  * increase tcp_cong_avoid_ai(tp, w, acked) grows cwnd by one packet per w packets acked,
  * so the programs hand it that w (lia_ai_window).
+ *
+ * BALIA (Peng, Walid, Hwang and Low, "Multipath TCP: analysis, design and implementation",
+ * IEEE/ACM ToN 2016), for subflow r with rates x_k = cwnd_k / rtt_k:
+ *
+ *   per ACK:   cwnd_r += (x_r / rtt_r) / (sum_k x_k)^2 * ((1 + a_r) / 2) * ((4 + a_r) / 5)
+ *   per loss:  cwnd_r -= (cwnd_r / 2) * min(a_r, 1.5),        a_r = max_k x_k / x_r
+ *
+ * Multiplying every rate by rtt_r turns it into packets: y = sum_k cwnd_k * rtt_r / rtt_k
+ * and m = max_k cwnd_k * rtt_r / rtt_k (m >= cwnd_r: the k = r term), so a_r = m / cwnd_r
+ * and the increase per ACK is cwnd_r (1 + a_r)(4 + a_r) / (10 y^2) = 1 / W with
+ *
+ *   W = 10 y^2 cwnd_r / ((cwnd_r + m) (4 cwnd_r + m))          (balia_ai_window)
+ *
+ * and the loss cut is min(m, 1.5 cwnd_r) / 2 packets (balia_ssthresh).  W >= cwnd_r, since
+ * y >= m >= cwnd_r: no subflow grows faster than one TCP on its path.  A lone subflow
+ * (y = m = cwnd_r) gets W = cwnd_r and the cut cwnd_r / 2: Reno.  y and m are kept in Q16;
+ * each term is capped at 2^43 (2^27 packets, far beyond any window here) so that y << 16
+ * stays inside 64 bits whatever the RTT ratio.
  *
  * DCTCP: alpha in Q16 too (1.0 = 65536), g = 1/16 (shift 4):
  *
@@ -120,6 +138,79 @@ CC_FN __u32 lia_ai_window(__u32 cwnd_total, __u64 alpha_q16, __u32 cwnd_i)
 	if (w > 0xffffffffULL)
 		w = 0xffffffffULL;
 	return w ? (__u32)w : 1;
+}
+
+/* BALIA's y and m of subflow ``self`` (see the top), in Q16 packets; 0 and 0 when
+ * ``self`` is not a slot or its slot is empty. */
+static inline __attribute__((always_inline)) void
+balia_sums(const __u32 *cwnd, const __u32 *rtt_us, __u32 self, __u64 *y, __u64 *m)
+{
+	__u64 rs, c, r, term;
+	int i;
+
+	*y = 0;
+	*m = 0;
+	if (self >= CC_LIA_MAX_SUBFLOWS || !cwnd[self])
+		return;
+	rs = cc_sat(rtt_us[self], CC_RTT_BITS);
+	rs += 1 - cc_nonzero(rs);
+	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
+		c = cc_sat(cwnd[i], CC_CWND_BITS);
+		r = cc_sat(rtt_us[i], CC_RTT_BITS);
+		r += 1 - cc_nonzero(r);
+		term = cc_sat(((c << CC_Q16) * rs) / r, 43);	/* < 2^32 * 2^23 before the cap */
+		*y += term;
+		if (term > *m)
+			*m = term;
+	}
+}
+
+/* BALIA's additive-increase window of subflow ``self``: cwnd grows by acked / W packets
+ * per ACK (tcp_cong_avoid_ai), W = 10 y^2 cwnd / ((cwnd + m)(4 cwnd + m)), rounded up (never
+ * a faster increase than BALIA's) and at least cwnd; cwnd_self alone (1 if none) when its
+ * slot is empty.  The ratio is scale-free, so y, m and cwnd (all Q16) are shifted right
+ * together until y < 2^21: then 10 cwnd y^2 < 2^4 * 2^16 * 2^42 and the denominator < 2^46
+ * fit in 64 bits, and the quotient is exact whenever the shift drops only zero bits (whole
+ * packets at equal RTTs). */
+CC_FN __u32 balia_ai_window(const __u32 *cwnd, const __u32 *rtt_us, __u32 self)
+{
+	__u64 y, m, w, wq, s = 0, k, num, den, win;
+
+	balia_sums(cwnd, rtt_us, self, &y, &m);
+	if (!y)
+		return self < CC_LIA_MAX_SUBFLOWS && cwnd[self] ? cwnd[self] : 1;
+	w = cc_sat(cwnd[self & (CC_LIA_MAX_SUBFLOWS - 1)], CC_CWND_BITS);
+	wq = w << CC_Q16;
+	/* s = the bits of y above 21 (y < 2^46: s <= 25), branch-free as in cc_sat */
+	for (k = 16; k; k >>= 1)
+		s += k * cc_nonzero(y >> (20 + s + k));
+	y >>= s;
+	m >>= s;
+	wq >>= s;
+	num = 10 * w * y * y;
+	den = (wq + m) * (4 * wq + m);		/* m >= y / 8 > 0 */
+	win = (num + den - 1) / den;
+	if (win < w)
+		win = w;
+	if (win > 0xffffffffULL)
+		win = 0xffffffffULL;
+	return (__u32)win;
+}
+
+/* BALIA's window after a loss of subflow ``self``: cwnd - min(m, 1.5 cwnd) / 2, the cut
+ * rounded up (a lone subflow keeps floor(cwnd / 2), as Reno), at least 2. */
+CC_FN __u32 balia_ssthresh(const __u32 *cwnd, const __u32 *rtt_us, __u32 self)
+{
+	__u64 y, m, w, wq, cut;
+
+	balia_sums(cwnd, rtt_us, self, &y, &m);
+	if (!y)
+		return 2;
+	w = cc_sat(cwnd[self & (CC_LIA_MAX_SUBFLOWS - 1)], CC_CWND_BITS);
+	wq = w << CC_Q16;
+	cut = m < wq + (wq >> 1) ? m : wq + (wq >> 1);
+	cut = (cut + (1ULL << (CC_Q16 + 1)) - 1) >> (CC_Q16 + 1);
+	return w < cut + 2 ? 2 : (__u32)(w - cut);
 }
 
 /* One DCTCP window's alpha update: acked and marked are the bytes acknowledged in the

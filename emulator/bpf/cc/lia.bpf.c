@@ -14,6 +14,10 @@
  * loss (ssthresh) and undo are Reno's, per subflow.  A socket that is not an MPTCP subflow
  * behaves exactly as Reno.  release() frees the subflow's slot and, with the last slot, the
  * connection's entry.
+ *
+ * Built a second time with CC_BALIA defined (balia.bpf.c), the same program is "balia":
+ * BALIA's increase (cc_math.h: balia_ai_window) and its loss cut (balia_ssthresh) over the
+ * same slots, so that the two coupled controls differ only in their arithmetic.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -30,6 +34,11 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
+#ifdef CC_BALIA
+#define CC_NAME "balia"
+#else
+#define CC_NAME "lia"
+#endif
 #define MAX_CONNS 4096
 #define NO_SLOT 0xff
 
@@ -198,10 +207,17 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 		return;
 	}
+#ifdef CC_BALIA
+	(void)alpha;
+	(void)total;
+	(void)i;
+	w = balia_ai_window(cwnd, rtt, ca->slot);
+#else
 	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++)
 		total += cwnd[i];
 	alpha = lia_alpha_q16(cwnd, rtt);
 	w = lia_ai_window(total, alpha, tp->snd_cwnd);
+#endif
 	if (st)
 		st->coupled_acks++;
 	tcp_cong_avoid_ai(tp, w, acked);
@@ -210,6 +226,14 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops/lia_ssthresh")
 __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 {
+#ifdef CC_BALIA
+	/* BALIA cuts by how much faster the connection's fastest subflow is than this one */
+	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS];
+	struct lia_sk *ca = inet_csk_ca(sk);
+
+	if (!ca->plain && lia_snapshot(sk, cwnd, rtt))
+		return balia_ssthresh(cwnd, rtt, ca->slot);
+#endif
 	return tcp_reno_ssthresh(sk);
 }
 
@@ -249,12 +273,17 @@ void BPF_PROG(lia_release, struct sock *sk)
 		bpf_map_delete_elem(&conns, &key);
 }
 
+/* the map's name is the control's (emulator/cc.py finds it by name) */
 SEC(".struct_ops")
+#ifdef CC_BALIA
+struct tcp_congestion_ops balia = {
+#else
 struct tcp_congestion_ops lia = {
+#endif
 	.init = (void *)lia_init,
 	.release = (void *)lia_release,
 	.ssthresh = (void *)lia_ssthresh,
 	.cong_avoid = (void *)lia_cong_avoid,
 	.undo_cwnd = (void *)lia_undo_cwnd,
-	.name = "lia",
+	.name = CC_NAME,
 };
