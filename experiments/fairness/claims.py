@@ -207,6 +207,28 @@ MODEL_VARIANTS = (
 )
 
 
+#: why a model variant does not hold, by (claim key, variant suffix): a model ablation on the
+#: same run's paths (another column of its flows.csv) that changes the outcome
+VARIANT_BECAUSE = {
+    ("rank", "tcp-k4"):
+        "the TCP-like model is proportionally fair: it gives a connection less for every "
+        "link its paths cross, and Jellyfish's slowest connections cross the most (6.0-6.5 "
+        "links per subflow against 5.85 over all its connections; Spearman rate-links "
+        "-0.29); the ablation, on the same traced paths with the same pooling but max-min "
+        "between connections (flows.csv norm_model_aggregate): largest rank gap 0.073, no "
+        "rank beyond 0.10 (reference 20261127T035418Z-a97041), so the gap is the model's "
+        "trade of the slowest connection's rate for total throughput, not a lack of "
+        "capacity on Jellyfish's paths",
+    ("rank", "maxmin-paper"):
+        "max-min over independent subflows gives each subflow an equal share of a link, so "
+        "a connection whose subflows collide cannot move its traffic to its free paths "
+        "(48 of 250 ranks beyond 0.10); the ablation, pooling each connection over the same "
+        "paths of the same run (the coupled TCP-like model, norm_model_tcp_coupled): "
+        "largest rank gap 0.086, no rank beyond 0.10 (reference 20261126T151456Z-d553f5; "
+        "pooled max-min itself is not computed at this scale, --aggregate auto)",
+}
+
+
 def _variant(base: Any, suffix: str, cond: str, select: dict[str, tuple[str, ...]],
              metric: str | None, why: str) -> Any:
     measure = partial(base.measure, metric=metric) if metric else \
@@ -217,7 +239,11 @@ def _variant(base: Any, suffix: str, cond: str, select: dict[str, tuple[str, ...
                          "the data, as the measured claim's.",
                   measure=measure, select=select, condition=cond,
                   needs="run fairness with --tcp-model propfair (or mpd)" if metric is None
-                  else "")
+                  else "", because=VARIANT_BECAUSE.get((base.key, suffix), ""),
+                  # judged on an emulated run's model columns or on a model run: the same
+                  # explanation, a model's, in either view
+                  because_views={"model": VARIANT_BECAUSE[(base.key, suffix)]}
+                  if (base.key, suffix) in VARIANT_BECAUSE else {})
 
 
 CLAIMS = [

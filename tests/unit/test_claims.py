@@ -701,3 +701,12 @@ def test_another_view_gets_its_own_because(run_folder):
         ("model", "no fluid model has a queue")]
     holds = replace(claim, measure=lambda runs, cond: C.Outcome("x", True))
     assert C.evaluate(holds, [[model]])[0].because == ""
+
+
+def test_fairness_variant_causes_name_existing_variants():
+    # a cause written for a variant that does not exist would never be shown
+    from experiments.fairness import claims as fc
+    keys = {c.key: c for c in fc.CLAIMS}
+    for base, suffix in fc.VARIANT_BECAUSE:
+        c = keys[f"{base}-{suffix}"]
+        assert c.because and c.because_views["model"] == c.because
