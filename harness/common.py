@@ -16,6 +16,16 @@ from .params import Params, typed
 
 BACKENDS = ("emulated", "model", "sim")
 
+
+def _buffers_help(name: str, what: str, mib: int, whose: str = "") -> str:
+    """--wmem's or --rmem's help (one sentence for both, as validate and parse_buffers
+    treat them alike), with an example that gives every socket ``mib`` MiB."""
+    n = mib << 20
+    return (f"net.ipv4.tcp_{name} in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
+            f"{n},{n},{n}: every socket{whose} starts with a {mib} MiB {what} buffer); "
+            "empty: as the root namespace has it (emulated only)")
+
+
 SHARED = {
     "topo": (str, "topology spec: " + topos.help_text()),
     "routing": (str, "routing spec: " + routing.help_text()),
@@ -46,13 +56,8 @@ SHARED = {
     "transport": (str, "tcp, mptcp, or a comma list of both"),
     "subflows": (int, "MPTCP subflows per connection (1..8)"),
     "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
-    "wmem": (str, "net.ipv4.tcp_wmem in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
-                  "4194304,4194304,4194304: every socket starts with a 4 MiB send buffer); "
-                  "empty: as the root namespace has it (emulated only)"),
-    "rmem": (str, "net.ipv4.tcp_rmem in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
-                  "16777216,16777216,16777216: every socket, an MPTCP connection's included, "
-                  "starts with a 16 MiB receive buffer); empty: as the root namespace has it "
-                  "(emulated only)"),
+    "wmem": (str, _buffers_help("wmem", "send", 4)),
+    "rmem": (str, _buffers_help("rmem", "receive", 16, ", an MPTCP connection's included,")),
     "delay_us": (float, "propagation delay of every link, microseconds (--backend sim only)"),
     "jitter": (float, "each flow starts at a seeded uniform time in [0, jitter] s "
                       "(--backend sim only)"),

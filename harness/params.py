@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
+from emulator.emulation import SOFTIRQ_BATCH
+
 
 @dataclasses.dataclass(frozen=True)
 class Params(Mapping[str, Any]):
@@ -72,8 +74,8 @@ class NetworkParams(Params):
     """What every emulated experiment has: the links (rate, tail-drop queue, HTB burst, the
     switch ports' AQM, the shaper), the repetitions and their root seed, the dataplane, what
     idle CPUs do (``idle_cpus``: emulator.emulation.IDLE_CPUS), the kernel's softirq batch
-    while the network is up (``softirq_batch``: emulator.emulation.SOFTIRQ_BATCH, the same
-    16).  An experiment redeclares a field to change its default."""
+    while the network is up (``softirq_batch``: emulator.emulation.SOFTIRQ_BATCH).  An
+    experiment redeclares a field to change its default."""
 
     bw: float = 10.0
     queue: int = 100
@@ -84,7 +86,7 @@ class NetworkParams(Params):
     seed: int = 1
     dataplane: str = "auto"
     idle_cpus: str = "auto"
-    softirq_batch: int = 16
+    softirq_batch: int = SOFTIRQ_BATCH
 
 
 @dataclasses.dataclass(frozen=True)

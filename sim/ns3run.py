@@ -616,7 +616,7 @@ def _network(ns: Any, net: SimNet, cfg: SimConfig) -> _Built:
         # the flow's own addresses in its own /24 (sim.spec)
         for host, a in ((f.dst, f.dst_addr), (f.src, f.src_addr)):
             ipv4 = nodes.Get(index[host]).GetObject[ns.Ipv4]()
-            peer = next(iter(net.ends[host]))
+            peer = net.host_peer(host)
             ipv4.AddAddress(ifaces[(host, peer)], ns.Ipv4InterfaceAddress(
                 ns.Ipv4Address(a), ns.Ipv4Mask(f"/{FLOW_PREFIX}")))
     return _Built(nodes, index, devices, discs, ifaces, routers, latency_log)
@@ -673,7 +673,7 @@ def _run(ns: Any, net: SimNet, cfg: SimConfig, watch_drops: list[tuple[str, str]
 
     def sent_bytes(f_src: str) -> int:
         """Bytes the sender's NIC has been handed so far, as frames (+2 B PPP each)."""
-        stats = discs[(f_src, next(iter(net.ends[f_src])))].GetStats()
+        stats = discs[(f_src, net.host_peer(f_src))].GetStats()
         return int(stats.nTotalSentBytes + 2 * stats.nTotalSentPackets)
 
     marks = sorted({round(k * cfg.interval, 9) for k in
@@ -786,7 +786,7 @@ def _plan(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
         if latency_log is not None:
             r.SetSampling(cfg.sample, latency_log)
         for e in entries:
-            dst = int(ipaddress.IPv4Address(net.addr_of(e.dst, next(iter(net.ends[e.dst])))))
+            dst = int(ipaddress.IPv4Address(net.host_addr(e.dst)))
             r.AddEntry(dst, ROUTER_MODES[e.mode])
             for peer in e.peers:
                 r.AddChoice(dst, ifaces[(sw, peer)],
@@ -863,7 +863,7 @@ class DatagramIO:
 
     def host_addr(self, host: str) -> str:
         """A host's own address (on its one link)."""
-        return self.net.addr_of(host, next(iter(self.net.ends[host])))
+        return self.net.host_addr(host)
 
     def open(self, host: str, addr: str, port: int) -> int:
         """A UDP socket on ``host`` bound to ``addr`` (0.0.0.0: any) and ``port``: its
@@ -970,7 +970,7 @@ def _multicast(ns: Any, net: SimNet, b: _Built, group: SimGroup) -> None:
     multicast route (any origin, the group, the input device -> the output devices)."""
     helper = ns.Ipv4StaticRoutingHelper()
     src = b.nodes.Get(b.index[group.src])
-    helper.SetDefaultMulticastRoute(src, b.devices[(group.src, next(iter(net.ends[group.src])))])
+    helper.SetDefaultMulticastRoute(src, b.devices[(group.src, net.host_peer(group.src))])
     for hop in group.hops:
         out = ns.NetDeviceContainer()
         for child in hop.children:

@@ -222,6 +222,14 @@ class SimNet:
         i, end = self.ends[node][peer]
         return self.link_addr(i, end)
 
+    def host_peer(self, host: str) -> str:
+        """The switch on a host's link (the simulator's hosts have one: ns3run refuses more)."""
+        return next(iter(self.ends[host]))
+
+    def host_addr(self, host: str) -> str:
+        """A host's own address: the one on its link."""
+        return self.addr_of(host, self.host_peer(host))
+
     def link_between(self, a: str, b: str) -> int:
         """Index of the link joining a and b."""
         return self.ends[a][b][0]
@@ -414,7 +422,7 @@ def reply_routes(net: SimNet, group: SimGroup) -> dict[str, list[tuple[str, str]
     source of what they received), per switch along each member's reverse path (its flow in
     ``net``, pinned as ACKs are); ValueError (one line) when two members' replies would
     leave one switch by different neighbours (a host route has one next hop)."""
-    addr = net.addr_of(group.src, next(iter(net.ends[group.src])))
+    addr = net.host_addr(group.src)
     nxt: dict[str, str] = {}
     for m in group.members:
         f = next((f for f in net.flows if f.src == group.src and f.dst == m), None)

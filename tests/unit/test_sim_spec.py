@@ -68,6 +68,8 @@ def test_sprays_forward_by_the_plan_tables():
         assert down == SimEntry(h[0], "forward", (h[0],))
         f = net.flows[0]
         assert f.src_addr == net.addr_of(h[0], edge) and 32768 <= f.src_port < 61000
+        # a host's own address: the one on its link to its access switch
+        assert net.host_peer(h[0]) == edge and net.host_addr(h[0]) == f.src_addr
         with pytest.raises(ValueError, match="pinned paths cannot"):
             build(topo, plan, pairs, SimConfig(), random.Random(1), forwarding="pinned")
 
