@@ -227,11 +227,15 @@ SEC("struct_ops/lia_ssthresh")
 __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 {
 #ifdef CC_BALIA
-	/* BALIA cuts by how much faster the connection's fastest subflow is than this one */
+	/* BALIA cuts by how much faster the connection's fastest subflow is than this one.
+	 * ssthresh also runs when a SYN times out (tcp_enter_loss): a joining subflow has no
+	 * RTT sample yet, and a slot it took would stand in the snapshot as a subflow of
+	 * 1 us RTT, so much faster than every other that their increase slowed tenfold and
+	 * their cut went to three quarters.  Only a subflow with an RTT takes part. */
 	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS];
 	struct lia_sk *ca = inet_csk_ca(sk);
 
-	if (!ca->plain && lia_snapshot(sk, cwnd, rtt))
+	if (!ca->plain && ((struct tcp_sock *)sk)->srtt_us && lia_snapshot(sk, cwnd, rtt))
 		return balia_ssthresh(cwnd, rtt, ca->slot);
 #endif
 	return tcp_reno_ssthresh(sk);
