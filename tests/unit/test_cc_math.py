@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import random
 import shutil
+from collections.abc import Iterator
 
 import pytest
 
@@ -109,12 +110,17 @@ def test_increase_is_the_smaller_of_the_coupled_and_the_tcp_one(lib):
     assert lib.lia_ai_window(20, 0, 7) == 7
 
 
-def test_alpha_matches_the_rfc_formula_on_random_connections(lib):
-    rng = random.Random(6356)
-    for _ in range(2000):
+def random_connections(seed: int, count: int = 2000) -> Iterator[tuple[list[int], list[int]]]:
+    """``count`` connections of 1..N subflows: windows 1-5000 packets, RTTs 20 us - 2 s."""
+    rng = random.Random(seed)
+    for _ in range(count):
         n = rng.randint(1, N)
-        cwnd = [rng.randint(1, 5000) for _ in range(n)]
-        rtt = [rng.randint(20, 2_000_000) for _ in range(n)]
+        yield ([rng.randint(1, 5000) for _ in range(n)],
+               [rng.randint(20, 2_000_000) for _ in range(n)])
+
+
+def test_alpha_matches_the_rfc_formula_on_random_connections(lib):
+    for cwnd, rtt in random_connections(6356):
         want = rfc_alpha(cwnd, [float(r) for r in rtt])
         got = alpha(lib, cwnd, rtt) / Q16
         assert abs(got - want) <= 2e-3 * want + 2 / Q16, (cwnd, rtt, got, want)
@@ -198,12 +204,8 @@ def test_balia_empty_slot_and_slot_out_of_range(lib):
 
 
 def test_balia_matches_the_paper_on_random_connections(lib):
-    rng = random.Random(2016)
-    for _ in range(2000):
-        n = rng.randint(1, N)
-        cwnd = [rng.randint(1, 5000) for _ in range(n)]
-        rtt = [rng.randint(20, 2_000_000) for _ in range(n)]
-        r = rng.randrange(n)
+    for i, (cwnd, rtt) in enumerate(random_connections(2016)):
+        r = i % len(cwnd)
         want = 1 / paper_increase(cwnd, [float(t) for t in rtt], r)
         got = balia(lib, "balia_ai_window", cwnd, rtt, r)
         # rounded up (never faster than BALIA, but for the Q16 truncation of y's terms),
