@@ -149,7 +149,8 @@ def needs_registration(cc: str) -> bool:
 # -- build -------------------------------------------------------------------------------
 
 def source_sha256(name: str) -> str:
-    """The hash of what a BPF control is built from (its source and the shared headers)."""
+    """The hash of what a BPF control is built from (its source, the shared headers and a
+    source it includes: bpfobj.local_sources)."""
     src = SRC_DIR / BPF_CCS[name][0]
     h = hashlib.sha256(src.read_bytes())
     for dep in local_sources(src):
