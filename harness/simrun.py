@@ -30,7 +30,19 @@ def sim_config(params: Mapping[str, Any], run: int, rto_min_ms: float | None = N
                      delay_us=float(params.get("delay_us", 0.0)),
                      start_jitter_s=float(params.get("jitter", 0.0)),
                      packet_jitter_us=float(params.get("pkt_jitter_us", 0.0)),
-                     seed=int(params["seed"]), run=run + 1)
+                     seed=int(params["seed"]), run=run + 1,
+                     cnt_packets="cnt=packets" in sim_dataplane_options(params))
+
+
+def sim_dataplane_options(params: Mapping[str, Any]) -> list[str]:
+    """The options of ``--dataplane`` the simulated switches honour (they forward as the BPF
+    switch does): ``cnt=packets`` only; ValueError (one line) on any other."""
+    opts = [o.strip() for o in str(params.get("dataplane", "") or "").split(",")[1:]]
+    other = [o for o in opts if o and o != "cnt=packets"]
+    if other:
+        raise ValueError(f"--dataplane option {other[0]!r} is not simulated (--backend sim "
+                         "honours cnt=packets only)")
+    return opts
 
 
 def check_sim(params: Mapping[str, Any], rto_min_ms: float | None = None) -> None:

@@ -221,6 +221,8 @@ class PlanRouting : public ns3::Ipv4RoutingProtocol {
     m_table[dst].choices.push_back({iface, r});
   }
   void SetHostPort(uint32_t iface) { m_hostPort.insert(iface); }
+  // cnt balances packets per port instead of bytes (BPF: bpf,cnt=packets)
+  void SetCountPackets(bool on) { m_countPackets = on; }
   void SetSampling(uint32_t every, LatencyLog* log) { m_every = every; m_log = log; }
 
   bool RouteInput(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& h,
@@ -263,7 +265,7 @@ class PlanRouting : public ns3::Ipv4RoutingProtocol {
       }
     }
     const Choice& c = e.choices[i];
-    m_txBytes[c.iface] += p->GetSize() + h.GetSerializedSize() + 14;
+    m_txBytes[c.iface] += m_countPackets ? 1 : p->GetSize() + h.GetSerializedSize() + 14;
     m_flowPackets[{t, c.iface}]++;
     if (tcp && m_every) {
       uint32_t seq = uint32_t(b[4]) << 24 | uint32_t(b[5]) << 16 | uint32_t(b[6]) << 8 | b[7];
@@ -327,7 +329,8 @@ class PlanRouting : public ns3::Ipv4RoutingProtocol {
   ns3::Ptr<ns3::UniformRandomVariable> m_rv;
   std::unordered_map<uint32_t, Entry> m_table;
   std::unordered_map<std::pair<Tuple, uint32_t>, uint32_t, KeyHash> m_rr, m_hash;
-  std::unordered_map<uint32_t, uint64_t> m_txBytes;
+  std::unordered_map<uint32_t, uint64_t> m_txBytes;   // or packets, with m_countPackets
+  bool m_countPackets = false;
   std::unordered_map<std::pair<Tuple, uint32_t>, uint64_t, KeyHash> m_flowPackets;
   std::set<uint32_t> m_hostPort;
   uint32_t m_every = 0;
@@ -785,6 +788,7 @@ def _plan(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
                 r.SetHostPort(ifaces[(sw, peer)])
         if latency_log is not None:
             r.SetSampling(cfg.sample, latency_log)
+        r.SetCountPackets(cfg.cnt_packets)
         for e in entries:
             dst = int(ipaddress.IPv4Address(net.host_addr(e.dst)))
             r.AddEntry(dst, ROUTER_MODES[e.mode])

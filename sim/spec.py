@@ -103,6 +103,9 @@ class SimConfig:
     sample: int = 0
     #: TCP's recovery (RECOVERY_TYPES)
     recovery: str = "prr"
+    #: cnt sprays balance packets sent per port, not bytes (the BPF switch's
+    #: ``bpf,cnt=packets``, the ablation of what CNT counts)
+    cnt_packets: bool = False
 
     def check(self) -> None:
         """One-line ValueError on any bad value, before anything is built."""

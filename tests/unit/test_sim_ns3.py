@@ -177,6 +177,17 @@ def test_plan_cnt_balances_the_bytes_of_each_port(simulate):
     assert abs(sent["s2"] - sent["s3"]) <= 4, sent
 
 
+def test_plan_cnt_packets_balances_the_packets_of_each_port(simulate):
+    """cnt_packets (bpf,cnt=packets): the next hop whose port this switch has sent the
+    fewest packets on.  a -> b sends data up from s1, b -> a2's ACKs go up from s1 too: with
+    full segments and ACKs mixed on s1's uplinks, their packet counts stay within one."""
+    net, res = _plan_run(simulate, "spray,mode=cnt", [("a", "b"), ("b", "a2")],
+                         cnt_packets=True)
+    sent = {p.peer: p.sent for p in res.ports if p.node == "s1" and p.peer in ("s2", "s3")}
+    assert sent["s2"] + sent["s3"] > 1000, sent
+    assert abs(sent["s2"] - sent["s3"]) <= 1, sent
+
+
 def test_plan_latency_samples_one_flow_by_hand(simulate):
     """One flow sprayed rr over the idle diamond: a sampled segment is stamped entering s1
     and measured where s4 hands it to b's port: two links of store-and-forward at 10 Mb/s,

@@ -134,6 +134,17 @@ def test_simulation_only_flags_are_refused_for_the_emulator():
         checked(outcast, {**outcast.PARAMS.defaults(), "backend": "htsim"})
 
 
+def test_the_simulated_switches_take_cnt_packets_from_the_dataplane_spec():
+    # the sim's switches forward as the BPF switch does, so its cnt=packets ablation too;
+    # any other dataplane option is not simulated: one line
+    from harness.simrun import sim_config
+    base = {"duration": 10, "trim": 1, "bw": 5, "queue": 100, "cc": "cubic", "seed": 1}
+    assert not sim_config({**base, "dataplane": "bpf"}, 0).cnt_packets
+    assert sim_config({**base, "dataplane": "bpf,cnt=packets"}, 0).cnt_packets
+    with pytest.raises(ValueError, match="'flows=sampled' is not simulated"):
+        sim_config({**base, "dataplane": "bpf,flows=sampled"}, 0)
+
+
 # -- multicast groups (orca --backend sim) ---------------------------------------------------
 
 def _orca_group(spec: str = "orca,receivers=4,racks=2"):  # type: ignore[no-untyped-def]
