@@ -834,9 +834,16 @@ def _latency(net: SimNet, text: str) -> list[tuple[int, float, float]]:
 def _static(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
             ifaces: dict[tuple[str, str], int]) -> None:
     """Per-flow paths as static host routes (sim.spec.static_routes)."""
-    for node, routes in static_routes(net).items():
+    _add_host_routes(ns, net, nodes, index, ifaces, static_routes(net))
+
+
+def _add_host_routes(ns: Any, net: SimNet, nodes: Any, index: dict[str, int],
+                     ifaces: dict[tuple[str, str], int],
+                     routes: dict[str, list[tuple[str, str]]]) -> None:
+    """Per node, host routes (destination address, next-hop neighbour) into its table."""
+    for node, pairs in routes.items():
         t = _table(ns, nodes, index, node)
-        for dst, peer in routes:
+        for dst, peer in pairs:
             t.AddHostRouteTo(ns.Ipv4Address(dst), ns.Ipv4Address(net.addr_of(peer, node)),
                              ifaces[(node, peer)])
 
@@ -945,11 +952,7 @@ def simulate_datagrams(net: SimNet, cfg: SimConfig, app: DatagramApp,
     t0 = time.monotonic()
     try:
         b = _network(ns, net, cfg)
-        for node, routes in (replies or {}).items():
-            t = _table(ns, b.nodes, b.index, node)
-            for dst, peer in routes:
-                t.AddHostRouteTo(ns.Ipv4Address(dst), ns.Ipv4Address(net.addr_of(peer, node)),
-                                 b.ifaces[(node, peer)])
+        _add_host_routes(ns, net, b.nodes, b.index, b.ifaces, replies or {})
         if group is not None:
             _multicast(ns, net, b, group)
         io = DatagramIO(ns, net, b, app)

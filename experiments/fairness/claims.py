@@ -234,17 +234,17 @@ def _variant(base: Any, suffix: str, cond: str, select: dict[str, tuple[str, ...
              metric: str | None, why: str) -> Any:
     measure = partial(base.measure, metric=metric) if metric else \
         partial(_tcp_like, measure=base.measure)
+    cause = VARIANT_BECAUSE.get((base.key, suffix), "")
     return _claim(key=f"{base.key}-{suffix}", text=base.text, paper=base.paper,
                   quote=base.quote, criterion=base.criterion,
                   reason=f"{base.reason.split('  ')[0]}  {why}  Criterion written before "
                          "the data, as the measured claim's.",
                   measure=measure, select=select, condition=cond,
                   needs="run fairness with --tcp-model propfair (or mpd)" if metric is None
-                  else "", because=VARIANT_BECAUSE.get((base.key, suffix), ""),
+                  else "", because=cause,
                   # judged on an emulated run's model columns or on a model run: the same
                   # explanation, a model's, in either view
-                  because_views={"model": VARIANT_BECAUSE[(base.key, suffix)]}
-                  if (base.key, suffix) in VARIANT_BECAUSE else {})
+                  because_views={"model": cause} if cause else {})
 
 
 CLAIMS = [

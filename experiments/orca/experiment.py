@@ -327,6 +327,12 @@ def _tail(path: Path) -> str:
     return text.splitlines()[-1][:300] if text else "no message"
 
 
+def transfer_limit(expected_s: float, rounds: int) -> float:
+    """Seconds a transfer of ``rounds`` rounds expected to take ``expected_s`` may take in
+    all (the emulated run's bound wait, and the simulated run's limit)."""
+    return 60 + 3 * expected_s + 2 * rounds
+
+
 def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int,
              sizes: list[int], port: int, rate_mbps: float, expected_s: float,
              out: Path, cap: cgroup.CpuCap | None = None,
@@ -363,7 +369,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
     access = topo.access_switch(src)
     cpu = cpu_sampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
     cpu.start()
-    limit = 60 + 3 * expected_s + 2 * len(sizes)
+    limit = transfer_limit(expected_s, len(sizes))
     throttle0 = cap.stat() if cap is not None else None
     with emu.dequeue_gaps() as gaps:
         sender = _app(emu, src, args, out / "sender.log", cap, pin)
@@ -426,7 +432,7 @@ def simulate_transfer(topo: topos.Topology, plan: routing.Plan, src: str, member
 
     from .simxfer import SimTransfer
     out.mkdir(parents=True, exist_ok=True)
-    limit = 60 + 3 * expected_s + 2 * len(sizes)   # as the emulated run's
+    limit = transfer_limit(expected_s, len(sizes))
     cfg = SimConfig(duration=limit, trim=0.0, interval=limit, bw=params.bw,
                     queue=params.queue, seed=params.seed, run=run + 1)
     rng = run_rng(params.seed, run)
@@ -434,8 +440,7 @@ def simulate_transfer(topo: topos.Topology, plan: routing.Plan, src: str, member
     flows = {f.dst: f for f in net.flows}
     multicast = mode == "multicast"
     group = group_of_plan(topo, plan, GROUP, src, members) if multicast else None
-    own = {m: net.addr_of(m, topo.access_switch(m)) for m in members}
-    dests = own if multicast else {m: flows[m].dst_addr for m in members}
+    dests = {m: net.host_addr(m) if multicast else flows[m].dst_addr for m in members}
     sources = {m: flows[m].src_addr for m in members}
     # the pacer counts IP bytes; a simulated link's frame adds SIM_FRAME, not ETH_HEADER
     rate = params.pace * params.bw * 1500 / (1500 + SIM_FRAME)

@@ -167,8 +167,8 @@ balia_sums(const __u32 *cwnd, const __u32 *rtt_us, __u32 self, __u64 *y, __u64 *
 
 /* BALIA's additive-increase window of subflow ``self``: cwnd grows by acked / W packets
  * per ACK (tcp_cong_avoid_ai), W = 10 y^2 cwnd / ((cwnd + m)(4 cwnd + m)), rounded up (never
- * a faster increase than BALIA's) and at least cwnd; cwnd_self alone (1 if none) when its
- * slot is empty.  The ratio is scale-free, so y, m and cwnd (all Q16) are shifted right
+ * a faster increase than BALIA's) and at least cwnd; 1 when the subflow has no slot or an
+ * empty one.  The ratio is scale-free, so y, m and cwnd (all Q16) are shifted right
  * together until y < 2^21: then 10 cwnd y^2 < 2^4 * 2^16 * 2^42 and the denominator < 2^46
  * fit in 64 bits, and the quotient is exact whenever the shift drops only zero bits (whole
  * packets at equal RTTs). */
@@ -177,8 +177,8 @@ CC_FN __u32 balia_ai_window(const __u32 *cwnd, const __u32 *rtt_us, __u32 self)
 	__u64 y, m, w, wq, s = 0, k, num, den, win;
 
 	balia_sums(cwnd, rtt_us, self, &y, &m);
-	if (!y)
-		return self < CC_LIA_MAX_SUBFLOWS && cwnd[self] ? cwnd[self] : 1;
+	if (!y)		/* no slot, or an empty one (y > 0 otherwise) */
+		return 1;
 	w = cc_sat(cwnd[self & (CC_LIA_MAX_SUBFLOWS - 1)], CC_CWND_BITS);
 	wq = w << CC_Q16;
 	/* s = the bits of y above 21 (y < 2^46: s <= 25), branch-free as in cc_sat */

@@ -114,6 +114,12 @@ static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt
 	__u32 my_cwnd = tp->snd_cwnd, my_rtt = tp->srtt_us >> 3;
 	int i, slot = -1;
 
+	/* A subflow with no RTT sample yet (ssthresh runs when a joining subflow's SYN times
+	 * out: tcp_enter_loss) takes no slot: it would stand in every sibling's snapshot as a
+	 * subflow of 1 us RTT, far faster than all of them (BALIA then slowed their increase
+	 * tenfold and cut them to a quarter). */
+	if (!tp->srtt_us)
+		return 0;
 	if (!key) {
 		/* bpf_skc_to_mptcp_sock() would say this, but the kernel refuses it to
 		 * struct_ops programs ("program of this type cannot use helper
@@ -173,9 +179,13 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	struct lia_sk *ca = inet_csk_ca(sk);
 	struct lia_stats *st = only_entry(&stats);
-	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], total = 0, w;
+	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], w;
+	int coupled;
+#ifndef CC_BALIA
+	__u32 total = 0;
 	__u64 alpha;
-	int i, coupled;
+	int i;
+#endif
 
 	if (ca->plain) {
 		if (st)
@@ -208,9 +218,6 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		return;
 	}
 #ifdef CC_BALIA
-	(void)alpha;
-	(void)total;
-	(void)i;
 	w = balia_ai_window(cwnd, rtt, ca->slot);
 #else
 	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++)
@@ -227,15 +234,12 @@ SEC("struct_ops/lia_ssthresh")
 __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 {
 #ifdef CC_BALIA
-	/* BALIA cuts by how much faster the connection's fastest subflow is than this one.
-	 * ssthresh also runs when a SYN times out (tcp_enter_loss): a joining subflow has no
-	 * RTT sample yet, and a slot it took would stand in the snapshot as a subflow of
-	 * 1 us RTT, so much faster than every other that their increase slowed tenfold and
-	 * their cut went to three quarters.  Only a subflow with an RTT takes part. */
+	/* BALIA cuts by how much faster the connection's fastest subflow is than this one
+	 * (lia_snapshot leaves out a subflow without an RTT sample: Reno's cut then) */
 	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS];
 	struct lia_sk *ca = inet_csk_ca(sk);
 
-	if (!ca->plain && ((struct tcp_sock *)sk)->srtt_us && lia_snapshot(sk, cwnd, rtt))
+	if (!ca->plain && lia_snapshot(sk, cwnd, rtt))
 		return balia_ssthresh(cwnd, rtt, ca->slot);
 #endif
 	return tcp_reno_ssthresh(sk);
