@@ -1,0 +1,223 @@
+"""When MPTCP subflows join, at start-up (root).  Prints figures, asserts nothing.
+
+    .venv/bin/python bench/bench_subflow_joins.py [--topo fattree,k=4] [--routing ecmp]
+        [--bw 5] [--queues 100,10] [--seeds 3] [--duration 10] [--trim 4] [--cc lia]
+        [--subflows 8]
+
+A fairness run starts a connection again when it is still short of its subflows when its
+window is due (``trim - 0.5`` s after its start; harness.traffic._await_subflows).  This
+bench asks why a connection is short: per network (one permutation of MPTCP iperf3 flows,
+every host sending once, as ``dcrepro run fairness`` does), an ``ip mptcp monitor`` in
+every sending host stamps each event as it arrives, and every sending host's own counters
+(nstat) say how many SYNs it sent again (``TcpExtTCPSynRetrans``: an MP_JOIN's SYN or
+SYN-ACK lost on the way) and how many MP_JOIN SYNs it sent.
+
+Per connection (the first data connection of each flow: the second connection a sender
+opens to its server's port, after iperf3's control connection), from its CREATED event:
+when its initial subflow was established and when each later subflow was (SF_ESTABLISHED),
+the gaps between successive joins, and whether it had all ``--subflows`` subflows when its
+window was due.  Each ``--queues`` value is one variant (the tail-drop queue of every port,
+packets); variants alternate within each seed, so slow drifts of the machine fall on all.
+Prints one line per network and, per variant, medians over all connections.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from random import Random
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import routing
+import topos
+from emulator.emulation import Emulation
+from emulator.proc import install_signal_handlers
+from emulator.shaping import LinkSpec
+from harness.traffic import BASE_PORT, Flow, run_iperf
+from topos.traffic import permutation
+
+EVENT = re.compile(r"\[\s*(\w+)\]\s+token=(\w+)(.*)")
+FIELD = re.compile(r"(\w+)=(\S+)")
+COUNTERS = ("TcpExtTCPSynRetrans", "MPTcpExtMPJoinSynTx", "MPTcpExtMPJoinSynAckRx")
+
+
+def parse_event(line: str) -> tuple[str, str, dict[str, str]] | None:
+    """One `ip mptcp monitor` line as (event, token, fields), or None for anything else."""
+    m = EVENT.match(line.strip())
+    if not m:
+        return None
+    return m.group(1), m.group(2), dict(FIELD.findall(m.group(3)))
+
+
+def reader(name: str, proc: subprocess.Popen, t0: float,
+           sink: list[tuple[float, str, str, str, dict[str, str]]]) -> None:
+    """Stamp every event of one host's monitor as it arrives (s after ``t0``)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        ev = parse_event(line)
+        if ev is not None:
+            sink.append((time.monotonic() - t0, name, *ev))
+
+
+def connections(events: list[tuple[float, str, str, str, dict[str, str]]],
+                flows: list[Flow]) -> list[dict[str, Any]]:
+    """Per flow: its first data connection's token, when it was established and when each
+    later subflow joined (s after its CREATED event)."""
+    rows: list[dict[str, Any]] = []
+    for f in flows:
+        mine = [e for e in events if e[1] == f.src]
+        created = [(t, tok) for t, _, kind, tok, fl in mine
+                   if kind == "CREATED" and fl.get("dport") == str(f.port)]
+        if len(created) < 2:
+            rows.append({"flow": f.name, "data_connection": None})
+            continue
+        t_created, token = created[1]       # created[0] is iperf3's control connection
+        est = [t for t, _, kind, tok, _ in mine if kind == "ESTABLISHED" and tok == token]
+        joins = sorted(t for t, _, kind, tok, _ in mine
+                       if kind == "SF_ESTABLISHED" and tok == token)
+        rows.append({"flow": f.name, "data_connection": token,
+                     "established_s": (est[0] - t_created) if est else None,
+                     "joins_s": [t - t_created for t in joins]})
+    return rows
+
+
+def nstat(emu: Emulation, hosts: list[str]) -> dict[str, dict[str, int]]:
+    """The counters of every host, absolute (nstat's history file is per user, not per
+    namespace, so it is neither read nor written: -a -s)."""
+    out = emu.hosts_cmd(hosts, ["nstat", "-a", "-s", "-z", *COUNTERS])
+    got: dict[str, dict[str, int]] = {}
+    for h, text in out.items():
+        got[h] = {}
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] in COUNTERS:
+                got[h][parts[0]] = int(parts[1])
+    return got
+
+
+def one(args: argparse.Namespace, queue: int, seed: int) -> dict[str, Any]:
+    """One network: its connections' join times and its senders' counters."""
+    topo = topos.build(args.topo)
+    plan = routing.make_plan(topo, args.routing)
+    pairs = permutation(topo.hosts(), Random(seed))
+    flows = [Flow(a, b) for a, b in pairs]
+    with tempfile.TemporaryDirectory(prefix="bench-joins-") as tmp, \
+            Emulation(topo, plan, LinkSpec(args.bw, queue), Path(tmp),
+                      f"bench-joins-{int(time.time())}", cc=args.cc,
+                      dataplane="bpf") as emu:
+        failed = emu.ping_all()
+        if failed:
+            raise SystemExit(f"bench_subflow_joins: unreachable pairs {failed[:3]}")
+        emu.configure_mptcp(args.subflows)
+        senders = sorted({f.src for f in flows})
+        before = nstat(emu, senders)
+        events: list[tuple[float, str, str, str, dict[str, str]]] = []
+        t0 = time.monotonic()
+        threads = []
+        for h in senders:
+            p = emu.popen(emu.host(h), ["stdbuf", "-oL", "ip", "mptcp", "monitor"],
+                          stdout=subprocess.PIPE, text=True)
+            th = threading.Thread(target=reader, args=(h, p, t0, events), daemon=True)
+            th.start()
+            threads.append(th)
+        time.sleep(0.5)                          # the monitors subscribe before traffic
+        meas = run_iperf(emu, flows, "mptcp", duration=args.duration, trim=args.trim,
+                         out=Path(tmp) / "iperf", port=BASE_PORT, subflows=args.subflows)
+        after = nstat(emu, senders)
+    counters = {h: {c: after[h].get(c, 0) - before[h].get(c, 0) for c in COUNTERS}
+                for h in senders}
+    rows = connections(events, flows)
+    return {"queue": queue, "seed": seed, "rows": rows, "counters": counters,
+            "restarts": meas["restarts"], "cpu_mean": meas["cpu_mean"],
+            "flows": flows}
+
+
+def summary(net: dict[str, Any], want: int, due: float) -> dict[str, Any]:
+    """Figures of one network."""
+    rows = [r for r in net["rows"] if r["data_connection"]]
+    by_src = {f.name: f.src for f in net["flows"]}
+    full = [r["joins_s"][want - 2] for r in rows if len(r["joins_s"]) >= want - 1]
+    gaps = [b - a for r in rows for a, b in zip(r["joins_s"], r["joins_s"][1:])]
+    first = [r["joins_s"][0] for r in rows if r["joins_s"]]
+    est = [r["established_s"] for r in rows if r["established_s"] is not None]
+    short = [r for r in rows if len([t for t in r["joins_s"] if t <= due]) < want - 1]
+    retrans = {h: c.get("TcpExtTCPSynRetrans", 0) for h, c in net["counters"].items()}
+    short_lost = sum(1 for r in short if retrans.get(by_src[r["flow"]], 0) > 0)
+    return {"connections": len(rows), "missing": len(net["rows"]) - len(rows),
+            "established": est, "first_join": first, "gaps": gaps, "all_joined": full,
+            "short": len(short), "short_with_syn_retrans": short_lost,
+            "hosts_with_syn_retrans": sum(1 for v in retrans.values() if v > 0),
+            "syn_retrans": sum(retrans.values()),
+            "join_syns": sum(c.get("MPTcpExtMPJoinSynTx", 0)
+                             for c in net["counters"].values()),
+            "restarts": len(net["restarts"]), "cpu_mean": net["cpu_mean"]}
+
+
+def med(xs: list[float]) -> str:
+    """Median of xs in seconds, or '-'."""
+    return f"{statistics.median(xs):.3f}" if xs else "-"
+
+
+def p90(xs: list[float]) -> str:
+    """90th percentile of xs in seconds (nearest rank), or '-'."""
+    return f"{sorted(xs)[int(0.9 * (len(xs) - 1))]:.3f}" if xs else "-"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topo", default="fattree,k=4")
+    ap.add_argument("--routing", default="ecmp")
+    ap.add_argument("--bw", type=float, default=5.0)
+    ap.add_argument("--queues", default="100,10")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--trim", type=float, default=4.0)
+    ap.add_argument("--cc", default="lia")
+    ap.add_argument("--subflows", type=int, default=8)
+    args = ap.parse_args()
+    install_signal_handlers()
+    queues = [int(q) for q in args.queues.split(",")]
+    due = max(1.0, args.trim - 0.5)
+    print(f"bench_subflow_joins: {args.topo} {args.routing}, MPTCP-{args.subflows} "
+          f"{args.cc}, {args.bw:g} Mb/s, queues {queues}, {args.seeds} seeds, "
+          f"{args.duration:g} s, window due {due:g} s after a flow's start", flush=True)
+    nets: dict[int, list[dict[str, Any]]] = {q: [] for q in queues}
+    for seed in range(1, args.seeds + 1):
+        order = queues if seed % 2 else queues[::-1]
+        for q in order:
+            s = summary(one(args, q, seed), args.subflows, due)
+            nets[q].append(s)
+            print(f"  seed {seed} queue {q}: {s['connections']} connections "
+                  f"({s['missing']} not seen), established {med(s['established'])} s, "
+                  f"first join {med(s['first_join'])} s, join gap {med(s['gaps'])} s, "
+                  f"all {args.subflows} {med(s['all_joined'])} s "
+                  f"({len(s['all_joined'])} reached), short at {due:g} s {s['short']} "
+                  f"({s['short_with_syn_retrans']} with a SYN sent again), hosts with "
+                  f"SYNs sent again {s['hosts_with_syn_retrans']}, SYNs sent again "
+                  f"{s['syn_retrans']}, MP_JOIN SYNs {s['join_syns']}, restarts "
+                  f"{s['restarts']}, CPU {s['cpu_mean']:.0f} %", flush=True)
+    print("per variant, over all its networks (medians over connections):")
+    for q, ss in nets.items():
+        def pool(key: str, ss: list[dict[str, Any]] = ss) -> list[float]:
+            return [x for s in ss for x in s[key]]
+        n = sum(s["connections"] for s in ss)
+        print(f"  queue {q}: {n} connections; established {med(pool('established'))} s; "
+              f"first join {med(pool('first_join'))} s; join gap {med(pool('gaps'))} s "
+              f"(p90 {p90(pool('gaps'))}); "
+              f"all {args.subflows} joined {med(pool('all_joined'))} s "
+              f"({len(pool('all_joined'))} of {n}); short at {due:g} s "
+              f"{sum(s['short'] for s in ss)} ({sum(s['short_with_syn_retrans'] for s in ss)} "
+              f"with a SYN sent again); restarts {sum(s['restarts'] for s in ss)}; "
+              f"SYNs sent again {sum(s['syn_retrans'] for s in ss)}")
+
+
+if __name__ == "__main__":
+    main()
