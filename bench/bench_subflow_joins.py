@@ -23,6 +23,7 @@ Prints one line per network and, per variant, medians over all connections.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import subprocess
@@ -46,7 +47,8 @@ from topos.traffic import permutation
 
 EVENT = re.compile(r"\[\s*(\w+)\]\s+token=(\w+)(.*)")
 FIELD = re.compile(r"(\w+)=(\S+)")
-COUNTERS = ("TcpExtTCPSynRetrans", "MPTcpExtMPJoinSynTx", "MPTcpExtMPJoinSynAckRx")
+COUNTERS = ("TcpExtTCPSynRetrans", "MPTcpExtMPJoinSynTx", "MPTcpExtMPJoinSynAckRx",
+            "MPTcpExtMPJoinRejected")
 
 
 def parse_event(line: str) -> tuple[str, str, dict[str, str]] | None:
@@ -69,8 +71,10 @@ def reader(name: str, proc: subprocess.Popen, t0: float,
 
 def connections(events: list[tuple[float, str, str, str, dict[str, str]]],
                 flows: list[Flow]) -> list[dict[str, Any]]:
-    """Per flow: its first data connection's token, when it was established and when each
-    later subflow joined (s after its CREATED event)."""
+    """Per flow: its first data connection's token, when it was established, when each later
+    subflow joined and when any closed (s after its CREATED event; a close without an
+    error code right after a join is the peer refusing the join at its last ACK), and how
+    many subflows its server's side tried to open toward the client (refused: error 111)."""
     rows: list[dict[str, Any]] = []
     for f in flows:
         mine = [e for e in events if e[1] == f.src]
@@ -83,10 +87,25 @@ def connections(events: list[tuple[float, str, str, str, dict[str, str]]],
         est = [t for t, _, kind, tok, _ in mine if kind == "ESTABLISHED" and tok == token]
         joins = sorted(t for t, _, kind, tok, _ in mine
                        if kind == "SF_ESTABLISHED" and tok == token)
+        closes = sorted((t, fl.get("error", "")) for t, _, kind, tok, fl in mine
+                        if kind == "SF_CLOSED" and tok == token)
+        theirs = [e for e in events if e[1] == f.dst]
+        served = {tok for _, _, kind, tok, fl in theirs
+                  if kind == "CREATED" and fl.get("sport") == str(f.port)}
+        refused = sum(1 for _, _, kind, tok, fl in theirs
+                      if kind == "SF_CLOSED" and tok in served and fl.get("error") == "111")
         rows.append({"flow": f.name, "data_connection": token,
                      "established_s": (est[0] - t_created) if est else None,
-                     "joins_s": [t - t_created for t in joins]})
+                     "joins_s": [t - t_created for t in joins],
+                     "closes_s": [(t - t_created, err) for t, err in closes],
+                     "server_attempts_refused": refused})
     return rows
+
+
+def live_at(row: dict[str, Any], t: float) -> int:
+    """Subflows of a connection alive ``t`` s after it was created (the first included)."""
+    return 1 + sum(1 for j in row["joins_s"] if j <= t) - \
+        sum(1 for c, _ in row["closes_s"] if c <= t)
 
 
 def nstat(emu: Emulation, hosts: list[str]) -> dict[str, dict[str, int]]:
@@ -135,6 +154,15 @@ def one(args: argparse.Namespace, queue: int, seed: int) -> dict[str, Any]:
     counters = {h: {c: after[h].get(c, 0) - before[h].get(c, 0) for c in COUNTERS}
                 for h in senders}
     rows = connections(events, flows)
+    if args.events:
+        with open(args.events, "a") as fh:
+            for t, h, kind, tok, fl in events:
+                fh.write(json.dumps({"queue": queue, "seed": seed, "t": round(t, 4),
+                                     "host": h, "event": kind, "token": tok, **fl}) + "\n")
+            for f in flows:
+                fh.write(json.dumps({"queue": queue, "seed": seed, "flow": f.name,
+                                     "src": f.src, "port": f.port,
+                                     "restarts": f.restarts}) + "\n")
     return {"queue": queue, "seed": seed, "rows": rows, "counters": counters,
             "restarts": meas["restarts"], "cpu_mean": meas["cpu_mean"],
             "flows": flows}
@@ -148,12 +176,18 @@ def summary(net: dict[str, Any], want: int, due: float) -> dict[str, Any]:
     gaps = [b - a for r in rows for a, b in zip(r["joins_s"], r["joins_s"][1:])]
     first = [r["joins_s"][0] for r in rows if r["joins_s"]]
     est = [r["established_s"] for r in rows if r["established_s"] is not None]
-    short = [r for r in rows if len([t for t in r["joins_s"] if t <= due]) < want - 1]
+    short = [r for r in rows if live_at(r, due) < want]
+    refused_joins = [r for r in rows if any(not err for _, err in r["closes_s"])]
     retrans = {h: c.get("TcpExtTCPSynRetrans", 0) for h, c in net["counters"].items()}
     short_lost = sum(1 for r in short if retrans.get(by_src[r["flow"]], 0) > 0)
     return {"connections": len(rows), "missing": len(net["rows"]) - len(rows),
             "established": est, "first_join": first, "gaps": gaps, "all_joined": full,
             "short": len(short), "short_with_syn_retrans": short_lost,
+            "short_with_join_closed": sum(1 for r in short if r in refused_joins),
+            "joins_closed": sum(1 for r in rows for _, err in r["closes_s"] if not err),
+            "server_attempts_refused": sum(r["server_attempts_refused"] for r in rows),
+            "join_rejected": sum(c.get("MPTcpExtMPJoinRejected", 0)
+                                 for c in net["counters"].values()),
             "hosts_with_syn_retrans": sum(1 for v in retrans.values() if v > 0),
             "syn_retrans": sum(retrans.values()),
             "join_syns": sum(c.get("MPTcpExtMPJoinSynTx", 0)
@@ -182,6 +216,7 @@ def main() -> None:
     ap.add_argument("--trim", type=float, default=4.0)
     ap.add_argument("--cc", default="lia")
     ap.add_argument("--subflows", type=int, default=8)
+    ap.add_argument("--events", default="", help="append every stamped event (JSON lines)")
     args = ap.parse_args()
     install_signal_handlers()
     queues = [int(q) for q in args.queues.split(",")]
@@ -200,7 +235,11 @@ def main() -> None:
                   f"first join {med(s['first_join'])} s, join gap {med(s['gaps'])} s, "
                   f"all {args.subflows} {med(s['all_joined'])} s "
                   f"({len(s['all_joined'])} reached), short at {due:g} s {s['short']} "
-                  f"({s['short_with_syn_retrans']} with a SYN sent again), hosts with "
+                  f"({s['short_with_syn_retrans']} with a SYN sent again, "
+                  f"{s['short_with_join_closed']} with a join closed at once), joins "
+                  f"closed at once {s['joins_closed']}, joins rejected (servers' MIB) "
+                  f"{s['join_rejected']}, servers' own subflows refused "
+                  f"{s['server_attempts_refused']}, hosts with "
                   f"SYNs sent again {s['hosts_with_syn_retrans']}, SYNs sent again "
                   f"{s['syn_retrans']}, MP_JOIN SYNs {s['join_syns']}, restarts "
                   f"{s['restarts']}, CPU {s['cpu_mean']:.0f} %", flush=True)
@@ -215,7 +254,10 @@ def main() -> None:
               f"all {args.subflows} joined {med(pool('all_joined'))} s "
               f"({len(pool('all_joined'))} of {n}); short at {due:g} s "
               f"{sum(s['short'] for s in ss)} ({sum(s['short_with_syn_retrans'] for s in ss)} "
-              f"with a SYN sent again); restarts {sum(s['restarts'] for s in ss)}; "
+              f"with a SYN sent again, {sum(s['short_with_join_closed'] for s in ss)} with a "
+              f"join closed at once); joins closed at once "
+              f"{sum(s['joins_closed'] for s in ss)}, rejected by the servers' MIB "
+              f"{sum(s['join_rejected'] for s in ss)}; restarts {sum(s['restarts'] for s in ss)}; "
               f"SYNs sent again {sum(s['syn_retrans'] for s in ss)}")
 
 
