@@ -1,8 +1,8 @@
 """When MPTCP subflows join, at start-up (root).  Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_subflow_joins.py [--topo fattree,k=4] [--routing ecmp]
-        [--bw 5] [--queues 100,10] [--seeds 3] [--duration 10] [--trim 4] [--cc lia]
-        [--subflows 8]
+        [--bw 5] [--variants 100:open,100:guard] [--seeds 3] [--duration 10] [--trim 4]
+        [--cc lia] [--subflows 8] [--events FILE]
 
 A fairness run starts a connection again when it is still short of its subflows when its
 window is due (``trim - 0.5`` s after its start; harness.traffic._await_subflows).  This
@@ -15,10 +15,14 @@ SYN-ACK lost on the way) and how many MP_JOIN SYNs it sent.
 Per connection (the first data connection of each flow: the second connection a sender
 opens to its server's port, after iperf3's control connection), from its CREATED event:
 when its initial subflow was established and when each later subflow was (SF_ESTABLISHED),
-the gaps between successive joins, and whether it had all ``--subflows`` subflows when its
-window was due.  Each ``--queues`` value is one variant (the tail-drop queue of every port,
-packets); variants alternate within each seed, so slow drifts of the machine fall on all.
-Prints one line per network and, per variant, medians over all connections.
+the gaps between successive joins, which closed again at once (a join the server refused
+at its last ACK), how many subflows the server's own path manager tried to open toward
+the client, and whether it had all ``--subflows`` subflows alive when its window was due.
+A variant is ``QUEUE:open`` or ``QUEUE:guard`` (the tail-drop queue of every port, packets;
+whether servers may open subflows of their own: hostnet.mptcp_endpoints's ``guard``, the
+default since 2026-11-28); variants alternate within each seed, so slow drifts of the
+machine fall on all.  Prints one line per network and, per variant, medians over all
+connections.
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ from topos.traffic import permutation
 EVENT = re.compile(r"\[\s*(\w+)\]\s+token=(\w+)(.*)")
 FIELD = re.compile(r"(\w+)=(\S+)")
 COUNTERS = ("TcpExtTCPSynRetrans", "MPTcpExtMPJoinSynTx", "MPTcpExtMPJoinSynAckRx",
-            "MPTcpExtMPJoinRejected")
+            "MPTcpExtMPJoinRejected", "MPTcpExtMPJoinSynTxConnectErr")
 
 
 def parse_event(line: str) -> tuple[str, str, dict[str, str]] | None:
@@ -122,7 +126,7 @@ def nstat(emu: Emulation, hosts: list[str]) -> dict[str, dict[str, int]]:
     return got
 
 
-def one(args: argparse.Namespace, queue: int, seed: int) -> dict[str, Any]:
+def one(args: argparse.Namespace, queue: int, guard: bool, seed: int) -> dict[str, Any]:
     """One network: its connections' join times and its senders' counters."""
     topo = topos.build(args.topo)
     plan = routing.make_plan(topo, args.routing)
@@ -135,7 +139,7 @@ def one(args: argparse.Namespace, queue: int, seed: int) -> dict[str, Any]:
         failed = emu.ping_all()
         if failed:
             raise SystemExit(f"bench_subflow_joins: unreachable pairs {failed[:3]}")
-        emu.configure_mptcp(args.subflows)
+        emu.configure_mptcp(args.subflows, guard=guard)
         senders = sorted({f.src for f in flows})
         before = nstat(emu, senders)
         events: list[tuple[float, str, str, str, dict[str, str]]] = []
@@ -188,6 +192,8 @@ def summary(net: dict[str, Any], want: int, due: float) -> dict[str, Any]:
             "server_attempts_refused": sum(r["server_attempts_refused"] for r in rows),
             "join_rejected": sum(c.get("MPTcpExtMPJoinRejected", 0)
                                  for c in net["counters"].values()),
+            "connect_errors": sum(c.get("MPTcpExtMPJoinSynTxConnectErr", 0)
+                                  for c in net["counters"].values()),
             "hosts_with_syn_retrans": sum(1 for v in retrans.values() if v > 0),
             "syn_retrans": sum(retrans.values()),
             "join_syns": sum(c.get("MPTcpExtMPJoinSynTx", 0)
@@ -210,7 +216,7 @@ def main() -> None:
     ap.add_argument("--topo", default="fattree,k=4")
     ap.add_argument("--routing", default="ecmp")
     ap.add_argument("--bw", type=float, default=5.0)
-    ap.add_argument("--queues", default="100,10")
+    ap.add_argument("--variants", default="100:open,100:guard")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--trim", type=float, default=4.0)
@@ -219,18 +225,24 @@ def main() -> None:
     ap.add_argument("--events", default="", help="append every stamped event (JSON lines)")
     args = ap.parse_args()
     install_signal_handlers()
-    queues = [int(q) for q in args.queues.split(",")]
+    variants: list[tuple[str, int, bool]] = []
+    for v in args.variants.split(","):
+        q, _, mode = v.partition(":")
+        if not q.isdigit() or mode not in ("open", "guard"):
+            raise SystemExit(f"bench_subflow_joins: variant {v!r} is not QUEUE:open or "
+                             "QUEUE:guard")
+        variants.append((v, int(q), mode == "guard"))
     due = max(1.0, args.trim - 0.5)
     print(f"bench_subflow_joins: {args.topo} {args.routing}, MPTCP-{args.subflows} "
-          f"{args.cc}, {args.bw:g} Mb/s, queues {queues}, {args.seeds} seeds, "
+          f"{args.cc}, {args.bw:g} Mb/s, variants {args.variants}, {args.seeds} seeds, "
           f"{args.duration:g} s, window due {due:g} s after a flow's start", flush=True)
-    nets: dict[int, list[dict[str, Any]]] = {q: [] for q in queues}
+    nets: dict[str, list[dict[str, Any]]] = {v: [] for v, _, _ in variants}
     for seed in range(1, args.seeds + 1):
-        order = queues if seed % 2 else queues[::-1]
-        for q in order:
-            s = summary(one(args, q, seed), args.subflows, due)
-            nets[q].append(s)
-            print(f"  seed {seed} queue {q}: {s['connections']} connections "
+        order = variants if seed % 2 else variants[::-1]
+        for v, q, guard in order:
+            s = summary(one(args, q, guard, seed), args.subflows, due)
+            nets[v].append(s)
+            print(f"  seed {seed} {v}: {s['connections']} connections "
                   f"({s['missing']} not seen), established {med(s['established'])} s, "
                   f"first join {med(s['first_join'])} s, join gap {med(s['gaps'])} s, "
                   f"all {args.subflows} {med(s['all_joined'])} s "
@@ -239,16 +251,17 @@ def main() -> None:
                   f"{s['short_with_join_closed']} with a join closed at once), joins "
                   f"closed at once {s['joins_closed']}, joins rejected (servers' MIB) "
                   f"{s['join_rejected']}, servers' own subflows refused "
-                  f"{s['server_attempts_refused']}, hosts with "
+                  f"{s['server_attempts_refused']}, subflows that failed at connect "
+                  f"{s['connect_errors']}, hosts with "
                   f"SYNs sent again {s['hosts_with_syn_retrans']}, SYNs sent again "
                   f"{s['syn_retrans']}, MP_JOIN SYNs {s['join_syns']}, restarts "
                   f"{s['restarts']}, CPU {s['cpu_mean']:.0f} %", flush=True)
     print("per variant, over all its networks (medians over connections):")
-    for q, ss in nets.items():
+    for v, ss in nets.items():
         def pool(key: str, ss: list[dict[str, Any]] = ss) -> list[float]:
             return [x for s in ss for x in s[key]]
         n = sum(s["connections"] for s in ss)
-        print(f"  queue {q}: {n} connections; established {med(pool('established'))} s; "
+        print(f"  {v}: {n} connections; established {med(pool('established'))} s; "
               f"first join {med(pool('first_join'))} s; join gap {med(pool('gaps'))} s "
               f"(p90 {p90(pool('gaps'))}); "
               f"all {args.subflows} joined {med(pool('all_joined'))} s "

@@ -384,9 +384,11 @@ class Emulation:
         """Static ARP for primary and ``extra`` addresses of every host."""
         hostnet.static_arp(self.topo, self.host_pids, self.host_intf, extra)
 
-    def configure_mptcp(self, subflows: int) -> None:
-        """MPTCP endpoints for ``subflows`` subflows per connection on every host."""
-        hostnet.mptcp_endpoints(self.topo, self.host_pids, self.host_intf, subflows)
+    def configure_mptcp(self, subflows: int, guard: bool = True) -> dict[str, Any]:
+        """MPTCP endpoints for ``subflows`` subflows per connection on every host (``guard``:
+        servers open none of their own, hostnet.mptcp_endpoints); returns the facts."""
+        return hostnet.mptcp_endpoints(self.topo, self.host_pids, self.host_intf, subflows,
+                                       guard)
 
     def ping_all(self, timeout: float = 2.0) -> list[tuple[str, str]]:
         """All-pairs reachability: one ICMP echo from every host to every other through the

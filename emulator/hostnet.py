@@ -70,26 +70,51 @@ def disable_ipv6(host_pids: dict[str, int], root_intfs: list[str]) -> bool:
     return ok
 
 
+#: the priority of the rules that keep a server's path manager from opening subflows
+GUARD_RULE_PRIORITY = 100
+
+
 def mptcp_endpoints(topo: Topology, host_pids: dict[str, int], host_intf: dict[str, str],
-                    subflows: int) -> None:
+                    subflows: int, guard: bool = True) -> dict[str, Any]:
     """Give every host ``subflows - 1`` extra addresses as MPTCP 'subflow' endpoints.
 
     Upstream MPTCP's in-kernel path manager opens one extra subflow per local endpoint to the
     peer's address, so a single-homed host gets N subflows from N-1 extra addresses; their
     different 5-tuples are hashed onto different paths by the fabric.
+
+    Every host is the client of one connection and the server of another, so its endpoints
+    serve both sides, and a server's path manager also opens subflows from them, toward
+    the client's address and source port, where nothing listens.  Until the client refuses
+    them (an RTT), they count against the server's limit of ``subflows - 1``, and the
+    client's MP_JOINs that arrive meanwhile are refused at their last ACK; the path
+    manager does not try those again (bench/bench_subflow_joins.py: 11 of 48 connections
+    short of subflows at 3.5 s on a k=4 fat tree, every one with a refused join).
+    ``guard``: a policy rule per extra address forbids TCP connections from it to a port
+    in the local port range (where a client's source port lies, and no server listens),
+    so a server's attempt fails at connect and frees its slot at once; the clients'
+    joins go to the servers' listening ports and are not touched.  Returns the facts.
     """
     if not 1 <= subflows <= 8:
         raise RunError("--subflows must be 1..8 (upstream MPTCP allows at most 8 subflows)")
     extra = subflows - 1
     static_arp(topo, host_pids, host_intf, extra=extra)
+    ports = ""
     for h, pid in host_pids.items():
         intf = host_intf[h]
         lines = ["mptcp endpoint flush",
                  f"mptcp limits set subflow {extra} add_addr_accepted {extra}"]
+        if guard and extra:
+            lo, hi = check(in_ns(pid, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])).split()
+            ports = f"{lo}-{hi}"
         for ip in topo.extra_ips(h, extra):
             lines += [f"addr replace {ip}/8 dev {intf}",
                       f"mptcp endpoint add {ip} dev {intf} subflow"]
+            if guard:
+                lines.append(f"rule add from {ip} ipproto tcp dport {ports} prohibit "
+                             f"priority {GUARD_RULE_PRIORITY}")
         check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
+    return {"mptcp_server_subflows": f"refused at connect (to ports {ports})" if guard and
+            extra else "allowed"}
 
 
 def host_forwarding(topo: GrinTopology, host_pids: dict[str, int], host_intf: dict[str, str],
