@@ -107,8 +107,11 @@ def mptcp_endpoints(topo: Topology, host_pids: dict[str, int], host_intf: dict[s
             lo, hi = check(in_ns(pid, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])).split()
             ports = f"{lo}-{hi}"
         for ip in topo.extra_ips(h, extra):
+            # without `dev` when guarded: a subflow bound to its device ignores a failed
+            # route lookup (IPv4 then assumes the peer is on link), so the rule would not
+            # hold; a single-homed host routes every subflow through its one interface anyway
             lines += [f"addr replace {ip}/8 dev {intf}",
-                      f"mptcp endpoint add {ip} dev {intf} subflow"]
+                      f"mptcp endpoint add {ip} {'' if guard else f'dev {intf} '}subflow"]
             if guard:
                 lines.append(f"rule add from {ip} ipproto tcp dport {ports} prohibit "
                              f"priority {GUARD_RULE_PRIORITY}")
