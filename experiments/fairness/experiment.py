@@ -364,7 +364,7 @@ def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
         emu = s.emu
         t = time.monotonic()
         if transport == "mptcp":
-            emu.configure_mptcp(params.subflows)
+            timing.update(emu.configure_mptcp(params.subflows))
         timing["ping_and_config_s"] = round(time.monotonic() - t + s.facts["ping_s"], 2)
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows = flows

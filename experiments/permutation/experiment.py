@@ -108,7 +108,7 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
     bw = params.bw
     for i, transport in enumerate(transports(params)):
         if transport == "mptcp":
-            emu.configure_mptcp(params.subflows)
+            s.facts.update(emu.configure_mptcp(params.subflows))
         flows = [Flow(src, dst) for src, dst in pairs.items()]
         s.flows += flows
         out = run_dir / transport

@@ -8,6 +8,7 @@ kernel's messages).
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import struct
 import subprocess
@@ -105,3 +106,64 @@ def test_in_kernel_limit_is_8_extra_subflows() -> None:
     print(f"\nsubflow 8: rc {ok.returncode}; subflow 9: rc {refused.returncode} "
           f"{refused.stderr.strip()}")
     assert ok.returncode == 0 and refused.returncode != 0
+
+
+_CONNECT = """
+import errno, socket, sys
+s = socket.socket()
+s.bind((sys.argv[1], 0))
+s.settimeout(2)
+try:
+    s.connect((sys.argv[2], int(sys.argv[3])))
+    print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+"""
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_guard_keeps_a_server_from_opening_subflows(guard, tmp_path):
+    """hostnet.mptcp_endpoints's guard: every host has 'subflow' endpoints, so a server's
+    in-kernel path manager also opens subflows from them toward the client's source port,
+    which the client refuses, and meanwhile they fill the server's limit (the joins bench:
+    26 of 28 connections short of subflows had a join refused so).  With the guard, a TCP
+    connect from an extra address to a port of the local port range fails at once (EACCES),
+    while one to a server's port is not touched; without it, it reaches the peer.  Either
+    way the client gets its subflows, and with the guard no join is refused.  (Whether a
+    server tries at all is a race with the client's joins: the bench counts them.)"""
+    import sys
+
+    import routing
+    import topos
+    from emulator.emulation import Emulation
+    from emulator.shaping import LinkSpec
+    from harness.traffic import BASE_PORT, Flow, run_iperf
+
+    topo = topos.build("fattree,k=2")
+    client, server = "0_0_2", "1_0_2"
+    with Emulation(topo, routing.make_plan(topo, "st"), LinkSpec(10, 100), tmp_path,
+                   "t-mptcp-guard") as emu:
+        facts = emu.configure_mptcp(4, guard=guard)
+        extra = topo.extra_ips(server, 3)[0]
+        peer = topo.ip(client)
+        to_client = emu.host_cmd(emu.host(server), [sys.executable, "-c", _CONNECT, extra,
+                                                    peer, "40000"]).strip()
+        to_server_port = emu.host_cmd(emu.host(server), [sys.executable, "-c", _CONNECT,
+                                                         extra, peer, str(BASE_PORT)]).strip()
+        flows = [Flow(client, server)]
+        run_iperf(emu, flows, "mptcp", duration=3, trim=1, out=tmp_path / "mptcp",
+                  subflows=4)
+        rejected = emu.hosts_cmd([server], ["nstat", "-a", "-s", "-z",
+                                            "MPTcpExtMPJoinRejected"])[server].split()
+    print(json.dumps({"guard": guard, "facts": facts, "to_client": to_client,
+                      "to_server_port": to_server_port, "rejected": rejected,
+                      "subflows": len(flows[0].subflows)}))
+    assert len(flows[0].subflows) == 4, flows[0]
+    assert to_server_port == "ECONNREFUSED"       # nothing listens there now; not refused
+    if guard:
+        assert facts["mptcp_server_subflows"].startswith("refused at connect"), facts
+        assert to_client == "EACCES"
+        assert rejected[rejected.index("MPTcpExtMPJoinRejected") + 1] == "0", rejected
+    else:
+        assert facts["mptcp_server_subflows"] == "allowed", facts
+        assert to_client == "ECONNREFUSED"
