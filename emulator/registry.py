@@ -160,11 +160,33 @@ def clean_state(state: dict[str, Any]) -> list[str]:
     return done
 
 
+def adopt_partial_saves(force: bool = False) -> list[str]:
+    """A run that died between writing its ledger's ``.tmp`` (Registry.save) and renaming it
+    left its latest state there: take that as the ledger when it is whole JSON and its
+    owner is gone (or ``force``), so the clean that follows finds every resource; drop it
+    when it is not whole."""
+    done: list[str] = []
+    for tmp in sorted(STATE_DIR.glob("*.tmp")):
+        try:
+            state = json.loads(tmp.read_text())
+        except (OSError, ValueError):
+            tmp.unlink(missing_ok=True)
+            done.append(f"removed the partial ledger {tmp.name}")
+            continue
+        pid = state.get("pid", -1) if isinstance(state, dict) else -1
+        if pid_alive(pid) and pid != os.getpid() and not force:
+            continue            # its run is alive: it renames the file itself
+        tmp.replace(tmp.with_suffix(".json"))
+        done.append(f"took {tmp.name}, the last save of run {state.get('run')}, as its ledger")
+    return done
+
+
 def clean_all(force: bool = False) -> list[str]:
     """Clean every recorded run whose owner process is gone (all of them with ``force``)."""
     done: list[str] = []
     if not STATE_DIR.exists():
         return done
+    done += adopt_partial_saves(force)
     for path in sorted(STATE_DIR.glob("*.json")):
         try:
             state = json.loads(path.read_text())

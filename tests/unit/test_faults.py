@@ -316,3 +316,25 @@ def test_a_held_lock_is_waited_for_only_so_long(tmp_path):
     with held_lock(None, 0):      # no lock asked for
         ran.append(3)
     assert ran == [2, 3]
+
+
+def test_a_ledger_left_half_saved_is_taken_or_dropped(tmp_path, monkeypatch):
+    """A run that died between writing its ledger's .tmp and renaming it: the clean takes a
+    whole .tmp as the ledger (its owner is dead), drops a torn one, and leaves the .tmp of
+    a live run alone."""
+    import json
+
+    from emulator import registry
+
+    monkeypatch.setattr(registry, "STATE_DIR", tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / "r1-0.tmp").write_text(json.dumps({"run": "r1-0", "pid": dead.pid,
+                                                   "veths": ["v1"]}))
+    (tmp_path / "r2-0.tmp").write_text('{"run": "r2-0", "pi')
+    (tmp_path / "r3-0.tmp").write_text(json.dumps({"run": "r3-0", "pid": os.getppid()}))
+    done = registry.adopt_partial_saves()
+    assert json.loads((tmp_path / "r1-0.json").read_text())["veths"] == ["v1"]
+    assert not (tmp_path / "r1-0.tmp").exists() and not (tmp_path / "r2-0.tmp").exists()
+    assert (tmp_path / "r3-0.tmp").exists() and not (tmp_path / "r3-0.json").exists()
+    assert len(done) == 2, done
