@@ -325,9 +325,10 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     ``subflows`` (MPTCP: per (src, dst), or one number for all): the subflows every data
     connection should have before its window opens.  Upstream's path manager does not retry
     an MP_JOIN the server refused (hostnet.mptcp_endpoints's guard removes the usual cause)
-    and iperf3's MPTCP control connection can close during set-up: a flow still short of its subflows when its window would open (``trim`` s after
-    its start), or whose client failed meanwhile, is started again once (``Flow.restarts``;
-    its window moves with it).  What is still short after that is for check_subflows.
+    and iperf3's MPTCP control connection can close during set-up: a flow still short of
+    its subflows when its window would open (``trim`` s after its start), or whose client
+    failed meanwhile, is started again once (``Flow.restarts``; its window moves with it).
+    What is still short after that is for check_subflows.
 
     Returns the measurement facts (switch losses, CPU, dequeue gaps, window).  Raises
     RunError if a client fails, hangs, or (MPTCP) does not establish every subflow.
