@@ -108,8 +108,8 @@ if not bpf_unavailable():
     bpfobj.build(qgap.BUILD_DIR, qgap.SOURCE, kernel_types=True)
 PY
 
-# dcrepro's BPF congestion controls (--cc lia, balia, dctcp: emulator/cc.py), same cache
-.venv/bin/python - <<'PY' || echo "setup: the BPF congestion controls did not build (above); --cc lia/balia/dctcp will not run" >&2
+# dcrepro's BPF congestion controls (--cc lia, balia, olia, dctcp: emulator/cc.py), same cache
+.venv/bin/python - <<'PY' || echo "setup: the BPF congestion controls did not build (above); --cc lia/balia/olia/dctcp will not run" >&2
 from emulator import cc
 if not cc.bpf_cc_unavailable():
     for name in cc.BPF_CCS:

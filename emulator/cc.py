@@ -1,6 +1,6 @@
 """TCP congestion controls this machine can run: the kernel's built-in ones, and dcrepro's
-BPF ones (``lia``: RFC 6356 coupled MPTCP; ``balia``: BALIA coupled MPTCP; ``dctcp``),
-registered for one run.
+BPF ones (``lia``: RFC 6356 coupled MPTCP; ``balia``: BALIA and ``olia``: OLIA coupled MPTCP;
+``dctcp``), registered for one run.
 
 The BPF controls are ``tcp_congestion_ops`` struct_ops programs (emulator/bpf/cc/), built by
 clang like the switch program and loaded in this process through libbpf (ctypes: Debian 12
@@ -44,6 +44,7 @@ BPF_CCS = {
     "lia": ("lia.bpf.c", "RFC 6356 coupled increase for MPTCP subflows (Reno for plain TCP)"),
     "balia": ("balia.bpf.c", "BALIA coupled increase and loss cut for MPTCP subflows (Reno for "
                              "plain TCP)"),
+    "olia": ("olia.bpf.c", "OLIA coupled increase for MPTCP subflows (Reno for plain TCP)"),
     "dctcp": ("dctcp.bpf.c", "DCTCP, ECN negotiated by the control itself"),
 }
 BUILD_DIR = Path("/var/cache/dcrepro/bpf")
@@ -427,6 +428,7 @@ _COUPLED_STATS = ("coupled_acks", "plain_acks", "no_slot", "no_conn", "slow_star
 STAT_FIELDS = {
     "lia": _COUPLED_STATS,
     "balia": _COUPLED_STATS,         # the same program (lia.bpf.c), built with CC_BALIA
+    "olia": _COUPLED_STATS,          # ... and with CC_OLIA
     "dctcp": ("windows", "marked_windows", "ce_flips", "no_ecn"),
 }
 

@@ -429,8 +429,8 @@ def connection_rates(
 TCP_LIKE = {"propfair": 1.0, "mpd": 2.0}
 #: the congestion controls (--cc) that couple an MPTCP connection's subflows, aiming at the
 #: resource pooling the coupled TCP-like model gives (emulator/bpf/cc/: RFC 6356's LIA, and
-#: BALIA); under any other control the subflows share as independent flows
-COUPLED_CCS = ("lia", "balia")
+#: BALIA and OLIA); under any other control the subflows share as independent flows
+COUPLED_CCS = ("lia", "balia", "olia")
 #: weight of the per-subflow log term a coupled program is solved again with when its split
 #: is degenerate (moves a connection's total by about this share of a link: negligible)
 COUPLED_SPREAD = 1e-6

@@ -47,8 +47,9 @@ def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[
 
 def tcp_metric(runs: list[Run]) -> str:
     """The TCP-like model that matches the run's transport: alpha-fair over each
-    connection's total (coupled) under a coupled control (--cc lia or balia: COUPLED_CCS),
-    whose aim is resource pooling; over independent subflows under any other control."""
+    connection's total (coupled) under a coupled control (--cc lia, balia or olia:
+    COUPLED_CCS), whose aim is resource pooling; over independent subflows under any other
+    control."""
     return "norm_model_tcp_coupled" if str(runs[0].params.get("cc")) in COUPLED_CCS \
         else "norm_model_tcp"
 
@@ -194,8 +195,9 @@ def _tcp_like(runs: list[Run], cond: str, measure: Any) -> Outcome:
 #: condition, runs accepted, the model's column or None for the TCP-like model's, why)
 MODEL_VARIANTS = (
     ("tcp-k4", "TCP-like model, k=4", {"fattree": ("fattree,k=4",)}, None,
-     "The TCP-like model (alpha-fair, --tcp-model; coupled under --cc lia or balia, else over "
-     "independent subflows: tcp_metric) on the run's own paths, traced by the datapath in an "
+     "The TCP-like model (alpha-fair, --tcp-model; coupled under --cc lia, balia or olia, "
+     "else over independent subflows: tcp_metric) on the run's own paths, traced by the "
+     "datapath in an "
      "emulated run: what a network whose flows share like TCP's would give the same "
      "Jellyfish and fat tree.  Issue #28: max-min is the wrong yardstick where paths differ "
      "in length, which is exactly where Jellyfish differs from the fat tree."),
@@ -263,8 +265,9 @@ CLAIMS = [
                   "goodput, because the models' capacities are payload goodput (bwm-ng's "
                   "frames also carry MPTCP's options and retransmissions).  The TCP-like "
                   "model is the one matching the run's transport (tcp_metric: coupled under "
-                  "a coupled --cc, lia or balia); the max-min model is judged the same way as "
-                  "a second condition, to show which yardstick the emulation follows.",
+                  "a coupled --cc: lia, balia or olia); the max-min model is judged the "
+                  "same way as a second condition, to show which yardstick the emulation "
+                  "follows.",
            measure=agrees_with_model, select=_MEASURED,
            because="the emulated lia does not pool: uncoupled reno subflows in its place "
                    "(same seed, paired by repetition) give Jellyfish / fat tree 0.846 "

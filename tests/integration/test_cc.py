@@ -8,8 +8,10 @@ is registered and made the root namespace's default before the namespaces exist 
 inherit it), and both are undone afterwards, with the run ledger recording them meanwhile.
 
     (a) one bottleneck shared by an MPTCP connection of 2 subflows and one TCP flow: coupled
-        (lia, balia) the connection takes at most 1.2x the TCP flow; uncoupled (reno) about 2x
-    (b) two disjoint 10 Mb/s paths: lia's (balia's) two subflows use at least 1.7 links' worth
+        (lia, balia, olia) the connection takes at most 1.2x the TCP flow; uncoupled (reno)
+        about 2x
+    (b) two disjoint 10 Mb/s paths: lia's (balia's, olia's) two subflows use at least 1.7
+        links' worth
     (c) dctcp negotiates ECN by itself (ss shows it on both ends), reno does not
     (d) a registration dies with its process, SIGKILL included
 
@@ -308,7 +310,19 @@ def test_balia_shares_a_bottleneck_with_tcp_as_one_flow():
     assert r["ratio"] <= 1.2, r
 
 
-@pytest.mark.parametrize("name", ["lia", "balia"])
+def test_olia_shares_a_bottleneck_with_tcp_as_one_flow():
+    """On one path OLIA's subflows are all best and all largest alike (alpha 0), and its
+    first term gives the connection one TCP's increase, so on a shared bottleneck it takes
+    no more than LIA's bound."""
+    r = shared_bottleneck("olia")
+    print(json.dumps(r))
+    assert r["subflows"] == 2 and r["subflow_ccs"] == ["olia"], r
+    assert r["mptcp_mbps"] + r["tcp_mbps"] > 0.85 * RATE, r
+    assert r["stats"]["coupled_acks"] > 1000 and r["stats"]["plain_acks"] > 100, r
+    assert r["ratio"] <= 1.2, r
+
+
+@pytest.mark.parametrize("name", ["lia", "balia", "olia"])
 def test_coupled_control_uses_two_disjoint_paths(name):
     """snd (two interfaces) -> router -> dst over two links, each path's own 10 Mb/s link
     (the router sends what comes from snd's second address over the second link)."""
@@ -399,7 +413,7 @@ time.sleep(120)
 """
 
 
-@pytest.mark.parametrize("name", ["lia", "balia", "dctcp"])
+@pytest.mark.parametrize("name", ["lia", "balia", "olia", "dctcp"])
 def test_a_registration_dies_with_its_process(name):
     repo = Path(__file__).resolve().parents[2]
     with ExitStack() as stack:

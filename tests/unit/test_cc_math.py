@@ -30,6 +30,8 @@ def lib(tmp_path_factory):  # type: ignore[no-untyped-def]
     for fn in (so.balia_ai_window, so.balia_ssthresh):
         fn.restype = ctypes.c_uint32
         fn.argtypes = [ctypes.POINTER(ctypes.c_uint32)] * 2 + [ctypes.c_uint32]
+    so.olia_increment_q32.restype = ctypes.c_int64
+    so.olia_increment_q32.argtypes = [ctypes.POINTER(ctypes.c_uint32)] * 3 + [ctypes.c_uint32]
     so.dctcp_alpha_update.restype = ctypes.c_uint32
     so.dctcp_alpha_update.argtypes = [ctypes.c_uint32] * 3
     so.dctcp_ssthresh.restype = ctypes.c_uint32
@@ -216,6 +218,96 @@ def test_balia_matches_the_paper_on_random_connections(lib):
         keep = cwnd[r] - cwnd[r] / 2 * min(max(x) / x[r], 1.5)
         assert abs(balia(lib, "balia_ssthresh", cwnd, rtt, r) - max(keep, 2)) <= 1, \
             (cwnd, rtt, r)
+
+
+# -- OLIA: hand-worked values --------------------------------------------------------------
+
+Q32 = 1 << 32
+
+
+def olia(lib, cwnd: list[int], rtt_us: list[int], ell: list[int],  # type: ignore[no-untyped-def]
+         self: int) -> float:
+    """olia_increment_q32 of subflow ``self`` in packets per packet acked."""
+    arr = ctypes.c_uint32 * N
+    pad = [0] * (N - len(cwnd))
+    return int(lib.olia_increment_q32(arr(*cwnd, *pad), arr(*rtt_us, *pad),
+                                      arr(*ell, *pad), self)) / Q32
+
+
+def paper_olia(cwnd: list[int], rtt: list[float], ell: list[int], r: int) -> float:
+    """OLIA's increase per packet acked, as Khalili et al. write it, in floating point
+    (best paths by l / rtt^2 on the same integer grid as the C: rtt in 64-us steps)."""
+    n = len(cwnd)
+    first = (cwnd[r] / rtt[r] ** 2) / sum(w / t for w, t in zip(cwnd, rtt)) ** 2
+    score = [ell[i] / ((int(rtt[i]) >> 6) + 1) ** 2 for i in range(n)]
+    best = {i for i in range(n) if score[i] == max(score)}
+    top = {i for i in range(n) if cwnd[i] == max(cwnd)}
+    collected = best - top
+    if r in collected:
+        a = 1 / (n * len(collected))
+    elif r in top and collected:
+        a = -1 / (n * len(top))
+    else:
+        a = 0.0
+    return first + a / cwnd[r]
+
+
+def test_olia_lone_subflow_is_reno(lib):
+    # w / (w/r)^2 / r^2 = 1/w; one path is both best and largest: alpha 0
+    assert olia(lib, [10], [10_000], [100], 0) == pytest.approx(1 / 10, abs=1e-9)
+
+
+def test_olia_two_equal_subflows(lib):
+    # 10 / (20)^2 = 1/40 each; both best and both largest: alpha 0
+    for r in (0, 1):
+        assert olia(lib, [10, 10], [10_000, 10_000], [64, 64], r) == \
+            pytest.approx(1 / 40, abs=1e-9)
+
+
+def test_olia_moves_window_from_the_largest_to_the_best(lib):
+    # windows 10 and 30 at one RTT; subflow 0 has gone longer between losses (best), 1 is
+    # the largest.  Subflow 0: 10/40^2 + (1/2)/10 = 0.00625 + 0.05 = 0.05625;
+    # subflow 1: 30/40^2 - (1/2)/30 = 0.01875 - 0.016667 = 0.0020833
+    cwnd, rtt, ell = [10, 30], [10_000, 10_000], [500, 100]
+    assert olia(lib, cwnd, rtt, ell, 0) == pytest.approx(0.05625, abs=1e-6)
+    assert olia(lib, cwnd, rtt, ell, 1) == pytest.approx(0.0020833, abs=1e-6)
+    # the best subflow being also the largest: alpha 0 for both
+    ell = [100, 500]
+    assert olia(lib, cwnd, rtt, ell, 0) == pytest.approx(10 / 1600, abs=1e-6)
+    assert olia(lib, cwnd, rtt, ell, 1) == pytest.approx(30 / 1600, abs=1e-6)
+
+
+def test_olia_shrinks_the_largest_subflow_when_another_is_best(lib):
+    # windows 10 and 12 at one RTT, subflow 0 best: subflow 1 gets 12/22^2 - (1/2)/12
+    # = 0.024793 - 0.041667 < 0 (its window shrinks), subflow 0 10/22^2 + (1/2)/10
+    got = olia(lib, [10, 12], [10_000, 10_000], [900, 10], 1)
+    assert got == pytest.approx(12 / 22 ** 2 - 0.5 / 12, abs=1e-6) and got < 0
+    assert olia(lib, [10, 12], [10_000, 10_000], [900, 10], 0) == \
+        pytest.approx(10 / 22 ** 2 + 0.5 / 10, abs=1e-6)
+
+
+def test_olia_unequal_rtts(lib):
+    # windows 10, 10; RTTs 10 and 20 ms, equal l: subflow 0 (shorter RTT) is best, both
+    # largest, so alpha 0.  First term: w_r/r_r^2 / (10/10 + 10/20)^2 (RTT in ms)
+    for r, t in ((0, 10.0), (1, 20.0)):
+        want = (10 / t ** 2) / (1.5 ** 2)
+        assert olia(lib, [10, 10], [10_000, 20_000], [100, 100], r) == \
+            pytest.approx(want, rel=1e-3)
+
+
+def test_olia_empty_slot_gives_zero(lib):
+    assert olia(lib, [10, 0], [10_000, 0], [1, 0], 1) == 0
+
+
+def test_olia_matches_the_paper_on_random_connections(lib):
+    rng = random.Random(2012)
+    for cwnd, rtt in random_connections(2012):
+        ell = [rng.randint(1, 1 << 20) for _ in cwnd]
+        for r in range(len(cwnd)):
+            want = paper_olia(cwnd, [float(t) for t in rtt], ell, r)
+            got = olia(lib, cwnd, rtt, ell, r)
+            # the first term is truncated twice in Q32 and its denominator in Q10
+            assert abs(got - want) <= 1e-3 * abs(want) + 4e-9, (cwnd, rtt, ell, r, got, want)
 
 
 # -- DCTCP: hand-worked values ------------------------------------------------------------

@@ -275,8 +275,8 @@ def test_fairness_claims_on_the_tcp_like_model_at_k4_and_paper_scale(run_folder,
         "TCP-like model, k=4"
     assert by["mean-tcp-k4"].measured == "Jellyfish/fat tree mean 0.820"
     assert by["mean-tcp-paper"].verdict == C.NOT_MEASURED     # no k=10 run
-    # under a coupled control (lia, balia) the TCP-like model is the coupled one
-    for cc in ("lia", "balia"):
+    # under a coupled control (lia, balia, olia) the TCP-like model is the coupled one
+    for cc in ("lia", "balia", "olia"):
         coupled = run_folder("fairness", {"flows.csv": _fair_rows(
             ft, ft, norm_bwm=0.8, norm_iperf=0.8, norm_model_tcp=1.0,
             norm_model_tcp_coupled=0.82)},

@@ -213,6 +213,87 @@ CC_FN __u32 balia_ssthresh(const __u32 *cwnd, const __u32 *rtt_us, __u32 self)
 	return w < cut + 2 ? 2 : (__u32)(w - cut);
 }
 
+/* OLIA (Khalili, Gast, Popovic and Le Boudec, "MPTCP is not Pareto-optimal", CoNEXT 2012;
+ * IEEE/ACM ToN 2013): on each packet acked on subflow r its window grows by
+ *
+ *   (w_r / rtt_r^2) / (sum_p w_p / rtt_p)^2  +  alpha_r / w_r
+ *
+ * where, with n subflows, M the subflows of largest window and B those of largest
+ * l_p / rtt_p^2 (l_p: bytes acked between the subflow's last two losses, or since its last
+ * loss if more: the best paths), alpha_r = 1 / (n |B \ M|) for r in B \ M, -1 / (n |M|) for
+ * r in M when B \ M is not empty, 0 otherwise.  The loss cut is Reno's.
+ *
+ * olia_increment_q32 returns that growth per packet acked in Q32 (2^32 = one packet),
+ * signed: alpha moves window from the largest subflows to the best ones.  The first term is
+ * w_r / D^2 with D = sum_p w_p rtt_r / rtt_p (packets, kept in Q10): a = (w_r << 42) / D is
+ * w_r / D in Q32 (< 2^32 since D >= w_r), then (a << 10) / D.  Best paths are compared by
+ * cross-multiplying l (KiB, capped at 2^24) and (rtt >> 6)^2 (rtt < 2^23 us, so < 2^34). */
+#define CC_OLIA_ELL_BITS 24
+
+/* 1 if a > b, for a, b < 2^63, branch-free (b - a wraps below 0 exactly then) */
+static inline __attribute__((always_inline)) __u64 cc_gt(__u64 a, __u64 b)
+{
+	__u64 v = b - a;
+
+	asm volatile("" : "+r"(v));
+	return (v >> 63) & 1;
+}
+
+/* The loops are branch-free (cc_gt, cc_nonzero), as LIA's: with a branch or two per slot
+ * the verifier walked past its 10^6 instructions. */
+CC_FN __s64 olia_increment_q32(const __u32 *cwnd, const __u32 *rtt_us, const __u32 *ell_kib,
+			       __u32 self)
+{
+	__u64 w, rr, d = 0, a, term, best_l = 0, best_r2 = 1, max_w = 0, n = 0, nb = 0, nm = 0,
+	      me_in_b = 0, me_in_m = 0, c, r, l, r2, on, rep, in_m, in_b, mine, i;
+	__u32 me = self & (CC_LIA_MAX_SUBFLOWS - 1);
+	__s64 inc;
+
+	w = cc_sat(cwnd[me], CC_CWND_BITS);
+	if (!w)
+		return 0;
+	rr = cc_sat(rtt_us[me], CC_RTT_BITS);
+	rr += 1 - cc_nonzero(rr);
+	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
+		c = cc_sat(cwnd[i], CC_CWND_BITS);
+		r = cc_sat(rtt_us[i], CC_RTT_BITS);
+		l = cc_sat(ell_kib[i], CC_OLIA_ELL_BITS);
+		r2 = ((r >> 6) + 1) * ((r >> 6) + 1);
+		on = cc_nonzero(c);
+		r += 1 - cc_nonzero(r);
+		n += on;
+		d += (c * (rr << 10)) / r;		/* < 2^16 * 2^33; 0 for an empty slot */
+		max_w += cc_gt(c, max_w) * (c - max_w);
+		/* l / r2 > best_l / best_r2, cross-multiplied (each side < 2^24 * 2^34); the
+		 * first slot in use always takes the place */
+		rep = on * (cc_gt(l * best_r2, best_l * r2) | (1 - cc_nonzero(best_l)));
+		best_l += rep * (l - best_l);
+		best_r2 += rep * (r2 - best_r2);
+	}
+	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
+		c = cc_sat(cwnd[i], CC_CWND_BITS);
+		r = cc_sat(rtt_us[i], CC_RTT_BITS);
+		l = cc_sat(ell_kib[i], CC_OLIA_ELL_BITS);
+		r2 = ((r >> 6) + 1) * ((r >> 6) + 1);
+		on = cc_nonzero(c);
+		in_m = on & (1 - cc_nonzero(c ^ max_w));
+		in_b = on & (1 - cc_nonzero((l * best_r2) ^ (best_l * r2)));
+		mine = 1 - cc_nonzero(i ^ me);
+		nm += in_m;
+		nb += in_b & (1 - in_m);
+		me_in_b |= mine & in_b;
+		me_in_m |= mine & in_m;
+	}
+	a = (w << 42) / d;			/* d >= w << 10 > 0 */
+	term = (a << 10) / d;
+	inc = (__s64)term;
+	if (nb && me_in_b && !me_in_m)
+		inc += (__s64)((1ULL << 32) / (n * nb * w));
+	else if (nb && me_in_m)
+		inc -= (__s64)((1ULL << 32) / (n * nm * w));
+	return inc;
+}
+
 /* One DCTCP window's alpha update: acked and marked are the bytes acknowledged in the
  * window and those of them acknowledged with ECE. */
 CC_FN __u32 dctcp_alpha_update(__u32 alpha_q16, __u32 acked, __u32 marked)

@@ -17,7 +17,10 @@
  *
  * Built a second time with CC_BALIA defined (balia.bpf.c), the same program is "balia":
  * BALIA's increase (cc_math.h: balia_ai_window) and its loss cut (balia_ssthresh) over the
- * same slots, so that the two coupled controls differ only in their arithmetic.
+ * same slots, so that the two coupled controls differ only in their arithmetic.  Built with
+ * CC_OLIA (olia.bpf.c), it is "olia": each slot also holds the subflow's bytes between
+ * losses, and the window moves by OLIA's signed increase (cc_math.h: olia_increment_q32),
+ * counted in Q32 per socket; the loss cut is Reno's.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -34,8 +37,10 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
-#ifdef CC_BALIA
+#if defined(CC_BALIA)
 #define CC_NAME "balia"
+#elif defined(CC_OLIA)
+#define CC_NAME "olia"
 #else
 #define CC_NAME "lia"
 #endif
@@ -49,6 +54,9 @@ struct lia_conn {
 	__u64 sk[CC_LIA_MAX_SUBFLOWS];
 	__u32 cwnd[CC_LIA_MAX_SUBFLOWS];
 	__u32 srtt_us[CC_LIA_MAX_SUBFLOWS];
+#ifdef CC_OLIA
+	__u32 ell_kib[CC_LIA_MAX_SUBFLOWS];	/* OLIA: KiB acked between losses (see lia_sk) */
+#endif
 };
 
 struct {
@@ -83,6 +91,11 @@ struct lia_sk {
 	__u64 conn;	/* 0: not (yet) attached to a connection entry */
 	__u8 slot;
 	__u8 plain;	/* not an MPTCP subflow: Reno */
+#ifdef CC_OLIA
+	__u64 since;	/* bytes acked since the last loss */
+	__u64 between;	/* bytes acked between the last two losses */
+	__s64 cnt;	/* OLIA's growth not yet applied, Q32 packets (signed) */
+#endif
 };
 
 SEC("struct_ops/lia_init")
@@ -94,6 +107,11 @@ void BPF_PROG(lia_init, struct sock *sk)
 	ca->conn = 0;
 	ca->slot = NO_SLOT;
 	ca->plain = !((struct tcp_sock *)sk)->is_mptcp;
+#ifdef CC_OLIA
+	ca->since = 0;
+	ca->between = 0;
+	ca->cnt = 0;
+#endif
 	st = only_entry(&stats);
 	if (st && ca->plain)
 		st->init_plain++;
@@ -101,9 +119,10 @@ void BPF_PROG(lia_init, struct sock *sk)
 		st->init_mptcp++;
 }
 
-/* This subflow's connection entry, its slot refreshed with the current cwnd and srtt, and
- * a snapshot of every slot taken under the entry's lock; 0 if the subflow has none. */
-static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt)
+/* This subflow's connection entry, its slot refreshed with the current cwnd and srtt (OLIA:
+ * and its bytes between losses, into ``ell``), and a snapshot of every slot taken under the
+ * entry's lock; 0 if the subflow has none. */
+static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt, __u32 *ell)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	struct lia_sk *ca = inet_csk_ca(sk);
@@ -113,6 +132,12 @@ static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt
 	__u64 key = ca->conn, me = (__u64)sk;
 	__u32 my_cwnd = tp->snd_cwnd, my_rtt = tp->srtt_us >> 3;
 	int i, slot = -1;
+#ifdef CC_OLIA
+	__u64 l = ca->since > ca->between ? ca->since : ca->between;
+	__u32 my_ell = (l >> 10) > 0xffffffffULL ? 0xffffffff : (__u32)(l >> 10);
+#else
+	(void)ell;
+#endif
 
 	/* A subflow with no RTT sample yet (ssthresh runs when a joining subflow's SYN times
 	 * out: tcp_enter_loss) takes no slot: it would stand in every sibling's snapshot as a
@@ -163,10 +188,16 @@ static __always_inline int lia_snapshot(struct sock *sk, __u32 *cwnd, __u32 *rtt
 	if (slot >= 0) {
 		c->cwnd[slot] = my_cwnd ? my_cwnd : 1;
 		c->srtt_us[slot] = my_rtt ? my_rtt : 1;
+#ifdef CC_OLIA
+		c->ell_kib[slot] = my_ell;
+#endif
 	}
 	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
 		cwnd[i] = c->sk[i] ? c->cwnd[i] : 0;
 		rtt[i] = c->srtt_us[i];
+#ifdef CC_OLIA
+		ell[i] = c->sk[i] ? c->ell_kib[i] : 0;
+#endif
 	}
 	bpf_spin_unlock(&c->lock);
 	ca->slot = slot < 0 ? NO_SLOT : slot;
@@ -179,12 +210,16 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	struct lia_sk *ca = inet_csk_ca(sk);
 	struct lia_stats *st = only_entry(&stats);
-	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], w;
+	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], ell[CC_LIA_MAX_SUBFLOWS], w;
 	int coupled;
-#ifndef CC_BALIA
+#if !defined(CC_BALIA) && !defined(CC_OLIA)
 	__u32 total = 0;
 	__u64 alpha;
 	int i;
+#endif
+#ifdef CC_OLIA
+	__s64 inc;
+	__u32 grow;
 #endif
 
 	if (ca->plain) {
@@ -193,8 +228,11 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		tcp_reno_cong_avoid(sk, ack, acked);
 		return;
 	}
+#ifdef CC_OLIA
+	ca->since += (__u64)acked * tp->mss_cache;
+#endif
 	/* the snapshot refreshes this subflow's slot in slow start too, so its peers see it */
-	coupled = lia_snapshot(sk, cwnd, rtt);
+	coupled = lia_snapshot(sk, cwnd, rtt, ell);
 	if (st && !coupled && ca->conn)
 		st->no_slot++;
 	else if (st && !coupled)
@@ -217,8 +255,28 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 		return;
 	}
-#ifdef CC_BALIA
+#if defined(CC_BALIA)
 	w = balia_ai_window(cwnd, rtt, ca->slot);
+#elif defined(CC_OLIA)
+	/* OLIA's growth is signed: it is counted here, and the window moves by whole packets,
+	 * down to 2 (TCP's own floor after a loss) */
+	inc = olia_increment_q32(cwnd, rtt, ell, ca->slot);
+	ca->cnt += (__s64)acked * inc;
+	if (st)
+		st->coupled_acks++;
+	if (ca->cnt >= (1LL << 32)) {
+		grow = (__u32)(ca->cnt >> 32);
+		ca->cnt -= (__s64)grow << 32;
+		if (grow > tp->snd_cwnd_clamp - tp->snd_cwnd)
+			grow = tp->snd_cwnd_clamp > tp->snd_cwnd ?
+			       tp->snd_cwnd_clamp - tp->snd_cwnd : 0;
+		tp->snd_cwnd += grow;
+	} else if (ca->cnt <= -(1LL << 32)) {
+		ca->cnt += 1LL << 32;
+		if (tp->snd_cwnd > 2)
+			tp->snd_cwnd--;
+	}
+	return;
 #else
 	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++)
 		total += cwnd[i];
@@ -233,13 +291,21 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops/lia_ssthresh")
 __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 {
+#ifdef CC_OLIA
+	/* a loss: the bytes since the last one become the interval between the last two */
+	struct lia_sk *oca = inet_csk_ca(sk);
+
+	oca->between = oca->since;
+	oca->since = 0;
+	oca->cnt = 0;
+#endif
 #ifdef CC_BALIA
 	/* BALIA cuts by how much faster the connection's fastest subflow is than this one
 	 * (lia_snapshot leaves out a subflow without an RTT sample: Reno's cut then) */
-	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS];
+	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], ell[CC_LIA_MAX_SUBFLOWS];
 	struct lia_sk *ca = inet_csk_ca(sk);
 
-	if (!ca->plain && lia_snapshot(sk, cwnd, rtt))
+	if (!ca->plain && lia_snapshot(sk, cwnd, rtt, ell))
 		return balia_ssthresh(cwnd, rtt, ca->slot);
 #endif
 	return tcp_reno_ssthresh(sk);
@@ -271,6 +337,9 @@ void BPF_PROG(lia_release, struct sock *sk)
 			c->sk[i] = 0;
 			c->cwnd[i] = 0;
 			c->srtt_us[i] = 0;
+#ifdef CC_OLIA
+			c->ell_kib[i] = 0;
+#endif
 		}
 		if (c->sk[i])
 			left++;
@@ -283,8 +352,10 @@ void BPF_PROG(lia_release, struct sock *sk)
 
 /* the map's name is the control's (emulator/cc.py finds it by name) */
 SEC(".struct_ops")
-#ifdef CC_BALIA
+#if defined(CC_BALIA)
 struct tcp_congestion_ops balia = {
+#elif defined(CC_OLIA)
+struct tcp_congestion_ops olia = {
 #else
 struct tcp_congestion_ops lia = {
 #endif
