@@ -299,24 +299,15 @@ def test_lia_shares_a_bottleneck_with_tcp_as_one_flow_uncoupled_takes_twice():
 
 # -- (b) two disjoint paths --------------------------------------------------------------
 
-def test_balia_shares_a_bottleneck_with_tcp_as_one_flow():
+@pytest.mark.parametrize("name", ["balia", "olia"])
+def test_balia_and_olia_share_a_bottleneck_with_tcp_as_one_flow(name):
     """BALIA's increase equals LIA's on equal subflows of one path, and its loss cut is at
-    least Reno's, so on a shared bottleneck it takes no more than LIA's bound."""
-    r = shared_bottleneck("balia")
+    least Reno's; on one path OLIA's subflows are all best and all largest alike (alpha
+    0), and its first term gives the connection one TCP's increase.  So on a shared
+    bottleneck neither takes more than LIA's bound."""
+    r = shared_bottleneck(name)
     print(json.dumps(r))
-    assert r["subflows"] == 2 and r["subflow_ccs"] == ["balia"], r
-    assert r["mptcp_mbps"] + r["tcp_mbps"] > 0.85 * RATE, r
-    assert r["stats"]["coupled_acks"] > 1000 and r["stats"]["plain_acks"] > 100, r
-    assert r["ratio"] <= 1.2, r
-
-
-def test_olia_shares_a_bottleneck_with_tcp_as_one_flow():
-    """On one path OLIA's subflows are all best and all largest alike (alpha 0), and its
-    first term gives the connection one TCP's increase, so on a shared bottleneck it takes
-    no more than LIA's bound."""
-    r = shared_bottleneck("olia")
-    print(json.dumps(r))
-    assert r["subflows"] == 2 and r["subflow_ccs"] == ["olia"], r
+    assert r["subflows"] == 2 and r["subflow_ccs"] == [name], r
     assert r["mptcp_mbps"] + r["tcp_mbps"] > 0.85 * RATE, r
     assert r["stats"]["coupled_acks"] > 1000 and r["stats"]["plain_acks"] > 100, r
     assert r["ratio"] <= 1.2, r

@@ -239,6 +239,18 @@ static inline __attribute__((always_inline)) __u64 cc_gt(__u64 a, __u64 b)
 	return (v >> 63) & 1;
 }
 
+/* Slot i as OLIA reads it: window and RTT clamped as everywhere, l in KiB capped at 2^24,
+ * and (rtt in 64-us steps, from 1)^2 for comparing l / rtt^2. */
+static inline __attribute__((always_inline)) void
+olia_slot(const __u32 *cwnd, const __u32 *rtt_us, const __u32 *ell_kib, __u64 i, __u64 *c,
+	  __u64 *r, __u64 *l, __u64 *r2)
+{
+	*c = cc_sat(cwnd[i], CC_CWND_BITS);
+	*r = cc_sat(rtt_us[i], CC_RTT_BITS);
+	*l = cc_sat(ell_kib[i], CC_OLIA_ELL_BITS);
+	*r2 = ((*r >> 6) + 1) * ((*r >> 6) + 1);
+}
+
 /* The loops are branch-free (cc_gt, cc_nonzero), as LIA's: with a branch or two per slot
  * the verifier walked past its 10^6 instructions. */
 CC_FN __s64 olia_increment_q32(const __u32 *cwnd, const __u32 *rtt_us, const __u32 *ell_kib,
@@ -255,10 +267,7 @@ CC_FN __s64 olia_increment_q32(const __u32 *cwnd, const __u32 *rtt_us, const __u
 	rr = cc_sat(rtt_us[me], CC_RTT_BITS);
 	rr += 1 - cc_nonzero(rr);
 	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
-		c = cc_sat(cwnd[i], CC_CWND_BITS);
-		r = cc_sat(rtt_us[i], CC_RTT_BITS);
-		l = cc_sat(ell_kib[i], CC_OLIA_ELL_BITS);
-		r2 = ((r >> 6) + 1) * ((r >> 6) + 1);
+		olia_slot(cwnd, rtt_us, ell_kib, i, &c, &r, &l, &r2);
 		on = cc_nonzero(c);
 		r += 1 - cc_nonzero(r);
 		n += on;
@@ -271,10 +280,7 @@ CC_FN __s64 olia_increment_q32(const __u32 *cwnd, const __u32 *rtt_us, const __u
 		best_r2 += rep * (r2 - best_r2);
 	}
 	for (i = 0; i < CC_LIA_MAX_SUBFLOWS; i++) {
-		c = cc_sat(cwnd[i], CC_CWND_BITS);
-		r = cc_sat(rtt_us[i], CC_RTT_BITS);
-		l = cc_sat(ell_kib[i], CC_OLIA_ELL_BITS);
-		r2 = ((r >> 6) + 1) * ((r >> 6) + 1);
+		olia_slot(cwnd, rtt_us, ell_kib, i, &c, &r, &l, &r2);
 		on = cc_nonzero(c);
 		in_m = on & (1 - cc_nonzero(c ^ max_w));
 		in_b = on & (1 - cc_nonzero((l * best_r2) ^ (best_l * r2)));
