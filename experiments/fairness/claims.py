@@ -149,9 +149,9 @@ BASE = [
                    "independent-subflow TCP-like model 0.874, only a pooled (coupled) "
                    "allocation 0.954; the ablation: uncoupled reno subflows in place of "
                    "lia give 0.846 against 0.830 (mean of 5 repetitions' ratios, paired "
-                   "by seed); BALIA, started without the servers' own subflows that "
-                   "refused joins (2026-11-28), gives 0.902 against lia's 0.841 on the same "
-                   "day (+0.061, sd 0.091), nearer the pooled 0.96 but still under it "
+                   "by seed); BALIA in its place gave 0.812, 0.902 and 0.836 in three runs "
+                   "(the last two same-day with a lia at 0.841), OLIA 0.844: no emulated "
+                   "coupled control reliably lifts Jellyfish toward the pooled 0.96 "
                    "(docs/results/000-permutation-fairness.md, "
                    "results/reference/fairness-ablation)"),
     _claim(key="rank", text="Jellyfish + k-shortest paths matches the fat tree + ECMP at "
@@ -273,13 +273,12 @@ CLAIMS = [
                    "(same seed, paired by repetition) give Jellyfish / fat tree 0.846 "
                    "against lia's 0.830 (lia minus reno -0.017, sd 0.083 over 5 pairs), and "
                    "with reno the emulation agrees with its own (independent-subflow) "
-                   "TCP-like model within 2.8 %; LIA's arithmetic is part of it: BALIA, "
-                   "which shifts more of a connection to its faster subflows, run the same "
-                   "day as lia with MPTCP's start-up guard, gives 0.902 against lia's "
-                   "0.841 (balia minus lia +0.061, sd 0.091, 5 pairs) and comes within "
-                   "6.4 % of its coupled model, lia 12.6 %; OLIA the same day gives 0.844 "
-                   "(olia minus lia +0.003, sd 0.079), 10.7 % under; the coupled model's "
-                   "pooled allocation is one no emulated coupled control reaches "
+                   "TCP-like model within 2.8 %; nor is it LIA's arithmetic alone: on the "
+                   "same day, with MPTCP's start-up guard, lia misses its coupled model by "
+                   "12.6 %, two BALIA runs (which shift more of a connection to its faster "
+                   "subflows) by 6.4 and 13.2 % (balia minus lia +0.061, sd 0.091, then "
+                   "-0.005, sd 0.032), OLIA by 10.7 % (+0.003): the coupled model's pooled "
+                   "allocation is one no emulated coupled control reliably reaches "
                    "(results/reference/fairness-ablation)",
            conditions=lambda _runs: [TCP_LIKE_COND, MAXMIN_COND],
            needs="an emulated fairness run with --tcp-model propfair (or mpd)"),
