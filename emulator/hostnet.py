@@ -116,8 +116,10 @@ def mptcp_endpoints(topo: Topology, host_pids: dict[str, int], host_intf: dict[s
                 lines.append(f"rule add from {ip} ipproto tcp dport {ports} prohibit "
                              f"priority {GUARD_RULE_PRIORITY}")
         check(in_ns(pid, ["ip", "-batch", "-"]), input_text="\n".join(lines) + "\n")
-    return {"mptcp_server_subflows": f"refused at connect (to ports {ports})" if guard and
-            extra else "allowed"}
+    if not extra:
+        return {"mptcp_server_subflows": "none (no extra endpoints)"}
+    return {"mptcp_server_subflows": f"refused at connect (to ports {ports})" if guard
+            else "allowed"}
 
 
 def host_forwarding(topo: GrinTopology, host_pids: dict[str, int], host_intf: dict[str, str],

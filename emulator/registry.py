@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,10 @@ def clean_state(state: dict[str, Any]) -> list[str]:
     return done
 
 
+#: a ledger's .tmp younger than this may be a save in progress: left alone
+PARTIAL_SAVE_AGE_S = 10.0
+
+
 def adopt_partial_saves(force: bool = False) -> list[str]:
     """A run that died between writing its ledger's ``.tmp`` (Registry.save) and renaming it
     left its latest state there: take that as the ledger when it is whole JSON and its
@@ -168,12 +173,18 @@ def adopt_partial_saves(force: bool = False) -> list[str]:
     done: list[str] = []
     for tmp in sorted(STATE_DIR.glob("*.tmp")):
         try:
+            if time.time() - tmp.stat().st_mtime < PARTIAL_SAVE_AGE_S:
+                continue        # a save in progress (it takes microseconds)
             state = json.loads(tmp.read_text())
+            if not isinstance(state, dict):
+                raise ValueError("not a ledger")
+        except FileNotFoundError:
+            continue            # renamed meanwhile by its run
         except (OSError, ValueError):
             tmp.unlink(missing_ok=True)
             done.append(f"removed the partial ledger {tmp.name}")
             continue
-        pid = state.get("pid", -1) if isinstance(state, dict) else -1
+        pid = state.get("pid", -1)
         if pid_alive(pid) and pid != os.getpid() and not force:
             continue            # its run is alive: it renames the file itself
         tmp.replace(tmp.with_suffix(".json"))

@@ -320,8 +320,8 @@ def test_a_held_lock_is_waited_for_only_so_long(tmp_path):
 
 def test_a_ledger_left_half_saved_is_taken_or_dropped(tmp_path, monkeypatch):
     """A run that died between writing its ledger's .tmp and renaming it: the clean takes a
-    whole .tmp as the ledger (its owner is dead), drops a torn one, and leaves the .tmp of
-    a live run alone."""
+    whole .tmp as the ledger (its owner is dead), drops a torn one, and leaves alone the
+    .tmp of a live run and one written in the last seconds (a save in progress)."""
     import json
 
     from emulator import registry
@@ -333,8 +333,13 @@ def test_a_ledger_left_half_saved_is_taken_or_dropped(tmp_path, monkeypatch):
                                                    "veths": ["v1"]}))
     (tmp_path / "r2-0.tmp").write_text('{"run": "r2-0", "pi')
     (tmp_path / "r3-0.tmp").write_text(json.dumps({"run": "r3-0", "pid": os.getppid()}))
+    (tmp_path / "r4-0.tmp").write_text('{"run": "r4-0", "pi')     # a save in progress
+    old = time.time() - 60
+    for name in ("r1-0", "r2-0", "r3-0"):
+        os.utime(tmp_path / f"{name}.tmp", (old, old))
     done = registry.adopt_partial_saves()
     assert json.loads((tmp_path / "r1-0.json").read_text())["veths"] == ["v1"]
     assert not (tmp_path / "r1-0.tmp").exists() and not (tmp_path / "r2-0.tmp").exists()
     assert (tmp_path / "r3-0.tmp").exists() and not (tmp_path / "r3-0.json").exists()
+    assert (tmp_path / "r4-0.tmp").exists()
     assert len(done) == 2, done
