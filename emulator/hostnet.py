@@ -99,13 +99,15 @@ def mptcp_endpoints(topo: Topology, host_pids: dict[str, int], host_intf: dict[s
     extra = subflows - 1
     static_arp(topo, host_pids, host_intf, extra=extra)
     ports = ""
+    if guard and extra:
+        # every host is a namespace dcrepro made, with the kernel's default range: one look
+        first = next(iter(host_pids.values()))
+        lo, hi = check(in_ns(first, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])).split()
+        ports = f"{lo}-{hi}"
     for h, pid in host_pids.items():
         intf = host_intf[h]
         lines = ["mptcp endpoint flush",
                  f"mptcp limits set subflow {extra} add_addr_accepted {extra}"]
-        if guard and extra:
-            lo, hi = check(in_ns(pid, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])).split()
-            ports = f"{lo}-{hi}"
         for ip in topo.extra_ips(h, extra):
             # without `dev` when guarded: a subflow bound to its device ignores a failed
             # route lookup (IPv4 then assumes the peer is on link), so the rule would not
