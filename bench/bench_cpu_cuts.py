@@ -23,8 +23,10 @@ variant's runs only (restored after each), a comma list of: ``fifo``, the kernel
 threads (ksoftirqd/N) at SCHED_FIFO priority 1, so that softirq work the kernel defers to
 them no longer waits behind the hosts' processes; ``net.core.NAME=N``, that sysctl;
 ``batch=N``, the run's own ``--softirq-batch N`` (which sets net.core.dev_weight and
-netdev_budget itself while the network is up, over any sysctl given here), e.g.
-``fifo:bpf:htb:auto::fifo`` or ``kernel:bpf:htb:auto::batch=0``.
+netdev_budget itself while the network is up, over any sysctl given here); ``lowat=N``,
+the run's own ``--rcvlowat N`` (receivers woken once per N bytes), e.g.
+``fifo:bpf:htb:auto::fifo``, ``kernel:bpf:htb:auto::batch=0`` or
+``lowat:bpf:htb:auto::lowat=16384``.
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -96,10 +98,10 @@ def parse_variant(text: str) -> Variant:
     idle, _, rest = rest.partition(":")
     rev, _, machine = rest.partition(":")
     bad = [t for t in machine.split(",") if t and t != "fifo"
-           and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+", t)]
+           and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+|lowat=\d+", t)]
     if not label or not dataplane or ":" in machine or bad:
         raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
-                         "[:fifo,net.core.NAME=N,batch=N,...]]]]")
+                         "[:fifo,net.core.NAME=N,batch=N,lowat=N,...]]]]")
     return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
 
 
@@ -107,7 +109,7 @@ def parse_variant(text: str) -> Variant:
 def machine_tweaks(spec: str) -> Iterator[None]:
     """The variant's machine changes for the block, undone after (also on errors): each
     ``net.core.NAME=N`` sysctl set and restored, ``fifo`` as softirq_threads (``batch=N``
-    is the run's own flag: one() passes it)."""
+    and ``lowat=N`` are the run's own flags: one() passes them)."""
     tweaks = spec.split(",")
     saved: dict[Path, str] = {}
     try:
@@ -261,6 +263,8 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
     cmd += [f"--softirq-batch={t.split('=')[1]}" for t in v.machine.split(",")
             if t.startswith("batch=")]
+    cmd += [f"--rcvlowat={t.split('=')[1]}" for t in v.machine.split(",")
+            if t.startswith("lowat=")]
     sampler = ProgSampler()
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S), machine_tweaks(v.machine), \

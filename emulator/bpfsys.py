@@ -17,6 +17,9 @@ from collections.abc import Iterator
 BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM = 1, 2, 3
 BPF_MAP_GET_NEXT_KEY, BPF_OBJ_GET = 4, 7
 BPF_PROG_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD, BPF_RAW_TRACEPOINT_OPEN = 13, 15, 17
+BPF_LINK_CREATE = 28
+#: attach types (enum bpf_attach_type)
+BPF_CGROUP_SOCK_OPS = 3
 BPF_ANY = 0
 
 _SYSCALL_NR = {"x86_64": 321, "aarch64": 280}
@@ -46,6 +49,12 @@ class _InfoAttr(ctypes.Structure):
 class _RawTpAttr(ctypes.Structure):
     _fields_ = [("name", ctypes.c_uint64), ("prog_fd", ctypes.c_uint32),
                 ("pad", ctypes.c_uint32), ("cookie", ctypes.c_uint64)]
+
+
+class _LinkCreateAttr(ctypes.Structure):
+    _fields_ = [("prog_fd", ctypes.c_uint32), ("target_fd", ctypes.c_uint32),
+                ("attach_type", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("pad", ctypes.c_uint64 * 4)]
 
 
 class MapInfo(ctypes.Structure):
@@ -238,6 +247,13 @@ def raw_tracepoint_open(name: str | None, prog_fd: int) -> int:
     raw = name.encode() + b"\0"
     buf = ctypes.create_string_buffer(raw, len(raw))
     return _bpf(BPF_RAW_TRACEPOINT_OPEN, _RawTpAttr(name=ctypes.addressof(buf), prog_fd=prog_fd))
+
+
+def link_create(prog_fd: int, target_fd: int, attach_type: int) -> int:
+    """Attach a program to ``target_fd`` (a cgroup's directory, for cgroup programs) by a
+    bpf_link; the attachment lives while the returned fd is open."""
+    return _bpf(BPF_LINK_CREATE, _LinkCreateAttr(prog_fd=prog_fd, target_fd=target_fd,
+                                                 attach_type=attach_type))
 
 
 def attach_pinned(path: str) -> int:

@@ -440,6 +440,25 @@ class Emulation:
         result["worst_links"] = sorted(({"link": n, **s} for n, s in busy.items()),
                                        key=lambda r: r["within_10pct"])[:3]
 
+    @contextmanager
+    def receiver_lowat(self, lowat: int, ports: tuple[int, int]) -> Iterator[dict[str, Any]]:
+        """Receivers of passive TCP connections on local ports [lo, hi) of every host woken
+        once per ``lowat`` bytes while the body runs (emulator/rcvlowat.py: the user asked
+        for it, so a failure to load is the run's error).  The yielded dict gets the mark,
+        the ports and the program's counters on exit."""
+        from .rcvlowat import AFTER, ReceiverLowat
+        pin = BPFFS_DIR / f"{self.run_id}+rcvlowat"
+        assert self.registry is not None
+        self.registry.add("bpffs", [str(pin)])
+        result: dict[str, Any] = {"bytes": lowat, "after_bytes": AFTER, "ports": list(ports)}
+        marks = ReceiverLowat(self.host_pids.values(), ports, lowat, pin)
+        marks.__enter__()
+        try:       # entered above: a ``with`` here would load and attach it a second time
+            yield result
+            result.update(marks.counters())
+        finally:
+            marks.close()
+
     def trace(self, src: str, dst: str, five_tuple: dict[str, Any],
               proto: str = "tcp") -> list[str]:
         """The switch path of a 5-tuple, as the datapath forwards it."""

@@ -58,6 +58,11 @@ SHARED = {
     "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
     "wmem": (str, _buffers_help("wmem", "send", 4)),
     "rmem": (str, _buffers_help("rmem", "receive", 16, ", an MPTCP connection's included,")),
+    "rcvlowat": (int, "wake each TCP flow's receiving process once per this many bytes "
+                      "(SO_RCVLOWAT, set by a BPF sockops program once a connection has "
+                      "received 256 KiB) instead of once per segment: less CPU per packet "
+                      "(docs/measured.md), byte counts that lag the wire by up to this much; "
+                      "0: off; TCP flows and --backend emulated only"),
     "delay_us": (float, "propagation delay of every link, microseconds (--backend sim only)"),
     "jitter": (float, "each flow starts at a seeded uniform time in [0, jitter] s "
                       "(--backend sim only)"),
@@ -192,6 +197,16 @@ def validate(params: Mapping[str, Any]) -> None:
             if params.get("backend", "emulated") != "emulated":
                 raise ValueError(f"--{name} sets the emulated hosts' {what} buffers: use it "
                                  "with --backend emulated")
+    if params.get("rcvlowat"):
+        from emulator.rcvlowat import check
+        check(params["rcvlowat"])
+        if params.get("backend", "emulated") != "emulated":
+            raise ValueError("--rcvlowat changes when the emulated hosts' receivers wake: "
+                             "use it with --backend emulated")
+        if "mptcp" in str(params.get("transport", "")).split(","):
+            raise ValueError("--rcvlowat applies to TCP flows (an MPTCP connection wakes its "
+                             "reader by its own socket, not by its subflows'): use it with "
+                             "--transport tcp")
     if "subflows" in params and not 1 <= params["subflows"] <= 8:
         raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
                          f"{params['subflows']}")

@@ -94,13 +94,15 @@ class FlowParams(NetworkParams):
     """... and long-lived flows: how long each runs, what is trimmed from both ends of its
     measurement window, its TCP congestion control, the hosts' send and receive buffers
     (``wmem``, ``rmem``: net.ipv4.tcp_wmem and tcp_rmem as 'MIN,DEFAULT,MAX' bytes, '' = as
-    the root namespace has it)."""
+    the root namespace has it), and the TCP receivers' wake-up mark (``rcvlowat``: bytes,
+    0 = off; emulator/rcvlowat.py)."""
 
     duration: float = 60.0
     trim: float = 5.0
     cc: str = "cubic"
     wmem: str = ""
     rmem: str = ""
+    rcvlowat: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,10 @@ from topos.base import Topology
 
 from .common import parse_buffers
 from .runfolder import RunFolder
+
+#: the local ports --rcvlowat watches: iperf3's servers listen from traffic.BASE_PORT on,
+#: one port a flow (a unit test holds the two together)
+RECEIVER_PORTS = (5201, 5201 + 4096)
 
 
 def link_spec(params: Mapping[str, Any]) -> LinkSpec:
@@ -82,7 +86,11 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
         s.facts["ping_s"] = round(time.monotonic() - t, 2)
         for name in ("wmem", "rmem"):
             s.facts[f"hosts_tcp_{name}"] = set_buffers(emu, name, str(params.get(name) or ""))
-        yield s
+        with ExitStack() as stack:
+            if params.get("rcvlowat"):
+                s.facts["receiver_lowat"] = stack.enter_context(emu.receiver_lowat(
+                    int(params["rcvlowat"]), RECEIVER_PORTS))
+            yield s
         for fn in list(_OBSERVERS):
             fn(emu, label, s.flows)
         s.facts["qdisc_after"] = emu.verify_qdiscs()

@@ -48,3 +48,30 @@ def test_tbf_shaper_is_read_back_and_carries_the_links_rate(tmp_path):
         run_iperf(emu, flows, "tcp", duration=8, trim=2, out=tmp_path / "tcp")
     # the payload ceiling, not more: TBF charges the same frame bytes as HTB
     assert 0.9 * goodput_capacity(10) <= flows[0].iperf_mbps <= 1.01 * goodput_capacity(10)
+
+
+def test_rcvlowat_marks_only_data_connections_and_keeps_the_rate(tmp_path):
+    """--rcvlowat: of the two connections each iperf3 test makes to its server's port, only
+    the data connection passes 256 KiB and gets the mark (the control connection, whose
+    small messages a mark would stall, is watched and left alone); the flows still reach
+    a link's payload rate, and nothing stays attached after the block."""
+    import subprocess
+
+    from emulator.rcvlowat import cgroup2_root
+    from harness.session import RECEIVER_PORTS
+    topo = topos.build("fattree,k=4")
+    flows = [Flow(s, d) for s, d in PAIRS[:2]]
+    with Emulation(topo, routing.make_plan(topo, "ecmp"), LinkSpec(10, 100), tmp_path,
+                   "t-lowat", dataplane="bpf") as emu:
+        with emu.receiver_lowat(16384, RECEIVER_PORTS) as marks:
+            run_iperf(emu, flows, "tcp", duration=6, trim=1, out=tmp_path / "tcp")
+    assert marks["watched"] == 2 * len(flows), marks
+    assert marks["set"] == len(flows) and marks["failed"] == 0, marks
+    # (two ECMP flows may share a link: their sum, and neither above one link's ceiling)
+    assert sum(f.iperf_mbps for f in flows) >= 0.9 * goodput_capacity(10), flows
+    assert all(f.iperf_mbps <= 1.01 * goodput_capacity(10) for f in flows), flows
+    with open("/proc/self/mounts") as m:
+        root = cgroup2_root(m.read())
+    shown = subprocess.run(["bpftool", "cgroup", "show", str(root)],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and "dcrepro_rcvlowat" not in shown.stdout, shown

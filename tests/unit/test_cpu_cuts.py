@@ -102,8 +102,10 @@ def test_cuts_bench_variant_syntax():
     assert cuts.parse_variant("b:bpf:::x:fifo,net.core.dev_weight=16").machine == \
         "fifo,net.core.dev_weight=16"
     assert cuts.parse_variant("k:bpf::::batch=0").machine == "batch=0"
+    assert cuts.parse_variant("l:bpf::::batch=2,lowat=16384").machine == "batch=2,lowat=16384"
     for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more",
-                "x:bpf::::net.ipv4.tcp_mem=1", "x:bpf::::net.core.dev_weight=a"):
+                "x:bpf::::net.ipv4.tcp_mem=1", "x:bpf::::net.core.dev_weight=a",
+                "x:bpf::::lowat=16k"):
         with pytest.raises(ValueError):
             cuts.parse_variant(bad)
 

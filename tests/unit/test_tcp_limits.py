@@ -310,3 +310,37 @@ def test_softirq_batch_is_0_or_a_packet_count(one_line_error):
         with one_line_error(r"--softirq-batch must be 0 \(the kernel's own\) or 1..10000 "
                             f"packets, got {bad}"):
             common.validate({"softirq_batch": bad})
+
+
+def test_rcvlowat_is_0_or_bytes_and_for_emulated_tcp_flows_only(one_line_error):
+    """--rcvlowat (emulator/rcvlowat.py): 0 is off (the default), 1..1 MiB a mark; a model
+    or sim run has no receivers to wake, and an MPTCP connection's reader is woken by its
+    own socket, so both are one line naming the flag."""
+    from harness import common
+    from harness.params import FlowParams
+    assert FlowParams().rcvlowat == 0
+    common.validate({"rcvlowat": 0, "backend": "model", "transport": "mptcp"})
+    common.validate({"rcvlowat": 16384, "transport": "tcp"})
+    for bad in (-1, (1 << 20) + 1):
+        with one_line_error(rf"--rcvlowat must be 0 \(off\) or 1..1048576 bytes, got {bad}"):
+            common.validate({"rcvlowat": bad})
+    with one_line_error("--rcvlowat changes when the emulated hosts' receivers wake: use it "
+                        "with --backend emulated"):
+        common.validate({"rcvlowat": 16384, "backend": "model"})
+    with one_line_error("--rcvlowat applies to TCP flows"):
+        common.validate({"rcvlowat": 16384, "transport": "tcp,mptcp"})
+
+
+def test_rcvlowat_watches_the_ports_iperf3_listens_on():
+    """The session's port range starts where the iperf3 runner's servers do."""
+    from emulator.rcvlowat import CONFIG, cgroup2_root
+    from harness.session import RECEIVER_PORTS
+    from harness.traffic import BASE_PORT
+    assert RECEIVER_PORTS[0] == BASE_PORT and RECEIVER_PORTS[1] - BASE_PORT >= 1024
+    assert CONFIG.size == 24                        # struct config in rcvlowat.bpf.c
+    mounts = ("tmpfs /sys/fs/cgroup tmpfs rw 0 0\n"
+              "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
+              "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n")
+    assert cgroup2_root(mounts) == "/sys/fs/cgroup/unified"
+    assert cgroup2_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") == "/sys/fs/cgroup"
+    assert cgroup2_root(mounts.splitlines()[1]) is None
