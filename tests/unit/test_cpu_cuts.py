@@ -126,3 +126,20 @@ def test_cuts_bench_program_costs_over_the_switch_programs_window():
                    "switch_ns_per_packet_hop": 100.0, "probe_ns_per_run": 20.0,
                    "probe_runs_per_packet_hop": 2.5, "probe_ns_per_packet_hop": 50.0}
     assert cuts.window_costs(looks[:2]) == {}
+
+
+def test_release_latency_bench_reads_bpftraces_maps():
+    """bench_release_latency.parse: counters, and late releases by the context in their
+    stack (the first rule that matches)."""
+    from bench.bench_release_latency import parse
+    text = ("Attaching 4 probes...\n@fires: 900\n@fires_late: 3\n@late: 12\n"
+            "@late_same_cpu[0]: 2\n@late_same_cpu[1]: 10\n@late_stack[\n"
+            "    __qdisc_run+465\n    net_tx_action+464\n    run_ksoftirqd+47\n]: 4\n"
+            "@late_stack[\n    net_tx_action+464\n    __irq_exit_rcu+142\n]: 5\n"
+            "@late_stack[\n    __dev_queue_xmit+1401\n    __bpf_redirect+471\n]: 3\n"
+            "@releases: 1000\n@fired[0xffff1]: 5\n")
+    r = parse(text)
+    assert (r["fires"], r["fires_late"], r["releases"], r["late"]) == (900, 3, 1000, 12)
+    assert r["late_same_cpu"] == 10
+    assert r["late_by_context"] == {"softirq at an interrupt's exit": 5, "ksoftirqd": 4,
+                                    "transmit that found the qdisc idle": 3}
