@@ -184,8 +184,10 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
         reasons.append(f"CPU above 90 % in {sat:.0%} of samples")
     loss = meas.get("emulator_loss_share")
     if loss is not None and loss > SUSPECT_LOSS:
+        backlog = meas.get("backlog_drops") or 0
         reasons.append(f"the software switch lost {loss:.2%} of packets outside the "
-                       "tail-drop queues")
+                       "tail-drop queues" + (f" ({backlog} of them in the kernel's input "
+                                             "backlogs between hops)" if backlog else ""))
     gaps = gap_share(meas.get("dequeue_gaps"))
     n = gap_samples(meas.get("dequeue_gaps"))
     if gaps is not None and gaps < SUSPECT_GAPS and (n is None or n >= MIN_GAP_SAMPLES):

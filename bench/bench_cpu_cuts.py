@@ -65,6 +65,7 @@ from typing import Any, NamedTuple
 
 from dataplanes.bpf.switch import bpf_stats
 from emulator.proc import RunError, held_lock, run_group
+from harness.traffic import input_backlog_drops as backlog_drops
 
 REPO = Path(__file__).resolve().parent.parent
 #: how long one run may wait for --lock, and then take
@@ -167,16 +168,6 @@ def worktrees(revs: set[str], root: Path) -> Iterator[dict[str, Path]]:
         for where in trees.values():
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
                             str(where)], capture_output=True, timeout=120)
-
-
-def backlog_drops() -> int:
-    """Packets the kernel dropped because a CPU's input backlog was full, since boot (the
-    second column of /proc/net/softnet_stat, summed over CPUs; veth delivers through it)."""
-    try:
-        return sum(int(line.split()[1], 16)
-                   for line in Path("/proc/net/softnet_stat").read_text().splitlines())
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def prog_totals() -> dict[int, tuple[str, int, int]]:

@@ -358,7 +358,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
                       interval, mptcp=True) if transport == "mptcp" else None
     if msk is not None:
         msk.start()
-    before = port_counters(emu)
+    before, backlog0 = port_counters(emu), input_backlog_drops()
     times0 = cpu_times()
     pids = list(emu.host_pids.values())
     stack0 = stack_totals(pids)
@@ -384,6 +384,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
                     if msk is not None else []
                 stop_process(bwm)
     ports = counter_delta(before, port_counters(emu))
+    backlog = input_backlog_drops() - backlog0
     write_rows(out / "ports.csv", ports)
     emu.check_alive()
     t0 = min(f.start for f in flows) + trim
@@ -430,7 +431,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     limits["held_note"] = held_note(judged)
     window = [u for t, u in samples if t0 <= t <= t1]
     rx = sum(p["rx_packets"] for p in ports)
-    return {**emulator_losses(ports), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
+    return {**emulator_losses(ports, backlog), "tcp_limits": limits, "cpu_busy_s": round(busy, 2),
             # what ran beside the emulation, which the CPU figures count as free: niced
             # work and the hypervisor's steal (both can delay the emulated links' timers)
             **beside,
@@ -944,8 +945,22 @@ def counter_delta(before: dict[tuple[str, int], PortCounters],
     return rows
 
 
-def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Packets lost inside the switches, split as far as the counters allow.
+def input_backlog_drops() -> int:
+    """Packets the kernel dropped since boot because a CPU's input backlog was full (the
+    second column of /proc/net/softnet_stat, summed over CPUs).  Every veth hop of the
+    emulated network is delivered through that backlog, before the next switch counts the
+    packet, so the switches' counters cannot see these losses; the count is the machine's,
+    all namespaces together."""
+    try:
+        with open("/proc/net/softnet_stat", encoding="ascii") as fh:
+            return sum(int(line.split()[1], 16) for line in fh)
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def emulator_losses(ports: list[dict[str, Any]], backlog_drops: int = 0) -> dict[str, Any]:
+    """Packets lost inside the switches, split as far as the counters allow, and on the
+    wires between them (``backlog_drops``: input_backlog_drops over the same window).
 
     Every packet a switch port receives leaves through some port's pfifo, waits in one
     (``queued``: the rows' ``qdisc_queued_packets``, the change of the root qdiscs' queue
@@ -959,7 +974,8 @@ def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
     more, so a refusal is counted as a drop even when the retry gets through. Hence
     ``emulator_drops = total - tc drops`` is a lower bound on packets the software switch
     lost outside the queues (e.g. socket buffers overflowing while its CPU is saturated):
-    losses the experiment never asked for.
+    losses the experiment never asked for.  A packet the input backlog dropped between two
+    switches left one and never reached the other's counters, so those are added to it.
     """
     rx = sum(p["rx_packets"] for p in ports)
     sent = sum(p["qdisc_sent_packets"] for p in ports)
@@ -967,16 +983,18 @@ def emulator_losses(ports: list[dict[str, Any]]) -> dict[str, Any]:
     early = sum(p.get("aqm_drops", 0) for p in ports)
     queued = sum(p.get("qdisc_queued_packets", 0) for p in ports)
     total = max(0, rx - sent - queued)
-    lost = max(0, total - tail - early)
+    lost = max(0, total - tail - early) + backlog_drops
     return {"switch_rx_packets": rx, "queued_at_end": queued,
             "switch_lost_packets": total, "queue_drops": tail,
             "aqm_drops": early, "aqm_marks": sum(p.get("aqm_marks", 0) for p in ports),
+            "backlog_drops": backlog_drops,
             "emulator_drops": lost, "emulator_loss_share": round(lost / rx, 5) if rx else 0.0}
 
 
 #: the loss accounting's fields (emulator_losses) that every fidelity.json carries
 LOSS_FIELDS = ("switch_rx_packets", "queued_at_end", "switch_lost_packets", "queue_drops",
-               "aqm_drops", "aqm_marks", "emulator_drops", "emulator_loss_share")
+               "aqm_drops", "aqm_marks", "backlog_drops", "emulator_drops",
+               "emulator_loss_share")
 
 
 def loss_fields(meas: dict[str, Any]) -> dict[str, Any]:

@@ -392,7 +392,8 @@ def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
     facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
         window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
         cpu_saturated_share=meas["cpu_saturated_share"],
-        emulator_loss_share=meas["emulator_loss_share"], dequeue_gaps=meas["dequeue_gaps"],
+        emulator_loss_share=meas["emulator_loss_share"], backlog_drops=meas["backlog_drops"],
+        dequeue_gaps=meas["dequeue_gaps"],
         tcp_limits=meas["tcp_limits"], restarts=meas["restarts"],
         subflow_wait=meas["subflow_wait"])
     links = measured_link_rows(topo, window, params.bw, r, label)

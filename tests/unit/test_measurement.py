@@ -81,6 +81,19 @@ def test_emulator_losses_by_conservation():
                                 "qdisc_queued_packets": 4}])
     assert (waiting["queued_at_end"], waiting["switch_lost_packets"],
             waiting["emulator_drops"]) == (4, 6, 1)
+    # the input backlogs between hops drop before the next switch counts: added to it
+    wire = emulator_losses(ports, backlog_drops=3)
+    assert (wire["backlog_drops"], wire["emulator_drops"]) == (3, 8)
+    assert wire["emulator_loss_share"] == pytest.approx(8 / 150, abs=1e-5)
+    assert emulator_losses(ports)["backlog_drops"] == 0
+
+
+def test_backlog_drops_are_named_in_the_loss_reason():
+    from analysis.fidelity import measurement_reasons
+    reasons = measurement_reasons({"emulator_loss_share": 0.004, "backlog_drops": 1048})
+    assert reasons == ["the software switch lost 0.40% of packets outside the tail-drop "
+                       "queues (1048 of them in the kernel's input backlogs between hops)"]
+    assert measurement_reasons({"emulator_loss_share": 0.004})[0].endswith("queues")
 
 
 def test_aqm_drops_and_marks_are_counted_apart_from_tail_and_emulator_losses():
