@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NoReturn
 
 from .proc import RunError, run
 from .registry import remove_bpffs
@@ -140,3 +141,39 @@ def load_pinned(obj: Path, pin_dir: Path, prog_type: str | None = None,
 def unmount(pin_dir: Path) -> None:
     if not remove_bpffs(str(pin_dir)):
         raise RunError(f"could not unmount the bpffs at {pin_dir} or remove the directory")
+
+
+class PinnedAttachment:
+    """A program loaded on a private bpffs at ``workdir`` and attached by a file descriptor
+    (a bpf_link or a raw tracepoint) that dies with the process: the subclass's
+    ``__enter__`` loads, fills ``maps`` and sets ``link_fd``, calling ``failed`` on any
+    error; ``close`` detaches, releases the maps and unmounts (idempotent)."""
+
+    #: what errors name
+    what = "BPF program"
+
+    def __init__(self, workdir: Path | str) -> None:
+        from .bpfsys import BpfMap
+        self.workdir = Path(workdir)
+        self.link_fd = -1
+        self.maps: dict[str, BpfMap] = {}
+
+    def failed(self, exc: BaseException) -> NoReturn:
+        """Undo a half-done ``__enter__`` and raise ``exc`` again (an OSError, such as a
+        refused bpf(2) call, as a RunError naming ``what``)."""
+        self.close()
+        if isinstance(exc, OSError):
+            raise RunError(f"{self.what}: {exc}") from exc
+        raise exc
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.link_fd >= 0:
+            os.close(self.link_fd)
+            self.link_fd = -1
+        for m in self.maps.values():
+            m.close()
+        self.maps = {}
+        unmount(self.workdir)

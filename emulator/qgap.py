@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .bpfobj import PinnedAttachment
 from .bpfsys import BpfMap, attach_pinned
 from .proc import RunError
 from .registry import remove_bpffs
@@ -210,20 +211,21 @@ def fast_path(where: dict[LinkRef, tuple[int, int]],
     return {i: values[refs[0]] for i, refs in by.items() if len(refs) == 1}
 
 
-class QueueGapProbe:
+class QueueGapProbe(PinnedAttachment):
     """Context manager: count busy-period dequeue gaps on ``links`` (interface -> rate in
     Mb/s; see the module doc for naming interfaces in other namespaces) while it is open.
     ``overhead``: bytes HTB adds per packet (tc's ``overhead``; 0 in dcrepro).  ``shaper``:
     the links' root qdisc, htb or tbf (which frame a gap is measured against)."""
 
+    what = "dequeue-gap probe"
+
     def __init__(self, links: dict[LinkRef, float], workdir: Path | str,
                  overhead: int = 0, shaper: str = "htb") -> None:
         if shaper not in ("htb", "tbf"):
             raise ValueError(f"shaper must be htb or tbf, got {shaper!r}")
-        self.links, self.workdir, self.overhead = dict(links), Path(workdir), overhead
+        super().__init__(workdir)
+        self.links, self.overhead = dict(links), overhead
         self.flags = W_CHARGE_NEXT if shaper == "tbf" else 0
-        self.link_fd = -1
-        self.maps: dict[str, BpfMap] = {}
         self.slots: dict[LinkRef, int] = {}
 
     def __enter__(self) -> QueueGapProbe:
@@ -257,14 +259,8 @@ class QueueGapProbe:
                 self.maps["by_index"].update(struct.pack("<I", ifindex), val)
             self.link_fd = attach_pinned(str(prog))
         except BaseException as exc:
-            self.close()
-            if isinstance(exc, OSError):      # BpfError and friends
-                raise RunError(f"dequeue-gap probe: {exc}") from exc
-            raise
+            self.failed(exc)
         return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def read(self) -> dict[LinkRef, LinkGaps]:
         """Per link: its histograms and counters so far."""
@@ -272,13 +268,3 @@ class QueueGapProbe:
         return {ref: unpack_stats(stats.lookup(struct.pack("<I", slot)) or bytes(STATS.size))
                 for ref, slot in self.slots.items()}
 
-    def close(self) -> None:
-        """Detach (close the link fd), release the maps, unmount (idempotent)."""
-        if self.link_fd >= 0:
-            os.close(self.link_fd)
-            self.link_fd = -1
-        for m in self.maps.values():
-            m.close()
-        self.maps = {}
-        if not cleanup(self.workdir):
-            raise RunError(f"could not unmount the bpffs at {self.workdir}")

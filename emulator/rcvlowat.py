@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .bpfobj import PinnedAttachment
 from .bpfsys import BPF_CGROUP_SOCK_OPS, BpfMap, link_create, obj_get
 from .netns import in_namespaces
 from .proc import RunError
@@ -74,20 +75,20 @@ def build_object() -> Path:
     return build(BUILD_DIR, SOURCE)
 
 
-class ReceiverLowat:
+class ReceiverLowat(PinnedAttachment):
     """Context manager: while open, passive TCP connections on local ports [lo, hi) in the
     network namespaces of ``pids`` get SO_RCVLOWAT ``lowat`` once they have received
     ``after`` bytes.  Any failure to set it up is a RunError, with nothing left."""
+
+    what = "--rcvlowat"
 
     def __init__(self, pids: Iterable[int], ports: tuple[int, int], lowat: int,
                  workdir: Path | str, after: int = AFTER) -> None:
         check(lowat)
         if lowat == 0:
             raise ValueError("ReceiverLowat needs a mark above 0 bytes")
+        super().__init__(workdir)
         self.pids, self.ports, self.lowat, self.after = list(pids), ports, lowat, after
-        self.workdir = Path(workdir)
-        self.link_fd = -1
-        self.maps: dict[str, BpfMap] = {}
 
     def __enter__(self) -> ReceiverLowat:
         from .bpfobj import load_pinned
@@ -116,14 +117,8 @@ class ReceiverLowat:
                 os.close(prog_fd)
                 os.close(cg_fd)
         except BaseException as exc:
-            self.close()
-            if isinstance(exc, OSError):      # BpfError and friends
-                raise RunError(f"--rcvlowat: {exc}") from exc
-            raise
+            self.failed(exc)
         return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def counters(self) -> dict[str, int]:
         """Connections watched, marks set, marks the kernel refused, and the program's looks
@@ -132,13 +127,3 @@ class ReceiverLowat:
         return {name: int.from_bytes(m.lookup(struct.pack("<I", i)) or bytes(8), "little")
                 for i, name in enumerate(COUNTERS)}
 
-    def close(self) -> None:
-        """Detach (close the link fd), release the maps, unmount (idempotent)."""
-        if self.link_fd >= 0:
-            os.close(self.link_fd)
-            self.link_fd = -1
-        for m in self.maps.values():
-            m.close()
-        self.maps = {}
-        if not remove_bpffs(os.fspath(self.workdir)):
-            raise RunError(f"could not unmount the bpffs at {self.workdir}")
