@@ -38,10 +38,13 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from emulator.proc import stop_process  # noqa: E402  (after the path is set)
 
 #: (component, frame pattern, caller pattern or None), tried on every frame from the leaf up
 RULES: list[tuple[str, str, str | None]] = [
@@ -188,6 +191,29 @@ def first_client(timeout: float, clients: int = 1) -> bool:
     return False
 
 
+def add_traffic_args(ap: argparse.ArgumentParser, delay: float) -> None:
+    """The flags that say when a bench starts looking at a run's traffic."""
+    ap.add_argument("--delay", type=float, default=delay,
+                    help="seconds after the traffic starts before looking")
+    ap.add_argument("--clients", type=int, default=2,
+                    help="iperf3 clients that mark the traffic's start (2: after a run's "
+                         "one-flow calibration)")
+
+
+@contextmanager
+def dcrepro_run(argv: list[str]) -> Iterator[subprocess.Popen]:
+    """``dcrepro ARGV`` in its own process group while the block runs (stdout discarded,
+    stderr kept); a run still going when the block ends is stopped (SIGTERM to its group,
+    so it cleans up; SIGKILL after 120 s) and reaped."""
+    run = subprocess.Popen([str(REPO / ".venv/bin/dcrepro"), *argv],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        yield run
+    finally:
+        stop_process(run, 120.0)
+
+
 def report(counts: Counter[str], seconds: float, hops: int, cpus: int,
            entering: int = 0) -> None:
     """Print the table (``entering``: packets that entered the fabric from a host)."""
@@ -250,11 +276,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=10.0, help="how long perf records")
-    ap.add_argument("--delay", type=float, default=8.0,
-                    help="seconds after the first iperf3 client before recording")
-    ap.add_argument("--clients", type=int, default=2,
-                    help="iperf3 clients that mark the traffic's start (2: after a run's "
-                         "one-flow calibration)")
+    add_traffic_args(ap, 8.0)
     ap.add_argument("--freq", type=int, default=499, help="samples per second per CPU")
     ap.add_argument("--perf-data", default=None, help="classify this recording, run nothing")
     ap.add_argument("command", nargs="*", help="dcrepro arguments (after --)")
@@ -272,46 +294,42 @@ def main() -> int:
     if not args.command:
         ap.error("give a dcrepro command after --, e.g. -- run permutation --transport tcp")
     tmp = Path(tempfile.mkdtemp(prefix="dcrepro-profile-"))
-    run = subprocess.Popen([str(REPO / ".venv/bin/dcrepro"), *args.command,
-                            *([] if "--out" in args.command else ["--out", str(tmp)])],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        if not first_client(300, args.clients):
-            print("bench_profile: no traffic started within 300 s", file=sys.stderr)
-            return 1
-        time.sleep(args.delay)
-        data = tmp / "perf.data"
-        (h0, e0), t0 = switch_rx_packets(), time.monotonic()
-        subprocess.run(["perf", "record", "-a", "-g", "-F", str(args.freq), "-o", str(data),
-                        "--", "sleep", str(args.seconds)], capture_output=True, check=True)
-        (h1, e1), seconds = switch_rx_packets(), time.monotonic() - t0
-        if run.poll() is not None or h1 <= h0:
-            # perf's start-up (it lists every task of the machine first) can take seconds
-            print("bench_profile: the recording outlasted the traffic (the run ended or its "
-                  "network went meanwhile); give the run a longer --duration",
-                  file=sys.stderr)
-            run.communicate(timeout=600)
-            return 1
-        mine = run_pids(run.pid)
-        lines = switch_lines() if "dcrepro_switch" in subprocess.run(
-            ["bpftool", "prog", "show"], capture_output=True, text=True).stdout else []
-        _, err = run.communicate(timeout=600)
-        if run.returncode != 0:
-            print(f"bench_profile: the run failed ({err.strip()[-300:]})", file=sys.stderr)
-        text = subprocess.run(["perf", "script", "-i", str(data), "-F",
-                               "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
-                              check=True).stdout
-        print(f"bench_profile: dcrepro {' '.join(args.command)}")
-        counts = parse_script(text, mine)
-        report(counts, seconds, h1 - h0, cpus, e1 - e0)
-        if lines:
-            report_sites(switch_sites(text, lines), sum(counts.values()),
-                         sum(n for c, n in counts.items() if c != "idle"), cpus, seconds,
-                         h1 - h0)
+        with dcrepro_run([*args.command,
+                          *([] if "--out" in args.command else ["--out", str(tmp)])]) as run:
+            if not first_client(300, args.clients):
+                print("bench_profile: no traffic started within 300 s", file=sys.stderr)
+                return 1
+            time.sleep(args.delay)
+            data = tmp / "perf.data"
+            (h0, e0), t0 = switch_rx_packets(), time.monotonic()
+            subprocess.run(["perf", "record", "-a", "-g", "-F", str(args.freq), "-o", str(data),
+                            "--", "sleep", str(args.seconds)], capture_output=True, check=True)
+            (h1, e1), seconds = switch_rx_packets(), time.monotonic() - t0
+            if run.poll() is not None or h1 <= h0:
+                # perf's start-up (it lists every task of the machine first) can take seconds
+                print("bench_profile: the recording outlasted the traffic (the run ended or its "
+                      "network went meanwhile); give the run a longer --duration",
+                      file=sys.stderr)
+                run.communicate(timeout=600)
+                return 1
+            mine = run_pids(run.pid)
+            lines = switch_lines() if "dcrepro_switch" in subprocess.run(
+                ["bpftool", "prog", "show"], capture_output=True, text=True).stdout else []
+            _, err = run.communicate(timeout=600)
+            if run.returncode != 0:
+                print(f"bench_profile: the run failed ({err.strip()[-300:]})", file=sys.stderr)
+            text = subprocess.run(["perf", "script", "-i", str(data), "-F",
+                                   "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
+                                  check=True).stdout
+            print(f"bench_profile: dcrepro {' '.join(args.command)}")
+            counts = parse_script(text, mine)
+            report(counts, seconds, h1 - h0, cpus, e1 - e0)
+            if lines:
+                report_sites(switch_sites(text, lines), sum(counts.values()),
+                             sum(n for c, n in counts.items() if c != "idle"), cpus, seconds,
+                             h1 - h0)
     finally:
-        if run.poll() is None:
-            run.terminate()
-            run.wait(timeout=120)
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

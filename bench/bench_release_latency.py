@@ -39,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.bench_profile import first_client  # noqa: E402  (after the path is set)
+from bench.bench_profile import add_traffic_args, dcrepro_run, first_client  # noqa: E402
 
 SCRIPT = r"""
 tracepoint:timer:hrtimer_start /args->function == kaddr("qdisc_watchdog")/ {
@@ -96,10 +96,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=15, help="how long bpftrace watches")
-    ap.add_argument("--delay", type=float, default=10.0,
-                    help="seconds after the traffic starts before watching")
-    ap.add_argument("--clients", type=int, default=2,
-                    help="iperf3 clients that mark the traffic's start")
+    add_traffic_args(ap, 10.0)
     ap.add_argument("--late-us", type=float, default=121.0,
                     help="a release later than this after its timer counts as late")
     ap.add_argument("command", nargs="+", help="dcrepro arguments (after --)")
@@ -112,23 +109,15 @@ def main() -> int:
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
     script = SCRIPT.replace("LATE_NS", str(int(args.late_us * 1000))).replace(
         "SECONDS", str(args.seconds))
-    cmd = [str(REPO / ".venv/bin/dcrepro"), *args.command]
     print("bench_release_latency: dcrepro " + " ".join(args.command))
-    run = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True)
-    try:
+    with dcrepro_run(args.command) as run:
         if not first_client(300, args.clients):
             print("bench_release_latency: no traffic within 300 s", file=sys.stderr)
             return 1
         time.sleep(args.delay)
         bt = subprocess.run(["bpftrace", "-e", script], capture_output=True, text=True,
                             timeout=args.seconds + 120)
-    finally:
-        try:
-            err = run.communicate(timeout=1800)[1]
-        except subprocess.TimeoutExpired:
-            run.kill()
-            err = run.communicate()[1]
+        err = run.communicate(timeout=1800)[1]
     if run.returncode != 0:
         print(f"bench_release_latency: the run failed: {err.strip()[-300:]}", file=sys.stderr)
     r = parse(bt.stdout)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bpfobj import PinnedAttachment
+from .bpfobj import PinnedAttachment, load_pinned
 from .bpfsys import BpfMap, attach_pinned
 from .proc import RunError
 from .registry import remove_bpffs
@@ -231,7 +231,6 @@ class QueueGapProbe(PinnedAttachment):
     def __enter__(self) -> QueueGapProbe:
         """Load, fill the watch map, attach.  Any failure (clang missing, a link that does
         not exist, the kernel refusing the program) is a RunError, with nothing left."""
-        from .bpfobj import load_pinned
         try:
             if len(self.links) > MAX_LINKS:
                 raise RunError(f"{len(self.links)} links; the probe watches at most {MAX_LINKS}")

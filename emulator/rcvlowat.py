@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .bpfobj import PinnedAttachment
+from .bpfobj import PinnedAttachment, load_pinned
 from .bpfsys import BPF_CGROUP_SOCK_OPS, BpfMap, link_create, obj_get
 from .netns import in_namespaces
 from .proc import RunError
@@ -91,7 +91,6 @@ class ReceiverLowat(PinnedAttachment):
         self.pids, self.ports, self.lowat, self.after = list(pids), ports, lowat, after
 
     def __enter__(self) -> ReceiverLowat:
-        from .bpfobj import load_pinned
         try:
             with open("/proc/self/mounts") as f:
                 root = cgroup2_root(f.read())
