@@ -29,6 +29,8 @@ __all__ = [
     "maxmin_rates",
     "connection_rates",
     "alpha_fair_rates",
+    "lia_rates",
+    "lia_subflow_rates",
     "TCP_LIKE",
     "COUPLED_CCS",
     "max_concurrent_flow",
@@ -558,6 +560,126 @@ def _kkt_holds(a: sp.spmatrix, cap: np.ndarray, x: np.ndarray, prices: np.ndarra
     price = a.T @ prices
     used = x > _KKT_RTOL * x.max()
     return bool(np.all(np.abs(grad[used] - price[used]) <= _KKT_RTOL * grad[used]))
+
+
+#: LIA's equilibrium is solved until every link with a loss rate carries its capacity, and
+#: no link more, within this share of the capacity
+LIA_RTOL = 1e-3
+_LIA_MAX_ITER = 100_000
+#: steps without the miss halving before the price step is halved
+_LIA_PATIENCE = 2_000
+
+
+def lia_rates(capacities: Capacities, flows: Sequence[Flow], coupled: bool = True
+              ) -> np.ndarray:
+    """Rate of each connection at the fluid equilibrium of RFC 6356's coupled increase
+    (LIA, ``--cc lia``) on the given paths: the allocation LIA itself settles at, where the
+    coupled alpha-fair model is the pooled allocation it only moves toward.
+
+    With equal round-trip times (as in alpha_fair_rates), a Reno loss response per subflow
+    and the per-ACK increase min(a/w_total, 1/w_r), a = max_r w_r / w_total, a subflow's
+    window balances where it is inversely proportional to its path's loss rate q_r, and the
+    connection's total is sqrt(2/q_min), a Reno flow's on its least-lossy path:
+
+        x_r = sqrt(2 / q_min) * (1/q_r) / sum_r' (1/q_r')
+
+    A link's loss rate is a price: zero unless the link is full.  coupled=False gives every
+    subflow Reno's own rate sqrt(2/q_r), the alpha = 2 model over independent subflows
+    (the same allocation as ``alpha_fair_rates(..., alpha=2)`` on single-path flows: a
+    check on the solver).  Infinite-capacity links as in alpha_fair_rates.
+    """
+    if len(flows) == 0:
+        return np.zeros(0)
+    return np.bincount(_flatten_flows(flows)[1], weights=lia_subflow_rates(
+        capacities, flows, coupled), minlength=len(flows))
+
+
+def lia_subflow_rates(capacities: Capacities, flows: Sequence[Flow],
+                      coupled: bool = True) -> np.ndarray:
+    """The subflow rates of lia_rates, in the order of the flows' paths."""
+    paths, owner = _flatten_flows(flows)
+    if not paths:
+        return np.zeros(0)
+    _, cap, rows = _index_paths(capacities, paths)
+    finite = np.isfinite(cap)
+    free = np.array([not finite[r].any() for r in rows])
+    # a connection with one unbounded path is unbounded as a whole (it would put its
+    # whole window there); under coupled=False only that subflow is
+    blocked = np.isin(owner, owner[free]) if coupled else free
+    rates = np.full(len(paths), np.inf)
+    sel = np.flatnonzero(~blocked)
+    if len(sel):
+        rates[sel] = _lia_solve(cap, [rows[i] for i in sel], owner[sel], coupled)
+    if coupled:
+        rates[blocked & ~free] = 0.0   # its traffic is on the unbounded path
+    return rates
+
+
+def _lia_split(q: np.ndarray, owner: np.ndarray, coupled: bool) -> np.ndarray:
+    """Subflow rates (units of sqrt(1/price)) for path loss rates q; owner sorted."""
+    if not coupled:
+        return np.sqrt(2.0 / q)
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    qmin = np.minimum.reduceat(q, starts)
+    inv = 1.0 / q
+    total = np.add.reduceat(inv, starts)
+    count = np.diff(np.r_[starts, len(q)])
+    return np.repeat(np.sqrt(2.0 / qmin) / total, count) * inv
+
+
+def _lia_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
+               coupled: bool) -> np.ndarray:
+    """Subflow rates at LIA's equilibrium (every row crosses a finite link).
+
+    Prices (loss rates) move by tatonnement, p_l <- p_l * (load_l / c_l)^g: a full link's
+    price rises, an idle one's falls toward zero.  Rates are homogeneous of degree -1/2 in
+    the prices, so each step also rescales all prices to put the busiest link exactly at its
+    capacity.  Done when no link is over its capacity and every link below it has a price
+    too small to matter (under LIA_RTOL of the cheapest path through it) while every other
+    link is full, all within LIA_RTOL; g halves when that miss stops shrinking."""
+    order = np.argsort(owner, kind="stable")
+    own = owner[order]
+    finite = np.flatnonzero(np.isfinite(cap))
+    where = np.full(len(cap), -1, dtype=np.int64)
+    where[finite] = np.arange(len(finite))
+    entries = [(int(where[link]), j) for j, i in enumerate(order) for link in rows[i]
+               if where[link] >= 0]
+    a = sp.csr_matrix((np.ones(len(entries)), ([e[0] for e in entries],
+                                               [e[1] for e in entries])),
+                      shape=(len(finite), len(order)))
+    crossed = np.diff(a.indptr) > 0           # a link no subflow crosses has no price
+    a, c = a[np.flatnonzero(crossed)], cap[finite][crossed]
+    a.sort_indices()
+    at = a.T.tocsr()
+    p = np.ones(a.shape[0])
+    gain, best, since = 1.0, np.inf, 0
+    for _ in range(_LIA_MAX_ITER):
+        q = at @ p
+        x = _lia_split(q, own, coupled)
+        load = a @ x / c
+        top = float(load.max())
+        # x scales as p^-1/2: multiplying p by top^2 puts the busiest link at capacity
+        p *= top * top
+        q *= top * top
+        x /= top
+        load /= top
+        cheapest = np.minimum.reduceat(q[a.indices], a.indptr[:-1])
+        idle = p <= LIA_RTOL * cheapest
+        miss = max(float(np.abs(load[~idle] - 1.0).max(initial=0.0)),
+                   float(load.max()) - 1.0)
+        if miss <= LIA_RTOL:
+            out = np.empty(len(order))
+            out[order] = x
+            return out
+        if miss < 0.5 * best:
+            best, since = miss, 0
+        else:
+            since += 1
+            if since >= _LIA_PATIENCE:      # not shrinking: oscillating, take smaller steps
+                gain, since = gain / 2, 0
+        p = p * np.power(np.maximum(load, 1e-12), gain)
+    raise RuntimeError(f"LIA equilibrium: no convergence in {_LIA_MAX_ITER} steps "
+                       f"(largest miss {best:.2e})")
 
 
 def _demand_array(demands: Sequence[float] | None, n: int) -> np.ndarray:

@@ -30,7 +30,7 @@ from harness.sampling import Sampler
 from harness.session import session
 from harness.trace import trace_flows
 from harness.traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
-from model import TCP_LIKE, alpha_fair_rates, connection_rates, maxmin_rates
+from model import TCP_LIKE, alpha_fair_rates, connection_rates, lia_subflow_rates, maxmin_rates
 from model.network import capacities, path_links, route_by_hash, synthetic_subflows
 from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
@@ -224,7 +224,8 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
                            list[dict[str, Any]]]:
     """Per connection (keyed by source): max-min rate, aggregate rate, the TCP-like model's
     rate (``tcp_model``: a name of model.TCP_LIKE, or off) with uncoupled and with coupled
-    subflows, paths; per link: load; per subflow: its path and both models' rates.
+    subflows, LIA's own equilibrium (with the TCP-like models), paths; per link: load; per
+    subflow: its path and the models' rates.
     ``routed``: the paths the datapath traced (else each 5-tuple is hashed through the plan)."""
     if routed is None:
         routed = route_by_hash(topo, plan, pairs, tuples)
@@ -248,6 +249,9 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
         if alpha else None
     tcp_c = _solved(lambda: alpha_fair_rates(caps, flows, alpha, coupled=True)) \
         if alpha else None
+    # what LIA itself settles at on these paths (its fluid equilibrium): it moves traffic
+    # toward the pooled allocation above only in part; computed with the TCP-like models
+    lia_sub = _solved(lambda: lia_subflow_rates(caps, flows)) if alpha else None
     # per-link load from the same max-min allocation (one rate per subflow)
     sub = maxmin_rates(caps, paths)
     load = dict.fromkeys(caps, 0.0)
@@ -257,19 +261,23 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[s
     out, subs, i = {}, [], 0
     for n, s in enumerate(srcs):
         mine = [rt for rt in routed if rt["src"] == s]
-        tcp = 0.0
+        tcp = lia = 0.0
         for rt in mine:
             tcp += float(tcp_sub[i]) if tcp_sub is not None else float("nan")
+            lia += float(lia_sub[i]) if lia_sub is not None else float("nan")
             subs.append({"src": s, "dst": pairs[s], **rt.get("five_tuple", {}),
                          "path": ">".join(rt["path"]), "links": len(rt["path"]) + 1,
                          "model_mbps": round(float(sub[i]), 4),
                          "model_tcp_mbps": round(float(tcp_sub[i]), 4)
-                         if tcp_sub is not None else float("nan")})
+                         if tcp_sub is not None else float("nan"),
+                         "model_lia_mbps": round(float(lia_sub[i]), 4)
+                         if lia_sub is not None else float("nan")})
             i += 1
         out[s] = {"mbps": float(rates[n]),
                   "aggregate_mbps": float(agg[n]) if agg is not None else float("nan"),
                   "tcp_mbps": tcp if tcp_sub is not None else float("nan"),
                   "tcp_coupled_mbps": float(tcp_c[n]) if tcp_c is not None else float("nan"),
+                  "lia_mbps": lia if lia_sub is not None else float("nan"),
                   "paths": len({tuple(p) for p in conns[s]})}
     return out, load, subs
 
@@ -550,6 +558,7 @@ def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
                  "norm_model_tcp": round(pred[f.src]["tcp_mbps"] / params.bw, 5),
                  "norm_model_tcp_coupled": round(pred[f.src]["tcp_coupled_mbps"] / params.bw,
                                                  5),
+                 "norm_model_lia": round(pred[f.src]["lia_mbps"] / params.bw, 5),
                  "subflows": len(f.subflows),
                  "src_addrs": len({s["src_ip"] for s in f.subflows}),
                  "model_paths": pred[f.src]["paths"],
@@ -593,6 +602,7 @@ def run_model(params: FairnessParams, folder: RunFolder) -> None:
                  "norm_model_aggregate": round(pred[src]["aggregate_mbps"] / params.bw, 5),
                  "norm_model_tcp": round(pred[src]["tcp_mbps"] / params.bw, 5),
                  "norm_model_tcp_coupled": round(pred[src]["tcp_coupled_mbps"] / params.bw, 5),
+                 "norm_model_lia": round(pred[src]["lia_mbps"] / params.bw, 5),
                  "subflows": len(tuples[src]),
                  "model_paths": pred[src]["paths"]}
                 for src, dst in pairs.items()], model_link_rows(topo, load, params.bw, r,
