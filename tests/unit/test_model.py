@@ -465,3 +465,84 @@ def test_an_inaccurate_alpha_fair_answer_is_taken_only_when_its_kkt_conditions_h
     # coupled: flows 0 and 1 are one connection: its total 1 has marginal utility 1
     assert _kkt_holds(a, cap, np.array([0.5, 0.5, 1.0]), np.array([1.0, 1.0]),
                       np.array([0, 0, 1]), 1.0, True)
+
+
+# --- LIA's fluid equilibrium (model.lia_rates), against hand-solved allocations -------------
+
+def test_lia_stays_on_a_congested_path_where_pooling_leaves_it():
+    """A has a subflow on l1 and one on l2, B only l1, unit links.  LIA: a subflow's rate
+    is sqrt(2/q_min) (1/q_r) / sum(1/q), so with u = sqrt(2/p2), v = sqrt(2/p1): A's l2
+    subflow u^3/(u^2+v^2) = 1, its l1 subflow v^2/u^2, B v; l1 full gives v = 2 - u and
+    u^3 - 2u^2 + 4u - 4 = 0.  A gets u (a Reno flow's on its better path), B 2 - u, where
+    pooling (alpha 2, coupled) moves A off l1: 1 and 1."""
+    from model import alpha_fair_rates, lia_rates, lia_subflow_rates
+
+    u = max(r.real for r in np.roots([1, -2, 4, -4]) if abs(r.imag) < 1e-12)
+    caps = {"l1": 1.0, "l2": 1.0}
+    flows = [[["l1"], ["l2"]], [["l1"]]]
+    assert lia_rates(caps, flows) == pytest.approx([u, 2 - u], rel=2e-3)
+    assert lia_subflow_rates(caps, flows) == pytest.approx([u - 1, 1, 2 - u], rel=3e-3)
+    assert alpha_fair_rates(caps, flows, 2.0, coupled=True) == pytest.approx([1, 1],
+                                                                             abs=1e-3)
+    # uncoupled, each subflow is a Reno flow: l1 split evenly, l2 all A's
+    assert lia_rates(caps, flows, coupled=False) == pytest.approx([1.5, 0.5], rel=2e-3)
+
+
+def test_lia_symmetric_case_by_hand():
+    """A on l1 and l2, B on l1, C on l2: equal loss on both links, so A splits evenly and
+    takes what B and C take: A/2 + B = 1 with A = B, all 2/3."""
+    from model import lia_rates
+
+    got = lia_rates({"l1": 3.0, "l2": 3.0}, [[["l1"], ["l2"]], [["l1"]], [["l2"]]])
+    assert got == pytest.approx([2.0, 2.0, 2.0], rel=2e-3)      # in the capacities' units
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lia_with_one_path_each_is_renos_alpha_2_allocation(seed):
+    """On single-path flows LIA is Reno, whose equilibrium (equal RTTs) is the alpha = 2
+    allocation: the price iteration against the convex program, on random paths; and the
+    uncoupled mode of a multipath set against alpha = 2 over independent subflows."""
+    from model import alpha_fair_rates, lia_rates
+
+    rng = random.Random(seed)
+    caps = {f"l{i}": rng.choice([1.0, 2.0, 5.0]) for i in range(12)}
+    paths = [rng.sample(sorted(caps), rng.randint(1, 4)) for _ in range(20)]
+    want = alpha_fair_rates(caps, [[p] for p in paths], 2.0)
+    assert lia_rates(caps, [[p] for p in paths]) == pytest.approx(want, rel=5e-3)
+    multi = [paths[i:i + 3] for i in range(0, 18, 3)]
+    assert lia_rates(caps, multi, coupled=False) == pytest.approx(
+        alpha_fair_rates(caps, multi, 2.0), rel=5e-3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lia_equilibrium_conditions_on_random_multipath_sets(seed):
+    """No link over its capacity; every subflow carries traffic (LIA never empties a path,
+    its window goes as 1/q_r); every path crosses a full link (a subflow on a path without
+    loss would grow)."""
+    from model import lia_subflow_rates
+
+    rng = random.Random(100 + seed)
+    caps = {f"l{i}": 1.0 for i in range(10)}
+    flows = [[rng.sample(sorted(caps), rng.randint(1, 3)) for _ in range(rng.randint(1, 4))]
+             for _ in range(8)]
+    sub = lia_subflow_rates(caps, flows)
+    paths = [p for f in flows for p in f]
+    load = {link: sum(x for x, p in zip(sub, paths) if link in p) for link in caps}
+    assert max(load.values()) <= 1 + 1.5e-3
+    assert (sub > 0).all()
+    assert all(max(load[link] for link in p) >= 1 - 1.5e-3 for p in paths)
+
+
+def test_lia_unbounded_and_empty():
+    from model import lia_rates, lia_subflow_rates
+
+    caps = {"l1": 1.0, "host": math.inf}
+    assert len(lia_rates(caps, [])) == 0
+    # a connection with a path through no finite link is unbounded, and puts nothing on
+    # its other paths; uncoupled, only that subflow is
+    assert list(lia_subflow_rates(caps, [[["host"], ["l1"]], [["l1"]]])) == pytest.approx(
+        [math.inf, 0.0, 1.0], rel=2e-3)
+    assert list(lia_subflow_rates(caps, [[["host"], ["l1"]], [["l1"]]], coupled=False)) \
+        == pytest.approx([math.inf, 0.5, 0.5], rel=2e-3)
+    with pytest.raises(ValueError):
+        lia_rates(caps, [[["nowhere"]]])
