@@ -6,8 +6,8 @@ each flow model on the run's own traced paths, for emulated runs that differ in 
 Writes ablation.csv (one row per run folder and repetition), ablation.md (means and the
 paired differences against the first folder) and ablation.png into the output folder.
 Reads flows.csv, and subflows.csv with config.json for the models a run did not compute
-(RENO_MODELS: LIA's equilibrium and Reno's with and without pooling, solved again on the
-run's own traced paths; runs before 2026-11-28 lack the first).  Usage:
+(remodel.RENO_MODELS: LIA's equilibrium and Reno's with and without pooling, solved again
+on the run's own traced paths; runs before 2026-11-28 lack the first).  Usage:
 
     python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
 """
@@ -24,12 +24,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-import topos
 from analysis.ablation import labelled_runs, write
 from analysis.figures import save
-from model import alpha_fair_rates, lia_rates
-from model.network import capacities, path_links
-from store import cell, read_csv, read_json
+from store import cell, read_csv
+
+from .remodel import remodel
 
 #: flows.csv columns -> what they are (all normalized to the host link)
 MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
@@ -38,40 +37,7 @@ MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
             "norm_model_lia": "LIA equilibrium",
             "norm_model_reno": "Reno (alpha 2), independent subflows",
             "norm_model_reno_coupled": "Reno (alpha 2), coupled"}
-#: the Reno-based models solved again from subflows.csv when flows.csv lacks them: LIA's
-#: fluid equilibrium (RFC 6356, model.lia_rates) between Reno's allocation with
-#: independent subflows and with each connection pooled over its paths
-RENO_MODELS = {
-    "norm_model_lia": lambda caps, flows: lia_rates(caps, flows),
-    "norm_model_reno": lambda caps, flows: alpha_fair_rates(caps, flows, 2.0),
-    "norm_model_reno_coupled": lambda caps, flows: alpha_fair_rates(caps, flows, 2.0,
-                                                                    coupled=True)}
-
 Row = dict[str, Any]
-
-
-def remodel(folder: Path, rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """flows.csv rows with every RENO_MODELS column they lack filled in: each repetition's
-    network rebuilt from its spec, its connections from the subflows' traced paths."""
-    want = [c for c in RENO_MODELS if not any(cell(r.get(c)) == cell(r.get(c)) for r in rows)]
-    if not want or not (folder / "subflows.csv").is_file():   # no traced paths: left out
-        return rows
-    bw = float(read_json(folder / "config.json")["bw"])
-    nets: dict[tuple[str, str], dict[str, list]] = defaultdict(dict)
-    specs: dict[tuple[str, str], str] = {}
-    for sub in read_csv(folder / "subflows.csv"):
-        key = (sub["run"], sub["topology"])
-        specs[key] = sub["spec"]
-        nets[key].setdefault(sub["src"], []).append(
-            path_links(sub["src"], sub["path"].split(">"), sub["dst"]))
-    got: dict[tuple[str, str, str], dict[str, float]] = {}
-    for key, conns in nets.items():
-        caps = capacities(topos.build(specs[key]), bw)
-        for col in want:
-            for src, rate in zip(conns, RENO_MODELS[col](caps, list(conns.values()))):
-                got.setdefault((*key, src), {})[col] = float(rate) / bw
-    return [{**r, **{c: str(round(v, 5)) for c, v in got.get(
-        (r["run"], r["topology"], r["src"]), {}).items()}} for r in rows]
 
 
 def ratios(rows: list[dict[str, str]], label: str) -> list[Row]:
@@ -119,28 +85,36 @@ def summary(rows: list[Row]) -> list[str]:
     return lines
 
 
+#: the models plotted beside the measurement: column, marker, label
+_PLOTTED = (("norm_model_tcp_coupled", "^", "TCP-like, coupled (pooled)"),
+            ("norm_model_lia", "D", "LIA equilibrium"),
+            ("norm_model_tcp", "v", "TCP-like, independent subflows"),
+            ("norm_model", "_", "max-min"))
+
+
 def plot(out: Path, rows: list[Row]) -> Path:
-    """ablation.png: the measured ratio per repetition of each folder, and each folder's
-    coupled and independent-subflow models (dashed, dotted) and LIA's equilibrium
-    (dash-dot)."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for i, lab in enumerate(dict.fromkeys(r["label"] for r in rows)):
+    """ablation.png: per run folder, each repetition's measured ratio (small dots), their
+    mean (large dot), and the mean of each model on the same paths (markers)."""
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.2))
+    for i, lab in enumerate(labels):
         mine = [r for r in rows if r["label"] == lab]
-        x = [r["run"] for r in mine]
-        ax.plot(x, [r["norm_iperf"] for r in mine], "o-", color=f"C{i}",
-                label=f"{lab}: measured")
-        ax.plot(x, [r["norm_model_tcp_coupled"] for r in mine], "--", color=f"C{i}",
-                alpha=0.6, label=f"{lab}: TCP-like, coupled")
-        ax.plot(x, [r["norm_model_tcp"] for r in mine], ":", color=f"C{i}", alpha=0.6,
-                label=f"{lab}: TCP-like, independent")
-        ax.plot(x, [r["norm_model_lia"] for r in mine], "x-.", color=f"C{i}", alpha=0.8,
-                label=f"{lab}: LIA equilibrium")
-    ax.set_xticks(sorted({r["run"] for r in rows}))
+        meas = [float(r["norm_iperf"]) for r in mine]
+        ax.plot([i - 0.12] * len(meas), meas, ".", color="0.6", ms=5,
+                label="measured, one repetition" if i == 0 else None)
+        ax.plot(i - 0.12, st.mean(meas), "o", color="k", ms=8,
+                label="measured, mean" if i == 0 else None)
+        for k, (col, marker, name) in enumerate(_PLOTTED):
+            vals = [v for r in mine if (v := cell(r.get(col))) == v]
+            if vals:
+                ax.plot(i + 0.12, st.mean(vals), marker, color=f"C{k}", ms=8,
+                        mew=2, label=name if i == 0 else None)
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
     ax.axhline(1.0, color="0.5", lw=0.8)
-    ax.set(xlabel="repetition (same seed: same permutation and graphs)",
-           ylabel="Jellyfish / fat tree, mean normalized",
-           title="Coupling ablation: Jellyfish / fat tree per repetition")
-    ax.legend(fontsize=7, ncol=2)
+    ax.set(ylabel="Jellyfish / fat tree, mean normalized",
+           title="Jellyfish / fat tree: measured and the models on the same paths")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
     return save(fig, out / "ablation.png")
 
 

@@ -307,6 +307,28 @@ def test_fairness_claims_on_the_tcp_like_model_at_k4_and_paper_scale(run_folder,
     assert got["mean-maxmin-paper"].verdict == C.HOLDS
 
 
+def test_fairness_agreement_with_lias_own_equilibrium_under_lia_only(run_folder, judge):
+    """Under --cc lia the agreement claim has a third condition, LIA's fluid model
+    (norm_model_lia); under balia it has not.  A run without the column and without a
+    subflows.csv to solve it from: not measured."""
+    ft = [[0.5, 0.7, 0.9, 1.0], [0.6, 0.7, 0.8, 1.0]]
+    rows = [{**r, "norm_model_lia": r["norm_model"] * (0.84 if r["topology"] == "jellyfish"
+                                                       else 1.0)}
+            for r in _fair_rows(ft, ft, norm_iperf=0.8)]
+    for cc, want in (("lia", C.HOLDS), ("balia", None)):
+        got = [v for v in judge("fairness", run_folder(
+            "fairness", {"flows.csv": rows}, params={"backend": "emulated", "cc": cc})
+        ).values() if v.key == "agrees-tcp-model" and v.condition == "LIA fluid model"]
+        assert [v.verdict for v in got] == ([want] if want else []), cc
+        if want:
+            assert got[0].measured == "emulated 0.800 vs model 0.840 (-4.8%)"
+    bare = [{k: v for k, v in r.items() if k != "norm_model_lia"} for r in rows]
+    got = [v for v in judge("fairness", run_folder(
+        "fairness", {"flows.csv": bare}, params={"backend": "emulated", "cc": "lia"})
+    ).values() if v.condition == "LIA fluid model"]
+    assert [v.verdict for v in got] == [C.NOT_MEASURED]
+
+
 def test_fairness_ranks_compare_at_equal_fractions_of_different_counts():
     from experiments.fairness.claims import rank_curve
     assert list(rank_curve([[0.2, 0.4, 1.0]], 5)) == pytest.approx([0.2, 0.3, 0.4, 0.7, 1.0])

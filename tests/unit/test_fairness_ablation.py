@@ -27,3 +27,38 @@ def test_the_summary_pairs_each_folder_with_the_first_by_repetition(labelled_abl
     md = labelled_ablation(ablation, fill, ("lia", "reno"), rows=4)
     assert "| lia | 0.850 | 0.850 | 0.850 | 1.000 |" in md
     assert "measured lia minus reno: +0.100, +0.000; mean +0.050 (sd 0.071)" in md
+
+
+def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):
+    """Two connections on a k=4 fat tree, one with two subflows: the column is filled from
+    subflows.csv with the link rate of config.json, as model.lia_rates gives it on the
+    same links; a column the run has is left alone; no subflows.csv, nothing filled."""
+    import json
+
+    from experiments.fairness.remodel import remodel
+    from model import goodput_capacity, lia_rates
+    from model.network import path_links
+
+    spec = "fattree,k=4"
+    subs = [("0_0_2", "2_0_2", "0_0_1>0_2_1>4_1_1>2_2_1>2_0_1"),
+            ("0_0_2", "2_0_2", "0_0_1>0_3_1>4_2_1>2_3_1>2_0_1"),
+            ("0_0_3", "2_0_3", "0_0_1>0_2_1>4_1_1>2_2_1>2_0_1")]
+    write_csv(tmp_path / "subflows.csv", [{"src": s, "dst": d, "path": p, "run": "0",
+                                           "topology": "fattree", "spec": spec}
+                                          for s, d, p in subs])
+    (tmp_path / "config.json").write_text(json.dumps({"params": {"bw": 5.0}}))
+    rows = [{"run": "0", "topology": "fattree", "src": s, "norm_model_reno": "0.5"}
+            for s in ("0_0_2", "0_0_3")]
+    got = remodel(tmp_path, rows)
+    caps = {}
+    flows = [[path_links(s, p.split(">"), d) for s, d, p in subs[:2]],
+             [path_links(*subs[2][:1], subs[2][2].split(">"), subs[2][1])]]
+    for f in flows:
+        for path in f:
+            caps.update(dict.fromkeys(path, goodput_capacity(5.0)))
+    want = lia_rates(caps, flows) / 5.0
+    assert [float(r["norm_model_lia"]) for r in got] == [round(w, 5) for w in want]
+    assert [r["norm_model_reno"] for r in got] == ["0.5", "0.5"]     # present: kept
+    assert "norm_model_reno_coupled" in got[0]
+    (tmp_path / "subflows.csv").unlink()
+    assert remodel(tmp_path, rows) == rows
