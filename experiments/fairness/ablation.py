@@ -6,7 +6,7 @@ each flow model on the run's own traced paths, for emulated runs that differ in 
 Writes ablation.csv (one row per run folder and repetition), ablation.md (means and the
 paired differences against the first folder) and ablation.png into the output folder.
 Reads flows.csv, and subflows.csv with config.json for the models a run did not compute
-(remodel.RENO_MODELS: LIA's equilibrium and Reno's with and without pooling, solved again
+(figures.RENO_MODELS: LIA's equilibrium and Reno's with and without pooling, solved again
 on the run's own traced paths; runs before 2026-11-28 lack the first).  Usage:
 
     python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
@@ -28,7 +28,7 @@ from analysis.ablation import labelled_runs, write
 from analysis.figures import save
 from store import cell, read_csv
 
-from .remodel import remodel
+from .figures import remodel
 
 #: flows.csv columns -> what they are (all normalized to the host link)
 MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",

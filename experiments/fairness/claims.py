@@ -16,7 +16,7 @@ import numpy as np
 from analysis.claims import Missing, Outcome, Run, claim_maker, fmt, grouped, mean_jain, need_rows
 from model import COUPLED_CCS
 
-from .remodel import RENO_MODELS, remodel
+from .figures import RENO_MODELS, remodel
 
 PAPER = "000_b87022286e416fdf.txt"
 #: "a few percent" (issue #20's reading of Fig. 6), for the mean and for Jain's index
@@ -40,6 +40,9 @@ def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[
     max-min model's otherwise."""
     runs = _same_backend(runs)
     metric = metric or ("norm_bwm" if runs[0].backend == "emulated" else "norm_model")
+    if metric in RENO_MODELS:   # a run made before the model: solved on its stored paths
+        runs = [Run(r.path, r.config, r.status, r.invalid, {"flows.csv": remodel(
+            r.path, r.table("flows.csv"), (metric,))}) for r in runs]
     groups = grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
         r["_run"], r.get("run")) if r.get("topology") == topology else None)
     if not groups:
@@ -128,9 +131,6 @@ def agrees_with_model(runs: list[Run], cond: str) -> Outcome:
     if runs[0].backend != "emulated":
         raise Missing("needs an emulated run (the model backend has nothing to agree with)")
     metric = tcp_metric(runs) if cond == TCP_LIKE_COND else _COND_METRIC[cond]
-    if metric in RENO_MODELS:   # a run made before the model: solved on its stored paths
-        runs = [Run(r.path, r.config, r.status, r.invalid, {"flows.csv": remodel(
-            r.path, r.table("flows.csv"), (metric,))}) for r in runs]
     emu, _, _ = _ratio(runs, "norm_iperf")
     mdl, _, _ = _ratio(runs, metric)
     off = emu / mdl - 1
@@ -226,6 +226,16 @@ MODEL_VARIANTS = (
     ("maxmin-paper", "max-min model, paper scale", {"fattree": (PAPER_FATTREE,)},
      "norm_model", "Max-min on the same paper-scale networks, beside the TCP-like model: "
      "what a perfectly fair network would give (the yardstick earlier reports used)."),
+    ("lia-k4", "LIA fluid model, k=4", {"fattree": ("fattree,k=4",)}, "norm_model_lia",
+     "LIA's own fluid equilibrium (model.lia_rates: RFC 6356's coupled increase, each "
+     "subflow's window in inverse proportion to its path's loss rate) on the run's traced "
+     "paths: the allocation --cc lia settles at, where the coupled TCP-like model is the "
+     "pooled one it moves toward (variant added 2026-11-28 09:37 UTC, before its data)."),
+    ("lia-paper", "LIA fluid model, paper scale", {"fattree": (PAPER_FATTREE,)},
+     "norm_model_lia", "LIA's own fluid equilibrium on the paper-scale networks (k=10 fat "
+     "tree against the 125-switch Jellyfish: scripts/jellyfish-sweep.sh --paper), beside "
+     "the TCP-like and max-min models (variant added 2026-11-28 09:37 UTC, before its "
+     "data)."),
 )
 
 
@@ -262,7 +272,7 @@ def _variant(base: Any, suffix: str, cond: str, select: dict[str, tuple[str, ...
                          "the data, as the measured claim's.",
                   measure=measure, select=select, condition=cond,
                   needs="run fairness with --tcp-model propfair (or mpd)" if metric is None
-                  else "", because=cause,
+                  or metric in RENO_MODELS else "", because=cause,
                   # judged on an emulated run's model columns or on a model run: the same
                   # explanation, a model's, in either view
                   because_views={"model": cause} if cause else {})

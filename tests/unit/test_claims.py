@@ -322,6 +322,13 @@ def test_fairness_agreement_with_lias_own_equilibrium_under_lia_only(run_folder,
         assert [v.verdict for v in got] == ([want] if want else []), cc
         if want:
             assert got[0].measured == "emulated 0.800 vs model 0.840 (-4.8%)"
+    # the paper's claims on LIA's equilibrium at k=4: the mean 16 % low fails
+    by = {v.key: v for v in judge("fairness", run_folder(
+        "fairness", {"flows.csv": rows},
+        params={"backend": "emulated", "cc": "lia", "fattree": "fattree,k=4"})).values()}
+    assert by["mean-lia-k4"].verdict == C.FAILS
+    assert by["mean-lia-k4"].measured == "Jellyfish/fat tree mean 0.840"
+    assert by["mean-lia-paper"].verdict == C.NOT_MEASURED          # no k=10 run
     bare = [{k: v for k, v in r.items() if k != "norm_model_lia"} for r in rows]
     got = [v for v in judge("fairness", run_folder(
         "fairness", {"flows.csv": bare}, params={"backend": "emulated", "cc": "lia"})

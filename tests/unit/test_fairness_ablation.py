@@ -35,7 +35,7 @@ def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):
     same links; a column the run has is left alone; no subflows.csv, nothing filled."""
     import json
 
-    from experiments.fairness.remodel import remodel
+    from experiments.fairness.figures import remodel
     from model import goodput_capacity, lia_rates
     from model.network import path_links
 
