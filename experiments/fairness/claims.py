@@ -242,6 +242,23 @@ MODEL_VARIANTS = (
 #: why a model variant does not hold, by (claim key, variant suffix): a model ablation on the
 #: same run's paths (another column of its flows.csv) that changes the outcome
 VARIANT_BECAUSE = {
+    ("mean", "lia-k4"):
+        "LIA keeps a window on every subflow in inverse proportion to its path's loss rate, "
+        "so Jellyfish's colliding subflows (ksp + hashing) keep their traffic on the shared "
+        "links; the ablation, pooling each connection over the same traced paths (the "
+        "coupled TCP-like model, norm_model_tcp_coupled): 0.954, within 5 % (reference "
+        "20261127T035418Z-a97041)",
+    ("rank", "lia-k4"):
+        "the same colliding subflows leave Jellyfish's slowest connections short, as in the "
+        "independent-subflow models (largest gap 0.361 TCP-like independent, 0.281 "
+        "max-min); the ablation, pooling each connection over the same traced paths with "
+        "max-min between connections (flows.csv norm_model_aggregate): largest rank gap "
+        "0.073 (reference 20261127T035418Z-a97041)",
+    ("rank", "lia-paper"):
+        "LIA keeps traffic on colliding subflows, so at paper scale too a few Jellyfish "
+        "connections fall behind; the ablation, pooling each connection over the same paths "
+        "(the coupled TCP-like model, norm_model_tcp_coupled): largest rank gap 0.086, no "
+        "rank beyond 0.10 (reference 20261126T151456Z-d553f5)",
     ("rank", "tcp-k4"):
         "the TCP-like model is proportionally fair: it gives a connection less for every "
         "link its paths cross, and Jellyfish's slowest connections cross the most (6.0-6.5 "
