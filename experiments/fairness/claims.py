@@ -258,7 +258,7 @@ VARIANT_BECAUSE = {
         "LIA keeps traffic on colliding subflows, so at paper scale too a few Jellyfish "
         "connections fall behind; the ablation, pooling each connection over the same paths "
         "(the coupled TCP-like model, norm_model_tcp_coupled): largest rank gap 0.086, no "
-        "rank beyond 0.10 (reference 20261126T151456Z-d553f5)",
+        "rank beyond 0.10 (reference 20261128T100516Z-c66b83)",
     ("rank", "tcp-k4"):
         "the TCP-like model is proportionally fair: it gives a connection less for every "
         "link its paths cross, and Jellyfish's slowest connections cross the most (6.0-6.5 "
