@@ -37,6 +37,7 @@ MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
             "norm_model_lia": "LIA equilibrium",
             "norm_model_reno": "Reno (alpha 2), independent subflows",
             "norm_model_reno_coupled": "Reno (alpha 2), coupled"}
+
 Row = dict[str, Any]
 
 

@@ -41,8 +41,12 @@ def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[
     runs = _same_backend(runs)
     metric = metric or ("norm_bwm" if runs[0].backend == "emulated" else "norm_model")
     if metric in RENO_MODELS:   # a run made before the model: solved on its stored paths
-        runs = [Run(r.path, r.config, r.status, r.invalid, {"flows.csv": remodel(
-            r.path, r.table("flows.csv"), (metric,))}) for r in runs]
+        try:
+            runs = [Run(r.path, r.config, r.status, r.invalid, {"flows.csv": remodel(
+                r.path, r.table("flows.csv"), (metric,))}) for r in runs]
+        except (KeyError, ValueError, RuntimeError) as exc:   # a malformed subflows.csv
+            raise Missing(f"{metric} not solvable from the run's subflows.csv: "
+                          f"{type(exc).__name__}: {exc}") from None
     groups = grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
         r["_run"], r.get("run")) if r.get("topology") == topology else None)
     if not groups:

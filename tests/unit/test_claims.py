@@ -334,6 +334,14 @@ def test_fairness_agreement_with_lias_own_equilibrium_under_lia_only(run_folder,
         "fairness", {"flows.csv": bare}, params={"backend": "emulated", "cc": "lia"})
     ).values() if v.condition == "LIA fluid model"]
     assert [v.verdict for v in got] == [C.NOT_MEASURED]
+    # a subflows.csv it cannot be solved from (no spec column): not measured, saying why
+    got = [v for v in judge("fairness", run_folder(
+        "fairness", {"flows.csv": bare, "subflows.csv": [
+            {"src": "a", "dst": "b", "path": "s1", "run": "0", "topology": "fattree"}]},
+        params={"backend": "emulated", "cc": "lia", "bw": 5.0})
+    ).values() if v.condition == "LIA fluid model"]
+    assert [v.verdict for v in got] == [C.NOT_MEASURED]
+    assert "not solvable from the run's subflows.csv: KeyError" in got[0].detail
 
 
 def test_fairness_ranks_compare_at_equal_fractions_of_different_counts():
