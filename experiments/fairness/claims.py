@@ -329,10 +329,11 @@ CLAIMS = [
                    "the pooled 0.954 and Reno's independent subflows 0.862 (the guarded lia "
                    "run: 0.882, 0.961, 0.873): LIA barely pools here, and the emulation "
                    "(0.824; guarded 0.840) sits 5.4 % (4.8 %) under LIA's equilibrium; "
-                   "every clean run of a coupled control lies 2.0-5.4 % under it and 6-14 % "
-                   "under the pooled model (BALIA, OLIA too, OLIA though its ideal is the "
-                   "pooled one); the last few percent are the emulation's distance from "
-                   "every uncoupled model on these paths (max-min -4.7 %), cause not found "
+                   "every clean run of a coupled control lies within 5.4 % of it (5.4 % under "
+                   "to 0.6 % above) and 6-14 % under the pooled model (BALIA, OLIA too, "
+                   "OLIA though its ideal is the pooled one); the last few percent are the "
+                   "emulation's distance from every uncoupled model on these paths (max-min "
+                   "-4.7 %), cause not found "
                    "(docs/results/000-permutation-fairness.md, results/reference/"
                    "fairness-ablation)",
            conditions=agreement_conditions,
