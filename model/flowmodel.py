@@ -570,8 +570,8 @@ _LIA_MAX_ITER = 100_000
 _LIA_PATIENCE = 2_000
 
 
-def lia_rates(capacities: Capacities, flows: Sequence[Flow], coupled: bool = True
-              ) -> np.ndarray:
+def lia_rates(capacities: Capacities, flows: Sequence[Flow], coupled: bool = True,
+              rtts: Sequence[float] | None = None) -> np.ndarray:
     """Rate of each connection at the fluid equilibrium of RFC 6356's coupled increase
     (LIA, ``--cc lia``) on the given paths: the allocation LIA itself settles at, where the
     coupled alpha-fair model is the pooled allocation it only moves toward.
@@ -587,19 +587,34 @@ def lia_rates(capacities: Capacities, flows: Sequence[Flow], coupled: bool = Tru
     subflow Reno's own rate sqrt(2/q_r), the alpha = 2 model over independent subflows
     (the same allocation as ``alpha_fair_rates(..., alpha=2)`` on single-path flows: a
     check on the solver).  Infinite-capacity links as in alpha_fair_rates.
+
+    ``rtts`` (one per subflow, in the order of the flows' paths, any unit) gives each
+    subflow its own round-trip time, with RFC 6356's alpha in full (see _lia_split); only
+    their ratios matter.
     """
-    if len(flows) == 0:
-        return np.zeros(0)
-    return np.bincount(_flatten_flows(flows)[1], weights=lia_subflow_rates(
-        capacities, flows, coupled), minlength=len(flows))
+    return _lia(capacities, flows, coupled, rtts, per_connection=True)
 
 
 def lia_subflow_rates(capacities: Capacities, flows: Sequence[Flow],
-                      coupled: bool = True) -> np.ndarray:
+                      coupled: bool = True, rtts: Sequence[float] | None = None
+                      ) -> np.ndarray:
     """The subflow rates of lia_rates, in the order of the flows' paths."""
-    paths, owner = _flatten_flows(flows)
-    if not paths:
+    return _lia(capacities, flows, coupled, rtts, per_connection=False)
+
+
+def _lia(capacities: Capacities, flows: Sequence[Flow], coupled: bool,
+         rtts: Sequence[float] | None, per_connection: bool) -> np.ndarray:
+    """lia_rates (per_connection) or lia_subflow_rates."""
+    if len(flows) == 0:
         return np.zeros(0)
+    paths, owner = _flatten_flows(flows)
+    rtt = None
+    if rtts is not None:
+        rtt = np.asarray(rtts, dtype=float).reshape(-1)
+        if len(rtt) != len(paths):
+            raise ValueError(f"got {len(rtt)} round-trip times for {len(paths)} subflows")
+        if not (np.isfinite(rtt) & (rtt > 0)).all():
+            raise ValueError("round-trip times must be finite and > 0")
     _, cap, rows = _index_paths(capacities, paths)
     finite = np.isfinite(cap)
     free = np.array([not finite[r].any() for r in rows])
@@ -609,26 +624,69 @@ def lia_subflow_rates(capacities: Capacities, flows: Sequence[Flow],
     rates = np.full(len(paths), np.inf)
     sel = np.flatnonzero(~blocked)
     if len(sel):
-        rates[sel] = _lia_solve(cap, [rows[i] for i in sel], owner[sel], coupled)
+        rates[sel] = _lia_solve(cap, [rows[i] for i in sel], owner[sel], coupled,
+                                None if rtt is None else rtt[sel])
     if coupled:
         rates[blocked & ~free] = 0.0   # its traffic is on the unbounded path
+    if per_connection:
+        return np.bincount(owner, weights=rates, minlength=len(flows))
     return rates
 
 
-def _lia_split(q: np.ndarray, owner: np.ndarray, coupled: bool) -> np.ndarray:
-    """Subflow rates (units of sqrt(1/price)) for path loss rates q; owner sorted."""
+#: bisection steps for a connection's window scale when some subflow is at Reno's cap
+_LIA_BISECT = 60
+
+
+def _lia_split(q: np.ndarray, owner: np.ndarray, coupled: bool,
+               rtt: np.ndarray | None = None) -> np.ndarray:
+    """Subflow rates (units of sqrt(1/price)) for path loss rates q; owner sorted.
+
+    With round-trip times, RFC 6356's alpha = W max_r(w_r/rtt_r^2) / (sum_r w_r/rtt_r)^2
+    (W the connection's total window) and the per-ACK increase min(alpha/W, 1/w_r) balance a
+    loss response of w_r/2 where w_r = min(c/q_r, sqrt(2/q_r)), c = 2 alpha / W the same
+    for all of a connection's subflows, and x_r = w_r/rtt_r.  c solves
+    c (sum w/rtt)^2 = 2 max(w/rtt^2), whose left side over c minus the right side over c
+    only grows with c (one root).  While no subflow is at Reno's cap sqrt(2/q_r),
+    c = sqrt(2 M) / S with M = max 1/(q rtt^2), S = sum 1/(q rtt); with equal round-trip
+    times the cap never binds and this is the closed form of lia_rates."""
     if not coupled:
-        return np.sqrt(2.0 / q)
+        x = np.sqrt(2.0 / q)
+        return x if rtt is None else x / rtt
     starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-    qmin = np.minimum.reduceat(q, starts)
-    inv = 1.0 / q
-    total = np.add.reduceat(inv, starts)
     count = np.diff(np.r_[starts, len(q)])
-    return np.repeat(np.sqrt(2.0 / qmin) / total, count) * inv
+    if rtt is None:
+        qmin = np.minimum.reduceat(q, starts)
+        inv = 1.0 / q
+        total = np.add.reduceat(inv, starts)
+        return np.repeat(np.sqrt(2.0 / qmin) / total, count) * inv
+    inv_q, reno = 1.0 / q, np.sqrt(2.0 / q)
+
+    def excess(c: np.ndarray) -> np.ndarray:
+        """c (sum w/rtt)^2 - 2 max(w/rtt^2) per connection, for scales c."""
+        w = np.minimum(np.repeat(c, count) * inv_q, reno)
+        return c * np.add.reduceat(w / rtt, starts) ** 2 \
+            - 2.0 * np.maximum.reduceat(w / rtt ** 2, starts)
+
+    c = np.sqrt(2.0 * np.maximum.reduceat(inv_q / rtt ** 2, starts)) \
+        / np.add.reduceat(inv_q / rtt, starts)
+    capped = np.repeat(c, count) * inv_q > reno * (1 + 1e-12)
+    if capped.any():
+        # bisect on log c.  lo: below every subflow's cap sqrt(2 q_r) and below the
+        # uncapped root, so excess < 0.  hi: every subflow at its cap; if excess is still
+        # negative there, every subflow is Reno and c converges to hi, which says so.
+        at_cap = reno / inv_q
+        hi = np.maximum.reduceat(at_cap, starts)
+        lo = np.minimum(c, np.minimum.reduceat(at_cap, starts)) * 1e-6
+        for _ in range(_LIA_BISECT):
+            mid = np.sqrt(lo * hi)
+            low = excess(mid) < 0
+            lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+        c = np.sqrt(lo * hi)
+    return np.minimum(np.repeat(c, count) * inv_q, reno) / rtt
 
 
 def _lia_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
-               coupled: bool) -> np.ndarray:
+               coupled: bool, rtt: np.ndarray | None) -> np.ndarray:
     """Subflow rates at LIA's equilibrium (every row crosses a finite link).
 
     Prices (loss rates) move by tatonnement, p_l <- p_l * (load_l / c_l)^g: a full link's
@@ -639,6 +697,7 @@ def _lia_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
     link is full, all within LIA_RTOL; g halves when that miss stops shrinking."""
     order = np.argsort(owner, kind="stable")
     own = owner[order]
+    rtt_sorted = None if rtt is None else rtt[order]
     finite = np.flatnonzero(np.isfinite(cap))
     where = np.full(len(cap), -1, dtype=np.int64)
     where[finite] = np.arange(len(finite))
@@ -655,7 +714,7 @@ def _lia_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
     gain, best, since = 1.0, np.inf, 0
     for _ in range(_LIA_MAX_ITER):
         q = at @ p
-        x = _lia_split(q, own, coupled)
+        x = _lia_split(q, own, coupled, rtt_sorted)
         load = a @ x / c
         top = float(load.max())
         # x scales as p^-1/2: multiplying p by top^2 puts the busiest link at capacity

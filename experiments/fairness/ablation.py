@@ -7,7 +7,8 @@ Writes ablation.csv (one row per run folder and repetition), ablation.md (means 
 paired differences against the first folder) and ablation.png into the output folder.
 Reads flows.csv, and subflows.csv with config.json for the models a run did not compute
 (figures.RENO_MODELS: LIA's equilibrium and Reno's with and without pooling, solved again
-on the run's own traced paths; runs before 2026-11-28 lack the first).  Usage:
+on the run's own traced paths; runs before 2026-11-28 lack the first; and LIA's and Reno's
+with each subflow's measured RTT, the round-trip-time ablation).  Usage:
 
     python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import statistics as st
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,9 @@ MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
             "norm_model_tcp_coupled": "TCP-like, coupled",
             "norm_model_lia": "LIA equilibrium",
             "norm_model_reno": "Reno (alpha 2), independent subflows",
-            "norm_model_reno_coupled": "Reno (alpha 2), coupled"}
+            "norm_model_reno_coupled": "Reno (alpha 2), coupled",
+            "norm_model_lia_rtt": "LIA equilibrium, measured RTTs",
+            "norm_model_reno_rtt": "Reno, independent subflows, measured RTTs"}
 
 Row = dict[str, Any]
 
@@ -62,18 +66,36 @@ def _mean(rows: list[dict[str, str]], col: str) -> float:
     return st.mean(vals) if vals else float("nan")
 
 
-def summary(rows: list[Row]) -> list[str]:
-    """ablation.md: each folder's mean ratio per measure, and the paired differences of
-    the measured ratio against the first folder's."""
+def pooled(rows: list[dict[str, str]], label: str) -> Row:
+    """Over every flow of every repetition: Jellyfish mean / fat-tree mean of every
+    measure present (the agreement claim's ratio of means)."""
+    row: Row = {"label": label}
+    for col in MEASURES:
+        jf, ft = (_mean([r for r in rows if r["topology"] == topo], col)
+                  for topo in ("jellyfish", "fattree"))
+        row[col] = round(jf / ft, 4) if ft else float("nan")
+    return row
+
+
+def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:
+    """ablation.md: each folder's mean ratio per measure (and, given ``whole``, its ratio
+    of means over every flow), and the paired differences of the measured ratio against
+    the first folder's."""
     labels = list(dict.fromkeys(r["label"] for r in rows))
+    head = ["| run | " + " | ".join(MEASURES.values()) + " |",
+            "|---|" + "---|" * len(MEASURES)]
     lines = ["# fairness coupling ablation (issue #28)", "",
              "Jellyfish / fat tree mean normalized throughput, mean over repetitions.", "",
-             "| run | " + " | ".join(MEASURES.values()) + " |",
-             "|---|" + "---|" * len(MEASURES)]
+             *head]
     for lab in labels:
         mine = [r for r in rows if r["label"] == lab]
         lines.append(f"| {lab} | " + " | ".join(
             f"{st.mean(float(r[c]) for r in mine):.3f}" for c in MEASURES) + " |")
+    if whole:
+        lines += ["", "Jellyfish / fat tree, ratio of the means over every flow of every "
+                  "repetition (the agreement claim's measure).", "", *head]
+        lines += [f"| {w['label']} | " + " | ".join(f"{float(w[c]):.3f}" for c in MEASURES)
+                  + " |" for w in whole]
     base = {r["run"]: r["norm_iperf"] for r in rows if r["label"] == labels[0]}
     for lab in labels[1:]:
         diffs = [base[r["run"]] - r["norm_iperf"] for r in rows
@@ -89,6 +111,7 @@ def summary(rows: list[Row]) -> list[str]:
 #: the models plotted beside the measurement: column, marker, label
 _PLOTTED = (("norm_model_tcp_coupled", "^", "TCP-like, coupled (pooled)"),
             ("norm_model_lia", "D", "LIA equilibrium"),
+            ("norm_model_lia_rtt", "s", "LIA equilibrium, measured RTTs"),
             ("norm_model_tcp", "v", "TCP-like, independent subflows"),
             ("norm_model", "_", "max-min"))
 
@@ -124,9 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     if got is None:
         return 2
     out, runs = got
-    rows = [r for label, folder in runs
-            for r in ratios(remodel(folder, read_csv(folder / "flows.csv")), label)]
-    print(write(out, rows, summary(rows), lambda o: plot(o, rows)))
+    flows = {label: remodel(folder, read_csv(folder / "flows.csv")) for label, folder in runs}
+    rows = [r for label, got in flows.items() for r in ratios(got, label)]
+    whole = [pooled(got, label) for label, got in flows.items()]
+    print(write(out, rows, summary(rows, whole), lambda o: plot(o, rows)))
     return 0
 
 

@@ -456,33 +456,58 @@ def headline(run_dir: Path) -> str:
 #: fluid equilibrium (RFC 6356, model.lia_rates) between Reno's allocation with
 #: independent subflows and with each connection pooled over its paths
 RENO_MODELS = {
-    "norm_model_lia": lambda caps, flows: lia_rates(caps, flows),
-    "norm_model_reno": lambda caps, flows: alpha_fair_rates(caps, flows, 2.0),
-    "norm_model_reno_coupled": lambda caps, flows: alpha_fair_rates(caps, flows, 2.0,
-                                                                    coupled=True)}
+    "norm_model_lia": lambda caps, flows, rtts: lia_rates(caps, flows),
+    "norm_model_reno": lambda caps, flows, rtts: alpha_fair_rates(caps, flows, 2.0),
+    "norm_model_reno_coupled": lambda caps, flows, rtts: alpha_fair_rates(
+        caps, flows, 2.0, coupled=True),
+    # the round-trip-time ablation: each subflow's measured median RTT (subflows.csv)
+    "norm_model_lia_rtt": lambda caps, flows, rtts: lia_rates(caps, flows, rtts=rtts),
+    "norm_model_reno_rtt": lambda caps, flows, rtts: lia_rates(caps, flows, coupled=False,
+                                                               rtts=rtts)}
+
+
+def _subflow_rtts(rtts: list[list[float]]) -> list[float]:
+    """Each connection's subflow RTTs, flattened; a subflow without a measured RTT (no
+    tcp_info sample in its window) gets the median of its connection's others."""
+    out: list[float] = []
+    for conn in rtts:
+        known = sorted(v for v in conn if v == v and v > 0)
+        if not known:
+            raise ValueError("a connection has no subflow with a measured round-trip time")
+        out.extend(v if v == v and v > 0 else known[len(known) // 2] for v in conn)
+    return out
 
 
 def remodel(folder: Path, rows: list[dict[str, str]],
             cols: Iterable[str] = tuple(RENO_MODELS)) -> list[dict[str, str]]:
     """flows.csv rows with each of ``cols`` (RENO_MODELS keys) they lack filled in: each
     repetition's network rebuilt from its spec, its connections from the subflows' traced
-    paths; rows left as they are when the run kept no subflows.csv."""
+    paths (and their measured RTTs); rows left as they are when the run kept no
+    subflows.csv."""
     want = [c for c in cols if not any(cell(r.get(c)) == cell(r.get(c)) for r in rows)]
     if not want or not (folder / "subflows.csv").is_file():   # no traced paths: left out
         return rows
     bw = float(read_json(folder / "config.json")["params"]["bw"])
     nets: dict[tuple[str, str], dict[str, list]] = defaultdict(dict)
+    rtts: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
     specs: dict[tuple[str, str], str] = {}
     for sub in read_csv(folder / "subflows.csv"):
         key = (sub["run"], sub["topology"])
         specs[key] = sub["spec"]
         nets[key].setdefault(sub["src"], []).append(
             path_links(sub["src"], sub["path"].split(">"), sub["dst"]))
+        rtts[key].setdefault(sub["src"], []).append(cell(sub.get("rtt_ms")))
     got: dict[tuple[str, str, str], dict[str, float]] = {}
     for key, conns in nets.items():
         caps = capacities(topos.build(specs[key]), bw)
+        try:
+            rtt = _subflow_rtts(list(rtts[key].values()))
+        except ValueError:      # no RTT measured: the RTT ablation's columns stay missing
+            rtt = []
         for col in want:
-            for src, rate in zip(conns, RENO_MODELS[col](caps, list(conns.values()))):
+            if col.endswith("_rtt") and not rtt:
+                continue
+            for src, rate in zip(conns, RENO_MODELS[col](caps, list(conns.values()), rtt)):
                 got.setdefault((*key, src), {})[col] = float(rate) / bw
     return [{**r, **{c: str(round(v, 5)) for c, v in got.get(
         (r["run"], r["topology"], r["src"]), {}).items()}} for r in rows]

@@ -26,6 +26,8 @@ def test_the_summary_pairs_each_folder_with_the_first_by_repetition(labelled_abl
         write_csv(d / "flows.csv", _flows(0, [1, 1], second[i]) + _flows(1, [1, 1], [0.8, 0.8]))
     md = labelled_ablation(ablation, fill, ("lia", "reno"), rows=4)
     assert "| lia | 0.850 | 0.850 | 0.850 | 1.000 |" in md
+    # over every flow: lia's Jellyfish mean (0.9 + 0.8) / 2 against the fat tree's 1
+    assert "| lia | 0.850 | 0.850 | 0.850 | 1.000 |" in md.split("ratio of the means")[1]
     assert "measured lia minus reno: +0.100, +0.000; mean +0.050 (sd 0.071)" in md
 
 
@@ -60,5 +62,18 @@ def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):
     assert [float(r["norm_model_lia"]) for r in got] == [round(w, 5) for w in want]
     assert [r["norm_model_reno"] for r in got] == ["0.5", "0.5"]     # present: kept
     assert "norm_model_reno_coupled" in got[0]
+    assert "norm_model_lia_rtt" not in got[0]         # no RTTs in subflows.csv: left out
+    # the RTT ablation: each subflow's measured RTT; one without (empty) gets the median
+    # of its connection's others (here its sibling's 40 ms)
+    write_csv(tmp_path / "subflows.csv", [{"src": s, "dst": d, "path": p, "run": "0",
+                                           "topology": "fattree", "spec": spec, "rtt_ms": t}
+                                          for (s, d, p), t in zip(subs, ("40", "", "160"))])
+    got = remodel(tmp_path, rows)
+    want = lia_rates(caps, flows, rtts=[40.0, 40.0, 160.0]) / 5.0
+    assert [float(r["norm_model_lia_rtt"]) for r in got] == [round(w, 5) for w in want]
+    want = lia_rates(caps, flows, coupled=False, rtts=[40.0, 40.0, 160.0]) / 5.0
+    assert [float(r["norm_model_reno_rtt"]) for r in got] == [round(w, 5) for w in want]
+    # the 160 ms connection gets less than with equal RTTs
+    assert want[1] < lia_rates(caps, flows, coupled=False)[1] / 5.0 - 0.05
     (tmp_path / "subflows.csv").unlink()
     assert remodel(tmp_path, rows) == rows

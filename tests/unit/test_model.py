@@ -533,6 +533,97 @@ def test_lia_equilibrium_conditions_on_random_multipath_sets(seed):
     assert all(max(load[link] for link in p) >= 1 - 1.5e-3 for p in paths)
 
 
+# --- with each subflow's own round-trip time (rtts=) ------------------------------------
+
+def test_lia_split_with_rtts_where_renos_cap_binds_by_hand():
+    """Subflow 1: loss 1, RTT 1; subflow 2: loss 0.02, RTT 10.  Uncapped, subflow 2 would
+    exceed Reno's window sqrt(2/0.02) = 10, so it sits there; subflow 1's window c solves
+    c (c/1 + 10/10)^2 = 2 max(c/1, 10/100): c = sqrt(2) - 1.  Rates w/rtt: c and 1.  And
+    the RFC 6356 balance, min(alpha/W, 1/w_r) = q_r w_r / 2, holds on both."""
+    from model.flowmodel import _lia_split
+
+    q, rtt = np.array([1.0, 0.02]), np.array([1.0, 10.0])
+    x = _lia_split(q, np.array([0, 0]), True, rtt)
+    assert x == pytest.approx([math.sqrt(2) - 1, 1.0], rel=1e-9)
+    w = x * rtt
+    alpha = w.sum() * (w / rtt ** 2).max() / (w / rtt).sum() ** 2
+    assert np.minimum(alpha / w.sum(), 1 / w) == pytest.approx(q * w / 2, rel=1e-9)
+
+
+def test_lia_split_with_random_rtts_balances_every_subflow():
+    """Random loss rates and RTTs (spread 100x, so Reno's cap binds on some subflows):
+    every subflow's increase per ACK, min(alpha/W, 1/w_r), equals its decrease per ACK,
+    q_r w_r / 2, with alpha from RFC 6356; uncoupled, x_r = sqrt(2/q_r)/rtt_r."""
+    from model.flowmodel import _lia_split
+
+    capped = 0
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        owner = np.sort(rng.integers(0, 12, 60))
+        q, rtt = 10 ** rng.uniform(-2, 0, 60), 10 ** rng.uniform(0, 2, 60)
+        x = _lia_split(q, owner, True, rtt)
+        w = x * rtt
+        for c in np.unique(owner):
+            m = owner == c
+            alpha = w[m].sum() * (w[m] / rtt[m] ** 2).max() / (w[m] / rtt[m]).sum() ** 2
+            assert np.minimum(alpha / w[m].sum(), 1 / w[m]) == pytest.approx(
+                q[m] * w[m] / 2, rel=1e-6)
+            capped += int((1 / w[m] < alpha / w[m].sum() * (1 - 1e-9)).sum())
+        assert _lia_split(q, owner, False, rtt) == pytest.approx(np.sqrt(2 / q) / rtt)
+    assert capped > 0                       # the cap's branch was exercised
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lia_with_equal_rtts_is_the_equal_rtt_equilibrium(seed):
+    """Only the RTTs' ratios matter: all equal (any value) gives the rtts=None answer."""
+    from model import lia_rates
+
+    rng = random.Random(200 + seed)
+    caps = {f"l{i}": rng.choice([1.0, 2.0]) for i in range(10)}
+    flows = [[rng.sample(sorted(caps), rng.randint(1, 3)) for _ in range(rng.randint(1, 4))]
+             for _ in range(8)]
+    n = sum(len(f) for f in flows)
+    for coupled in (True, False):
+        assert lia_rates(caps, flows, coupled, rtts=[37.0] * n) == pytest.approx(
+            lia_rates(caps, flows, coupled), rel=2e-3)
+
+
+def test_reno_with_rtts_shares_a_link_in_inverse_proportion_to_rtt():
+    """Two single-path Reno flows on one link see the same loss rate, so their rates go
+    as 1/rtt: RTTs 1 and 2 on a link of 3 give 2 and 1, coupled (one path each) or not."""
+    from model import lia_rates
+
+    for coupled in (True, False):
+        assert lia_rates({"l": 3.0}, [[["l"]], [["l"]]], coupled, rtts=[1.0, 2.0]) \
+            == pytest.approx([2.0, 1.0], rel=2e-3)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lia_with_random_rtts_fills_links_and_keeps_every_path(seed):
+    """The price iteration with RTTs: no link over its capacity, every subflow carries
+    traffic, every path crosses a full link."""
+    from model import lia_subflow_rates
+
+    rng = random.Random(300 + seed)
+    caps = {f"l{i}": 1.0 for i in range(10)}
+    flows = [[rng.sample(sorted(caps), rng.randint(1, 3)) for _ in range(rng.randint(1, 4))]
+             for _ in range(8)]
+    paths = [p for f in flows for p in f]
+    sub = lia_subflow_rates(caps, flows, rtts=[rng.uniform(1, 20) for _ in paths])
+    load = {link: sum(x for x, p in zip(sub, paths) if link in p) for link in caps}
+    assert max(load.values()) <= 1 + 1.5e-3
+    assert (sub > 0).all()
+    assert all(max(load[link] for link in p) >= 1 - 1.5e-3 for p in paths)
+
+
+def test_lia_rejects_bad_rtts():
+    from model import lia_rates
+
+    for bad in ([1.0], [1.0, 0.0], [1.0, math.nan], [1.0, -2.0]):
+        with pytest.raises(ValueError, match="round-trip"):
+            lia_rates({"l": 1.0}, [[["l"]], [["l"]]], rtts=bad)
+
+
 def test_lia_unbounded_and_empty():
     from model import lia_rates, lia_subflow_rates
 
