@@ -478,6 +478,18 @@ def alpha_fair_rates(capacities: Capacities, flows: Sequence[Flow], alpha: float
     return np.bincount(owner, weights=rates, minlength=len(flows))
 
 
+def _incidence(cap: np.ndarray, rows: Sequence[np.ndarray]) -> sp.csr_matrix:
+    """Finite links x paths 0/1 matrix (a link in the order of the finite ones in cap)."""
+    finite = np.flatnonzero(np.isfinite(cap))
+    where = np.full(len(cap), -1, dtype=np.int64)
+    where[finite] = np.arange(len(finite))
+    cols = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    links = where[np.concatenate(rows)] if rows else np.zeros(0, dtype=np.int64)
+    keep = links >= 0
+    return sp.csr_matrix((np.ones(int(keep.sum())), (links[keep], cols[keep])),
+                         shape=(len(finite), len(rows)))
+
+
 def _alpha_fair_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
                       alpha: float, coupled: bool) -> np.ndarray:
     """The subflow rates of one alpha-fair program (every row crosses a finite link)."""
@@ -485,12 +497,7 @@ def _alpha_fair_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray
 
     finite = np.flatnonzero(np.isfinite(cap))
     scale = float(cap[finite].max())          # solve in units of the largest link
-    where = {int(link): k for k, link in enumerate(finite)}
-    entries = [(where[int(link)], j) for j, r in enumerate(rows) for link in r
-               if int(link) in where]
-    a = sp.csr_matrix((np.ones(len(entries)), ([e[0] for e in entries],
-                                               [e[1] for e in entries])),
-                      shape=(len(finite), len(rows)))
+    a = _incidence(cap, rows)
     x = cp.Variable(len(rows), nonneg=True)
     if coupled:
         groups = np.unique(owner)
@@ -699,13 +706,7 @@ def _lia_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
     own = owner[order]
     rtt_sorted = None if rtt is None else rtt[order]
     finite = np.flatnonzero(np.isfinite(cap))
-    where = np.full(len(cap), -1, dtype=np.int64)
-    where[finite] = np.arange(len(finite))
-    entries = [(int(where[link]), j) for j, i in enumerate(order) for link in rows[i]
-               if where[link] >= 0]
-    a = sp.csr_matrix((np.ones(len(entries)), ([e[0] for e in entries],
-                                               [e[1] for e in entries])),
-                      shape=(len(finite), len(order)))
+    a = _incidence(cap, [rows[i] for i in order])
     crossed = np.diff(a.indptr) > 0           # a link no subflow crosses has no price
     a, c = a[np.flatnonzero(crossed)], cap[finite][crossed]
     a.sort_indices()
