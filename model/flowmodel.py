@@ -737,7 +737,11 @@ def _lia_solve(cap: np.ndarray, rows: list[np.ndarray], owner: np.ndarray,
             since += 1
             if since >= _LIA_PATIENCE:      # not shrinking: oscillating, take smaller steps
                 gain, since = gain / 2, 0
-        p = p * np.power(np.maximum(load, 1e-12), gain)
+        # a link clearly under its capacity keeps the full step toward a zero price: with
+        # the halved one, such a link left just under capacity (another on the same
+        # connections binds first) decays too slowly to pass as idle
+        p = p * np.power(np.maximum(load, 1e-12),
+                         np.where(load < 1.0 - LIA_RTOL, 1.0, gain))
     raise RuntimeError(f"LIA equilibrium: no convergence in {_LIA_MAX_ITER} steps "
                        f"(largest miss {best:.2e})")
 

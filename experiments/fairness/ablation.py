@@ -8,7 +8,8 @@ paired differences against the first folder) and ablation.png into the output fo
 Reads flows.csv, and subflows.csv with config.json for the models a run did not compute
 (figures.RENO_MODELS: LIA's equilibrium and Reno's with and without pooling, solved again
 on the run's own traced paths; runs before 2026-11-28 lack the first; and LIA's and Reno's
-with each subflow's measured RTT, the round-trip-time ablation).  Usage:
+with each subflow's measured RTT, the round-trip-time ablation, and LIA's on the capacity
+the emulation delivered on its congested links).  Usage:
 
     python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
 """
@@ -40,7 +41,8 @@ MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
             "norm_model_reno": "Reno (alpha 2), independent subflows",
             "norm_model_reno_coupled": "Reno (alpha 2), coupled",
             "norm_model_lia_rtt": "LIA equilibrium, measured RTTs",
-            "norm_model_reno_rtt": "Reno, independent subflows, measured RTTs"}
+            "norm_model_reno_rtt": "Reno, independent subflows, measured RTTs",
+            "norm_model_lia_delivered": "LIA equilibrium, delivered capacities"}
 
 Row = dict[str, Any]
 

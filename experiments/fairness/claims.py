@@ -333,7 +333,12 @@ CLAIMS = [
                    "to 0.6 % above) and 6-14 % under the pooled model (BALIA, OLIA too, "
                    "OLIA though its ideal is the pooled one); the last few percent are the "
                    "emulation's distance from every uncoupled model on these paths (max-min "
-                   "-4.7 %), cause not found "
+                   "-4.7 %): not Reno's RTT bias (with each subflow's measured RTT LIA's "
+                   "equilibrium moves away, 0.872), nor, as far as flagged runs show, the "
+                   "emulator's per-hop CPU (half the rate: the same -5.1 %); about a third is "
+                   "capacity left idle on congested fabric links (0.91-0.94 of the wire; "
+                   "LIA's equilibrium on the delivered capacities: -5.1 % becomes -3.2 % over "
+                   "both clean runs); the rest, cause not found "
                    "(docs/results/000-permutation-fairness.md, results/reference/"
                    "fairness-ablation)",
            conditions=agreement_conditions,

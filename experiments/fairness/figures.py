@@ -9,6 +9,7 @@ runs made before a model existed.
 from __future__ import annotations
 
 import functools
+import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -464,7 +465,20 @@ RENO_MODELS = {
     # the round-trip-time ablation: each subflow's measured median RTT (subflows.csv)
     "norm_model_lia_rtt": lambda caps, flows, rtts: lia_rates(caps, flows, rtts=rtts),
     "norm_model_reno_rtt": lambda caps, flows, rtts: lia_rates(caps, flows, coupled=False,
-                                                               rtts=rtts)}
+                                                               rtts=rtts),
+    # the delivered-capacity ablation: capacities scaled as _delivered says
+    "norm_model_lia_delivered": lambda caps, flows, rtts: lia_rates(caps, flows)}
+
+
+def _delivered(caps: dict, links: list[dict[str, str]]) -> dict:
+    """The capacities the emulation delivered: each link whose switch egress queue dropped
+    packets in the counter window (links.csv, measured) scaled by its measured wire
+    utilisation (at most 1); every other link nominal."""
+    out = dict(caps)
+    for r in links:
+        if r.get("source") == "measured" and cell(r.get("drops")) > 0:
+            out[(r["u"], r["v"])] *= min(1.0, cell(r["util"]))
+    return out
 
 
 def _subflow_rtts(rtts: list[list[float]]) -> list[float]:
@@ -490,8 +504,9 @@ def remodel(folder: Path, rows: list[dict[str, str]],
     subs = folder / "subflows.csv"
     if not want or not subs.is_file():   # no traced paths: left out
         return rows
-    st = subs.stat()
-    stamp = (str(folder.resolve()), (st.st_mtime_ns, st.st_size, st.st_ino))
+    stamp = (str(folder.resolve()), tuple(
+        (st.st_mtime_ns, st.st_size, st.st_ino) if (st := _stat(folder / name)) else None
+        for name in ("subflows.csv", "links.csv")))
     got: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for col in want:
         for key, rate in _solved(*stamp, col).items():
@@ -500,12 +515,21 @@ def remodel(folder: Path, rows: list[dict[str, str]],
         (r["run"], r["topology"], r["src"]), {}).items()}} for r in rows]
 
 
+def _stat(path: Path) -> os.stat_result | None:
+    """path's stat, None when it is not there."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
 @functools.lru_cache(maxsize=64)
-def _solved(folder: str, _version: tuple[int, int, int],
-            col: str) -> dict[tuple[str, str, str], float]:
+def _solved(folder: str, _version: tuple, col: str) -> dict[tuple[str, str, str], float]:
     """One RENO_MODELS column of a run folder, per (run, topology, source), normalized to
-    the link rate (subflows.csv's time, size and inode key the cache, so a rewritten one
-    is solved again); empty for an RTT column when the run measured no RTTs."""
+    the link rate (the time, size and inode of subflows.csv and links.csv key the cache,
+    so a rewritten one is solved again); a network is left out of an RTT column when it
+    measured no RTTs, and of the delivered-capacity column when links.csv has no counters
+    for it."""
     bw = float(read_json(Path(folder) / "config.json")["params"]["bw"])
     nets: dict[tuple[str, str], dict[str, list]] = defaultdict(dict)
     rtts: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
@@ -516,6 +540,12 @@ def _solved(folder: str, _version: tuple[int, int, int],
         nets[key].setdefault(sub["src"], []).append(
             path_links(sub["src"], sub["path"].split(">"), sub["dst"]))
         rtts[key].setdefault(sub["src"], []).append(cell(sub.get("rtt_ms")))
+    links: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    if col == "norm_model_lia_delivered":
+        if not (Path(folder) / "links.csv").is_file():
+            return {}
+        for r in read_csv(Path(folder) / "links.csv"):
+            links[(r["run"], r["topology"])].append(r)
     out: dict[tuple[str, str, str], float] = {}
     for key, conns in nets.items():
         rtt: list[float] = []
@@ -525,6 +555,10 @@ def _solved(folder: str, _version: tuple[int, int, int],
             except ValueError:      # no RTT measured: the ablation's column stays missing
                 continue
         caps = capacities(topos.build(specs[key]), bw)
+        if col == "norm_model_lia_delivered":
+            if key not in links:        # no counters for this network: left missing
+                continue
+            caps = _delivered(caps, links[key])
         for src, rate in zip(conns, RENO_MODELS[col](caps, list(conns.values()), rtt)):
             out[(*key, src)] = float(rate) / bw
     return out

@@ -75,5 +75,20 @@ def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):
     assert [float(r["norm_model_reno_rtt"]) for r in got] == [round(w, 5) for w in want]
     # the 160 ms connection gets less than with equal RTTs
     assert want[1] < lia_rates(caps, flows, coupled=False)[1] / 5.0 - 0.05
+    # the delivered-capacity ablation: a link that dropped packets keeps only the share
+    # of its capacity it carried; no links.csv, no column
+    assert "norm_model_lia_delivered" not in got[0]
+    first_core = ("0_2_1", "4_1_1")              # on the shared path only
+    write_csv(tmp_path / "links.csv", [
+        {"run": "0", "topology": "fattree", "source": "measured", "u": u, "v": v,
+         "util": util, "drops": drops}
+        for u, v, util, drops in ((*first_core, "0.5", "3"), ("0_3_1", "4_2_1", "0.5", "0"),
+                                  ("0_0_1", "0_2_1", "0.4", ""))])
+    got = remodel(tmp_path, rows)
+    shrunk = dict(caps)
+    shrunk[first_core] *= 0.5                    # dropped: scaled; no drops: nominal
+    want = lia_rates(shrunk, flows) / 5.0
+    assert [float(r["norm_model_lia_delivered"]) for r in got] == [round(w, 5) for w in want]
+    assert sum(want) < sum(lia_rates(caps, flows) / 5.0) - 0.1
     (tmp_path / "subflows.csv").unlink()
     assert remodel(tmp_path, rows) == rows
