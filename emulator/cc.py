@@ -424,12 +424,12 @@ class Registration:
 
 #: the counters of each control's ``stats`` map, in the program's order
 _COUPLED_STATS = ("coupled_acks", "plain_acks", "no_slot", "no_conn", "slow_start",
-                  "not_limited", "init_plain", "init_mptcp", "no_ulp")
+                  "not_limited", "init_plain", "init_mptcp", "no_ulp", "repaired")
 STAT_FIELDS = {
     "lia": _COUPLED_STATS,
     "balia": _COUPLED_STATS,         # the same program (lia.bpf.c), built with CC_BALIA
     "olia": _COUPLED_STATS,          # ... and with CC_OLIA
-    "dctcp": ("windows", "marked_windows", "ce_flips", "no_ecn"),
+    "dctcp": ("windows", "marked_windows", "ce_flips", "no_ecn", "repaired"),
 }
 
 

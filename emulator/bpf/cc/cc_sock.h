@@ -21,4 +21,35 @@ static __always_inline void *only_entry(void *map)
 	return bpf_map_lookup_elem(map, &zero);
 }
 
+/* The largest ssthresh or cwnd the stack can hold legitimately (TCP_INFINITE_SSTHRESH). */
+#define CC_INFINITE 0x7fffffffU
+
+/* Repairs a window the kernel took from a struct_ops call that did not return what the op
+ * returned; 1 if something was repaired.  On this machine's kernel (6.18, SRSO "alias"
+ * return thunks) about one ssthresh call in a thousand hands the stack 0x81104110, the
+ * low half of a return address inside srso_alias_return_thunk, while the op itself
+ * returned a value below cwnd (counted in the op: never above it).  PRR then grows cwnd
+ * to hundreds of millions and the flow slow-starts into a full queue (docs/transports.md,
+ * "A kernel fault in the ssthresh call").  Called from set_state and on every ACK
+ * (in_ack_event, before the ACK's window update), so the garbled value lives for at most
+ * one ACK.  Neither value can be legitimate: the stack never holds more than
+ * CC_INFINITE. */
+static __always_inline int cc_repair(struct tcp_sock *tp, __u32 returned)
+{
+	int fixed = 0;
+
+	if (tp->snd_ssthresh > CC_INFINITE) {
+		tp->snd_ssthresh = returned >= 2 && returned <= CC_INFINITE ? returned : 2;
+		/* PRR may already have grown cwnd from the garbled target */
+		if (tp->snd_cwnd > tp->snd_ssthresh)
+			tp->snd_cwnd = tp->snd_ssthresh;
+		fixed = 1;
+	}
+	if (tp->snd_cwnd > CC_INFINITE) {	/* the same fault in undo_cwnd's return */
+		tp->snd_cwnd = tp->snd_ssthresh < CC_INFINITE ? tp->snd_ssthresh : 10;
+		fixed = 1;
+	}
+	return fixed;
+}
+
 #endif

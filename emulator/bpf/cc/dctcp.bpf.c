@@ -43,6 +43,7 @@ struct dctcp_sk {
 	__u32 marked;		/* ... of them with ECE */
 	__u32 loss_cwnd;
 	__u32 prior_rcv_nxt;
+	__u32 returned;		/* what ssthresh last returned (cc_repair) */
 	__u8 ce_state;
 	__u8 ecn;		/* ECN negotiated: DCTCP, else Reno */
 };
@@ -53,6 +54,7 @@ struct dctcp_stats {
 	__u64 marked_windows;	/* ... of windows with marks */
 	__u64 ce_flips;		/* receiver CE state changes */
 	__u64 no_ecn;		/* connections that run as Reno */
+	__u64 repaired;		/* windows the kernel garbled, repaired (cc_repair) */
 };
 
 struct {
@@ -78,6 +80,7 @@ void BPF_PROG(dctcp_init, struct sock *sk)
 	ca->loss_cwnd = 0;
 	ca->prior_rcv_nxt = tp->rcv_nxt;
 	ca->ce_state = 0;
+	ca->returned = 0;
 	if (!ca->ecn) {
 		st = only_entry(&stats);
 		if (st)
@@ -92,9 +95,20 @@ __u32 BPF_PROG(dctcp_ssthresh_op, struct sock *sk)
 	struct dctcp_sk *ca = inet_csk_ca(sk);
 
 	ca->loss_cwnd = tp->snd_cwnd;
-	if (!ca->ecn)
-		return tcp_reno_ssthresh(sk);
-	return dctcp_ssthresh(tp->snd_cwnd, ca->alpha);
+	ca->returned = ca->ecn ? dctcp_ssthresh(tp->snd_cwnd, ca->alpha) : tcp_reno_ssthresh(sk);
+	return ca->returned;
+}
+
+SEC("struct_ops/dctcp_set_state")
+void BPF_PROG(dctcp_set_state, struct sock *sk, __u8 new_state)
+{
+	struct dctcp_stats *st;
+
+	if (cc_repair((struct tcp_sock *)sk, ((struct dctcp_sk *)inet_csk_ca(sk))->returned)) {
+		st = only_entry(&stats);
+		if (st)
+			st->repaired++;
+	}
 }
 
 SEC("struct_ops/dctcp_in_ack_event")
@@ -105,6 +119,11 @@ void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags)
 	struct dctcp_stats *st;
 	__u32 una = tp->snd_una, acked;
 
+	if (cc_repair(tp, ca->returned)) {
+		st = only_entry(&stats);
+		if (st)
+			st->repaired++;
+	}
 	if (!ca->ecn)
 		return;
 	acked = una - ca->prior_snd_una;
@@ -194,6 +213,7 @@ struct tcp_congestion_ops dctcp = {
 	.in_ack_event = (void *)dctcp_in_ack_event,
 	.cwnd_event = (void *)dctcp_cwnd_event,
 	.ssthresh = (void *)dctcp_ssthresh_op,
+	.set_state = (void *)dctcp_set_state,
 	.cong_avoid = (void *)dctcp_cong_avoid,
 	.undo_cwnd = (void *)dctcp_undo_cwnd,
 	.flags = TCP_CONG_NEEDS_ECN,

@@ -77,6 +77,7 @@ struct lia_stats {
 	__u64 init_plain;	/* sockets initialised as plain TCP */
 	__u64 init_mptcp;	/* ... as MPTCP subflows */
 	__u64 no_ulp;		/* MPTCP subflows without a subflow context (not counted in no_conn) */
+	__u64 repaired;		/* windows the kernel garbled, repaired (cc_repair) */
 };
 
 struct {
@@ -89,6 +90,7 @@ struct {
 /* Per socket, in icsk_ca_priv (104 bytes available). */
 struct lia_sk {
 	__u64 conn;	/* 0: not (yet) attached to a connection entry */
+	__u32 returned;	/* what ssthresh last returned (cc_repair) */
 	__u8 slot;
 	__u8 plain;	/* not an MPTCP subflow: Reno */
 #ifdef CC_OLIA
@@ -106,6 +108,7 @@ void BPF_PROG(lia_init, struct sock *sk)
 
 	ca->conn = 0;
 	ca->slot = NO_SLOT;
+	ca->returned = 0;
 	ca->plain = !((struct tcp_sock *)sk)->is_mptcp;
 #ifdef CC_OLIA
 	ca->since = 0;
@@ -305,10 +308,39 @@ __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 	__u32 cwnd[CC_LIA_MAX_SUBFLOWS], rtt[CC_LIA_MAX_SUBFLOWS], ell[CC_LIA_MAX_SUBFLOWS];
 	struct lia_sk *ca = inet_csk_ca(sk);
 
-	if (!ca->plain && lia_snapshot(sk, cwnd, rtt, ell))
-		return balia_ssthresh(cwnd, rtt, ca->slot);
+	if (!ca->plain && lia_snapshot(sk, cwnd, rtt, ell)) {
+		ca->returned = balia_ssthresh(cwnd, rtt, ca->slot);
+		return ca->returned;
+	}
 #endif
-	return tcp_reno_ssthresh(sk);
+	struct lia_sk *rca = inet_csk_ca(sk);
+
+	rca->returned = tcp_reno_ssthresh(sk);
+	return rca->returned;
+}
+
+SEC("struct_ops/lia_in_ack_event")
+void BPF_PROG(lia_in_ack_event, struct sock *sk, __u32 flags)
+{
+	struct lia_stats *st;
+
+	if (cc_repair((struct tcp_sock *)sk, ((struct lia_sk *)inet_csk_ca(sk))->returned)) {
+		st = only_entry(&stats);
+		if (st)
+			st->repaired++;
+	}
+}
+
+SEC("struct_ops/lia_set_state")
+void BPF_PROG(lia_set_state, struct sock *sk, __u8 new_state)
+{
+	struct lia_stats *st;
+
+	if (cc_repair((struct tcp_sock *)sk, ((struct lia_sk *)inet_csk_ca(sk))->returned)) {
+		st = only_entry(&stats);
+		if (st)
+			st->repaired++;
+	}
 }
 
 SEC("struct_ops/lia_undo_cwnd")
@@ -362,6 +394,8 @@ struct tcp_congestion_ops lia = {
 	.init = (void *)lia_init,
 	.release = (void *)lia_release,
 	.ssthresh = (void *)lia_ssthresh,
+	.set_state = (void *)lia_set_state,
+	.in_ack_event = (void *)lia_in_ack_event,
 	.cong_avoid = (void *)lia_cong_avoid,
 	.undo_cwnd = (void *)lia_undo_cwnd,
 	.name = CC_NAME,
