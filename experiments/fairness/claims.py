@@ -338,7 +338,10 @@ CLAIMS = [
                    "emulator's per-hop CPU (half the rate: the same -5.1 %); about a third is "
                    "capacity left idle on congested fabric links (0.91-0.94 of the wire; "
                    "LIA's equilibrium on the delivered capacities: -5.1 % becomes -3.2 % over "
-                   "both clean runs); the rest, cause not found "
+                   "both clean runs); the rest, cause not found; a candidate, not shown: "
+                   "a kernel fault that now and then garbles a BPF control's ssthresh "
+                   "(docs/transports.md), repaired since 2026-11-28 14:04, after which one "
+                   "flagged run fell 3.1 % short "
                    "(docs/results/000-permutation-fairness.md, results/reference/"
                    "fairness-ablation)",
            conditions=agreement_conditions,
