@@ -52,4 +52,14 @@ static __always_inline int cc_repair(struct tcp_sock *tp, __u32 returned)
 	return fixed;
 }
 
+/* cc_repair on a socket, each repair counted in the control's `stats` map (a struct with a
+ * `repaired` field; the map is looked up only when something was repaired). */
+#define CC_REPAIR(sk, returned, stats_type)					\
+	do {									\
+		stats_type *st_;						\
+		if (cc_repair((struct tcp_sock *)(sk), (returned)) &&		\
+		    (st_ = only_entry(&stats)))					\
+			st_->repaired++;					\
+	} while (0)
+
 #endif

@@ -99,16 +99,11 @@ __u32 BPF_PROG(dctcp_ssthresh_op, struct sock *sk)
 	return ca->returned;
 }
 
+/* Only repairs what the kernel may have garbled (cc_sock.h: cc_repair). */
 SEC("struct_ops/dctcp_set_state")
 void BPF_PROG(dctcp_set_state, struct sock *sk, __u8 new_state)
 {
-	struct dctcp_stats *st;
-
-	if (cc_repair((struct tcp_sock *)sk, ((struct dctcp_sk *)inet_csk_ca(sk))->returned)) {
-		st = only_entry(&stats);
-		if (st)
-			st->repaired++;
-	}
+	CC_REPAIR(sk, ((struct dctcp_sk *)inet_csk_ca(sk))->returned, struct dctcp_stats);
 }
 
 SEC("struct_ops/dctcp_in_ack_event")
@@ -119,11 +114,7 @@ void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags)
 	struct dctcp_stats *st;
 	__u32 una = tp->snd_una, acked;
 
-	if (cc_repair(tp, ca->returned)) {
-		st = only_entry(&stats);
-		if (st)
-			st->repaired++;
-	}
+	CC_REPAIR(sk, ca->returned, struct dctcp_stats);
 	if (!ca->ecn)
 		return;
 	acked = una - ca->prior_snd_una;

@@ -319,28 +319,17 @@ __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 	return rca->returned;
 }
 
+/* Both only repair what the kernel may have garbled (cc_sock.h: cc_repair). */
 SEC("struct_ops/lia_in_ack_event")
 void BPF_PROG(lia_in_ack_event, struct sock *sk, __u32 flags)
 {
-	struct lia_stats *st;
-
-	if (cc_repair((struct tcp_sock *)sk, ((struct lia_sk *)inet_csk_ca(sk))->returned)) {
-		st = only_entry(&stats);
-		if (st)
-			st->repaired++;
-	}
+	CC_REPAIR(sk, ((struct lia_sk *)inet_csk_ca(sk))->returned, struct lia_stats);
 }
 
 SEC("struct_ops/lia_set_state")
 void BPF_PROG(lia_set_state, struct sock *sk, __u8 new_state)
 {
-	struct lia_stats *st;
-
-	if (cc_repair((struct tcp_sock *)sk, ((struct lia_sk *)inet_csk_ca(sk))->returned)) {
-		st = only_entry(&stats);
-		if (st)
-			st->repaired++;
-	}
+	CC_REPAIR(sk, ((struct lia_sk *)inet_csk_ca(sk))->returned, struct lia_stats);
 }
 
 SEC("struct_ops/lia_undo_cwnd")
