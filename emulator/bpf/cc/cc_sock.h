@@ -26,14 +26,14 @@ static __always_inline void *only_entry(void *map)
 
 /* Repairs a window the kernel took from a struct_ops call that did not return what the op
  * returned; 1 if something was repaired.  On this machine's kernel (6.18, SRSO "alias"
- * return thunks) about one ssthresh call in a thousand hands the stack 0x81104110, the
+ * return thunks) about one ssthresh call in a few hundred hands the stack 0x81104110, the
  * low half of a return address inside srso_alias_return_thunk, while the op itself
- * returned a value below cwnd (counted in the op: never above it).  PRR then grows cwnd
- * to hundreds of millions and the flow slow-starts into a full queue (docs/transports.md,
- * "A kernel fault in the ssthresh call").  Called from set_state and on every ACK
- * (in_ack_event, before the ACK's window update), so the garbled value lives for at most
- * one ACK.  Neither value can be legitimate: the stack never holds more than
- * CC_INFINITE. */
+ * returned a value below cwnd (a counter in the op, 2026-11-28: never above it).  PRR
+ * then grows cwnd to hundreds of millions and the flow slow-starts into a full queue
+ * (docs/transports.md, "A kernel fault in the ssthresh call").  Called from set_state
+ * and on every ACK (in_ack_event, before the ACK's window update), so the garbled value
+ * lives for at most one ACK.  Neither value can be legitimate: the stack never holds more
+ * than CC_INFINITE. */
 static __always_inline int cc_repair(struct tcp_sock *tp, __u32 returned)
 {
 	int fixed = 0;
