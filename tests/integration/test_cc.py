@@ -260,7 +260,20 @@ def sockets(ss: str) -> list[tuple[str, str]]:
 def shared_bottleneck(name: str, queue: int = SHARED_QUEUE) -> dict[str, Any]:
     """snd (two interfaces) -> router -> dst, the router's port to dst the one bottleneck
     (``queue`` packets).  An MPTCP connection (2 subflows, one per interface) and a TCP
-    flow, both from snd.  (bench/bench_cc_share.py runs it at other queue sizes.)"""
+    flow, both from snd.  (bench/bench_cc_share.py runs it at other queue sizes.)
+
+    The second subflow's join sometimes never happens (2026-11-28: 1 of 10 local runs and
+    once in CI; its cause is not known); without it the sharing cannot be measured, so the
+    setup is tried once more, and a second miss fails the test as before."""
+    r = _shared_bottleneck(name, queue)
+    if r["subflows"] != 2:
+        print(f"only {r['subflows']} subflow(s) joined; the setup is tried once more")
+        r = _shared_bottleneck(name, queue)
+    return r
+
+
+def _shared_bottleneck(name: str, queue: int) -> dict[str, Any]:
+    """One try of shared_bottleneck."""
     with control(name) as reg, network() as net:
         snd, rt, dst = net.ns("snd"), net.ns("rt"), net.ns("dst")
         net.link(snd, "s0", "10.8.1.1/24", rt, "r0", "10.8.1.2/24")
