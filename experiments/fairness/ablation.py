@@ -49,34 +49,31 @@ Row = dict[str, Any]
 
 def ratios(rows: list[dict[str, str]], label: str) -> list[Row]:
     """Per repetition: Jellyfish mean / fat-tree mean of every measure present."""
-    by: dict[tuple[int, str], list[dict[str, str]]] = defaultdict(list)
+    by: dict[int, list[dict[str, str]]] = defaultdict(list)
     for r in rows:
-        by[(int(r["run"]), r["topology"])].append(r)
-    out = []
-    for run in sorted({run for run, _ in by}):
-        row: Row = {"label": label, "run": run}
-        for col in MEASURES:
-            jf, ft = (_mean(by[(run, topo)], col) for topo in ("jellyfish", "fattree"))
-            row[col] = round(jf / ft, 4) if ft else float("nan")
-        out.append(row)
-    return out
+        by[int(r["run"])].append(r)
+    return [_ratio_row(by[run], {"label": label, "run": run}) for run in sorted(by)]
+
+
+def pooled(rows: list[dict[str, str]], label: str) -> Row:
+    """Over every flow of every repetition: Jellyfish mean / fat-tree mean of every
+    measure present (the agreement claim's ratio of means)."""
+    return _ratio_row(rows, {"label": label})
+
+
+def _ratio_row(rows: list[dict[str, str]], row: Row) -> Row:
+    """row with, per measure, the Jellyfish rows' mean over the fat-tree rows'."""
+    for col in MEASURES:
+        jf, ft = (_mean([r for r in rows if r["topology"] == topo], col)
+                  for topo in ("jellyfish", "fattree"))
+        row[col] = round(jf / ft, 4) if ft else float("nan")
+    return row
 
 
 def _mean(rows: list[dict[str, str]], col: str) -> float:
     """Mean of a column's present cells (NaN when none)."""
     vals = [v for r in rows if (v := cell(r.get(col))) == v]
     return st.mean(vals) if vals else float("nan")
-
-
-def pooled(rows: list[dict[str, str]], label: str) -> Row:
-    """Over every flow of every repetition: Jellyfish mean / fat-tree mean of every
-    measure present (the agreement claim's ratio of means)."""
-    row: Row = {"label": label}
-    for col in MEASURES:
-        jf, ft = (_mean([r for r in rows if r["topology"] == topo], col)
-                  for topo in ("jellyfish", "fattree"))
-        row[col] = round(jf / ft, 4) if ft else float("nan")
-    return row
 
 
 def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -454,20 +455,33 @@ def headline(run_dir: Path) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class _Net:
+    """One stored network of a run folder, as the models below need it: its capacities,
+    its connections' traced paths, each subflow's measured RTT (None when a connection
+    has none) and its measured link rows (None when links.csv has none for it)."""
+    caps: dict
+    flows: list
+    rtts: list[float] | None
+    links: list[dict[str, str]] | None
+
+
 #: the Reno-based models solved again from subflows.csv when flows.csv lacks them: LIA's
 #: fluid equilibrium (RFC 6356, model.lia_rates) between Reno's allocation with
-#: independent subflows and with each connection pooled over its paths
-RENO_MODELS = {
-    "norm_model_lia": lambda caps, flows, rtts: lia_rates(caps, flows),
-    "norm_model_reno": lambda caps, flows, rtts: alpha_fair_rates(caps, flows, 2.0),
-    "norm_model_reno_coupled": lambda caps, flows, rtts: alpha_fair_rates(
-        caps, flows, 2.0, coupled=True),
-    # the round-trip-time ablation: each subflow's measured median RTT (subflows.csv)
-    "norm_model_lia_rtt": lambda caps, flows, rtts: lia_rates(caps, flows, rtts=rtts),
-    "norm_model_reno_rtt": lambda caps, flows, rtts: lia_rates(caps, flows, coupled=False,
-                                                               rtts=rtts),
-    # the delivered-capacity ablation: capacities scaled as _delivered says
-    "norm_model_lia_delivered": lambda caps, flows, rtts: lia_rates(caps, flows)}
+#: independent subflows and with each connection pooled over its paths; and the
+#: ablations' (measured RTTs, delivered capacities), None where the network lacks what
+#: they need (the column is then left missing for it)
+RENO_MODELS: dict[str, Callable[[_Net], Any]] = {
+    "norm_model_lia": lambda n: lia_rates(n.caps, n.flows),
+    "norm_model_reno": lambda n: alpha_fair_rates(n.caps, n.flows, 2.0),
+    "norm_model_reno_coupled": lambda n: alpha_fair_rates(n.caps, n.flows, 2.0,
+                                                          coupled=True),
+    "norm_model_lia_rtt": lambda n: None if n.rtts is None else lia_rates(
+        n.caps, n.flows, rtts=n.rtts),
+    "norm_model_reno_rtt": lambda n: None if n.rtts is None else lia_rates(
+        n.caps, n.flows, coupled=False, rtts=n.rtts),
+    "norm_model_lia_delivered": lambda n: None if n.links is None else lia_rates(
+        _delivered(n.caps, n.links), n.flows)}
 
 
 def _delivered(caps: dict, links: list[dict[str, str]]) -> dict:
@@ -524,41 +538,43 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _solved(folder: str, _version: tuple, col: str) -> dict[tuple[str, str, str], float]:
+def _solved(folder: str, version: tuple, col: str) -> dict[tuple[str, str, str], float]:
     """One RENO_MODELS column of a run folder, per (run, topology, source), normalized to
     the link rate (the time, size and inode of subflows.csv and links.csv key the cache,
-    so a rewritten one is solved again); a network is left out of an RTT column when it
-    measured no RTTs, and of the delivered-capacity column when links.csv has no counters
-    for it."""
+    so a rewritten one is solved again)."""
+    bw, nets = _stored(folder, version)
+    out: dict[tuple[str, str, str], float] = {}
+    for key, (srcs, net) in nets.items():
+        rates = RENO_MODELS[col](net)
+        if rates is not None:
+            out.update({(*key, src): float(rate) / bw for src, rate in zip(srcs, rates)})
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _stored(folder: str, _version: tuple) -> tuple[float, dict[tuple[str, str], tuple]]:
+    """A run folder's link rate and, per (run, topology), its connections' sources and
+    the network as the models need it (_Net): read and built once for all columns."""
     bw = float(read_json(Path(folder) / "config.json")["params"]["bw"])
-    nets: dict[tuple[str, str], dict[str, list]] = defaultdict(dict)
+    paths: dict[tuple[str, str], dict[str, list]] = defaultdict(dict)
     rtts: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
     specs: dict[tuple[str, str], str] = {}
     for sub in read_csv(Path(folder) / "subflows.csv"):
         key = (sub["run"], sub["topology"])
         specs[key] = sub["spec"]
-        nets[key].setdefault(sub["src"], []).append(
+        paths[key].setdefault(sub["src"], []).append(
             path_links(sub["src"], sub["path"].split(">"), sub["dst"]))
         rtts[key].setdefault(sub["src"], []).append(cell(sub.get("rtt_ms")))
     links: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    if col == "norm_model_lia_delivered":
-        if not (Path(folder) / "links.csv").is_file():
-            return {}
+    if (Path(folder) / "links.csv").is_file():
         for r in read_csv(Path(folder) / "links.csv"):
             links[(r["run"], r["topology"])].append(r)
-    out: dict[tuple[str, str, str], float] = {}
-    for key, conns in nets.items():
-        rtt: list[float] = []
-        if col.endswith("_rtt"):
-            try:
-                rtt = _subflow_rtts(list(rtts[key].values()))
-            except ValueError:      # no RTT measured: the ablation's column stays missing
-                continue
-        caps = capacities(topos.build(specs[key]), bw)
-        if col == "norm_model_lia_delivered":
-            if key not in links:        # no counters for this network: left missing
-                continue
-            caps = _delivered(caps, links[key])
-        for src, rate in zip(conns, RENO_MODELS[col](caps, list(conns.values()), rtt)):
-            out[(*key, src)] = float(rate) / bw
-    return out
+    nets = {}
+    for key, conns in paths.items():
+        try:
+            rtt: list[float] | None = _subflow_rtts(list(rtts[key].values()))
+        except ValueError:      # no RTT measured: the RTT columns stay missing
+            rtt = None
+        nets[key] = (list(conns), _Net(capacities(topos.build(specs[key]), bw),
+                                       list(conns.values()), rtt, links.get(key)))
+    return bw, nets
