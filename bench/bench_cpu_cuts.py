@@ -1,7 +1,7 @@
 """The per-packet cuts of issue #22 side by side (root).  Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_cpu_cuts.py [--topo fattree,k=6] [--bw 10] [--seeds 3]
-        [--duration 30] [--transport tcp|mptcp] [--lock /tmp/dcrepro-heavy.lock]
+        [--duration 30] [--transport tcp|mptcp] [--cc CC] [--lock /tmp/dcrepro-heavy.lock]
         [--variant LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]]]
 
 Every variant runs the same ECMP permutation (``dcrepro run permutation --transport tcp
@@ -34,7 +34,11 @@ program's run time and count every PROG_SAMPLE_S s during each run (``bpftool -j
 show``): per variant, the switch program's and the dequeue-gap probe's own ns per run and
 ns per packet-hop (their run time over the switch program's runs in the same window: it
 runs once per packet-hop).  These are the programs' own costs, exact where the busy CPU
-per packet-hop moves ±10 % from seed to seed.
+per packet-hop moves ±10 % from seed to seed.  With a BPF congestion control (``--cc lia``,
+``balia``, ``olia``, ``dctcp``), each of its ops the same way, by name: e.g. the cost of the
+ssthresh-fault guard (docs/transports.md) is its ``in_ack_event`` and ``set_state`` ops,
+side by side with the revision before it (``--variant before:bpf:::2a33932~1``).  A
+program's own run time leaves out the struct_ops trampoline that calls it.
 
 Per variant, from each run's own fidelity.json: the CPU (whole machine, mean of the run's
 samples, per seed and the median over seeds; the share of samples above 90 %), busy CPU
@@ -74,6 +78,10 @@ LOCK_WAIT_S, RUN_TIMEOUT_S = 7200.0, 1800.0
 PROG_SAMPLE_S = 5.0
 #: the programs --bpf-stats reports, by their kernel names (bpftool truncates to 15)
 PROGS = {"switch": "dcrepro_switch", "probe": "on_dequeue"}
+#: BPF congestion-control ops (emulator/bpf/cc: lia.bpf.c, which balia and olia build too,
+#: and dctcp.bpf.c), each reported under its own name: they run per ACK or per loss event,
+#: not per packet-hop, and the ssthresh-fault guard added ops of its own
+CC_OP = re.compile(r"(lia|dctcp)_\w+")
 VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
             "both:bpf,flows=sampled:tbf")
 
@@ -209,7 +217,8 @@ class ProgSampler:
 
 def window_costs(looks: list[dict[int, tuple[str, int, int]]]) -> dict[str, float]:
     """From successive looks (id -> (name, ns, runs)): '<prog>_ns_per_run',
-    '<prog>_runs_per_packet_hop' and '<prog>_ns_per_packet_hop' for each PROGS entry, over
+    '<prog>_runs_per_packet_hop' and '<prog>_ns_per_packet_hop' for each PROGS entry and
+    each congestion-control op seen (CC_OP, labelled 'cc <name>'), over
     the looks from the first to the last that saw a switch program (whose runs are the
     packet-hops).  A program counts from the window's first look (or from 0, if it was
     loaded later) to its own last look inside the window (the probe is closed before the
@@ -230,7 +239,8 @@ def window_costs(looks: list[dict[int, tuple[str, int, int]]]) -> dict[str, floa
         return ns, runs
     hops = delta(PROGS["switch"])[1]
     out: dict[str, float] = {}
-    for label, name in PROGS.items():
+    ops = sorted({n for lk in window for n, _, _ in lk.values() if CC_OP.fullmatch(n)})
+    for label, name in [*PROGS.items(), *((f"cc {n}", n) for n in ops)]:
         ns, runs = delta(name)
         if runs:
             out[f"{label}_ns_per_run"] = round(ns / runs, 1)
@@ -242,9 +252,10 @@ def window_costs(looks: list[dict[int, tuple[str, int, int]]]) -> dict[str, floa
 
 def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
         out: Path, lock: str | None, tree: Path | None = None,
-        transport: str = "tcp", sample_progs: bool = False) -> dict[str, Any]:
-    """One run (of ``tree``'s code, None: this tree); its fidelity report (of its one
-    transport) with the programs' costs if ``sample_progs``, or {'failed': why}."""
+        transport: str = "tcp", sample_progs: bool = False, cc: str = "") -> dict[str, Any]:
+    """One run (of ``tree``'s code, None: this tree; ``cc``: its --cc, '' the default);
+    its fidelity report (of its one transport) with the programs' costs if
+    ``sample_progs``, or {'failed': why}."""
     code = tree or REPO
     cli = ["env", f"PYTHONPATH={code}", str(REPO / ".venv/bin/python"), "-c",
            "import sys; from dcrepro.cli import main; sys.exit(main())"]
@@ -252,6 +263,7 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
            "--transport", transport, "--runs", "1", "--seed", str(seed), "--duration",
            str(duration), "--trim", "5", "--bw", str(bw), "--dataplane", v.dataplane,
            "--shaper", v.shaper, "--idle-cpus", v.idle_cpus, "--out", str(out)]
+    cmd += ["--cc", cc] if cc else []
     cmd += [f"--softirq-batch={t.split('=')[1]}" for t in v.machine.split(",")
             if t.startswith("batch=")]
     cmd += [f"--rcvlowat={t.split('=')[1]}" for t in v.machine.split(",")
@@ -302,7 +314,9 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
         lambda r: r.get("gaps_within_10pct"), ".4f")
     row("emulated / model, aggregate", lambda r: r.get("aggregate_ratio"), ".3f")
     row("mean normalized throughput", lambda r: r.get("mean_norm_emulated"), ".3f")
-    for prog in PROGS:
+    ops = sorted({k[:-len("_ns_per_run")] for rs in ok.values() for r in rs for k in r
+                  if k.startswith("cc ") and k.endswith("_ns_per_run")})
+    for prog in [*PROGS, *ops]:
         if any(f"{prog}_ns_per_run" in r for rs in ok.values() for r in rs):
             row(f"{prog} program, ns per run", lambda r, p=prog: r.get(f"{p}_ns_per_run"),
                 ".0f")
@@ -342,8 +356,11 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--transport", choices=("tcp", "mptcp"), default="tcp")
+    ap.add_argument("--cc", default="", help="the runs' congestion control (default: the "
+                    "run's own), e.g. lia with --transport mptcp")
     ap.add_argument("--bpf-stats", action="store_true",
-                    help="count the switch program's and the probe's own run time")
+                    help="count the switch program's, the probe's and the BPF congestion "
+                         "controls' ops' own run time")
     ap.add_argument("--lock", default=None, help="flock this file around every run")
     ap.add_argument("--variant", action="append", default=None,
                     help="LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV]]], repeatable (default: "
@@ -358,6 +375,7 @@ def main() -> int:
     variants = [parse_variant(v) for v in args.variant or VARIANTS]
     root = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-cpucuts-"))
     print(f"bench_cpu_cuts: {args.topo}, {args.transport.upper()} permutation at {args.bw:g} Mb/s, "
+          f"cc {args.cc or 'default'}, "
           f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs; "
           f"out {root}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {v.label: [] for v in variants}
@@ -367,7 +385,7 @@ def main() -> int:
             for v in variants:
                 dest = root / f"{v.label.replace('=', '-')}-seed{seed}"
                 r = one(args.topo, args.bw, args.duration, seed, v, dest, args.lock,
-                        trees.get(v.rev), args.transport, args.bpf_stats)
+                        trees.get(v.rev), args.transport, args.bpf_stats, args.cc)
                 results[v.label].append(r)
                 print(f"  seed {seed} {v.label}: " + (
                       f"failed: {r['failed']}" if "failed" in r else

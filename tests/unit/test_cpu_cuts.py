@@ -128,6 +128,20 @@ def test_cuts_bench_program_costs_over_the_switch_programs_window():
     assert cuts.window_costs(looks[:2]) == {}
 
 
+def test_cuts_bench_congestion_control_ops_each_by_name():
+    """Every BPF congestion-control op seen in the window gets its own figures, per
+    packet-hop of the same window; other programs' names stay out."""
+    cuts = _bench("bench_cpu_cuts")
+    looks = [{1: ("dcrepro_switch", 0, 0), 4: ("lia_cong_avoid", 0, 0)},
+             {1: ("dcrepro_switch", 1000, 100), 4: ("lia_cong_avoid", 300, 10),
+              5: ("lia_in_ack_even", 40, 20), 6: ("ssthresh_other", 9, 9)}]
+    got = cuts.window_costs(looks)
+    assert got["cc lia_cong_avoid_ns_per_run"] == 30.0
+    assert got["cc lia_in_ack_even_runs_per_packet_hop"] == 0.2
+    assert got["cc lia_in_ack_even_ns_per_packet_hop"] == 0.4
+    assert not any("ssthresh_other" in k for k in got)
+
+
 def test_release_latency_bench_reads_bpftraces_maps():
     """bench_release_latency.parse: counters, and late releases by the context in their
     stack (the first rule that matches)."""
