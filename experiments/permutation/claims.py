@@ -189,8 +189,11 @@ WIRE_BECAUSE = {
               "results/reference/permutation-ablation, docs/results/000-permutation-"
               "fairness.md); the rest is the DSS option (1.8 % of each frame) and the "
               "retransmissions (1.1-1.5 % of data segments)"),
-    "lia": ("on the max-min model of each repetition's traced paths MPTCP-8 gets 0.876-0.905 "
-            "(htsim's 0.877), but the emulated lia reaches only 0.85-0.86 of it; the ablation: "
+    "lia": ("on the max-min model of each repetition's traced paths MPTCP-8 gets 0.876-0.907 "
+            "(htsim's 0.877), but the emulated lia reaches only 0.82-0.86 of it while "
+            "single-path TCP reaches 1.01-1.04 of its own (means over the repetitions of "
+            "each of the four lia runs of 2026-11-27/28, the guarded one included); the "
+            "ablation: "
             "with --pattern pairing (half the hosts send, half receive, so no access link "
             "carries one flow's data and another's ACKs) MPTCP-8 rises from 0.851 to 0.986 of "
             "its model (mean 0.771 -> 0.909; TCP 0.993 -> 1.022; 5 repetitions each, same "
