@@ -128,9 +128,11 @@ def test_guard_keeps_a_server_from_opening_subflows(guard, tmp_path):
     which the client refuses, and meanwhile they fill the server's limit (the joins bench:
     26 of 28 connections short of subflows had a join refused so).  With the guard, a TCP
     connect from an extra address to a port of the local port range fails at once (EACCES),
-    while one to a server's port is not touched; without it, it reaches the peer.  Either
-    way the client gets its subflows, and with the guard no join is refused.  (Whether a
-    server tries at all is a race with the client's joins: the bench counts them.)"""
+    while one to a server's port is not touched; without it, it reaches the peer.  With
+    the guard the client gets its subflows and no join is refused.  Without it no transfer
+    is asserted: whether a server's own attempts crowd out the client's joins is a race
+    (the joins bench: 12 of 48 connections short without the guard), and in CI it once
+    broke iperf3's control connection."""
     import sys
 
     import routing
@@ -151,16 +153,17 @@ def test_guard_keeps_a_server_from_opening_subflows(guard, tmp_path):
         to_server_port = emu.host_cmd(emu.host(server), [sys.executable, "-c", _CONNECT,
                                                          extra, peer, str(BASE_PORT)]).strip()
         flows = [Flow(client, server)]
-        run_iperf(emu, flows, "mptcp", duration=3, trim=1, out=tmp_path / "mptcp",
-                  subflows=4)
+        if guard:
+            run_iperf(emu, flows, "mptcp", duration=3, trim=1, out=tmp_path / "mptcp",
+                      subflows=4)
         rejected = emu.hosts_cmd([server], ["nstat", "-a", "-s", "-z",
                                             "MPTcpExtMPJoinRejected"])[server].split()
     print(json.dumps({"guard": guard, "facts": facts, "to_client": to_client,
                       "to_server_port": to_server_port, "rejected": rejected,
                       "subflows": len(flows[0].subflows)}))
-    assert len(flows[0].subflows) == 4, flows[0]
     assert to_server_port == "ECONNREFUSED"       # nothing listens there now; not refused
     if guard:
+        assert len(flows[0].subflows) == 4, flows[0]
         assert facts["mptcp_server_subflows"].startswith("refused at connect"), facts
         assert to_client == "EACCES"
         assert rejected[rejected.index("MPTcpExtMPJoinRejected") + 1] == "0", rejected
