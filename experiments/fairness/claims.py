@@ -162,9 +162,9 @@ BASE = [
                   "figure ('We decided to use bwn-ng'); the model's for model runs.",
            measure=mean_vs_fattree, select=_MEASURED,
            because="k-shortest paths and hashing put Jellyfish's subflows on shared links "
-                   "(98 % share one with a sibling of their connection, against 92 % in "
+                   "(98 % share one with a sibling of their connection, against 91 % in "
                    "the fat tree; a subflow's rate follows how many share its busiest link, "
-                   "Spearman -0.56, in the lia run a97041), and the emulated MPTCP shares "
+                   "Spearman -0.56; reference 70c12b), and the emulated MPTCP shares "
                    "them as independent subflows do: on the same traced paths max-min gives "
                    "0.869 and the independent-subflow TCP-like model 0.880, only a pooled "
                    "(coupled) allocation 0.947 (reference 70c12b; a97041: 0.865, 0.874, "
@@ -278,7 +278,7 @@ VARIANT_BECAUSE = {
         "the TCP-like model is proportionally fair: it gives a connection less for every "
         "link its paths cross, and Jellyfish's slowest connections cross the most (6.0-6.5 "
         "links per subflow against 5.85 over all its connections; Spearman rate-links "
-        "-0.29; run a97041); the ablation, on the same traced paths with the same pooling "
+        "-0.29); the ablation, on the same traced paths with the same pooling "
         "but max-min between connections (flows.csv norm_model_aggregate): largest rank "
         "gap 0.076, no rank beyond 0.10 (reference 20261128T162420Z-70c12b; 0.073 in "
         "a97041), so the gap is the model's "
