@@ -26,7 +26,7 @@ import topos
 from analysis.figures import caption, note, rank_plot, save
 from analysis.summaries import group_stats
 from model import alpha_fair_rates, lia_rates
-from model.network import capacities, path_links
+from model.network import Link, capacities, path_links
 from store import cell, read_csv, read_json, write_csv
 
 #: max-min, coupled max-min (aggregate), the TCP-like alpha-fair model (--tcp-model)
@@ -460,8 +460,8 @@ class _Net:
     """One stored network of a run folder, as the models below need it: its capacities,
     its connections' traced paths, each subflow's measured RTT (None when a connection
     has none) and its measured link rows (None when links.csv has none for it)."""
-    caps: dict
-    flows: list
+    caps: dict[Link, float]
+    flows: list[list[list[Link]]]
     rtts: list[float] | None
     links: list[dict[str, str]] | None
 
@@ -552,7 +552,8 @@ def _solved(folder: str, version: tuple, col: str) -> dict[tuple[str, str, str],
 
 
 @functools.lru_cache(maxsize=8)
-def _stored(folder: str, _version: tuple) -> tuple[float, dict[tuple[str, str], tuple]]:
+def _stored(folder: str, _version: tuple
+            ) -> tuple[float, dict[tuple[str, str], tuple[list[str], _Net]]]:
     """A run folder's link rate and, per (run, topology), its connections' sources and
     the network as the models need it (_Net): read and built once for all columns."""
     bw = float(read_json(Path(folder) / "config.json")["params"]["bw"])
@@ -569,7 +570,7 @@ def _stored(folder: str, _version: tuple) -> tuple[float, dict[tuple[str, str], 
     if (Path(folder) / "links.csv").is_file():
         for r in read_csv(Path(folder) / "links.csv"):
             links[(r["run"], r["topology"])].append(r)
-    nets = {}
+    nets: dict[tuple[str, str], tuple[list[str], _Net]] = {}
     for key, conns in paths.items():
         try:
             rtt: list[float] | None = _subflow_rtts(list(rtts[key].values()))

@@ -160,7 +160,7 @@ def test_guard_keeps_a_server_from_opening_subflows(guard, tmp_path):
                                             "MPTcpExtMPJoinRejected"])[server].split()
     print(json.dumps({"guard": guard, "facts": facts, "to_client": to_client,
                       "to_server_port": to_server_port, "rejected": rejected,
-                      "subflows": len(flows[0].subflows)}))
+                      "subflows": len(flows[0].subflows) if guard else None}))
     assert to_server_port == "ECONNREFUSED"       # nothing listens there now; not refused
     if guard:
         assert len(flows[0].subflows) == 4, flows[0]
