@@ -62,7 +62,12 @@ def test_bwm_window(tmp_path):
     p = tmp_path / "bwm.csv"
     p.write_text("100.0,a-eth1,1000.0,0\n101.0,a-eth1,3000.0,0\n101.5,b-eth1,9.0,0\n"
                  "102.0,a-eth1,5000.0,0\n103.0,a-eth1,999999.0,0\n")
-    assert bwm_window_mbps(p, "a-eth1", 100.5, 102.0) == pytest.approx(8 * 4000 / 1e6)
+    # each sample is the rate since the previous one: 3000 B/s over 100.5-101 (0.5 s) and
+    # 5000 B/s over 101-102 (1 s), weighed by time; b-eth1's line is another interface's
+    assert bwm_window_mbps(p, "a-eth1", 100.5, 102.0) == pytest.approx(
+        8 * (3000 * 0.5 + 5000 * 1.0) / 1.5 / 1e6)
+    assert bwm_window_mbps(p, "a-eth1", 100.5, 102.0, received=True) == 0.0
+    assert math.isnan(bwm_window_mbps(p, "a-eth1", 90.0, 99.0))
 
 
 def test_emulator_losses_by_conservation():
