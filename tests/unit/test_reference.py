@@ -1,6 +1,7 @@
 """Every committed reference run folder redraws its figures from its own tables (no root),
 with short headers: titles say what a figure shows and which run; the parameters, suspect
-lists and methods go to the report page (figures.json)."""
+lists and methods go to the report page (figures.json).  Their claims.md and claims.csv are
+what the current claims code says of their data: a committed snapshot cannot go stale."""
 import shutil
 from pathlib import Path
 
@@ -44,6 +45,10 @@ def test_reference_folder_redraws(folder, tmp_path, monkeypatch):
         assert "SUSPECT" not in text, text
     notes = (copy / "figures.json").read_text()
     assert all(f.name in notes for f in figures), "every figure says how it is made"
+    for name in ("claims.md", "claims.csv"):
+        if (folder / name).exists():
+            assert (copy / name).read_text() == (folder / name).read_text(), \
+                f"{name} is stale: run 'dcrepro plot {folder}' and commit it"
 
 
 def test_there_is_a_reference_for_every_experiment():
