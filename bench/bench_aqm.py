@@ -10,7 +10,9 @@ port on the path (0_0_1-eth2) is the bottleneck (with every link at one rate the
 build in the sender's qdisc, where no switch AQM acts).  Per AQM: that port's queue length
 read with tc every 20 ms inside the measurement window (percentiles, share of samples at or
 above K), the flow's rate, marks and drops (AQM early, pfifo tail), and the switch program's
-CPU per packet (kernel.bpf_stats_enabled, turned on for the run and restored).
+CPU per packet (kernel.bpf_stats_enabled, turned on for the run and restored), and for a BPF
+congestion control its counters (``cc_stats``: e.g. ``repaired``, the kernel ssthresh faults
+its guard repaired; docs/transports.md).
 """
 from __future__ import annotations
 
@@ -67,6 +69,7 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
             samples = sampler.stop()
         t1, n1 = prog_stats(pid)
         tp1 = [prog_stats(i) for i in tps if i is not None]
+    cc_stats = (emu.facts.cc_bpf or {}).get("stats", {})     # read at teardown
     lo, hi = flow.start + args.trim, flow.start + args.duration - args.trim
     q = sorted(v for t, v in samples if lo <= t <= hi)
     k = int(aqm.split("k=")[1]) if "k=" in aqm else 20
@@ -84,7 +87,8 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
             "switch_runs": n1 - n0,
             "tracepoint_ns_per_run": [round((b[0] - a[0]) / (b[1] - a[1]), 1)
                                       for a, b in zip(tp0, tp1) if b[1] > a[1]],
-            "tracepoint_runs": [b[1] - a[1] for a, b in zip(tp0, tp1)]}
+            "tracepoint_runs": [b[1] - a[1] for a, b in zip(tp0, tp1)],
+            "cc_stats": cc_stats}
 
 
 def main() -> None:
