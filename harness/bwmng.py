@@ -45,8 +45,8 @@ def window_mbps(path: Path, intf: str, t0: float, t1: float, received: bool = Fa
     Each sample is bwm-ng's rate over the time since its previous sample, which is longer
     than asked when bwm-ng runs late on a busy machine (0.5 s asked, 0.5-2.3 s got: fairness,
     2026-11-28); so the mean weighs each sample by the part of its interval inside the
-    window.  Weighted, one interface's rates summed to 16.65 MB against its counter's
-    16.77 MB; their plain mean would have said 8.7 MB."""
+    window.  So weighted, one interface's samples over a whole run add up to 16.65 MB
+    against its byte counter's 16.77 MB."""
     rows = _series(path, intf)
     total = weight = 0.0
     for (t_prev, _, _), (t, tx, rx) in zip(rows, rows[1:]):
@@ -73,8 +73,7 @@ def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, floa
     tenth of the window, of that span may be missing at an edge.  One sample may span at
     most half the window (more is a meter that stalled, whose rate is mostly from outside
     the window); slower samples on a busy machine are not a gap (a 2.3 s sample at a 6 s
-    window's end failed two CI runs and a local one
-    before this rule)."""
+    window's end failed two CI runs and a local one before this rule)."""
     windows = intfs if isinstance(intfs, dict) else {i: (t0, t1) for i in intfs}
     seen: dict[str, list[float]] = {i: [] for i in windows}
     for t, intf, _, _ in samples(path):

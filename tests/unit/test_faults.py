@@ -102,7 +102,9 @@ def test_bwm_coverage_takes_a_late_sample_as_covering_the_time_since_the_last(tm
     2026-11-28): its next sample still covers that time, so the window is covered; a sample
     spanning more than half the window is a stalled meter."""
     path = tmp_path / "bwm.csv"
-    times = [100, 101, 102, 103.5, 104.2, 106.5, 107.5]       # window 101-107: gap at the end
+    # window 101-107: no sample in its last 2.3 s (the rule before counted only samples
+    # inside the window, 104.7 < 107 - 2, and failed it); 107.2 covers 104.7-107.2
+    times = [100, 101, 102, 103.5, 104.7, 107.2, 108]
     path.write_text("".join(f"{t},s1-eth1,1000,1000,0\n" for t in times))
     assert coverage_problems(path, ["s1-eth1"], 101, 107, 0.5) == {}
     path.write_text("".join(f"{t},s1-eth1,1000,1000,0\n" for t in (100, 101, 105, 108)))
