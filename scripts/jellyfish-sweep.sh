@@ -3,7 +3,9 @@
 # other figures (path_lengths.png, utilisation.png, iperf_vs_bwm.png, ...) in a run folder.
 #
 # As root:
-#   scripts/jellyfish-sweep.sh                 # emulated, defaults: 2 topologies x 8 runs x 60 s
+#   scripts/jellyfish-sweep.sh                 # emulated: 2 topologies x 8 runs x 60 s, MPTCP
+#        with the paper's coupled LIA at 5 Mb/s, as the reference run (15 Mb/s, the default,
+#        saturates 2 cores)
 #   scripts/jellyfish-sweep.sh --quick         # short version (what reproduce.sh runs)
 #   scripts/jellyfish-sweep.sh --paper         # paper scale via the flow-level model:
 #        k=10 fat tree vs 125-switch Jellyfish (10 ports) with 250 and 12 % more servers, ksp k=8
@@ -17,8 +19,8 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 ./setup.sh >&2
 
 PAPER=(--backend model --fattree fattree,k=10 --jellyfish jellyfish,switches=125,ports=10,hosts=250
-       --extra-servers 0.12 --k 8)
-preset=()
+       --extra-servers 0.12 --k 8 --cc lia)
+preset=(--cc lia --bw 5)
 args=()
 for a in "$@"; do
   if [ "$a" = "--paper" ]; then preset=("${PAPER[@]}"); else args+=("$a"); fi
