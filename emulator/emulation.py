@@ -298,7 +298,9 @@ class Emulation:
         # A killed run (SIGKILL, power loss) leaves its recorded resources behind; their names
         # would collide with ours. Only runs whose process is dead are touched.
         for line in clean_all(force=False):
-            if not line.startswith("skipped"):
+            if line.startswith(NOT_DONE):     # e.g. OVS's database is down: nothing cleaned
+                LOG.warning("cleaning up before the run: %s", line)
+            elif not line.startswith("skipped"):
                 LOG.warning("cleaned leftover of a dead run: %s", line)
         self.registry = Registry(self.run_id)
         t0 = time.monotonic()
