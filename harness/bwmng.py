@@ -48,13 +48,20 @@ def window_mbps(path: Path, intf: str, t0: float, t1: float, received: bool = Fa
     window.  So weighted, one interface's samples over a whole run add up to 16.65 MB
     against its byte counter's 16.77 MB."""
     rows = _series(path, intf)
+    return series_mean([(t, 8 * (rx if received else tx) / 1e6) for t, tx, rx in rows], t0, t1)
+
+
+def series_mean(series: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """window_mbps of a series already read ((unix time, rate) in time order, each rate
+    over the time since the previous sample): each rate weighed by the part of its
+    interval inside [t0, t1] (NaN if none is)."""
     total = weight = 0.0
-    for (t_prev, _, _), (t, tx, rx) in zip(rows, rows[1:]):
+    for (t_prev, _), (t, rate) in zip(series, series[1:]):
         overlap = min(t, t1) - max(t_prev, t0)
         if overlap > 0:
-            total += (rx if received else tx) * overlap
+            total += rate * overlap
             weight += overlap
-    return 8 * total / weight / 1e6 if weight else float("nan")
+    return total / weight if weight else float("nan")
 
 
 def rx_series(path: Path, intf: str) -> list[tuple[float, float]]:

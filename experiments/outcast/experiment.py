@@ -41,7 +41,7 @@ import routing
 import topos
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
-from harness.bwmng import check_coverage, host_port, rx_series, window_mbps
+from harness.bwmng import check_coverage, host_port, rx_series, series_mean
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams, SimParams
 from harness.runfolder import RunFolder
@@ -362,8 +362,8 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     offered = {s.name: rx_series(bwm_path, access[s.name]) for s in senders}  # read once
     for s in senders:
         assert s.flow is not None
-        s.offered_mbps = window_mbps(bwm_path, access[s.name], s.flow.start + trim,
-                                     s.flow.start + duration - trim, received=True)
+        s.offered_mbps = series_mean(offered[s.name], s.flow.start + trim,
+                                     s.flow.start + duration - trim)
     return {**meas, "t0": t0, "drops_series": series, "drops": totals, "arrivals": traced,
             "tcp_events": events,
             "bwm": {name: [(round(t - t0, 3), round(r, 4)) for t, r in rates]
