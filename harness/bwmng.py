@@ -64,6 +64,15 @@ def series_mean(series: list[tuple[float, float]], t0: float, t1: float) -> floa
     return total / weight if weight else float("nan")
 
 
+def tx_series_by_interface(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """(unix time, Mb/s the switch transmits) of every sample, per interface, from one read
+    of the file (a run with many flows asks for many interfaces: series_mean then)."""
+    by: dict[str, list[tuple[float, float]]] = {}
+    for t, intf, tx, _ in sorted(samples(path)):
+        by.setdefault(intf, []).append((t, 8 * tx / 1e6))
+    return by
+
+
 def rx_series(path: Path, intf: str) -> list[tuple[float, float]]:
     """(unix time, Mb/s received by the switch on ``intf``) for every sample of it."""
     return [(t, 8 * rx / 1e6) for t, _, rx in _series(path, intf)]

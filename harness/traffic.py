@@ -21,7 +21,13 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, check, how_ended, stop_all, stop_process
 from emulator.sockdiag import SockInfo
 
-from .bwmng import coverage_note, coverage_problems, host_port, window_mbps
+from .bwmng import (
+    coverage_note,
+    coverage_problems,
+    host_port,
+    series_mean,
+    tx_series_by_interface,
+)
 from .sampling import (
     cpu_sampler,
     cpu_shares,
@@ -394,6 +400,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     incomplete = coverage_problems(bwm_path, {host_port(emu.topo, f.dst): (
         f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, interval)
     shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
+    bwm_tx = tx_series_by_interface(bwm_path)  # one read for every flow
     for f in flows:
         if f.name in unconnected:
             f.connected, f.iperf_mbps, f.retransmits = False, 0.0, 0
@@ -409,10 +416,9 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
         f.series = [(round(iv["sum"]["end"], 3), 8 * iv["sum"]["bytes"] /
                      iv["sum"]["seconds"] / 1e6) for iv in report.get("intervals", [])
                     if iv["sum"]["seconds"] >= interval / 2]
-        f.bwm_mbps = float("nan") if host_port(emu.topo, f.dst) in incomplete or \
-            f.dst in shared else \
-            window_mbps(bwm_path, host_port(emu.topo, f.dst), f.start + trim,
-                            f.start + duration - trim)
+        facing = host_port(emu.topo, f.dst)
+        f.bwm_mbps = float("nan") if facing in incomplete or f.dst in shared else \
+            series_mean(bwm_tx.get(facing, []), f.start + trim, f.start + duration - trim)
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
     conns = connections(msk_samples)
     connection_rates(flows, conns, duration, trim)

@@ -9,6 +9,7 @@ import pytest
 import routing
 import topos
 from analysis.fidelity import report
+from harness.bwmng import series_mean, tx_series_by_interface
 from harness.bwmng import window_mbps as bwm_window_mbps
 from harness.traffic import (
     diag_tcp_tuple,
@@ -68,6 +69,12 @@ def test_bwm_window(tmp_path):
         8 * (3000 * 0.5 + 5000 * 1.0) / 1.5 / 1e6)
     assert bwm_window_mbps(p, "a-eth1", 100.5, 102.0, received=True) == 0.0
     assert math.isnan(bwm_window_mbps(p, "a-eth1", 90.0, 99.0))
+    # the one read for every flow (harness/traffic.py) gives what a read per flow gives
+    by = tx_series_by_interface(p)
+    assert sorted(by) == ["a-eth1", "b-eth1"]
+    for window in ((100.5, 102.0), (100.0, 103.0), (101.2, 101.4)):
+        assert series_mean(by["a-eth1"], *window) == pytest.approx(
+            bwm_window_mbps(p, "a-eth1", *window))
 
 
 def test_emulator_losses_by_conservation():
