@@ -9,6 +9,9 @@ five networks in 10 minutes.  The transmissions one simulated second of such a n
 makes come from a real run (docs/sim.md: RR, 19.6 M).
 
   .venv/bin/python bench/bench_ns3_floor.py [--repeats 3] [--seconds 0.5]
+
+Needs g++ and at least one ns-3: `./setup.sh --with-sim`, and/or Debian's packages
+libns3-dev and libtcmalloc-minimal4 (apt-get install), which setup.sh does not install.
 """
 from __future__ import annotations
 
