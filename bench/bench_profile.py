@@ -58,8 +58,10 @@ RULES: list[tuple[str, str, str | None]] = [
     ("HTB and pfifo", r"^(htb_\w+|pfifo_\w+|qdisc_\w+|__qdisc_run|sch_direct_xmit|"
      r"dequeue_skb|qdisc_dequeue\w*|__qdisc_\w+)$", None),
     ("veth", r"^(veth_\w+|__veth_\w+)$", None),
+    # MPTCP's own functions apart from the TCP under them (its subflows' tcp_* count as TCP)
+    ("MPTCP (hosts)", r"^(mptcp_\w+|__mptcp_\w+|subflow_\w+)$", None),
     ("TCP/UDP/IP stack", r"^(tcp_\w+|__tcp_\w+|ip_\w+|__ip_\w+|inet_\w+|udp_\w+|__udp\w*|"
-     r"ipv4_\w+|__inet_\w+|raw_\w+|icmp_\w+|mptcp_\w+|__mptcp_\w+|sk_stream_\w+|"
+     r"ipv4_\w+|__inet_\w+|raw_\w+|icmp_\w+|sk_stream_\w+|"
      r"sock_sendmsg|sock_recvmsg)$", None),
     ("netdev core and softirq", r"^(net_rx_action|__netif_receive_skb\w*|netif_receive_\w+|"
      r"process_backlog|__dev_queue_xmit|dev_hard_start_xmit|netif_rx\w*|__netif_rx\w*|"

@@ -88,6 +88,11 @@ def test_profile_samples_go_to_the_line_of_the_call():
     got = prof.switch_sites(text, lines)
     assert got == {(520, "__htab_map_lookup_elem"): 1, (500, "(the program)"): 1}
     assert sum(prof.parse_script(text).values()) == 3
+    # MPTCP's own work apart from the TCP of its subflows
+    assert prof.classify("iperf3", [("ffffffff81000040", "mptcp_sendmsg")]) == "MPTCP (hosts)"
+    assert prof.classify("iperf3", [("ffffffff81000050", "tcp_ack"),
+                                    ("ffffffff81000060", "mptcp_incoming_options")]) == \
+        "TCP/UDP/IP stack"
 
 
 def test_cuts_bench_variant_syntax():
