@@ -38,23 +38,15 @@ def _series(path: Path, intf: str) -> list[tuple[float, float, float]]:
     return sorted((t, tx, rx) for t, i, tx, rx in samples(path) if i == intf)
 
 
-def window_mbps(path: Path, intf: str, t0: float, t1: float, received: bool = False) -> float:
-    """Mean rate (Mb/s, L2 bytes) of ``intf`` between unix times t0 and t1: what it
-    transmits, or with ``received`` what it receives (NaN without a sample there).
+def series_mean(series: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """Mean rate of a series ((unix time, rate) in time order) between unix times t0 and t1
+    (NaN if no sample interval reaches into it).
 
     Each sample is bwm-ng's rate over the time since its previous sample, which is longer
     than asked when bwm-ng runs late on a busy machine (0.5 s asked, 0.5-2.3 s got: fairness,
-    2026-11-28); so the mean weighs each sample by the part of its interval inside the
-    window.  So weighted, one interface's samples over a whole run add up to 16.65 MB
-    against its byte counter's 16.77 MB."""
-    rows = _series(path, intf)
-    return series_mean([(t, 8 * (rx if received else tx) / 1e6) for t, tx, rx in rows], t0, t1)
-
-
-def series_mean(series: list[tuple[float, float]], t0: float, t1: float) -> float:
-    """window_mbps of a series already read ((unix time, rate) in time order, each rate
-    over the time since the previous sample): each rate weighed by the part of its
-    interval inside [t0, t1] (NaN if none is)."""
+    2026-11-28); so each rate is weighed by the part of its interval inside the window.  So
+    weighted, one interface's samples over a whole run add up to 16.65 MB against its byte
+    counter's 16.77 MB."""
     total = weight = 0.0
     for (t_prev, _), (t, rate) in zip(series, series[1:]):
         overlap = min(t, t1) - max(t_prev, t0)
