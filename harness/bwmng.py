@@ -33,11 +33,6 @@ def samples(path: Path) -> Iterator[tuple[float, str, float, float]]:
                 yield float(row[0]), row[1], float(row[2]), float(row[3])
 
 
-def _series(path: Path, intf: str) -> list[tuple[float, float, float]]:
-    """(unix time, bytes out/s, bytes in/s) of every sample of ``intf``, in time order."""
-    return sorted((t, tx, rx) for t, i, tx, rx in samples(path) if i == intf)
-
-
 def series_mean(series: list[tuple[float, float]], t0: float, t1: float) -> float:
     """Mean rate of a series ((unix time, rate) in time order) between unix times t0 and t1
     (NaN if no sample interval reaches into it).
@@ -56,18 +51,15 @@ def series_mean(series: list[tuple[float, float]], t0: float, t1: float) -> floa
     return total / weight if weight else float("nan")
 
 
-def tx_series_by_interface(path: Path) -> dict[str, list[tuple[float, float]]]:
-    """(unix time, Mb/s the switch transmits) of every sample, per interface, from one read
-    of the file (a run with many flows asks for many interfaces: series_mean then)."""
+def series_by_interface(path: Path, received: bool = False
+                        ) -> dict[str, list[tuple[float, float]]]:
+    """(unix time, Mb/s) of every sample, per interface and in time order, from one read of
+    the file: what the switch transmits on it, or with ``received`` what it receives (a
+    run asks for many interfaces: series_mean of each then)."""
     by: dict[str, list[tuple[float, float]]] = {}
-    for t, intf, tx, _ in sorted(samples(path)):
-        by.setdefault(intf, []).append((t, 8 * tx / 1e6))
+    for t, intf, tx, rx in sorted(samples(path)):
+        by.setdefault(intf, []).append((t, 8 * (rx if received else tx) / 1e6))
     return by
-
-
-def rx_series(path: Path, intf: str) -> list[tuple[float, float]]:
-    """(unix time, Mb/s received by the switch on ``intf``) for every sample of it."""
-    return [(t, 8 * rx / 1e6) for t, _, rx in _series(path, intf)]
 
 
 def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, float]],

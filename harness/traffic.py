@@ -25,8 +25,8 @@ from .bwmng import (
     coverage_note,
     coverage_problems,
     host_port,
+    series_by_interface,
     series_mean,
-    tx_series_by_interface,
 )
 from .sampling import (
     cpu_sampler,
@@ -400,7 +400,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     incomplete = coverage_problems(bwm_path, {host_port(emu.topo, f.dst): (
         f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, interval)
     shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
-    bwm_tx = tx_series_by_interface(bwm_path)  # one read for every flow
+    bwm_tx = series_by_interface(bwm_path)  # one read for every flow
     for f in flows:
         if f.name in unconnected:
             f.connected, f.iperf_mbps, f.retransmits = False, 0.0, 0

@@ -41,7 +41,7 @@ import routing
 import topos
 from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
-from harness.bwmng import check_coverage, host_port, rx_series, series_mean
+from harness.bwmng import check_coverage, host_port, series_by_interface, series_mean
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams, SimParams
 from harness.runfolder import RunFolder
@@ -359,7 +359,8 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
-    offered = {s.name: rx_series(bwm_path, access[s.name]) for s in senders}  # read once
+    received = series_by_interface(bwm_path, received=True)  # one read for every sender
+    offered = {s.name: received.get(access[s.name], []) for s in senders}
     for s in senders:
         assert s.flow is not None
         s.offered_mbps = series_mean(offered[s.name], s.flow.start + trim,

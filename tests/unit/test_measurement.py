@@ -9,7 +9,7 @@ import pytest
 import routing
 import topos
 from analysis.fidelity import report
-from harness.bwmng import rx_series, series_mean, tx_series_by_interface
+from harness.bwmng import series_by_interface, series_mean
 from harness.traffic import (
     diag_tcp_tuple,
     emulator_losses,
@@ -62,13 +62,13 @@ def test_bwm_window(tmp_path):
     p = tmp_path / "bwm.csv"
     p.write_text("100.0,a-eth1,1000.0,0\n101.0,a-eth1,3000.0,0\n101.5,b-eth1,9.0,0\n"
                  "102.0,a-eth1,5000.0,0\n103.0,a-eth1,999999.0,0\n")
-    by = tx_series_by_interface(p)
+    by = series_by_interface(p)
     assert sorted(by) == ["a-eth1", "b-eth1"]
     # each sample is the rate since the previous one: 3000 B/s over 100.5-101 (0.5 s) and
     # 5000 B/s over 101-102 (1 s), weighed by time; b-eth1's line is another interface's
     assert series_mean(by["a-eth1"], 100.5, 102.0) == pytest.approx(
         8 * (3000 * 0.5 + 5000 * 1.0) / 1.5 / 1e6)
-    assert series_mean(rx_series(p, "a-eth1"), 100.5, 102.0) == 0.0
+    assert series_mean(series_by_interface(p, received=True)["a-eth1"], 100.5, 102.0) == 0.0
     assert math.isnan(series_mean(by["a-eth1"], 90.0, 99.0))
     assert math.isnan(series_mean(by.get("c-eth1", []), 100.0, 103.0))
 
