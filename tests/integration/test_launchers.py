@@ -100,7 +100,10 @@ def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
             if not r.startswith("Seq")]
     assert [j[-1].split()[-1] for j in jobs] == [x["run_id"] for x in lines] + again
     assert [int(j[6]) for j in jobs] == [0, 143, 0] + [0] * len(again)   # 143: SIGTERM
-    assert len((sweep / "summary.csv").read_text().splitlines()) > 1
+    # summary.csv holds the complete runs only (dcrepro/sweep.write_summary): when the busy
+    # machine flagged all three (CI on 148296f), it is a header alone
+    rows = (sweep / "summary.csv").read_text().splitlines()
+    assert (len(rows) > 1) == ("complete" in final), (final, rows)
 
 
 @pytest.fixture(scope="module")
