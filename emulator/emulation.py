@@ -107,6 +107,9 @@ class Facts:
     #: the root namespace's softirq batch while the network was up (SOFTIRQ_BATCH): each
     #: sysctl's value for the run and the value it had before
     softirq_batch: dict[str, list[str]] = field(default_factory=dict)
+    #: TCP hash buckets of each host's own namespace (HOST_TCP_EHASH; 0: the hosts shared
+    #: the root namespace's table, on a kernel without net.ipv4.tcp_child_ehash_entries)
+    host_tcp_ehash: int = 0
 
 
 #: ``net.core.dev_weight`` and ``net.core.netdev_budget`` while a network is up.  Every veth
@@ -120,6 +123,14 @@ class Facts:
 #: ``--softirq-batch``; 0 leaves the kernel's values alone.
 SOFTIRQ_BATCH = 16
 SOFTIRQ_SYSCTLS = ("net.core.dev_weight", "net.core.netdev_budget")
+#: TCP hash buckets of each host's own network namespace (``net.ipv4.tcp_child_ehash_entries``
+#: while the hosts are created; Linux 6.1+).  By default every namespace shares the root
+#: one's table (262,144 buckets on this machine), and a sock_diag dump walks all of it,
+#: whichever namespace asks: 0.27-0.45 ms a dump on an idle machine against 0.015 ms with a
+#: table of its own (docs/measured.md).  The run's tcp_info sampler dumps every sender every
+#: half second (k=6: 54 dumps, 15-24 ms of kernel time a round), and so does every look at
+#: the subflows.  A host holds a few dozen sockets at most.
+HOST_TCP_EHASH = 1024
 
 
 def _deferred_up_intf() -> type:
@@ -308,6 +319,8 @@ class Emulation:
         (self.run_dir / "plan.json").write_text(self.plan.dumps())
         self._set_cc()
         self._set_softirq_batch()
+        if self._set_sysctl("net.ipv4.tcp_child_ehash_entries", HOST_TCP_EHASH):
+            self.facts.host_tcp_ehash = HOST_TCP_EHASH
         self.dataplane.prepare(self)
 
         setLogLevel("warning")

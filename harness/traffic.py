@@ -846,6 +846,9 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     """Start every client (MPTCP with ``want``: wait for the subflows, restarting a short
     flow once), snapshot the sockets late in the window, wait under watch; returns the
     names of the flows that never connected (only with ``may_not_connect``)."""
+    # the senders' sock_diag sockets for the looks below, made before the traffic loads the
+    # machine (at k=6 under MPTCP-8 the first look, which made them, took 7.8 s)
+    emu.sockets(sorted({f.src for f in flows}))
     first = time.monotonic()
     by_client = {f.name: _client(emu, f, wrap, duration, out) for f in flows}
     by_server = {f.name: sv for f, sv in zip(flows, servers)}
