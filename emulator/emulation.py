@@ -35,14 +35,11 @@ from .cgroup import wrap as wrap_in_cgroup
 from .dataplane import Dataplane
 from .dataplanes import make
 from .proc import (
-    CONTROL_NICE,
     RunError,
     check,
     in_ns,
     kill_namespace_strays,
-    lower_this_thread,
     pid_alive,
-    raise_this_thread,
     signals_deferred,
     stop_all,
 )
@@ -113,9 +110,6 @@ class Facts:
     #: TCP hash buckets of each host's own namespace (HOST_TCP_EHASH; 0: the hosts shared
     #: the root namespace's table, on a kernel without net.ipv4.tcp_child_ehash_entries)
     host_tcp_ehash: int = 0
-    #: nice of dcrepro's own threads while the network was up (proc.CONTROL_NICE; 0: not
-    #: raised); the hosts' processes ran at 0
-    control_nice: int = 0
 
 
 #: ``net.core.dev_weight`` and ``net.core.netdev_budget`` while a network is up.  Every veth
@@ -325,7 +319,6 @@ class Emulation:
         (self.run_dir / "plan.json").write_text(self.plan.dumps())
         self._set_cc()
         self._set_softirq_batch()
-        self.facts.control_nice = CONTROL_NICE if raise_this_thread() else 0
         if self._set_sysctl("net.ipv4.tcp_child_ehash_entries", HOST_TCP_EHASH):
             self.facts.host_tcp_ehash = HOST_TCP_EHASH
         self.dataplane.prepare(self)
@@ -671,7 +664,6 @@ class Emulation:
                     keep_record = keep_record or line.startswith(NOT_DONE)
             for name, old in self._saved_sysctls.items():
                 subprocess.run(["sysctl", "-qw", f"{name}={old}"], check=False, timeout=10)
-            lower_this_thread()
             self.facts.cc_restored_to = self._saved_sysctls.get(
                 "net.ipv4.tcp_congestion_control", self.facts.cc_restored_to)
             self._saved_sysctls = {}

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .netns import in_namespaces, nl_attrs
-from .proc import raise_this_thread
 
 NETLINK_GENERIC = 16
 SOL_NETLINK = 270
@@ -306,7 +305,6 @@ class UserspacePM:
             s.ctl.close()
 
     def _serve(self) -> None:
-        raise_this_thread()   # a connection's subflows are asked for now, under any load
         by_fd = {s.events.sock.fileno(): s for s in self.served}
         try:
             while not self._stop.is_set():

@@ -81,38 +81,6 @@ def held_lock(path: str | None, wait_s: float) -> Iterator[None]:
         yield     # closing the file releases the lock
 
 
-
-#: nice of dcrepro's own threads while a network is up (raise_this_thread).  The emulated
-#: hosts' processes run at 0; on a saturated machine (the k=6 MPTCP-8 permutation) the
-#: threads of dcrepro waited behind them: a look at the 54 senders' sockets took 13-15 s,
-#: and the tcp_info sampler's first sample came 32 s after the first client started
-#: (docs/measured.md), so flows were judged on stale looks.
-CONTROL_NICE = -10
-
-
-def raise_this_thread(nice: int = CONTROL_NICE) -> bool:
-    """Run the calling thread at ``nice`` (Linux keeps a nice value per thread), with
-    SCHED_RESET_ON_FORK: every process and thread it starts begins at nice 0 again, so the
-    emulated hosts' processes keep the priority they would have had, and a thread of ours
-    that wants the raise takes it itself.  False (and nothing changed) where the caller may
-    not raise a priority (not root)."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_OTHER | os.SCHED_RESET_ON_FORK, os.sched_param(0))
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except (OSError, AttributeError):
-        return False
-    return True
-
-
-def lower_this_thread() -> None:
-    """Undo raise_this_thread: nice 0, no reset-on-fork."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, 0)
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    except (OSError, AttributeError):
-        pass
-
-
 def check(argv: list[str], timeout: float = 30, input_text: str | None = None) -> str:
     """Run a command, return stdout; raise RunError with its stderr if it fails or hangs."""
     return run(argv, timeout, input_text).stdout

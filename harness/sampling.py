@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from emulator.proc import RunError, raise_this_thread
+from emulator.proc import RunError
 
 T = TypeVar("T")
 
@@ -64,7 +64,6 @@ class Sampler(threading.Thread, Generic[T]):
             self._take()
 
     def run(self) -> None:
-        raise_this_thread()   # a sample is due now, not after the emulated hosts' processes
         try:
             if self.schedule is not None:
                 self._scheduled()
