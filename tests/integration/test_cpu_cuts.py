@@ -80,3 +80,21 @@ def test_rcvlowat_marks_only_data_connections_and_keeps_the_rate(tmp_path):
     shown = subprocess.run(["bpftool", "cgroup", "show", str(root)],
                            capture_output=True, text=True, timeout=30)
     assert shown.returncode == 0 and "dcrepro_rcvlowat" not in shown.stdout, shown
+
+
+def test_hosts_have_their_own_tcp_table_while_the_network_is_up(tmp_path):
+    """Each host namespace has a TCP table of its own (HOST_TCP_EHASH buckets), so a
+    sock_diag dump there does not walk the root namespace's; the sysctl that gives it is
+    restored at teardown."""
+    from emulator.emulation import HOST_TCP_EHASH
+    from emulator.sysinfo import read_sysctl
+
+    before = read_sysctl("net.ipv4.tcp_child_ehash_entries")
+    topo = topos.build("fattree,k=4")
+    with Emulation(topo, routing.make_plan(topo, "ecmp"), LinkSpec(10, 100), tmp_path,
+                   "t-ehash") as emu:
+        own = emu.host_cmd(emu.host("0_0_2"), ["sysctl", "-n", "net.ipv4.tcp_ehash_entries"])
+        root = read_sysctl("net.ipv4.tcp_ehash_entries")
+        assert own.strip() == str(HOST_TCP_EHASH) != root
+        assert emu.facts_dict()["host_tcp_ehash"] == HOST_TCP_EHASH
+    assert read_sysctl("net.ipv4.tcp_child_ehash_entries") == before
