@@ -847,7 +847,7 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     flow once), snapshot the sockets late in the window, wait under watch; returns the
     names of the flows that never connected (only with ``may_not_connect``)."""
     # the senders' sock_diag sockets for the looks below, made before the traffic loads the
-    # machine (at k=6 under MPTCP-8 the first look, which made them, took 7.8 s)
+    # machine (a k=6 MPTCP-8 run's first look, which made them, took 7.8 s on 2026-11-29)
     emu.sockets(sorted({f.src for f in flows}))
     first = time.monotonic()
     by_client = {f.name: _client(emu, f, wrap, duration, out) for f in flows}
