@@ -35,8 +35,9 @@ def one_round(buckets: int, dumps: int) -> dict[str, float]:
     holder = subprocess.Popen(["ip", "netns", "exec", name, "sleep", "600"])
     try:
         deadline = time.monotonic() + 10
-        while (os.readlink(f"/proc/{holder.pid}/ns/net") ==
-               os.readlink("/proc/self/ns/net")) and time.monotonic() < deadline:
+        while os.readlink(f"/proc/{holder.pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+            if time.monotonic() > deadline:   # else the dumps would time the root namespace
+                sys.exit(f"bench_sockdiag: `ip netns exec {name}` did not enter it in 10 s")
             time.sleep(0.01)     # `ip netns exec` has not entered the namespace yet
         sock = netns_sockets([holder.pid])[0]
         out = {}

@@ -527,11 +527,17 @@ class Emulation:
         """The established TCP sockets of every named host (with tcp_info and, for MPTCP
         subflows, their tokens), read in this process over sock_diag: no process per host
         and look, which under a saturated CPU made a look at 16 hosts by `ss` take 3-6 s
-        (fairness, 2026-11-26).  One socket per host, made at its first look."""
-        new = [n for n in names if n not in self._diag]
-        if new:   # one thread for all of them (at the first look: every sender at once)
-            self._diag.update(zip(new, netns_sockets([self.host(n).pid for n in new])))
+        (fairness, 2026-11-26).  One socket per host, made at its first look unless
+        open_sockets made it before."""
+        self.open_sockets(names)
         return {n: dump(self._diag[n]) for n in names}
+
+    def open_sockets(self, names: list[str]) -> None:
+        """The sock_diag socket of every named host that has none yet (sockets' looks use
+        them), all made on one thread that enters each namespace in turn."""
+        new = [n for n in names if n not in self._diag]
+        if new:
+            self._diag.update(zip(new, netns_sockets([self.host(n).pid for n in new])))
 
     def hosts_cmd(self, names: list[str], argv: list[str],
                   timeout: float = 30) -> dict[str, str]:

@@ -62,11 +62,12 @@ def series_by_interface(path: Path, received: bool = False
     return by
 
 
-def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
+def coverage_problems(series: dict[str, list[tuple[float, float]]],
+                      intfs: list[str] | dict[str, tuple[float, float]],
                       t0: float, t1: float, interval: float) -> dict[str, str]:
     """Interfaces bwm-ng did not sample across their measurement window ([t0, t1], or per
     interface when ``intfs`` maps it to its own window: flows start one after another),
-    each with what was covered.
+    each with what was covered; ``series``: series_by_interface of the file (its times).
 
     A sample covers the time since the previous one, so bwm-ng's samples of an interface
     cover the span from its first to its last; up to two intervals plus a second, or a
@@ -75,14 +76,9 @@ def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, floa
     the window); slower samples on a busy machine are not a gap (a 2.3 s sample at a 6 s
     window's end failed two CI runs and a local one before this rule)."""
     windows = intfs if isinstance(intfs, dict) else {i: (t0, t1) for i in intfs}
-    seen: dict[str, list[float]] = {i: [] for i in windows}
-    for t, intf, _, _ in samples(path):
-        if intf in seen:
-            seen[intf].append(t)
     problems = {}
-    for intf, ts in seen.items():
-        t0, t1 = windows[intf]
-        ts.sort()
+    for intf, (t0, t1) in windows.items():
+        ts = [t for t, _ in series.get(intf, [])]
         slack = max(2 * interval + 1, 0.1 * (t1 - t0))
         longest = max((b - a for a, b in zip(ts, ts[1:]) if b > t0 and a < t1), default=0.0)
         if len(ts) < 2 or ts[0] > t0 + slack or ts[-1] < t1 - slack:
@@ -94,11 +90,13 @@ def coverage_problems(path: Path, intfs: list[str] | dict[str, tuple[float, floa
     return problems
 
 
-def check_coverage(path: Path, intfs: list[str] | dict[str, tuple[float, float]],
+def check_coverage(path: Path, series: dict[str, list[tuple[float, float]]],
+                   intfs: list[str] | dict[str, tuple[float, float]],
                    t0: float, t1: float, interval: float) -> None:
     """Fail unless bwm-ng sampled every interface across its window (bwm-ng is the
-    measurement itself, as in Outcast's offered-rate series)."""
-    problems = coverage_problems(path, intfs, t0, t1, interval)
+    measurement itself, as in Outcast's offered-rate series); ``series``: series_by_interface
+    of ``path``, which the message names."""
+    problems = coverage_problems(series, intfs, t0, t1, interval)
     if problems:
         intf, covered = next(iter(problems.items()))
         raise RunError(f"bwm-ng sampled {intf} only partly ({covered} of its window)"

@@ -397,10 +397,10 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     t1 = max(f.start for f in flows) + duration - trim
     # iperf3 is the measurement here and bwm-ng its cross-check: a bwm-ng that stayed alive
     # but fell behind (54 hosts under MPTCP load) makes the run suspect, not failed.
-    incomplete = coverage_problems(bwm_path, {host_port(emu.topo, f.dst): (
+    bwm_tx = series_by_interface(bwm_path)  # one read for the coverage and every flow
+    incomplete = coverage_problems(bwm_tx, {host_port(emu.topo, f.dst): (
         f.start + trim, f.start + duration - trim) for f in flows}, t0, t1, interval)
     shared = {f.dst for f in flows if sum(g.dst == f.dst for g in flows) > 1}
-    bwm_tx = series_by_interface(bwm_path)  # one read for every flow
     for f in flows:
         if f.name in unconnected:
             f.connected, f.iperf_mbps, f.retransmits = False, 0.0, 0
@@ -848,7 +848,7 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
     names of the flows that never connected (only with ``may_not_connect``)."""
     # the senders' sock_diag sockets for the looks below, made before the traffic loads the
     # machine (a k=6 MPTCP-8 run's first look, which made them, took 7.8 s on 2026-11-29)
-    emu.sockets(sorted({f.src for f in flows}))
+    emu.open_sockets(sorted({f.src for f in flows}))
     first = time.monotonic()
     by_client = {f.name: _client(emu, f, wrap, duration, out) for f in flows}
     by_server = {f.name: sv for f, sv in zip(flows, servers)}

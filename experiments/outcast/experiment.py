@@ -354,12 +354,12 @@ def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups
     rate = emu.topo.link_bw(emu.topo.access_switch(receiver), receiver, emu.link.bw)
     traced = write_arrivals(out, tracer, bottleneck, rate, t0, (trim, duration - trim),
                             {emu.topo.ip(s.name): s.name for s in senders}, port_of)
-    check_coverage(bwm_path, sorted(set(access.values())), t0 + trim,
+    received = series_by_interface(bwm_path, received=True)  # one read for every use
+    check_coverage(bwm_path, received, sorted(set(access.values())), t0 + trim,
                    max(f.start for f in order) + duration - trim, interval)
     series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
     write_csv(out / "drops_series.csv", series)
     (out / "drop_samples.json").write_text(json.dumps(samples))
-    received = series_by_interface(bwm_path, received=True)  # one read for every sender
     offered = {s.name: received.get(access[s.name], []) for s in senders}
     for s in senders:
         assert s.flow is not None

@@ -10,6 +10,7 @@ import pytest
 from emulator.proc import Interrupted, RunError, exit_code, how_ended
 from harness import runfolder
 from harness.bwmng import check_coverage, coverage_note, coverage_problems
+from harness.bwmng import series_by_interface as read
 from harness.traffic import read_report, wait_iperf
 
 
@@ -84,13 +85,13 @@ def test_bwm_coverage_detects_a_measurement_that_stopped_early(tmp_path):
     path = tmp_path / "bwm.csv"
     rows = [f"{100 + i * 0.5:.1f},s1-eth1,1000,1000,0\n" for i in range(20)]  # 100 .. 109.5
     path.write_text("".join(rows))
-    check_coverage(path, ["s1-eth1"], 101, 109, 0.5)
+    check_coverage(path, read(path), ["s1-eth1"], 101, 109, 0.5)
     with pytest.raises(RunError, match=r"sampled s1-eth1 only partly \(0.0-8.5 s of 16.0 s"):
-        check_coverage(path, ["s1-eth1"], 101, 117, 0.5)
+        check_coverage(path, read(path), ["s1-eth1"], 101, 117, 0.5)
     with pytest.raises(RunError, match=r"sampled s1-eth2 only partly \(none of 8.0 s"):
-        check_coverage(path, ["s1-eth1", "s1-eth2"], 101, 109, 0.5)
+        check_coverage(path, read(path), ["s1-eth1", "s1-eth2"], 101, 109, 0.5)
     # where bwm-ng is only the cross-check, the same gap is a named suspect reason
-    problems = coverage_problems(path, {"s1-eth1": (101, 109), "s1-eth2": (101, 109)},
+    problems = coverage_problems(read(path), {"s1-eth1": (101, 109), "s1-eth2": (101, 109)},
                                  101, 109, 0.5)
     assert problems == {"s1-eth2": "none of 8.0 s"}
     assert "1 interface(s) only partly, e.g. s1-eth2" in coverage_note(problems)
@@ -106,12 +107,12 @@ def test_bwm_coverage_takes_a_late_sample_as_covering_the_time_since_the_last(tm
     # inside the window, 104.7 < 107 - 2, and failed it); 107.2 covers 104.7-107.2
     times = [100, 101, 102, 103.5, 104.7, 107.2, 108]
     path.write_text("".join(f"{t},s1-eth1,1000,1000,0\n" for t in times))
-    assert coverage_problems(path, ["s1-eth1"], 101, 107, 0.5) == {}
+    assert coverage_problems(read(path), ["s1-eth1"], 101, 107, 0.5) == {}
     path.write_text("".join(f"{t},s1-eth1,1000,1000,0\n" for t in (100, 101, 105, 108)))
-    assert coverage_problems(path, ["s1-eth1"], 101, 107, 0.5) == {
+    assert coverage_problems(read(path), ["s1-eth1"], 101, 107, 0.5) == {
         "s1-eth1": "one sample spans 4.0 s of a 6.0 s window"}
     path.write_text("".join(f"{t},s1-eth1,1000,1000,0\n" for t in (100, 101, 102, 103)))
-    assert coverage_problems(path, ["s1-eth1"], 101, 107, 0.5) == {"s1-eth1": "0.0-2.0 s of 6.0 s"}
+    assert coverage_problems(read(path), ["s1-eth1"], 101, 107, 0.5) == {"s1-eth1": "0.0-2.0 s of 6.0 s"}
 
 
 def test_a_partial_measurement_makes_the_fidelity_report_suspect():
