@@ -26,7 +26,13 @@ them no longer waits behind the hosts' processes; ``net.core.NAME=N``, that sysc
 netdev_budget itself while the network is up, over any sysctl given here); ``lowat=N``,
 the run's own ``--rcvlowat N`` (receivers woken once per N bytes), e.g.
 ``fifo:bpf:htb:auto::fifo``, ``kernel:bpf:htb:auto::batch=0`` or
-``lowat:bpf:htb:auto::lowat=16384``.
+``lowat:bpf:htb:auto::lowat=16384``.  ``napi`` (or ``napififo``, its threads then at SCHED_FIFO
+priority 1): once the run's first iperf3 starts (the network is up, its offloads set), every
+veth of the run, in the root namespace and in each host's, gets GRO on, which gives a veth a
+NAPI instance of its own, and threaded NAPI, so that a packet crossing a veth is forwarded
+by that device's kernel thread (napi/DEV-N) instead of in the NET_RX softirq of whatever
+runs on the CPU (the run's packets are spaced at the link rate, so a poll seldom finds two of
+one flow to merge); the run's report gets ``napi_threads``, how many such threads ran.
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -106,11 +112,11 @@ def parse_variant(text: str) -> Variant:
     shaper, _, rest = rest.partition(":")
     idle, _, rest = rest.partition(":")
     rev, _, machine = rest.partition(":")
-    bad = [t for t in machine.split(",") if t and t != "fifo"
+    bad = [t for t in machine.split(",") if t and t not in ("fifo", "napi", "napififo")
            and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+|lowat=\d+", t)]
     if not label or not dataplane or ":" in machine or bad:
         raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
-                         "[:fifo,net.core.NAME=N,batch=N,lowat=N,...]]]]")
+                         "[:fifo,napi,napififo,net.core.NAME=N,batch=N,lowat=N,...]]]]")
     return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
 
 
@@ -159,6 +165,63 @@ def softirq_threads(policy: str) -> Iterator[int]:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
             except OSError:
                 pass
+
+
+class NapiThreads:
+    """The ``napi`` tweak (see the module's docstring) for one run, as a context manager: a
+    thread waits for the run's first iperf3 (bounded by the run's own timeout), then turns
+    GRO and threaded NAPI on for every veth, once; ``threads`` counts the napi/ threads."""
+
+    def __init__(self, fifo: bool) -> None:
+        self.fifo, self.threads = fifo, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> NapiThreads:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    @staticmethod
+    def _pids(prefix: str) -> list[int]:
+        pids = []
+        for comm in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if comm.read_text().startswith(prefix):
+                    pids.append(int(comm.parent.name))
+            except (OSError, ValueError):
+                continue
+        return pids
+
+    def _loop(self) -> None:
+        while not self._pids("iperf3"):
+            if self._stop.wait(0.2):
+                return
+        root = os.readlink("/proc/self/ns/net")
+        spaces: dict[str, int] = {}
+        for pid in self._pids(""):
+            try:
+                spaces.setdefault(os.readlink(f"/proc/{pid}/ns/net"), pid)
+            except OSError:
+                continue
+        script = ("for d in /sys/class/net/*; do n=${d##*/}; "
+                  "ethtool -i $n 2>/dev/null | grep -q 'driver: veth' || continue; "
+                  "ethtool -K $n gro on && echo 1 > $d/threaded; done")
+        for space, pid in spaces.items():
+            cmd = (["sh", "-c", script] if space == root else
+                   ["nsenter", f"--net=/proc/{pid}/ns/net", "unshare", "-m", "sh", "-c",
+                    f"mount -t sysfs sysfs /sys && {script}"])
+            subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+        napi = self._pids("napi/")
+        for pid in napi if self.fifo else []:
+            try:
+                os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(1))
+            except OSError:
+                pass
+        self.threads = len(napi)
 
 
 @contextmanager
@@ -269,9 +332,12 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
     cmd += [f"--rcvlowat={t.split('=')[1]}" for t in v.machine.split(",")
             if t.startswith("lowat=")]
     sampler = ProgSampler()
+    tweaks = v.machine.split(",")
+    napi = NapiThreads("napififo" in tweaks)
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S), machine_tweaks(v.machine), \
-                (sampler if sample_progs else nullcontext()):
+                (sampler if sample_progs else nullcontext()), \
+                (napi if {"napi", "napififo"} & set(tweaks) else nullcontext()):
             drops = backlog_drops()
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))
             drops = backlog_drops() - drops
@@ -283,7 +349,8 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
                    p.stderr.strip()[-300:])
         return {"failed": why}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
-    return dict(report, folder=str(runs[-1]), backlog_drops=drops, **sampler.costs())
+    return dict(report, folder=str(runs[-1]), backlog_drops=drops, napi_threads=napi.threads,
+                **sampler.costs())
 
 
 def fmt(values: list[float], spec: str) -> str:
@@ -324,6 +391,8 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
                 lambda r, p=prog: r.get(f"{p}_runs_per_packet_hop"), ".2f")
             row(f"{prog} program, ns per packet-hop",
                 lambda r, p=prog: r.get(f"{p}_ns_per_packet_hop"), ".0f")
+    if any(r.get("napi_threads") for rs in ok.values() for r in rs):
+        row("napi threads (the napi tweak)", lambda r: r.get("napi_threads"), ".0f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
     row("still queued when the counters were read", lambda r: r.get("queued_at_end"), ".0f")
