@@ -108,9 +108,11 @@ def test_cuts_bench_variant_syntax():
         "fifo,net.core.dev_weight=16"
     assert cuts.parse_variant("k:bpf::::batch=0").machine == "batch=0"
     assert cuts.parse_variant("l:bpf::::batch=2,lowat=16384").machine == "batch=2,lowat=16384"
+    assert cuts.parse_variant("n:bpf::::napi,batch=2").machine == "napi,batch=2"
+    assert cuts.parse_variant("n:bpf::::napififo").machine == "napififo"
     for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more",
                 "x:bpf::::net.ipv4.tcp_mem=1", "x:bpf::::net.core.dev_weight=a",
-                "x:bpf::::lowat=16k"):
+                "x:bpf::::lowat=16k", "x:bpf::::napi=1"):
         with pytest.raises(ValueError):
             cuts.parse_variant(bad)
 
