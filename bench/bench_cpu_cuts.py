@@ -75,6 +75,7 @@ from typing import Any, NamedTuple
 
 from dataplanes.bpf.switch import bpf_stats
 from emulator.proc import RunError, held_lock, run_group
+from emulator.sysinfo import cpu_model
 from harness.traffic import input_backlog_drops as backlog_drops
 
 REPO = Path(__file__).resolve().parent.parent
@@ -445,7 +446,8 @@ def main() -> int:
     root = Path(args.out or tempfile.mkdtemp(prefix="dcrepro-cpucuts-"))
     print(f"bench_cpu_cuts: {args.topo}, {args.transport.upper()} permutation at {args.bw:g} Mb/s, "
           f"cc {args.cc or 'default'}, "
-          f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs; "
+          f"{args.duration:g}-s flows, seeds 1..{args.seeds}, {os.cpu_count()} CPUs "
+          f"({cpu_model()}: per-packet figures differ by CPU model, compare within one); "
           f"out {root}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {v.label: [] for v in variants}
     with (bpf_stats() if args.bpf_stats else nullcontext()), \

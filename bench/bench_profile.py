@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from emulator.proc import stop_process  # noqa: E402  (after the path is set)
+from emulator.sysinfo import cpu_model  # noqa: E402
 
 #: (component, frame pattern, caller pattern or None), tried on every frame from the leaf up
 RULES: list[tuple[str, str, str | None]] = [
@@ -324,7 +325,8 @@ def main() -> int:
             text = subprocess.run(["perf", "script", "-i", str(data), "-F",
                                    "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
                                   check=True).stdout
-            print(f"bench_profile: dcrepro {' '.join(args.command)}")
+            print(f"bench_profile: dcrepro {' '.join(args.command)} ({os.cpu_count()} CPUs, "
+                  f"{cpu_model()})")
             counts = parse_script(text, mine)
             report(counts, seconds, h1 - h0, cpus, e1 - e0)
             if lines:
