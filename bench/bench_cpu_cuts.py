@@ -346,7 +346,9 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
         return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
     if p.returncode != 0 or not runs:
-        why = next((l for l in p.stderr.splitlines() if l.startswith("dcrepro:")),
+        # the run's own error, not a warning printed before it
+        why = next((l for l in reversed(p.stderr.splitlines())
+                    if l.startswith("dcrepro:") and "WARNING" not in l),
                    p.stderr.strip()[-300:])
         return {"failed": why}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
