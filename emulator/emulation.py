@@ -35,14 +35,11 @@ from .cgroup import wrap as wrap_in_cgroup
 from .dataplane import Dataplane
 from .dataplanes import make
 from .proc import (
-    CONTROL_NICE,
     RunError,
     check,
     in_ns,
     kill_namespace_strays,
-    lower_own_group,
     pid_alive,
-    raise_own_group,
     signals_deferred,
     stop_all,
 )
@@ -113,10 +110,6 @@ class Facts:
     #: TCP hash buckets of each host's own namespace (HOST_TCP_EHASH; 0: the hosts shared
     #: the root namespace's table, on a kernel without net.ipv4.tcp_child_ehash_entries)
     host_tcp_ehash: int = 0
-    #: nice of dcrepro's own scheduler group (its session's autogroup) while the network
-    #: was up (proc.CONTROL_NICE; 0: not raised, autogroups off); every host process ran in
-    #: a group of its own at 0
-    control_group_nice: int = 0
 
 
 #: ``net.core.dev_weight`` and ``net.core.netdev_budget`` while a network is up.  Every veth
@@ -221,8 +214,6 @@ class Emulation:
         self._link_events: socket.socket | None = None
         #: one sock_diag socket per host looked at by ``sockets`` (closed at teardown)
         self._diag: dict[str, socket.socket] = {}
-        #: the nice dcrepro's autogroup had before the run raised it (raise_own_group)
-        self._group_nice: int | None = None
         #: root-namespace sysctls the run changed -> their old values (_set_sysctl)
         self._saved_sysctls: dict[str, str] = {}
         self._cc_reg: ccs.Registration | None = None
@@ -330,9 +321,6 @@ class Emulation:
         self._set_softirq_batch()
         if self._set_sysctl("net.ipv4.tcp_child_ehash_entries", HOST_TCP_EHASH):
             self.facts.host_tcp_ehash = HOST_TCP_EHASH
-        self._group_nice = raise_own_group()
-        if self._group_nice is not None:
-            self.facts.control_group_nice = CONTROL_NICE
         self.dataplane.prepare(self)
 
         setLogLevel("warning")
@@ -685,9 +673,6 @@ class Emulation:
             self.facts.cc_restored_to = self._saved_sysctls.get(
                 "net.ipv4.tcp_congestion_control", self.facts.cc_restored_to)
             self._saved_sysctls = {}
-            if self._group_nice is not None:
-                lower_own_group(self._group_nice)
-                self._group_nice = None
             if self._cc_reg is not None and self.facts.cc_bpf is not None:
                 try:
                     self.facts.cc_bpf["stats"] = self._cc_reg.stats()

@@ -18,46 +18,6 @@ class RunError(RuntimeError):
     """The run cannot continue; the message says why (and the run is marked failed)."""
 
 
-#: nice of the scheduler group of dcrepro's own session while a network is up
-#: (raise_own_group).  With autogroups (kernel.sched_autogroup_enabled=1, the default), CFS
-#: first shares the CPU between sessions, each at the weight of its group's nice, and a
-#: thread's own nice only counts inside its session.  Every host process runs in a session
-#: of its own (Emulation.popen), so on a saturated machine dcrepro's one session weighed as
-#: much as one iperf3; a thread at nice -10 got no more (0.37 against 0.39 CPU-seconds in 3 s
-#: beside 20 busy sessions), its group at -10 got 1.86 (docs/measured.md, "dcrepro's
-#: session").
-CONTROL_NICE = -10
-AUTOGROUP = "/proc/self/autogroup"
-
-
-def raise_own_group(nice: int = CONTROL_NICE) -> int | None:
-    """Set the nice of this process's autogroup (its session's scheduler group: the hosts'
-    processes are in other sessions) to ``nice``; returns the nice it had, or None where
-    nothing changed (autogroups off, not root).  The group is the session dcrepro was
-    started in, so after a crash that session (e.g. the shell) keeps the raise until it
-    ends; lower_own_group puts it back."""
-    try:
-        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as fh:
-            if fh.read().strip() != "1":
-                return None
-        with open(AUTOGROUP, encoding="ascii") as fh:   # "/autogroup-123 nice 0"
-            old = int(fh.read().split("nice")[1])
-        with open(AUTOGROUP, "w", encoding="ascii") as fh:
-            fh.write(str(nice))
-    except (OSError, ValueError, IndexError):
-        return None
-    return old
-
-
-def lower_own_group(old: int) -> None:
-    """Give this process's autogroup back the nice ``old`` (raise_own_group's return)."""
-    try:
-        with open(AUTOGROUP, "w", encoding="ascii") as fh:
-            fh.write(str(old))
-    except OSError:
-        pass
-
-
 def run(argv: list[str], timeout: float = 30, input_text: str | None = None,
         ok: bool = False) -> subprocess.CompletedProcess:
     """Run a command with a timeout; unless ``ok``, a non-zero exit raises RunError naming the

@@ -3,8 +3,6 @@ traces every TCP flow onto a path of the plan, from far fewer records; ``--shape
 builds, reads back and carries traffic at the link's rate."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import routing
@@ -100,27 +98,3 @@ def test_hosts_have_their_own_tcp_table_while_the_network_is_up(tmp_path):
         assert own.strip() == str(HOST_TCP_EHASH) != root
         assert emu.facts_dict()["host_tcp_ehash"] == HOST_TCP_EHASH
     assert read_sysctl("net.ipv4.tcp_child_ehash_entries") == before
-
-
-def test_dcrepro_s_scheduler_group_is_raised_while_the_network_is_up(tmp_path):
-    """dcrepro's session (its autogroup) runs at CONTROL_NICE while the network is up and
-    gets its nice back at teardown; the hosts' processes, in sessions of their own, stay at
-    0.  Skipped where autogroups are off (then nothing is raised, and the fact says 0)."""
-    from emulator.proc import AUTOGROUP, CONTROL_NICE
-    from emulator.sysinfo import read_sysctl
-
-    if read_sysctl("kernel.sched_autogroup_enabled") != "1":
-        pytest.skip("autogroups are off on this kernel")
-
-    def nice(pid: object = "self") -> int:
-        return int(Path(AUTOGROUP.replace("self", str(pid))).read_text().split("nice")[1])
-
-    before = nice()
-    topo = topos.build("fattree,k=2")
-    with Emulation(topo, routing.make_plan(topo, "ecmp"), LinkSpec(10, 100), tmp_path,
-                   "t-group") as emu:
-        assert nice() == CONTROL_NICE
-        assert emu.facts_dict()["control_group_nice"] == CONTROL_NICE
-        sleeper = emu.popen(emu.host(topo.hosts()[0]), ["sleep", "30"])
-        assert nice(sleeper.pid) == 0
-    assert nice() == before
