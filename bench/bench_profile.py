@@ -121,6 +121,37 @@ def samples(text: str, mine: set[int] | None = None
             frames.append((parts[0], parts[1].split("+")[0].strip().split(".")[0]))
 
 
+#: the kernel's CPU-vulnerability mitigation thunks: every return through one with SRSO's
+#: Safe RET (AMD Zen), every indirect call through one with retpolines
+THUNK = re.compile(r"^(srso_\w+|__x86_return_thunk|retbleed_\w+|entry_untrain_ret|"
+                   r"__x86_indirect_(call_)?thunk_\w+)$")
+VULNS = Path("/sys/devices/system/cpu/vulnerabilities")
+
+
+def mitigations() -> str:
+    """The kernel's mitigations that add work to every return or indirect call."""
+    out = []
+    for name in ("spectre_v2", "spec_rstack_overflow", "retbleed"):
+        try:
+            out.append(f"{name}: {(VULNS / name).read_text().strip().split(';')[0]}")
+        except OSError:
+            continue
+    return "; ".join(out) or "unknown"
+
+
+def thunk_samples(text: str, mine: set[int] | None = None) -> tuple[int, int]:
+    """(busy samples whose leaf is a mitigation thunk, busy samples).  A lower bound of the
+    thunks' own time: where the PMU is missing, cpu-clock samples taken while interrupts
+    were off land later, elsewhere."""
+    leaf = busy = 0
+    for comm, frames in samples(text, mine):
+        if classify(comm, frames) == "idle":
+            continue
+        busy += 1
+        leaf += bool(frames) and bool(THUNK.match(frames[0][1]))
+    return leaf, busy
+
+
 def parse_script(text: str, mine: set[int] | None = None) -> Counter[str]:
     """Samples per component from `perf script` output (see ``samples``)."""
     return Counter(classify(comm, frames) for comm, frames in samples(text, mine))
@@ -329,6 +360,9 @@ def main() -> int:
                   f"{cpu_model()})")
             counts = parse_script(text, mine)
             report(counts, seconds, h1 - h0, cpus, e1 - e0)
+            leaf, busy = thunk_samples(text, mine)
+            print(f"  leaf in a mitigation thunk: {leaf / max(1, busy):.1%} of busy samples "
+                  f"(a lower bound; {mitigations()})")
             if lines:
                 report_sites(switch_sites(text, lines), sum(counts.values()),
                              sum(n for c, n in counts.items() if c != "idle"), cpus, seconds,

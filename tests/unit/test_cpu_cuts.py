@@ -66,6 +66,20 @@ def test_flows_sampled_is_a_bpf_option_only():
         dataplanes.make("ovs,flows=sampled")
 
 
+def test_profile_counts_samples_that_end_in_a_mitigation_thunk():
+    prof = _bench("bench_profile")
+    text = "\n".join([
+        "iperf3 99/99 [001]", "\tffffffff82203500 srso_safe_ret",
+        "\tffffffff81000030 tcp_sendmsg", "",
+        "swapper 0/0 [000]", "\tffffffff81000070 pv_native_safe_halt", "",
+        "iperf3 99/99 [001]", "\tffffffff82202a40 __x86_indirect_thunk_rax",
+        "\tffffffff81000080 __dev_queue_xmit", "",
+        "iperf3 99/99 [001]", "\tffffffff81000030 tcp_sendmsg", "",
+        "iperf3 99/99 [001]", "\tffffffff81000090 srso_alias_trap", ""])
+    # idle leaves the count; a thunk counts by the leaf only
+    assert prof.thunk_samples(text) == (3, 4)
+
+
 def test_flag_values_mirror_the_program():
     src = Path(bs.SOURCE).read_text()
     for name in ("CONF_KEEP_SOCKET", "CONF_FLOWS_SAMPLED", "FLOW_SAMPLE_EVERY"):
