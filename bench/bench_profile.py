@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from emulator.proc import stop_process  # noqa: E402  (after the path is set)
-from emulator.sysinfo import cpu_model  # noqa: E402
+from emulator.sysinfo import cpu_model, mitigations  # noqa: E402
 
 #: (component, frame pattern, caller pattern or None), tried on every frame from the leaf up
 RULES: list[tuple[str, str, str | None]] = [
@@ -125,20 +125,6 @@ def samples(text: str, mine: set[int] | None = None
 #: Safe RET (AMD Zen), every indirect call through one with retpolines
 THUNK = re.compile(r"^(srso_\w+|__x86_return_thunk|retbleed_\w+|entry_untrain_ret|"
                    r"__x86_indirect_(call_)?thunk_\w+)$")
-VULNS = Path("/sys/devices/system/cpu/vulnerabilities")
-
-
-def mitigations() -> str:
-    """The kernel's mitigations that add work to every return or indirect call."""
-    out = []
-    for name in ("spectre_v2", "spec_rstack_overflow", "retbleed"):
-        try:
-            out.append(f"{name}: {(VULNS / name).read_text().strip().split(';')[0]}")
-        except OSError:
-            continue
-    return "; ".join(out) or "unknown"
-
-
 def thunk_samples(text: str, mine: set[int] | None = None) -> tuple[int, int]:
     """(busy samples whose leaf is a mitigation thunk, busy samples).  A lower bound of the
     thunks' own time: where the PMU is missing, cpu-clock samples taken while interrupts
@@ -362,7 +348,8 @@ def main() -> int:
             report(counts, seconds, h1 - h0, cpus, e1 - e0)
             leaf, busy = thunk_samples(text, mine)
             print(f"  leaf in a mitigation thunk: {leaf / max(1, busy):.1%} of busy samples "
-                  f"(a lower bound; {mitigations()})")
+                  f"(a lower bound; "
+                  f"{'; '.join(f'{k}: {v}' for k, v in mitigations().items()) or 'none listed'})")
             if lines:
                 report_sites(switch_sites(text, lines), sum(counts.values()),
                              sum(n for c, n in counts.items() if c != "idle"), cpus, seconds,

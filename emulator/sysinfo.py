@@ -129,6 +129,25 @@ def cpu_model() -> str:
     return "unknown"
 
 
+#: where the kernel lists the CPU's vulnerabilities and its mitigation of each
+VULNERABILITIES = "/sys/devices/system/cpu/vulnerabilities"
+
+
+def mitigations() -> dict[str, str]:
+    """The kernel's CPU-vulnerability mitigations that add work to every kernel return or
+    indirect call (SRSO's Safe RET, retpolines), by /sys name, first clause only; they make
+    a packet-hop dearer on one machine than on another (docs/measured.md, "Why is a
+    packet-hop 1.8 times dearer on the AMD VM?")."""
+    out = {}
+    for name in ("spectre_v2", "spec_rstack_overflow", "retbleed"):
+        try:
+            with open(os.path.join(VULNERABILITIES, name), encoding="ascii") as fh:
+                out[name] = fh.read().strip().split(";")[0]
+        except OSError:
+            continue
+    return out
+
+
 def read_sysctl(name: str) -> str:
     """A root-namespace sysctl value, or '' if absent."""
     try:

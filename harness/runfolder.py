@@ -12,7 +12,7 @@ from typing import Any
 
 from emulator.proc import pid_alive
 from emulator.registry import STATE_DIR
-from emulator.sysinfo import cpu_model, environment, git_state
+from emulator.sysinfo import cpu_model, environment, git_state, mitigations
 from store import FINAL
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,7 +43,8 @@ class RunFolder:
             "experiment": experiment, "run_id": self.id, "params": dict(params),
             "git": git_state(str(REPO)), "environment": environment(), "runtime": {},
             # which machine (the report's provenance; a sweep's fingerprint.json has it too)
-            "machine": {"host": socket.gethostname(), "cpu_model": cpu_model()},
+            "machine": {"host": socket.gethostname(), "cpu_model": cpu_model(),
+                        "mitigations": mitigations()},
             "started_utc": stamp}
         self.write_config()
         self.set_status("running")

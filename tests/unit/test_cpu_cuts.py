@@ -80,6 +80,16 @@ def test_profile_counts_samples_that_end_in_a_mitigation_thunk():
     assert prof.thunk_samples(text) == (3, 4)
 
 
+def test_a_runs_machine_lists_the_mitigations_that_tax_every_call(tmp_path, monkeypatch):
+    from emulator import sysinfo
+    (tmp_path / "spectre_v2").write_text("Mitigation: Retpolines; STIBP: disabled\n")
+    (tmp_path / "spec_rstack_overflow").write_text("Vulnerable: Safe RET, no microcode\n")
+    (tmp_path / "mds").write_text("Not affected\n")
+    monkeypatch.setattr(sysinfo, "VULNERABILITIES", str(tmp_path))
+    assert sysinfo.mitigations() == {"spectre_v2": "Mitigation: Retpolines",
+                                     "spec_rstack_overflow": "Vulnerable: Safe RET, no microcode"}
+
+
 def test_flag_values_mirror_the_program():
     src = Path(bs.SOURCE).read_text()
     for name in ("CONF_KEEP_SOCKET", "CONF_FLOWS_SAMPLED", "FLOW_SAMPLE_EVERY"):
