@@ -32,7 +32,9 @@ veth of the run, in the root namespace and in each host's, gets GRO on, which gi
 NAPI instance of its own, and threaded NAPI, so that a packet crossing a veth is forwarded
 by that device's kernel thread (napi/DEV-N) instead of in the NET_RX softirq of whatever
 runs on the CPU (the run's packets are spaced at the link rate, so a poll seldom finds two of
-one flow to merge); the run's report gets ``napi_threads``, how many such threads ran.
+one flow to merge); ``gro``: the same NAPI instances, polled in the softirq (no threads), in
+place of the CPU's input backlog.  The run's report gets ``napi_veths`` (how many veths were
+switched) and ``napi_threads`` (how many such threads ran).
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -113,11 +115,11 @@ def parse_variant(text: str) -> Variant:
     shaper, _, rest = rest.partition(":")
     idle, _, rest = rest.partition(":")
     rev, _, machine = rest.partition(":")
-    bad = [t for t in machine.split(",") if t and t not in ("fifo", "napi", "napififo")
+    bad = [t for t in machine.split(",") if t and t not in ("fifo", "napi", "napififo", "gro")
            and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+|lowat=\d+", t)]
     if not label or not dataplane or ":" in machine or bad:
         raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
-                         "[:fifo,napi,napififo,net.core.NAME=N,batch=N,lowat=N,...]]]]")
+                         "[:fifo,napi,napififo,gro,net.core.NAME=N,batch=N,lowat=N,...]]]]")
     return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
 
 
@@ -168,17 +170,18 @@ def softirq_threads(policy: str) -> Iterator[int]:
                 pass
 
 
-class NapiThreads:
-    """The ``napi`` tweak (see the module's docstring) for one run, as a context manager: a
-    thread waits for the run's first iperf3 (bounded by the run's own timeout), then turns
-    GRO and threaded NAPI on for every veth, once; ``threads`` counts the napi/ threads."""
+class VethNapi:
+    """The ``napi`` and ``gro`` tweaks (see the module's docstring) for one run, as a context
+    manager: a thread waits for the run's first iperf3 (bounded by the run's own timeout),
+    then turns GRO (and with ``threaded`` threaded NAPI) on for every veth, once; ``veths``
+    counts the veths switched, ``threads`` the napi/ threads."""
 
-    def __init__(self, fifo: bool) -> None:
-        self.fifo, self.threads = fifo, 0
+    def __init__(self, threaded: bool, fifo: bool) -> None:
+        self.threaded, self.fifo, self.veths, self.threads = threaded, fifo, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> NapiThreads:
+    def __enter__(self) -> VethNapi:
         self._thread.start()
         return self
 
@@ -210,12 +213,15 @@ class NapiThreads:
                 continue
         script = ("for d in /sys/class/net/*; do n=${d##*/}; "
                   "ethtool -i $n 2>/dev/null | grep -q 'driver: veth' || continue; "
-                  "ethtool -K $n gro on && echo 1 > $d/threaded; done")
+                  "ethtool -K $n gro on && echo $n"
+                  f"{' && echo 1 > $d/threaded' if self.threaded else ''}; done")
         for space, pid in spaces.items():
             cmd = (["sh", "-c", script] if space == root else
                    ["nsenter", f"--net=/proc/{pid}/ns/net", "unshare", "-m", "sh", "-c",
                     f"mount -t sysfs sysfs /sys && {script}"])
-            subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                                 check=False).stdout
+            self.veths += len(out.split())
         napi = self._pids("napi/")
         for pid in napi if self.fifo else []:
             try:
@@ -334,11 +340,11 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
             if t.startswith("lowat=")]
     sampler = ProgSampler()
     tweaks = v.machine.split(",")
-    napi = NapiThreads("napififo" in tweaks)
+    napi = VethNapi(threaded="gro" not in tweaks, fifo="napififo" in tweaks)
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S), machine_tweaks(v.machine), \
                 (sampler if sample_progs else nullcontext()), \
-                (napi if {"napi", "napififo"} & set(tweaks) else nullcontext()):
+                (napi if {"napi", "napififo", "gro"} & set(tweaks) else nullcontext()):
             drops = backlog_drops()
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))
             drops = backlog_drops() - drops
@@ -352,7 +358,8 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
                    p.stderr.strip()[-300:])
         return {"failed": why}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
-    return dict(report, folder=str(runs[-1]), backlog_drops=drops, napi_threads=napi.threads,
+    return dict(report, folder=str(runs[-1]), backlog_drops=drops, napi_veths=napi.veths,
+                napi_threads=napi.threads,
                 **sampler.costs())
 
 
@@ -394,8 +401,10 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
                 lambda r, p=prog: r.get(f"{p}_runs_per_packet_hop"), ".2f")
             row(f"{prog} program, ns per packet-hop",
                 lambda r, p=prog: r.get(f"{p}_ns_per_packet_hop"), ".0f")
-    if any(r.get("napi_threads") for rs in ok.values() for r in rs):
-        row("napi threads (the napi tweak)", lambda r: r.get("napi_threads"), ".0f")
+    if any(r.get("napi_veths") for rs in ok.values() for r in rs):
+        row("veths with NAPI (the napi and gro tweaks)",
+            lambda r: r.get("napi_veths"), ".0f")
+        row("napi threads", lambda r: r.get("napi_threads"), ".0f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
     row("still queued when the counters were read", lambda r: r.get("queued_at_end"), ".0f")

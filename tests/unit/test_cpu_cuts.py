@@ -134,6 +134,7 @@ def test_cuts_bench_variant_syntax():
     assert cuts.parse_variant("l:bpf::::batch=2,lowat=16384").machine == "batch=2,lowat=16384"
     assert cuts.parse_variant("n:bpf::::napi,batch=2").machine == "napi,batch=2"
     assert cuts.parse_variant("n:bpf::::napififo").machine == "napififo"
+    assert cuts.parse_variant("g:bpf::::gro").machine == "gro"
     for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more",
                 "x:bpf::::net.ipv4.tcp_mem=1", "x:bpf::::net.core.dev_weight=a",
                 "x:bpf::::lowat=16k", "x:bpf::::napi=1"):
