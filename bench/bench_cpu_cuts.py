@@ -34,7 +34,12 @@ by that device's kernel thread (napi/DEV-N) instead of in the NET_RX softirq of 
 runs on the CPU (the run's packets are spaced at the link rate, so a poll seldom finds two of
 one flow to merge); ``gro``: the same NAPI instances, polled in the softirq (no threads), in
 place of the CPU's input backlog.  The run's report gets ``napi_veths`` (how many veths were
-switched) and ``napi_threads`` (how many such threads ran).
+switched) and ``napi_threads`` (how many such threads ran).  ``schedbatch``: every thread
+of every iperf3 of the run at SCHED_BATCH (a watcher sets each new one within 0.3 s), so that
+a host process woken by a packet never preempts the CPU on the spot: a wake-up that
+would (need_resched) also ends the softirq loop that is running, and what it had still
+pending, an HTB timer's NET_TX among it, waits for ksoftirqd or a later interrupt; the
+report gets ``batch_threads``.
 
 ``--bpf-stats`` turns kernel.bpf_stats_enabled on for the bench (restored after; every BPF
 program run then pays two clock reads, in every variant alike) and looks at every
@@ -115,11 +120,11 @@ def parse_variant(text: str) -> Variant:
     shaper, _, rest = rest.partition(":")
     idle, _, rest = rest.partition(":")
     rev, _, machine = rest.partition(":")
-    bad = [t for t in machine.split(",") if t and t not in ("fifo", "napi", "napififo", "gro")
+    bad = [t for t in machine.split(",") if t and t not in ("fifo", "napi", "napififo", "gro", "schedbatch")
            and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+|lowat=\d+", t)]
     if not label or not dataplane or ":" in machine or bad:
         raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
-                         "[:fifo,napi,napififo,gro,net.core.NAME=N,batch=N,lowat=N,...]]]]")
+                         "[:fifo,napi,napififo,gro,schedbatch,net.core.NAME=N,batch=N,lowat=N,...]]]]")
     return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
 
 
@@ -229,6 +234,40 @@ class VethNapi:
             except OSError:
                 pass
         self.threads = len(napi)
+
+
+class BatchHosts:
+    """The ``schedbatch`` tweak (see the module's docstring) for one run, as a context manager:
+    a thread sets every thread of every iperf3 to SCHED_BATCH as they appear (every 0.3 s,
+    until the block ends); ``threads`` counts them."""
+
+    def __init__(self) -> None:
+        self.threads = 0
+        self._done: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> BatchHosts:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.3):
+            for pid in VethNapi._pids("iperf3"):
+                for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+                    tid = int(task.name)
+                    if tid in self._done:
+                        continue
+                    try:
+                        os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
+                    except OSError:
+                        continue
+                    self._done.add(tid)
+        self.threads = len(self._done)
 
 
 @contextmanager
@@ -341,10 +380,12 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
     sampler = ProgSampler()
     tweaks = v.machine.split(",")
     napi = VethNapi(threaded="gro" not in tweaks, fifo="napififo" in tweaks)
+    batch = BatchHosts()
     try:   # every wait bounded: the lock's and the run's
         with held_lock(lock, LOCK_WAIT_S), machine_tweaks(v.machine), \
                 (sampler if sample_progs else nullcontext()), \
-                (napi if {"napi", "napififo", "gro"} & set(tweaks) else nullcontext()):
+                (napi if {"napi", "napififo", "gro"} & set(tweaks) else nullcontext()), \
+                (batch if "schedbatch" in tweaks else nullcontext()):
             drops = backlog_drops()
             p = run_group(cmd, RUN_TIMEOUT_S, str(code))
             drops = backlog_drops() - drops
@@ -359,7 +400,7 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
         return {"failed": why}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
     return dict(report, folder=str(runs[-1]), backlog_drops=drops, napi_veths=napi.veths,
-                napi_threads=napi.threads,
+                napi_threads=napi.threads, batch_threads=batch.threads,
                 **sampler.costs())
 
 
@@ -405,6 +446,9 @@ def table(results: dict[str, list[dict[str, Any]]]) -> None:
         row("veths with NAPI (the napi and gro tweaks)",
             lambda r: r.get("napi_veths"), ".0f")
         row("napi threads", lambda r: r.get("napi_threads"), ".0f")
+    if any(r.get("batch_threads") for rs in ok.values() for r in rs):
+        row("iperf3 threads at SCHED_BATCH (the schedbatch tweak)",
+            lambda r: r.get("batch_threads"), ".0f")
     row("tail drops in the queues", lambda r: r.get("queue_drops"), ".0f")
     row("lost outside the queues", lambda r: r.get("emulator_drops"), ".0f")
     row("still queued when the counters were read", lambda r: r.get("queued_at_end"), ".0f")

@@ -135,6 +135,8 @@ def test_cuts_bench_variant_syntax():
     assert cuts.parse_variant("n:bpf::::napi,batch=2").machine == "napi,batch=2"
     assert cuts.parse_variant("n:bpf::::napififo").machine == "napififo"
     assert cuts.parse_variant("g:bpf::::gro").machine == "gro"
+    assert cuts.parse_variant("b:bpf::::schedbatch,batch=2").machine == \
+        "schedbatch,batch=2"
     for bad in ("nolabel", "x:bpf:htb:spin:HEAD:rr", "x:bpf:htb:spin:HEAD:fifo:more",
                 "x:bpf::::net.ipv4.tcp_mem=1", "x:bpf::::net.core.dev_weight=a",
                 "x:bpf::::lowat=16k", "x:bpf::::napi=1"):
