@@ -100,6 +100,10 @@ VARIANTS = ("base:bpf", "flows=sampled:bpf,flows=sampled", "tbf:bpf:tbf",
             "both:bpf,flows=sampled:tbf")
 
 
+#: the machine tweaks without a value (see machine_tweaks and the module's docstring)
+MACHINE_WORDS = ("fifo", "napi", "napififo", "gro", "schedbatch")
+
+
 class Variant(NamedTuple):
     """One column of the bench: its label, the run's dataplane, shaper and idle CPUs, and
     the git revision of the code ('' = this tree)."""
@@ -120,11 +124,11 @@ def parse_variant(text: str) -> Variant:
     shaper, _, rest = rest.partition(":")
     idle, _, rest = rest.partition(":")
     rev, _, machine = rest.partition(":")
-    bad = [t for t in machine.split(",") if t and t not in ("fifo", "napi", "napififo", "gro", "schedbatch")
+    bad = [t for t in machine.split(",") if t and t not in MACHINE_WORDS
            and not re.fullmatch(r"net\.core\.[a-z_]+=\d+|batch=\d+|lowat=\d+", t)]
     if not label or not dataplane or ":" in machine or bad:
         raise ValueError(f"--variant {text!r}: want LABEL:DATAPLANE[:SHAPER[:IDLE_CPUS[:REV"
-                         "[:fifo,napi,napififo,gro,schedbatch,net.core.NAME=N,batch=N,lowat=N,...]]]]")
+                         f"[:{','.join(MACHINE_WORDS)},net.core.NAME=N,batch=N,lowat=N,...]]]]")
     return Variant(label, dataplane, shaper or "htb", idle or "halt", rev, machine)
 
 
@@ -149,18 +153,23 @@ def machine_tweaks(spec: str) -> Iterator[None]:
             knob.write_text(value)
 
 
+def pids_named(prefix: str) -> list[int]:
+    """The processes (and kernel threads) whose name starts with ``prefix``."""
+    pids = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().startswith(prefix):
+                pids.append(int(comm.parent.name))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
 @contextmanager
 def softirq_threads(policy: str) -> Iterator[int]:
     """With 'fifo': every ksoftirqd/N at SCHED_FIFO priority 1 for the block, SCHED_OTHER
     again after (also on errors); yields how many threads were changed."""
-    pids = []
-    if policy == "fifo":
-        for comm in Path("/proc").glob("[0-9]*/comm"):
-            try:
-                if comm.read_text().startswith("ksoftirqd/"):
-                    pids.append(int(comm.parent.name))
-            except OSError:
-                continue
+    pids = pids_named("ksoftirqd/") if policy == "fifo" else []
     changed = []
     try:
         for pid in pids:
@@ -175,18 +184,15 @@ def softirq_threads(policy: str) -> Iterator[int]:
                 pass
 
 
-class VethNapi:
-    """The ``napi`` and ``gro`` tweaks (see the module's docstring) for one run, as a context
-    manager: a thread waits for the run's first iperf3 (bounded by the run's own timeout),
-    then turns GRO (and with ``threaded`` threaded NAPI) on for every veth, once; ``veths``
-    counts the veths switched, ``threads`` the napi/ threads."""
+class Watcher:
+    """A tweak that works beside one run, in a thread of its own from the block's start to
+    its end (``_loop`` returns once ``_stop`` is set)."""
 
-    def __init__(self, threaded: bool, fifo: bool) -> None:
-        self.threaded, self.fifo, self.veths, self.threads = threaded, fifo, 0, 0
+    def __init__(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> VethNapi:
+    def __enter__(self) -> Watcher:
         self._thread.start()
         return self
 
@@ -194,24 +200,26 @@ class VethNapi:
         self._stop.set()
         self._thread.join(timeout=60)
 
-    @staticmethod
-    def _pids(prefix: str) -> list[int]:
-        pids = []
-        for comm in Path("/proc").glob("[0-9]*/comm"):
-            try:
-                if comm.read_text().startswith(prefix):
-                    pids.append(int(comm.parent.name))
-            except (OSError, ValueError):
-                continue
-        return pids
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+
+class VethNapi(Watcher):
+    """The ``napi`` and ``gro`` tweaks (see the module's docstring): waits for the run's
+    first iperf3, then turns GRO (and with ``threaded`` threaded NAPI) on for every veth,
+    once; ``veths`` counts the veths switched, ``threads`` the napi/ threads."""
+
+    def __init__(self, threaded: bool, fifo: bool) -> None:
+        super().__init__()
+        self.threaded, self.fifo, self.veths, self.threads = threaded, fifo, 0, 0
 
     def _loop(self) -> None:
-        while not self._pids("iperf3"):
+        while not pids_named("iperf3"):
             if self._stop.wait(0.2):
                 return
         root = os.readlink("/proc/self/ns/net")
         spaces: dict[str, int] = {}
-        for pid in self._pids(""):
+        for pid in pids_named(""):
             try:
                 spaces.setdefault(os.readlink(f"/proc/{pid}/ns/net"), pid)
             except OSError:
@@ -227,7 +235,7 @@ class VethNapi:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                                  check=False).stdout
             self.veths += len(out.split())
-        napi = self._pids("napi/")
+        napi = pids_named("napi/")
         for pid in napi if self.fifo else []:
             try:
                 os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(1))
@@ -236,28 +244,18 @@ class VethNapi:
         self.threads = len(napi)
 
 
-class BatchHosts:
-    """The ``schedbatch`` tweak (see the module's docstring) for one run, as a context manager:
-    a thread sets every thread of every iperf3 to SCHED_BATCH as they appear (every 0.3 s,
-    until the block ends); ``threads`` counts them."""
+class BatchHosts(Watcher):
+    """The ``schedbatch`` tweak (see the module's docstring): sets every thread of every
+    iperf3 to SCHED_BATCH as they appear (every 0.3 s); ``threads`` counts them."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.threads = 0
         self._done: set[int] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> BatchHosts:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
 
     def _loop(self) -> None:
         while not self._stop.wait(0.3):
-            for pid in VethNapi._pids("iperf3"):
+            for pid in pids_named("iperf3"):
                 for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
                     tid = int(task.name)
                     if tid in self._done:
