@@ -125,6 +125,8 @@ def samples(text: str, mine: set[int] | None = None
 #: Safe RET (AMD Zen), every indirect call through one with retpolines
 THUNK = re.compile(r"^(srso_\w+|__x86_return_thunk|retbleed_\w+|entry_untrain_ret|"
                    r"__x86_indirect_(call_)?thunk_\w+)$")
+
+
 def thunk_samples(text: str, mine: set[int] | None = None) -> tuple[int, int]:
     """(busy samples whose leaf is a mitigation thunk, busy samples).  A lower bound of the
     thunks' own time: where the PMU is missing, cpu-clock samples taken while interrupts

@@ -135,8 +135,9 @@ VULNERABILITIES = "/sys/devices/system/cpu/vulnerabilities"
 
 def mitigations() -> dict[str, str]:
     """The kernel's CPU-vulnerability mitigations that add work to every kernel return or
-    indirect call (SRSO's Safe RET, retpolines), by /sys name, first clause only; they make
-    a packet-hop dearer on one machine than on another (docs/measured.md, "Why is a
+    indirect call (SRSO's Safe RET, retpolines), by /sys name, first clause only.  Recorded
+    with the CPU model because a packet-hop's cost differs 1.8 times between two VMs of
+    the same size here, and these differ between them (docs/measured.md, "Why is a
     packet-hop 1.8 times dearer on the AMD VM?")."""
     out = {}
     for name in ("spectre_v2", "spec_rstack_overflow", "retbleed"):
