@@ -137,7 +137,7 @@ def mitigations() -> dict[str, str]:
     """The kernel's CPU-vulnerability mitigations that add work to every kernel return or
     indirect call (SRSO's Safe RET, retpolines), by /sys name, first clause only.  Recorded
     with the CPU model because a packet-hop's cost differs 1.8 times between two VMs of
-    the same size here, and these differ between them (docs/measured.md, "Why is a
+    the same size here, and these may differ between them (docs/measured.md, "Why is a
     packet-hop 1.8 times dearer on the AMD VM?")."""
     out = {}
     for name in ("spectre_v2", "spec_rstack_overflow", "retbleed"):
