@@ -758,11 +758,22 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                     raise   # (a starved connection is wait_iperf's to record)
     missing = [f"{f.src}->{f.dst}" for f in flows if not f.subflows]
     if missing and transport == "mptcp":  # (TCP: iperf3's report names the connection)
-        began_at = f"{record[0]['began_s']} s" if len(record) == 1 else \
-            f"{len(record)} looks, {record[0]['began_s']}-{record[-1]['began_s']} s"
-        raise RunError(f"no socket snapshot ({began_at} after the first client started) found "
-                       f"the connection of "
-                       f"{len(missing)} flows (e.g. {', '.join(missing[:3])})")
+        raise RunError(snapshot_miss(record, missing, duration))
+
+
+def snapshot_miss(record: list[dict[str, Any]], missing: list[str], duration: float) -> str:
+    """Why a run stops when no socket look found some MPTCP flows' connections (``record``:
+    the looks, as _snapshot_sockets keeps them); when every look began after the flows had
+    ended, it says that the machine, not the flows, came late, and what to try."""
+    began_at = f"{record[0]['began_s']} s" if len(record) == 1 else \
+        f"{len(record)} looks, {record[0]['began_s']}-{record[-1]['began_s']} s"
+    text = (f"no socket snapshot ({began_at} after the first client started) found the "
+            f"connection of {len(missing)} flows (e.g. {', '.join(missing[:3])})")
+    if record and min(r["began_s"] for r in record) > duration:
+        text += (f"; every look began after the {duration:g}-s flows had ended: the machine "
+                 "is too loaded for this network to be watched (try a lower --bw or fewer "
+                 "hosts; docs/measured.md, 'dcrepro starved by the network it runs')")
+    return text
 
 
 def _client(emu: Emulation, f: Flow, wrap: list[str], duration: float,

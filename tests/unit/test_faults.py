@@ -11,7 +11,7 @@ from emulator.proc import Interrupted, RunError, exit_code, how_ended
 from harness import runfolder
 from harness.bwmng import check_coverage, coverage_note, coverage_problems
 from harness.bwmng import series_by_interface as read
-from harness.traffic import read_report, wait_iperf
+from harness.traffic import read_report, snapshot_miss, wait_iperf
 
 
 def _proc(script: str) -> subprocess.Popen:
@@ -62,6 +62,17 @@ def test_dead_measurement_process_and_dead_dataplane_fail_the_wait(tmp_path):
 def test_finished_transfers_pass(tmp_path):
     pairs = [(f"t{i}", _proc("pass"), _proc("pass")) for i in range(3)]
     wait_iperf(pairs, 30, tmp_path, watch=[("bwm-ng", _proc("import time; time.sleep(3)"))])
+
+
+def test_a_missed_snapshot_says_when_the_machine_came_too_late():
+    late = [{"began_s": 65.04}, {"began_s": 65.23}]
+    msg = snapshot_miss(late, ["a->b", "c->d", "e->f", "g->h"], 30)
+    assert msg.startswith("no socket snapshot (2 looks, 65.04-65.23 s after the first client "
+                          "started) found the connection of 4 flows (e.g. a->b, c->d, e->f)")
+    assert "after the 30-s flows had ended" in msg and "lower --bw" in msg
+    # a look in time that still missed a flow is the flow's problem, not the machine's
+    msg = snapshot_miss([{"began_s": 3.1}, {"began_s": 65.0}], ["a->b"], 30)
+    assert "had ended" not in msg
 
 
 def test_iperf_report_errors_name_host_port_and_file(tmp_path):
