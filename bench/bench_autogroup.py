@@ -69,9 +69,11 @@ def main() -> int:
     print(f"bench_autogroup: {args.sessions} busy sessions, {os.cpu_count()} CPUs, "
           f"autogroups {'on' if enabled == '1' else 'off'}; CPU seconds a probe got in "
           f"{args.seconds:g} s")
-    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
-            for _ in range(args.sessions)]
-    try:
+    hogs: list[subprocess.Popen] = []
+    try:   # the loops are stopped however the block ends, also when one failed to start
+        for _ in range(args.sessions):
+            hogs.append(subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                                         start_new_session=True))
         got: dict[str, list[float]] = {how: [] for how in WAYS}
         for _ in range(args.rounds):
             for how in WAYS:

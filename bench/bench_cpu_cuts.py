@@ -232,8 +232,11 @@ class VethNapi(Watcher):
             cmd = (["sh", "-c", script] if space == root else
                    ["nsenter", f"--net=/proc/{pid}/ns/net", "unshare", "-m", "sh", "-c",
                     f"mount -t sysfs sysfs /sys && {script}"])
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                                 check=False).stdout
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                                     check=False).stdout
+            except subprocess.TimeoutExpired:
+                continue   # that namespace's veths stay as they were; veths says how many
             self.veths += len(out.split())
         napi = pids_named("napi/")
         for pid in napi if self.fifo else []:
@@ -391,15 +394,23 @@ def one(topo: str, bw: float, duration: float, seed: int, v: Variant,
         return {"failed": str(e)}
     runs = sorted((out / "permutation").iterdir()) if (out / "permutation").exists() else []
     if p.returncode != 0 or not runs:
-        # the run's own error, not a warning printed before it
-        why = next((l for l in reversed(p.stderr.splitlines())
-                    if l.startswith("dcrepro:") and "WARNING" not in l),
-                   p.stderr.strip()[-300:])
-        return {"failed": why}
+        return {"failed": failure(runs[-1] if runs else None, p.stderr)}
     report = json.loads((runs[-1] / "fidelity.json").read_text())["reports"][0]
     return dict(report, folder=str(runs[-1]), backlog_drops=drops, napi_veths=napi.veths,
                 napi_threads=napi.threads, batch_threads=batch.threads,
                 **sampler.costs())
+
+
+def failure(folder: Path | None, stderr: str) -> str:
+    """Why a run failed: the error its run folder recorded (status.json), else the last
+    error line it printed (a warning printed before it is not the reason)."""
+    try:
+        error = json.loads((folder / "status.json").read_text()).get("error") if folder else None
+    except (OSError, ValueError):
+        error = None
+    return error or next((l for l in reversed(stderr.splitlines())
+                          if l.startswith("dcrepro:") and "WARNING" not in l),
+                         stderr.strip()[-300:])
 
 
 def fmt(values: list[float], spec: str) -> str:

@@ -127,22 +127,38 @@ THUNK = re.compile(r"^(srso_\w+|__x86_return_thunk|retbleed_\w+|entry_untrain_re
                    r"__x86_indirect_(call_)?thunk_\w+)$")
 
 
-def thunk_samples(text: str, mine: set[int] | None = None) -> tuple[int, int]:
-    """(busy samples whose leaf is a mitigation thunk, busy samples).  A lower bound of the
-    thunks' own time: where the PMU is missing, cpu-clock samples taken while interrupts
-    were off land later, elsewhere."""
-    leaf = busy = 0
-    for comm, frames in samples(text, mine):
-        if classify(comm, frames) == "idle":
-            continue
-        busy += 1
-        leaf += bool(frames) and bool(THUNK.match(frames[0][1]))
-    return leaf, busy
+def classified(text: str, mine: set[int] | None = None) -> list[tuple[str, bool]]:
+    """Every sample of `perf script` output (see ``samples``) as (its component, whether its
+    leaf is a mitigation thunk): one pass for parse_script and thunk_samples alike."""
+    return [(classify(comm, frames), bool(frames) and bool(THUNK.match(frames[0][1])))
+            for comm, frames in samples(text, mine)]
 
 
-def parse_script(text: str, mine: set[int] | None = None) -> Counter[str]:
-    """Samples per component from `perf script` output (see ``samples``)."""
-    return Counter(classify(comm, frames) for comm, frames in samples(text, mine))
+def thunk_samples(text: str | list[tuple[str, bool]],
+                  mine: set[int] | None = None) -> tuple[int, int]:
+    """(busy samples whose leaf is a mitigation thunk, busy samples), of `perf script`
+    output or of what ``classified`` made of it.  A lower bound of the thunks' own time:
+    where the PMU is missing, cpu-clock samples taken while interrupts were off land later,
+    elsewhere."""
+    rows = classified(text, mine) if isinstance(text, str) else text
+    busy = [thunk for comp, thunk in rows if comp != "idle"]
+    return sum(busy), len(busy)
+
+
+def parse_script(text: str | list[tuple[str, bool]],
+                 mine: set[int] | None = None) -> Counter[str]:
+    """Samples per component of `perf script` output (see ``samples``), or of what
+    ``classified`` made of it."""
+    rows = classified(text, mine) if isinstance(text, str) else text
+    return Counter(comp for comp, _ in rows)
+
+
+def thunk_line(rows: list[tuple[str, bool]]) -> str:
+    """The report's line on the mitigation thunks, with the machine's mitigations."""
+    leaf, busy = thunk_samples(rows)
+    listed = "; ".join(f"{k}: {v}" for k, v in mitigations().items()) or "none listed"
+    return (f"  leaf in a mitigation thunk: {leaf / max(1, busy):.1%} of busy samples "
+            f"(a lower bound; {listed})")
 
 
 def switch_sites(text: str, lines: list[tuple[int, int]]) -> Counter[tuple[int, str]]:
@@ -311,7 +327,9 @@ def main() -> int:
         text = subprocess.run(["perf", "script", "-i", args.perf_data, "-F",
                                "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
                               check=True).stdout
-        report(parse_script(text), args.seconds, 0, cpus)
+        rows = classified(text)
+        report(parse_script(rows), args.seconds, 0, cpus)
+        print(thunk_line(rows))
         return 0
     if not args.command:
         ap.error("give a dcrepro command after --, e.g. -- run permutation --transport tcp")
@@ -346,12 +364,10 @@ def main() -> int:
                                   check=True).stdout
             print(f"bench_profile: dcrepro {' '.join(args.command)} ({os.cpu_count()} CPUs, "
                   f"{cpu_model()})")
-            counts = parse_script(text, mine)
+            rows = classified(text, mine)   # one pass over the samples for both
+            counts = parse_script(rows)
             report(counts, seconds, h1 - h0, cpus, e1 - e0)
-            leaf, busy = thunk_samples(text, mine)
-            print(f"  leaf in a mitigation thunk: {leaf / max(1, busy):.1%} of busy samples "
-                  f"(a lower bound; "
-                  f"{'; '.join(f'{k}: {v}' for k, v in mitigations().items()) or 'none listed'})")
+            print(thunk_line(rows))
             if lines:
                 report_sites(switch_sites(text, lines), sum(counts.values()),
                              sum(n for c, n in counts.items() if c != "idle"), cpus, seconds,
