@@ -33,9 +33,9 @@ def fail(reason: str) -> None:
     os._exit(3)
 
 
-def loud(handler):  # type: ignore[no-untyped-def]
+def loud(handler):
     """Turn any exception in a handler into a failed run instead of a log line."""
-    def wrapper(self, ev):  # type: ignore[no-untyped-def]
+    def wrapper(self, ev):
         try:
             return handler(self, ev)
         except Exception:
@@ -49,7 +49,7 @@ class PlanInstaller(app_manager.OSKenApp):
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         path = os.environ.get("DCREPRO_PLAN")
         if not path:
@@ -61,7 +61,7 @@ class PlanInstaller(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     @loud
-    def on_features(self, ev):  # type: ignore[no-untyped-def]
+    def on_features(self, ev):
         dp = ev.msg.datapath
         sp = self.plan.get(dp.id)
         if sp is None:
@@ -76,13 +76,13 @@ class PlanInstaller(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     @loud
-    def on_barrier(self, ev):  # type: ignore[no-untyped-def]
+    def on_barrier(self, ev):
         entry = self.pending.pop(ev.msg.xid, None)
         if entry is not None:
             report(f"READY {entry[0]} {entry[1]}")
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     @loud
-    def on_error(self, ev):  # type: ignore[no-untyped-def]
+    def on_error(self, ev):
         msg = ev.msg
         fail(f"OpenFlow error from dpid {msg.datapath.id:#x}: type={msg.type} code={msg.code}")

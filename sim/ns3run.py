@@ -433,8 +433,8 @@ def load() -> Any:
     """The ns-3 bindings (imported once per process: 15-30 s) with our helper compiled."""
     global _NS
     if _NS is None:
-        import cppyy  # type: ignore[import-not-found]
-        from ns import ns  # type: ignore[import-not-found]  # only with setup.sh --with-sim
+        import cppyy
+        from ns import ns  # only with setup.sh --with-sim
         cppyy.cppdef(_CPP)
         cppyy.cppdef(_CPP_PY)
         _NS = ns

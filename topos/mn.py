@@ -17,7 +17,7 @@ from typing import Any
 from mininet.topo import Topo
 
 # `mn --custom` exec()s this file without __file__; the code object still knows its path
-_HERE = globals().get("__file__") or inspect.currentframe().f_code.co_filename  # type: ignore
+_HERE = globals().get("__file__") or inspect.currentframe().f_code.co_filename  # type: ignore[union-attr]
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(_HERE))))
 
 import topos as _registry  # noqa: E402  (after the path fix, for `mn --custom`)
@@ -27,7 +27,7 @@ from topos.base import Topology  # noqa: E402
 class MnTopo(Topo):
     """A Mininet Topo that mirrors a dcrepro Topology, port numbers included."""
 
-    def build(self, dc: Topology) -> None:  # type: ignore[override]
+    def build(self, dc: Topology) -> None:
         """Add every node and link of ``dc`` with its structural identity."""
         self.dc = dc
         for node in dc:

@@ -499,9 +499,9 @@ class Runner:
                         f"sending process {sentinels[obj] + 1} died", 3)
                     waiting.pop(conn, None)
                 elif obj in waiting:
-                    i = waiting.pop(obj)  # type: ignore[arg-type]
+                    i = waiting.pop(obj)
                     try:
-                        status, value = obj.recv()  # type: ignore[union-attr]
+                        status, value = obj.recv()
                     except EOFError:
                         status, value = "oserror", f"sending process {i + 1} died"
                     if status == "ok":
