@@ -1,8 +1,9 @@
-"""Shared test helpers: the golden-file switch, the one-line-error check and the root/OVS
-skip for integration tests."""
+"""Shared test helpers: the golden-file switch, the one-line-error check, the root/OVS
+skip for integration tests, and the reference runs redrawn once for the session."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -133,3 +134,56 @@ def labelled_ablation(tmp_path):  # type: ignore[no-untyped-def]
         assert (out / "ablation.png").stat().st_size > 0
         return (out / "ablation.md").read_text()
     return run
+
+
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
+#: every committed reference run folder
+REFERENCE_RUNS = sorted(p.parent for p in REFERENCE.glob("*/*/status.json"))
+
+
+@dataclasses.dataclass
+class Redrawn:
+    """One reference run folder redrawn: its copy, the figures ``analysis.plot`` wrote (None
+    when it raised ``error``) and every text above or beside their axes."""
+
+    copy: Path
+    figures: list[Path] | None
+    headers: list[str]
+    error: BaseException | None = None
+
+
+@pytest.fixture(scope="session")
+def redrawn_reference(
+        tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, Redrawn]]:
+    """A copy of results/reference in which every run folder's figures were removed and
+    drawn again by this code, once for the session (a minute and a half on 2 cores):
+    (the copy's root, {committed run folder: Redrawn}).  test_reference checks each
+    folder; test_report_browser opens the copy's report page."""
+    import matplotlib.figure
+
+    import analysis
+    root = tmp_path_factory.mktemp("reference") / "results"
+    shutil.copytree(REFERENCE, root)
+    headers: list[str] = []
+    save = matplotlib.figure.Figure.savefig
+
+    def record(fig: Any, *args: Any, **kwargs: Any) -> Any:
+        texts = [fig._suptitle] if fig._suptitle is not None else []
+        texts += list(fig.texts) + [t for ax in fig.axes
+                                    for t in (ax.title, ax._left_title, ax._right_title)]
+        headers.extend(t.get_text() for t in texts if t.get_text())
+        return save(fig, *args, **kwargs)
+
+    out: dict[Path, Redrawn] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig", record)
+        for folder in REFERENCE_RUNS:
+            copy = root / folder.relative_to(REFERENCE)
+            for png in copy.glob("*.png"):
+                png.unlink()
+            headers = []
+            try:
+                out[folder] = Redrawn(copy, analysis.plot(copy), headers)
+            except Exception as exc:  # that folder's test reports it; the others go on
+                out[folder] = Redrawn(copy, None, headers, exc)
+    return root, out

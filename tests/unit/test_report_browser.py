@@ -22,10 +22,8 @@ from pathlib import Path
 
 import pytest
 
-import analysis
 from dcrepro import cli
 
-REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTH = 1280
 
@@ -53,12 +51,9 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory) -> Path:
+def page(redrawn_reference) -> Path:
     """The report of a copy of results/reference, every figure redrawn by this code."""
-    root = tmp_path_factory.mktemp("browser") / "results"
-    shutil.copytree(REFERENCE, root)
-    for status in sorted(root.glob("*/*/status.json")):
-        analysis.plot(status.parent)
+    root = redrawn_reference[0]
     with contextlib.redirect_stdout(io.StringIO()):
         assert cli.main(["report", str(root)]) == 0
     return root / "report" / "index.html"
