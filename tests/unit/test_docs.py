@@ -1,5 +1,6 @@
-"""The README and docs/ hold together: every relative link points to a file that exists, and
-CI runs exactly the README's two commands (the test suite, then the quick reproduction)."""
+"""The README and docs/ hold together: every relative link points to a file that exists,
+every repository path that a page, comment or message names exists, and CI runs exactly the
+README's two commands (the test suite, then the quick reproduction)."""
 from __future__ import annotations
 
 import re
@@ -88,3 +89,51 @@ def test_the_readme_shows_the_current_verdict_table(verdict_table):
     begin, end = text.index("<!-- verdicts:begin"), text.index("<!-- verdicts:end -->")
     assert text.index("## What reproduced") < begin < end
     verdict_table(text[begin:end])
+
+
+# -- the repository's own paths, named in prose, comments and strings ---------------------
+
+#: the top-level folders of the code (results/ is left out: its run ids are examples)
+TOP = sorted(p.name for p in REPO.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+             or p.name in ("bench", "docs", "scripts", "tests"))
+#: a path below one of them that names a file by its extension
+PATH = re.compile(rf"(?<![\w./-])((?:{'|'.join(TOP)})/[\w/-]+\.(?:py|md|sh|c|h|json|toml))"
+                  r"(?![\w/-])")
+#: in docs, a code span ``pkg/module.name``: a name defined in pkg/module.py
+DOTTED = re.compile(rf"`((?:{'|'.join(TOP)})/[\w/]+)\.(\w+)`")
+SOURCES = sorted(p for p in REPO.rglob("*") if p.suffix in (".py", ".md", ".sh", ".c", ".h")
+                 and not {".venv", "results", ".git"} & set(p.relative_to(REPO).parts))
+
+
+def named_paths(text: str) -> list[str]:
+    return PATH.findall(text)
+
+
+def test_every_repository_path_named_in_docs_or_code_exists():
+    """A file moved or renamed leaves no page, comment or message pointing at the old place."""
+    missing = [f"{src.relative_to(REPO)}: {p}" for src in SOURCES
+               for p in named_paths(src.read_text(errors="replace")) if not (REPO / p).exists()]
+    assert not missing, missing
+
+
+def test_every_module_name_the_docs_cite_is_defined_there():
+    """`harness/traffic.run_iperf` in a page: harness/traffic.py defines run_iperf."""
+    stale = []
+    for page in PAGES:
+        for module, name in DOTTED.findall(page.read_text()):
+            source = REPO / f"{module}.py"
+            if (REPO / f"{module}.{name}").exists():
+                continue                     # a file, e.g. `experiments/permutation/claims.py`
+            if not source.is_file() or not re.search(
+                    rf"^\s*(?:def|class)\s+{name}\b|^\s*{name}\s*[:=]", source.read_text(), re.M):
+                stale.append(f"{page.relative_to(REPO)}: {module}.{name}")
+    assert not stale, stale
+
+
+def test_the_path_checks_see_paths():
+    """(patterns that matched nothing would pass every file)"""
+    assert "docs/usage.md" not in named_paths("xdocs/usage.md")
+    assert named_paths("see docs/results/004-plts.md, and bench/bench_aqm.py:99") == [
+        "docs/results/004-plts.md", "bench/bench_aqm.py"]
+    assert sum(len(named_paths(p.read_text())) for p in SOURCES) > 300
+    assert ("harness/traffic", "run_iperf") in DOTTED.findall((REPO / "docs/design.md").read_text())
