@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -27,17 +29,17 @@ def report(line: str) -> None:
     sys.stdout.flush()
 
 
-def fail(reason: str) -> None:
+def fail(reason: str) -> NoReturn:
     """Make the run invalid: report and exit the whole controller process."""
     report(f"FAIL {reason}")
     os._exit(3)
 
 
-def loud(handler):
+def loud(handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
     """Turn any exception in a handler into a failed run instead of a log line."""
-    def wrapper(self, ev):
+    def wrapper(self: Any, ev: Any) -> None:
         try:
-            return handler(self, ev)
+            handler(self, ev)
         except Exception:
             fail(traceback.format_exc().replace("\n", " | "))
     wrapper.__name__ = handler.__name__
@@ -49,7 +51,7 @@ class PlanInstaller(app_manager.OSKenApp):
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         path = os.environ.get("DCREPRO_PLAN")
         if not path:
@@ -61,7 +63,7 @@ class PlanInstaller(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     @loud
-    def on_features(self, ev):
+    def on_features(self, ev: Any) -> None:
         dp = ev.msg.datapath
         sp = self.plan.get(dp.id)
         if sp is None:
@@ -76,13 +78,13 @@ class PlanInstaller(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     @loud
-    def on_barrier(self, ev):
+    def on_barrier(self, ev: Any) -> None:
         entry = self.pending.pop(ev.msg.xid, None)
         if entry is not None:
             report(f"READY {entry[0]} {entry[1]}")
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     @loud
-    def on_error(self, ev):
+    def on_error(self, ev: Any) -> None:
         msg = ev.msg
         fail(f"OpenFlow error from dpid {msg.datapath.id:#x}: type={msg.type} code={msg.code}")
