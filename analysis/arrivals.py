@@ -119,7 +119,7 @@ def resend_delays(rows: Sequence[dict[str, Any]]) -> list[float]:
     A TCP retransmission takes at least a round trip through the full queue; much less is
     the switch sending the refused packet again (OVS's userspace datapath retries a send
     the qdisc refused)."""
-    pending: dict[tuple, float] = {}
+    pending: dict[tuple[Any, Any, Any, Any], float] = {}
     out = []
     for r in rows:
         key = (r.get("sender"), r.get("sport"), r.get("seq"), r.get("payload"))

@@ -13,7 +13,7 @@ from controller.ofplan import Group, Rule
 NX_HASH_FIELDS_SYMMETRIC_L3L4_UDP = 3
 
 
-def to_actions(parser: Any, actions: Iterable[tuple]) -> list[Any]:
+def to_actions(parser: Any, actions: Iterable[tuple[Any, ...]]) -> list[Any]:
     """OpenFlow action objects for OpenFlow-plan actions (the vocabulary: controller/ofplan.py)."""
     out: list[Any] = []
     for act in actions:

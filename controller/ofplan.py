@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from routing.plan import LABEL_ANY, Action, SwitchPlan
+from routing.plan import LABEL_ANY, Action, Choice, SwitchPlan
 
 TABLE_MAIN, TABLE_SELECT = 0, 1
 OFPVID_PRESENT = 0x1000
@@ -76,9 +76,9 @@ class Group:
     buckets: tuple[tuple[tuple[Any, ...], ...], ...]
 
 
-def _replicate_ids(sp: SwitchPlan) -> dict[tuple, int]:
+def _replicate_ids(sp: SwitchPlan) -> dict[tuple[Choice, ...], int]:
     """Group id of every distinct replicate choice set, in table order (1, 2, ...)."""
-    ids: dict[tuple, int] = {}
+    ids: dict[tuple[Choice, ...], int] = {}
     for m in sorted(sp.table):
         act = sp.table[m]
         if act.op == "replicate" and act.choices not in ids:
@@ -106,7 +106,7 @@ def _choice_actions(port: int, push: int) -> list[list[Any]]:
 def openflow_rules(sp: SwitchPlan) -> list[Rule]:
     """The flow entries that make an Open vSwitch bridge behave as ``sp`` says."""
     rules: list[Rule] = []
-    groups: dict[tuple, int] = {}
+    groups: dict[tuple[Choice, ...], int] = {}
     replicas = _replicate_ids(sp)
 
     def actions_for(act: Action) -> list[list[Any]]:
@@ -184,7 +184,7 @@ def simulate(rules: list[Rule], pkt: Packet, choose: Callable[[int], int],
         hits = [r for r in rules if r.table == table and _matches(r, pkt)]
         return max(hits, key=lambda r: r.priority) if hits else None
 
-    def run(actions: tuple, depth: int) -> list[tuple[int, int]]:
+    def run(actions: tuple[tuple[Any, ...], ...], depth: int) -> list[tuple[int, int]]:
         if depth > 4:
             raise ValueError("resubmit recursion")
         out = []

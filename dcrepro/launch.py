@@ -182,7 +182,7 @@ def run_process(argv: list[str], timeout: float, tick: Callable[[], None],
         raise
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     """TERM to the launcher (GNU parallel then sends --termseq to every job, remote ones
     too), wait for it, then KILL whatever is left in its process group."""
     if proc.poll() is None:

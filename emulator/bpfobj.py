@@ -26,7 +26,7 @@ TIMEOUT = 60.0
 
 
 def _run(argv: list[str], timeout: float = TIMEOUT, input_text: str | None = None,
-         ok: bool = False) -> subprocess.CompletedProcess:
+         ok: bool = False) -> subprocess.CompletedProcess[str]:
     return run(argv, timeout, input_text, ok)
 
 

@@ -205,7 +205,7 @@ class Emulation:
                            cpuidle_driver=cpuidle_driver())
         self.net: Any = None
         self.registry: Registry | None = None
-        self.procs: list[subprocess.Popen] = []
+        self.procs: list[subprocess.Popen[Any]] = []
         self.host_pids: dict[str, int] = {}
         self.host_intf: dict[str, str] = {}
         self._lock_fh: Any = None
@@ -599,7 +599,7 @@ class Emulation:
         return ",".join((q / "rps_cpus").read_text().strip() for q in rx)
 
     def popen(self, host: Any | None, argv: list[str], cgroup: CpuCap | None = None,
-              pin: int | None = None, **kw: Any) -> subprocess.Popen:
+              pin: int | None = None, **kw: Any) -> subprocess.Popen[Any]:
         """Start a tracked process (in a host namespace, or the root one if host is None),
         inside ``cgroup`` from its first instruction when one is given (and pinned to CPU
         ``pin``)."""

@@ -19,7 +19,7 @@ class RunError(RuntimeError):
 
 
 def run(argv: list[str], timeout: float = 30, input_text: str | None = None,
-        ok: bool = False) -> subprocess.CompletedProcess:
+        ok: bool = False) -> subprocess.CompletedProcess[str]:
     """Run a command with a timeout; unless ``ok``, a non-zero exit raises RunError naming the
     command and its stderr (head and tail: a BPF verifier log ends with the reason)."""
     cmd = " ".join(argv[:6]) + (" ..." if len(argv) > 6 else "")
@@ -39,7 +39,7 @@ def run(argv: list[str], timeout: float = 30, input_text: str | None = None,
 
 
 def run_group(argv: list[str], timeout: float, cwd: str | None = None,
-              grace: float = 60.0) -> subprocess.CompletedProcess:
+              grace: float = 60.0) -> subprocess.CompletedProcess[str]:
     """Run a long command (a whole ``dcrepro run``, under ``flock`` or not) in its own
     process group and capture its output; past ``timeout`` the whole group is stopped
     (SIGTERM, so a run cleans up, SIGKILL after ``grace``) and reaped, and RunError says so.
@@ -91,12 +91,12 @@ def in_ns(pid: int, argv: list[str]) -> list[str]:
     return ["mnexec", "-a", str(pid), *argv]
 
 
-def stop_process(proc: subprocess.Popen, timeout: float = 3.0) -> None:
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 3.0) -> None:
     """SIGTERM a process group, SIGKILL it after ``timeout``, and reap it."""
     stop_all([proc], timeout)
 
 
-def stop_all(procs: list[subprocess.Popen], timeout: float = 3.0) -> None:
+def stop_all(procs: list[subprocess.Popen[Any]], timeout: float = 3.0) -> None:
     """stop_process for many at once: SIGTERM to every group first, one shared wait, then
     SIGKILL what is left (a failed run's 32 iperf3 processes: about 3 s, not 3 s each)."""
     alive = [p for p in procs if p.poll() is None]
@@ -120,7 +120,7 @@ def stop_all(procs: list[subprocess.Popen], timeout: float = 3.0) -> None:
             return
 
 
-def how_ended(p: subprocess.Popen) -> str:
+def how_ended(p: subprocess.Popen[Any]) -> str:
     """'exit status N' or 'signal NAME' of a finished process."""
     rc = p.returncode
     if rc is not None and rc < 0:

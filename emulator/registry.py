@@ -47,7 +47,7 @@ class Registry:
         self.path.unlink(missing_ok=True)
 
 
-def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess:
+def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -78,7 +78,8 @@ def arrival_rows(records: list[Any], mono_to_wall: float, t0: float,
     return rows
 
 
-def sender_counts(rows: list[dict[str, Any]], t_lo: float, t_hi: float) -> dict[str, dict]:
+def sender_counts(rows: list[dict[str, Any]], t_lo: float, t_hi: float
+                  ) -> dict[str, dict[str, int]]:
     """Per sender, over the window: arrivals at the queue and drops."""
     out: dict[str, dict[str, int]] = {}
     for r in rows:

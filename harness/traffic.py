@@ -105,8 +105,8 @@ def _wait_listening(emu: Emulation, flows: list[Flow], timeout: float) -> None:
 WATCH_INTERVAL = 0.2
 
 
-def watch_once(servers: list[tuple[str, subprocess.Popen]],
-               watch: list[tuple[str, subprocess.Popen]],
+def watch_once(servers: list[tuple[str, subprocess.Popen[bytes]]],
+               watch: list[tuple[str, subprocess.Popen[bytes]]],
                alive: Callable[[], None] | None) -> None:
     """One look at everything a running measurement depends on; RunError on a death: a
     server whose client still sends, a watched measurement process, the dataplane."""
@@ -126,8 +126,9 @@ def watch_once(servers: list[tuple[str, subprocess.Popen]],
 NO_CONNECT = "unable to connect to server"
 
 
-def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], timeout: float,
-               out: Path, watch: list[tuple[str, subprocess.Popen]] | None = None,
+def wait_iperf(pairs: list[tuple[str, subprocess.Popen[bytes], subprocess.Popen[bytes]]],
+               timeout: float, out: Path,
+               watch: list[tuple[str, subprocess.Popen[bytes]]] | None = None,
                alive: Callable[[], None] | None = None,
                reports: dict[str, Path] | None = None,
                may_not_connect: bool = False) -> set[str]:
@@ -176,7 +177,7 @@ def wait_iperf(pairs: list[tuple[str, subprocess.Popen, subprocess.Popen]], time
     return unconnected
 
 
-def client_failed(name: str, client: subprocess.Popen, out: Path,
+def client_failed(name: str, client: subprocess.Popen[bytes], out: Path,
                   report: Path | None) -> RunError:
     """The error of an iperf3 client that exited non-zero: its pid and how it ended, plus
     iperf3's own words when its JSON report has them (a killed client has none)."""
@@ -303,7 +304,7 @@ def iperf_window_mbps(report: dict[str, Any], t0: float, t1: float) -> float:
 
 
 def _server(emu: Emulation, f: Flow, wrap: list[str], interval: float,
-            out: Path) -> tuple[Flow, Any, subprocess.Popen]:
+            out: Path) -> tuple[Flow, Any, subprocess.Popen[bytes]]:
     """Start the iperf3 server of one flow (one test, then it exits); its report file."""
     fh = open(f.server_report(out), "w")  # noqa: SIM115 - closed by the caller
     return (f, fh, emu.popen(emu.host(f.dst), [*wrap, "iperf3", "-s", "-1", "-J", "-i",
@@ -679,9 +680,9 @@ def _data_connection(client: dict[str, Any], seen: list[dict[str, Any]],
 
 def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duration: float,
                       trim: float, out: Path, first: float,
-                      clients: list[tuple[Flow, Any, subprocess.Popen]],
-                      servers: list[tuple[Flow, Any, subprocess.Popen]],
-                      bwm: subprocess.Popen, may_not_connect: bool = False) -> None:
+                      clients: list[tuple[Flow, Any, subprocess.Popen[bytes]]],
+                      servers: list[tuple[Flow, Any, subprocess.Popen[bytes]]],
+                      bwm: subprocess.Popen[bytes], may_not_connect: bool = False) -> None:
     """Record every flow's connection (MPTCP: its subflows) while traffic runs, for the
     subflow check and for tracing; watch everything meanwhile.  Each look reads the senders'
     sockets over sock_diag in this process (Emulation.sockets) and keeps them in
@@ -777,7 +778,7 @@ def snapshot_miss(record: list[dict[str, Any]], missing: list[str], duration: fl
 
 
 def _client(emu: Emulation, f: Flow, wrap: list[str], duration: float,
-            out: Path) -> tuple[Flow, Any, subprocess.Popen]:
+            out: Path) -> tuple[Flow, Any, subprocess.Popen[bytes]]:
     """Start the iperf3 client of one flow (its start time is set now); its report file."""
     fh = open(f.client_report(out), "w")  # noqa: SIM115 - closed by the caller
     f.start = time.time()
@@ -788,7 +789,7 @@ def _client(emu: Emulation, f: Flow, wrap: list[str], duration: float,
 
 
 def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
-                       clients: dict[str, subprocess.Popen]) -> dict[str, str]:
+                       clients: dict[str, subprocess.Popen[bytes]]) -> dict[str, str]:
     """Flows whose data connection has fewer subflows than wanted, or whose client already
     ended, each with why (one sock_diag look at their senders)."""
     short: dict[str, str] = {}
@@ -809,7 +810,7 @@ def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
 
 
 def _await_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int], trim: float,
-                    clients: dict[str, tuple[Flow, Any, subprocess.Popen]],
+                    clients: dict[str, tuple[Flow, Any, subprocess.Popen[bytes]]],
                     restart: Callable[[list[Flow]], None], watch: Callable[[], None],
                     timing: dict[str, Any]) -> None:
     """Wait until every flow's data connection has its subflows, at most until its window
@@ -849,8 +850,8 @@ def _await_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int], tri
 
 def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duration: float,
                       trim: float, out: Path, wrap: list[str],
-                      servers: list[tuple[Flow, Any, subprocess.Popen]],
-                      bwm: subprocess.Popen, grace: float,
+                      servers: list[tuple[Flow, Any, subprocess.Popen[bytes]]],
+                      bwm: subprocess.Popen[bytes], grace: float,
                       may_not_connect: bool, want: dict[str, int] | None = None,
                       interval: float = 0.5,
                       subflow_timing: dict[str, Any] | None = None) -> set[str]:

@@ -88,11 +88,11 @@ def _capacity(capacities: Capacities, link: Link) -> float:
 
 def _index_paths(
     capacities: Capacities, paths: Sequence[Path]
-) -> tuple[list, np.ndarray, list[np.ndarray]]:
+) -> tuple[list[Link], np.ndarray, list[np.ndarray]]:
     """Map paths to (link ids, capacity array, per-path link-index arrays)."""
-    index: dict = {}
-    links: list = []
-    caps: list = []
+    index: dict[Link, int] = {}
+    links: list[Link] = []
+    caps: list[float] = []
     out: list[np.ndarray] = []
     for p, path in enumerate(paths):
         path = list(path)
@@ -120,9 +120,9 @@ def _index_paths(
     return links, np.asarray(caps, dtype=float), out
 
 
-def _flatten_flows(flows: Sequence[Flow]) -> tuple[list, np.ndarray]:
+def _flatten_flows(flows: Sequence[Flow]) -> tuple[list[Path], np.ndarray]:
     """Flatten connections into (paths, connection index of each path)."""
-    paths: list = []
+    paths: list[Path] = []
     owner: list[int] = []
     for i, flow in enumerate(flows):
         flow = list(flow)
@@ -245,7 +245,7 @@ def _path_variables(
     _, cap, rows = _index_paths(capacities, paths)
     # In an LP a repeated subflow path adds nothing (the split is free), so
     # keep one variable per distinct path of each connection.
-    seen: set = set()
+    seen: set[tuple[int, tuple[int, ...]]] = set()
     var_owner: list[int] = []
     var_rows: list[np.ndarray] = []
     for o, r in zip(owner.tolist(), rows):
@@ -806,7 +806,7 @@ def max_concurrent_flow_graph(
     # Returns inf when nothing constrains lambda.
     n = len(pairs)
     d = _demand_array(demands, n)
-    nodes: dict = {}
+    nodes: dict[Hashable, int] = {}
     eu_list: list[int] = []
     ev_list: list[int] = []
     ecap_list: list[float] = []

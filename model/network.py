@@ -51,7 +51,8 @@ def hash_select(five_tuple: dict[str, Any]) -> Callable[[str, int], int]:
 
 
 def synthetic_subflows(topo: Topology, pairs: dict[str, str], subflows: int,
-                       rng: random.Random, dst_port: int = 5201) -> dict[str, list[dict]]:
+                       rng: random.Random, dst_port: int = 5201
+                       ) -> dict[str, list[dict[str, Any]]]:
     """5-tuples the emulator would use: subflow i leaves from extra address i-1 of the host."""
     out = {}
     for src, dst in pairs.items():
@@ -62,7 +63,7 @@ def synthetic_subflows(topo: Topology, pairs: dict[str, str], subflows: int,
 
 
 def route_by_hash(topo: Topology, plan: Plan, pairs: dict[str, str],
-                  tuples: dict[str, list[dict]]) -> list[dict[str, Any]]:
+                  tuples: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Path of every subflow through ``plan`` chosen by hash_select (same shape as traces)."""
     routed = []
     for src, dst in pairs.items():

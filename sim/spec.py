@@ -34,6 +34,7 @@ from __future__ import annotations
 import ipaddress
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from model.network import hash_select
 from routing.plan import Plan
@@ -246,13 +247,13 @@ def spray_mode(plan: Plan) -> str | None:
     return next(iter(sprays), None)
 
 
-def _five_tuple(src_addr: str, dst_addr: str, index: int, rng: random.Random) -> dict:
+def _five_tuple(src_addr: str, dst_addr: str, index: int, rng: random.Random) -> dict[str, Any]:
     return {"src_ip": src_addr, "src_port": rng.randrange(32768, 61000),
             "dst_ip": dst_addr, "dst_port": BASE_PORT + index}
 
 
 def _hash_paths(topo: Topology, plan: Plan, src: str, dst: str,
-                ft: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+                ft: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The switches the plan's per-switch hash sends a flow's data (5-tuple ``ft``) and
     its ACKs (the reversed tuple) through."""
     back = {"src_ip": ft["dst_ip"], "src_port": ft["dst_port"], "dst_ip": ft["src_ip"],

@@ -34,7 +34,7 @@ def _distinct(hosts: Sequence[H], need: int, what: str) -> list[H]:
     return out
 
 
-def permutation(hosts: Sequence[H], rng: Random) -> Pairs:
+def permutation(hosts: Sequence[H], rng: Random) -> Pairs[H]:
     """A derangement: every host sends to one other and receives from one.
 
     Rejection on a fresh copy of ``hosts`` shuffled each try: uniform over derangements,
@@ -48,7 +48,7 @@ def permutation(hosts: Sequence[H], rng: Random) -> Pairs:
             return list(zip(src, dst))
 
 
-def random_peers(hosts: Sequence[H], rng: Random) -> Pairs:
+def random_peers(hosts: Sequence[H], rng: Random) -> Pairs[H]:
     """Every host sends to a uniformly random other host (receivers may repeat)."""
     act = _distinct(hosts, 2, "random")
     pairs = []
@@ -60,7 +60,7 @@ def random_peers(hosts: Sequence[H], rng: Random) -> Pairs:
     return pairs
 
 
-def group(hosts: Sequence[H], rng: Random, size: int = GROUP_SIZE) -> Pairs:
+def group(hosts: Sequence[H], rng: Random, size: int = GROUP_SIZE) -> Pairs[H]:
     """Random groups of ``size`` hosts; in each, one random member receives from the others.
 
     Hosts left over after the last whole group stay idle.
@@ -78,7 +78,7 @@ def group(hosts: Sequence[H], rng: Random, size: int = GROUP_SIZE) -> Pairs:
     return pairs
 
 
-def all_to_all(hosts: Sequence[H], rng: Random, cap: int | None = None) -> Pairs:
+def all_to_all(hosts: Sequence[H], rng: Random, cap: int | None = None) -> Pairs[H]:
     """Every host sends to every other, at most ``cap`` sent and received per host.
 
     Capped, each host sends to the next ``cap`` hosts of one random cyclic order, so every
@@ -94,7 +94,7 @@ def all_to_all(hosts: Sequence[H], rng: Random, cap: int | None = None) -> Pairs
     return [(order[i], order[(i + j) % n]) for i in range(n) for j in range(1, fan + 1)]
 
 
-def pairing(hosts: Sequence[H], rng: Random) -> Pairs:
+def pairing(hosts: Sequence[H], rng: Random) -> Pairs[H]:
     """Half the hosts send to the other half: every host is one sender or one receiver.
 
     An odd host out stays idle.
@@ -123,7 +123,7 @@ def multicast(hosts: Sequence[H], rng: Random, members: int,
 
 
 def many_to_one(hosts: Sequence[H], rng: Random | None = None,
-                receiver: H | None = None) -> Pairs:
+                receiver: H | None = None) -> Pairs[H]:
     """Every host sends to one receiver (incast; Outcast's senders and their sink).
 
     ``receiver`` may be one of ``hosts`` (it then does not send) or another host; without

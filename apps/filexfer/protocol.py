@@ -26,6 +26,7 @@ import json
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 MAGIC = b"OFX1"
 DATA, END, NACK, ACK, BYE, BYE_ACK = 1, 2, 3, 4, 5, 6
@@ -302,7 +303,7 @@ def label(addr: tuple[str, int]) -> str:
 
 # --- reports --------------------------------------------------------------------------------
 
-def write_report(path: str, doc: dict) -> None:
+def write_report(path: str, doc: dict[str, Any]) -> None:
     """Write a side's ``--report`` file: one JSON document, indented, newline-terminated."""
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)

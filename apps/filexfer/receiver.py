@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import protocol as p
 
@@ -58,7 +59,7 @@ class RoundState:
     def complete(self) -> bool:
         return self.count == self.total
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """The round's entry in the JSON report (times in seconds)."""
         return {
             "round": self.rnd,
@@ -266,7 +267,7 @@ class ReceiverSession:
         return (f"round {cur.rnd}: stalled at {cur.count}/{cur.total} datagrams, nothing from "
                 f"the sender for {timeout:g} s")
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """Per-round records plus the session-wide counters."""
         first = self.rounds[0].first_t - self.ready_t if self.rounds else None
         return {

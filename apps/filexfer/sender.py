@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import protocol as p
 
@@ -116,9 +116,9 @@ class RoundStats:
     send_errors: int = 0
     suppressed: int = 0
     unattributed: int = 0
-    acks: list[dict] = field(default_factory=list)
+    acks: list[dict[str, Any]] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -191,7 +191,7 @@ class SenderCore:
             self._send(ch, msg)
             self.stats.ends += 1
 
-    def run_round(self, rnd: int, size: int, timeout: float) -> dict:
+    def run_round(self, rnd: int, size: int, timeout: float) -> dict[str, Any]:
         """Send round ``rnd`` (a file of ``size`` bytes) and return once every receiver ACKed.
 
         Raises WaitExpired when some ACK is still missing ``timeout`` seconds after the
@@ -467,7 +467,7 @@ class Runner:
             child.close()
             self.procs.append((proc, parent))
 
-    def call(self, *cmd: object) -> list:
+    def call(self, *cmd: object) -> list[Any]:
         """Run ``cmd`` on every sending process at once; the list of their results."""
         if self.inline is not None:
             core = self.inline[1]
@@ -484,7 +484,7 @@ class Runner:
                 conn.send(cmd)
             except OSError:
                 pass  # that worker already ended; its last word (or its death) is read below
-        results: list = [None] * len(self.procs)
+        results: list[Any] = [None] * len(self.procs)
         waiting = {conn: i for i, (_, conn) in enumerate(self.procs)}
         sentinels = {proc.sentinel: i for i, (proc, _) in enumerate(self.procs)}
         first_error: WorkerFailed | None = None
@@ -529,7 +529,7 @@ class Runner:
             conn.close()
 
 
-def merge(rnd: int, size: int, chunk: int, parts: list[dict]) -> dict:
+def merge(rnd: int, size: int, chunk: int, parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One round's report entry from the statistics of every sending process."""
     starts = [s["first_send"] for s in parts if s["first_send"] is not None]
     t0 = min(starts) if starts else 0.0
@@ -678,7 +678,7 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     session = random.SystemRandom().randrange(1, 2 ** 32)
     plans = plans_for(args, session)
     labels = [p.label(a) for a in args.receiver_addrs]
-    doc: dict = {
+    doc: dict[str, Any] = {
         "tool": "apps.filexfer send", "mode": args.mode, "receivers": labels,
         "group": p.label(args.group_addr) if args.group_addr else None,
         "procs": len(plans), "order": args.order, "payload": args.payload,

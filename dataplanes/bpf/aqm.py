@@ -55,7 +55,7 @@ class AqmPort(NamedTuple):
     events: int = 0
 
 
-def pack_aqm_port(v: tuple) -> bytes:
+def pack_aqm_port(v: tuple[int, ...]) -> bytes:
     """aqm value from AqmPort (or its first fields: the rest zero)."""
     return AQM_PORT.pack(*AqmPort(*v))
 

@@ -78,7 +78,7 @@ class BpfDataplane(Dataplane):
         self.obj: Path | None = None
         self.entries = 0
         self.install_s = 0.0
-        self._flows: dict[tuple, list[tuple[int, int, int]]] = {}
+        self._flows: dict[tuple[int, str, str, int, int, int], list[tuple[int, int, int]]] = {}
         self.qlen: Any = None  # aqm.QueueLengths when an AQM other than droptail runs
         self.aqm_ports: dict[int, str] = {}   # ifindex -> switch port with an AQM
         self.aqm = "droptail"

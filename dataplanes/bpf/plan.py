@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
-from routing.plan import LABEL_ANY, Plan, SwitchPlan
+from routing.plan import LABEL_ANY, Choice, Plan, SwitchPlan
 from topos.base import Topology
 
 from .switch import (
@@ -45,7 +45,7 @@ def fib_entries(plan: Plan) -> dict[FibKey, FibAction]:
     """Every fib map entry of the network (all switches share one map, keyed by switch id)."""
     out: dict[FibKey, FibAction] = {}
     for sw in plan.switches.values():
-        groups: dict[tuple, int] = {}
+        groups: dict[tuple[Choice, ...], int] = {}
         for m, act in sw.table.items():
             group = groups.setdefault(act.choices, len(groups) + 1)
             out[fib_key(sw, m.kind, m.dst, m.label, m.in_port)] = FibAction(

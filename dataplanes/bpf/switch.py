@@ -207,7 +207,7 @@ def unpack_ifindex(b: bytes) -> int:
     return IFINDEX.unpack(b)[0]
 
 
-def pack_port_info(v: tuple) -> bytes:
+def pack_port_info(v: tuple[int, ...]) -> bytes:
     """ports value from PortInfo (or (sw, port, seed[, flags]): counters zero)."""
     return PORT_INFO.pack(*PortInfo(*v))
 
@@ -217,7 +217,7 @@ def unpack_port_info(b: bytes) -> PortInfo:
     return PortInfo(*PORT_INFO.unpack(b))
 
 
-def pack_port_key(k: tuple) -> bytes:
+def pack_port_key(k: tuple[int, int]) -> bytes:
     """egress key from (sw, port)."""
     return PORT_KEY.pack(*k)
 
@@ -227,7 +227,7 @@ def unpack_port_key(b: bytes) -> PortKey:
     return PortKey(*PORT_KEY.unpack(b))
 
 
-def pack_egress_info(v: tuple | int) -> bytes:
+def pack_egress_info(v: tuple[int, ...] | int) -> bytes:
     """egress value from EgressInfo (or a bare ifindex: counters zero, no AQM)."""
     e = EgressInfo(v) if isinstance(v, int) else EgressInfo(*v)
     return EGRESS_INFO.pack(e.ifindex, e.aqm, e.tx_packets, e.tx_bytes)
@@ -239,7 +239,7 @@ def unpack_egress_info(b: bytes) -> EgressInfo:
     return EgressInfo(ifindex, tx_packets, tx_bytes, aqm)
 
 
-def pack_fib_key(k: tuple) -> bytes:
+def pack_fib_key(k: tuple[int, int, int, int, bytes]) -> bytes:
     """fib key from (sw, in_port, label, kind, addr)."""
     sw, in_port, label, kind, addr = k
     if len(addr) != 6:
@@ -256,7 +256,7 @@ def unpack_fib_key(b: bytes) -> FibKey:
     return FibKey(*FIB_KEY.unpack(b))
 
 
-def pack_fib_action(a: tuple) -> bytes:
+def pack_fib_action(a: tuple[int, int, int, int, tuple[int, ...], tuple[int, ...]]) -> bytes:
     """fib value from (kind, mode, pop, group, ports, push); unused choice slots are zero."""
     kind, mode, pop, group, ports, push = a
     n = len(ports)
@@ -282,7 +282,7 @@ def unpack_fib_action(b: bytes) -> FibAction:
                      tuple(rest[MAX_CHOICES:MAX_CHOICES + n]))
 
 
-def pack_rr_key(k: tuple) -> bytes:
+def pack_rr_key(k: tuple[int, int, str, str, int, int, int]) -> bytes:
     """rr key from (sw, group, saddr, daddr, sport, dport, proto)."""
     sw, group, saddr, daddr, sport, dport, proto = k
     return RR_KEY.pack(sw, group, socket.inet_aton(saddr), socket.inet_aton(daddr), sport,
@@ -306,7 +306,7 @@ def unpack_rr_value(b: bytes) -> int:
     return RR_VALUE.unpack(b)[0]
 
 
-def pack_flow_key(k: tuple) -> bytes:
+def pack_flow_key(k: tuple[int, str, str, int, int, int, int]) -> bytes:
     """flows key from (sw, saddr, daddr, sport, dport, proto, out_port)."""
     sw, saddr, daddr, sport, dport, proto, out_port = k
     return FLOW_KEY.pack(sw, socket.inet_aton(saddr), socket.inet_aton(daddr), sport, dport,
@@ -320,7 +320,7 @@ def unpack_flow_key(b: bytes) -> FlowKey:
                    out_port)
 
 
-def pack_flow_stat(v: tuple) -> bytes:
+def pack_flow_stat(v: tuple[int, int, int, int]) -> bytes:
     """flows value from (packets, bytes, in_label, out_label)."""
     return FLOW_STAT.pack(*v)
 
@@ -330,7 +330,7 @@ def unpack_flow_stat(b: bytes) -> FlowStat:
     return FlowStat(*FLOW_STAT.unpack(b))
 
 
-def pack_conf(v: tuple | int) -> bytes:
+def pack_conf(v: tuple[int, ...] | int) -> bytes:
     """conf value from Conf (or a bare sampling rate: counters zero)."""
     return CONF.pack(*(Conf(v) if isinstance(v, int) else Conf(*v)))
 
@@ -340,7 +340,7 @@ def unpack_conf(b: bytes) -> Conf:
     return Conf(*CONF.unpack(b))
 
 
-def pack_lat_key(k: tuple) -> bytes:
+def pack_lat_key(k: tuple[str, str, int, int, int]) -> bytes:
     """lat key from (saddr, daddr, sport, dport, seq)."""
     saddr, daddr, sport, dport, seq = k
     return LAT_KEY.pack(socket.inet_aton(saddr), socket.inet_aton(daddr), sport, dport, seq)
@@ -362,7 +362,7 @@ def unpack_lat_start(b: bytes) -> int:
     return LAT_START.unpack(b)[0]
 
 
-def pack_lat_val(v: tuple) -> bytes:
+def pack_lat_val(v: tuple[int, int]) -> bytes:
     """lat value from (at_ns, latency_ns)."""
     return LAT_VAL.pack(*v)
 
@@ -378,7 +378,8 @@ def unpack_flow(key: bytes, value: bytes) -> dict[str, Any]:
 
 
 #: per map: (pack key, unpack key, pack value, unpack value)
-CODECS: dict[str, tuple[Callable, Callable, Callable, Callable]] = {
+CODECS: dict[str, tuple[Callable[[Any], bytes], Callable[[bytes], Any],
+                        Callable[[Any], bytes], Callable[[bytes], Any]]] = {
     "ports": (pack_ifindex, unpack_ifindex, pack_port_info, unpack_port_info),
     "egress": (pack_port_key, unpack_port_key, pack_egress_info, unpack_egress_info),
     "fib": (pack_fib_key, unpack_fib_key, pack_fib_action, unpack_fib_action),
@@ -431,7 +432,7 @@ def _in_ns(argv: list[str], netns: str | None) -> list[str]:
 
 
 def _run(argv: list[str], timeout: float = TIMEOUT, input_text: str | None = None,
-         ok: bool = False) -> subprocess.CompletedProcess:
+         ok: bool = False) -> subprocess.CompletedProcess[str]:
     """proc.run with this module's default timeout."""
     return run(argv, timeout, input_text, ok)
 
@@ -563,8 +564,8 @@ class SwitchRuntime:
         self.close()
 
     # maps
-    def fill(self, ports: dict[int, tuple], egress: dict[tuple[int, int], int],
-             fib: dict[tuple, tuple]) -> None:
+    def fill(self, ports: dict[int, tuple[int, ...]], egress: dict[tuple[int, int], int],
+             fib: dict[FibKey, FibAction]) -> None:
         """Write the network's entries: ports {ifindex: (sw, port, seed, flags)}, egress
         {(sw, port): ifindex}, fib {FibKey: FibAction} (before any program is attached)."""
         if len(fib) > self.maps["fib"].max_entries:
@@ -587,15 +588,17 @@ class SwitchRuntime:
                 self.maps["ports"].update(pack_ifindex(ifindex),
                                           pack_port_info((info.sw, info.port, info.seed, flags)))
 
-    def set_fib(self, key: tuple, action: tuple | None) -> None:
+    def set_fib(self, key: tuple[int, int, int, int, bytes],
+                action: tuple[int, int, int, int, tuple[int, ...], tuple[int, ...]] | None
+                ) -> None:
         """Write one fib entry (None: delete it)."""
         if action is None:
             self.maps["fib"].delete(pack_fib_key(key))
         else:
             self.maps["fib"].update(pack_fib_key(key), pack_fib_action(action))
 
-    def verify(self, ports: dict[int, tuple], egress: dict[tuple[int, int], int],
-               fib: dict[tuple, tuple]) -> str:
+    def verify(self, ports: dict[int, tuple[int, ...]], egress: dict[tuple[int, int], int],
+               fib: dict[FibKey, FibAction]) -> str:
         """Read every map back; '' when it holds exactly these entries, else what differs."""
         got_ports = {k: tuple(v[:4]) for k, v in self.read_ports().items()}
         got_egress = {tuple(k): v.ifindex for k, v in self.read_egress().items()}

@@ -217,8 +217,9 @@ def _solved(solve: Callable[[], Any]) -> Any:
         return None
 
 
-def model_rates(topo: Topology, plan: Any, pairs: dict[str, str], tuples: dict[str, list],
-                bw: float, aggregate: bool, tcp_model: str = "off",
+def model_rates(topo: Topology, plan: Any, pairs: dict[str, str],
+                tuples: dict[str, list[dict[str, Any]]], bw: float, aggregate: bool,
+                tcp_model: str = "off",
                 routed: list[dict[str, Any]] | None = None
                 ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float],
                            list[dict[str, Any]]]:

@@ -484,7 +484,7 @@ RENO_MODELS: dict[str, Callable[[_Net], Any]] = {
         _delivered(n.caps, n.links), n.flows)}
 
 
-def _delivered(caps: dict, links: list[dict[str, str]]) -> dict:
+def _delivered(caps: dict[Link, float], links: list[dict[str, str]]) -> dict[Link, float]:
     """The capacities the emulation delivered: each link whose switch egress queue dropped
     packets in the counter window (links.csv, measured) scaled by its measured wire
     utilisation (at most 1); every other link nominal."""
@@ -538,7 +538,8 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _solved(folder: str, version: tuple, col: str) -> dict[tuple[str, str, str], float]:
+def _solved(folder: str, version: tuple[tuple[int, int, int] | None, ...], col: str
+            ) -> dict[tuple[str, str, str], float]:
     """One RENO_MODELS column of a run folder, per (run, topology, source), normalized to
     the link rate (the time, size and inode of subflows.csv and links.csv key the cache,
     so a rewritten one is solved again)."""
@@ -552,12 +553,12 @@ def _solved(folder: str, version: tuple, col: str) -> dict[tuple[str, str, str],
 
 
 @functools.lru_cache(maxsize=8)
-def _stored(folder: str, _version: tuple
+def _stored(folder: str, _version: tuple[tuple[int, int, int] | None, ...]
             ) -> tuple[float, dict[tuple[str, str], tuple[list[str], _Net]]]:
     """A run folder's link rate and, per (run, topology), its connections' sources and
     the network as the models need it (_Net): read and built once for all columns."""
     bw = float(read_json(Path(folder) / "config.json")["params"]["bw"])
-    paths: dict[tuple[str, str], dict[str, list]] = defaultdict(dict)
+    paths: dict[tuple[str, str], dict[str, list[list[Link]]]] = defaultdict(dict)
     rtts: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
     specs: dict[tuple[str, str], str] = {}
     for sub in read_csv(Path(folder) / "subflows.csv"):

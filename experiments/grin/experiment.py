@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import routing
 import topos
@@ -129,7 +129,10 @@ def add_arguments(p: Any) -> None:
                         "(default: kernel)")
 
 
-def _list(text: str, flag: str, cast: type, ok: Any) -> list:
+T = TypeVar("T")
+
+
+def _list(text: str, flag: str, cast: Callable[[str], T], ok: Callable[[T], bool]) -> list[T]:
     try:
         values = [cast(x) for x in str(text).split(",") if x.strip()]
     except ValueError:

@@ -116,7 +116,7 @@ def rounds_complete(runs: list[Run], _cond: str) -> Outcome:
     receivers = need_rows(runs[:1], "receivers.csv")
     key = ("run", "workload", "mode", "procs", "round")
 
-    def at(r: dict[str, str]) -> tuple:
+    def at(r: dict[str, str]) -> tuple[str | float, ...]:
         return (*(r[k] for k in key), _cap(r))
     sizes = {at(r): r["size_bytes"] for r in runs[0].table("rounds.csv")}
     bad = [r for r in receivers if r["complete"] != "True"

@@ -299,7 +299,7 @@ def bound_s(sizes: list[int], copies: int, bw: float) -> list[float]:
 
 # -- one transfer through the emulated network ---------------------------------------------
 
-def _first_line(p: subprocess.Popen, deadline: float) -> str:
+def _first_line(p: subprocess.Popen[str], deadline: float) -> str:
     """The process's first stdout line, waiting at most until ``deadline``."""
     assert p.stdout is not None   # (started with stdout=PIPE)
     poller = select.poll()      # not select(): this process's fds can be above 1024
@@ -309,7 +309,7 @@ def _first_line(p: subprocess.Popen, deadline: float) -> str:
 
 
 def _app(emu: Emulation, host: str, args: list[str], log: Path,
-         cap: cgroup.CpuCap | None = None, pin: int | None = None) -> subprocess.Popen:
+         cap: cgroup.CpuCap | None = None, pin: int | None = None) -> subprocess.Popen[str]:
     """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
     absolute path, like every path in ``args``), so neither where dcrepro was started nor
     where this module sits matters; the app is found as an installed package."""
@@ -499,7 +499,7 @@ def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
 
 def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
           bounds: list[float], res: dict[str, Any] | None
-          ) -> tuple[dict, list[dict], list[dict]]:
+          ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """transfers.csv, rounds.csv and receivers.csv rows of one transfer (model-only: None)."""
     base = {"run": run, "sender_cpu": cap, "workload": w, "mode": mode, "procs": procs}
     one = sum(one_copy_bytes(sizes))
@@ -556,9 +556,9 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
     files = schedule(base)
     sizes_of = {w: [s * w for s in files] for w in workloads(params)}
     folder.record("workload_bytes", {str(w): sum(s) for w, s in sizes_of.items()})
-    transfers: list[dict] = []
-    rounds: list[dict] = []
-    recv_rows: list[dict] = []
+    transfers: list[dict[str, Any]] = []
+    rounds: list[dict[str, Any]] = []
+    recv_rows: list[dict[str, Any]] = []
     for r in range(params.runs):
         topo = topos.build(params.topo)
         src, members = group_of(topo, params, r)

@@ -296,7 +296,7 @@ class SimTransfer:
         self.receivers: dict[int, tuple[str, SimReceiver]] = {}
         self.channels: dict[int, tuple[SimProcess, int]] = {}
         self.procs: list[SimProcess] = []
-        self.rounds: list[dict] = []
+        self.rounds: list[dict[str, Any]] = []
         self.rnd = 0
         self.total_s: float | None = None
         self.io: Any = None

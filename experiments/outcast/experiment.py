@@ -382,7 +382,8 @@ def measured_mbps(f: Flow) -> float:
 
 
 def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any],
-                fair_mbps: float, extra: dict[str, dict[str, Any]]) -> tuple[list, list]:
+                fair_mbps: float, extra: dict[str, dict[str, Any]]
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(per-sender average rows, per-sender time series rows) for the CSVs."""
     rows, series = [], []
     t0 = meas["t0"]
@@ -469,7 +470,8 @@ def simulate_many_to_one(topo: Any, plan: Any, params: ManyToOneParams, run_dir:
                          run: int, rng: random.Random, base: dict[str, Any],
                          senders: list[Sender], receiver: str, inputs: list[SimInput],
                          extra: dict[str, dict[str, Any]],
-                         fair_mbps: float) -> tuple[list, list, list]:
+                         fair_mbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                    list[dict[str, Any]]]:
     """--backend sim of a many-to-one run (outcast, outcast-fattree): the same senders in
     ns-3; (flow rows, series rows, drop rows) in the emulated run's columns.  Goodput is
     the receiver's payload over the trimmed window (what iperf3 reports); the offered rate
@@ -511,7 +513,8 @@ def simulate_many_to_one(topo: Any, plan: Any, params: ManyToOneParams, run_dir:
 
 
 def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir: Path,
-                  run: int, rng: random.Random, base: dict[str, Any]) -> tuple[list, list, list]:
+                  run: int, rng: random.Random, base: dict[str, Any]
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """--backend sim of the linear topology: the lone sender's port and s2's."""
     senders = [Sender(n, f"s1 port {topo.entry_port(n)}") for n in topo.senders()]
     inputs = [("s1 port 2 (lone)", [topo.lone], [topo.lone]),
@@ -523,7 +526,8 @@ def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir
 
 def model_many_to_one(topo: Any, params: ManyToOneParams, base: dict[str, Any],
                       senders: list[Sender], receiver: str, routed: list[dict[str, Any]],
-                      extra: dict[str, dict[str, Any]], fair_mbps: float) -> list[dict]:
+                      extra: dict[str, dict[str, Any]], fair_mbps: float
+                      ) -> list[dict[str, Any]]:
     """--backend model of a many-to-one run: the flow model's max-min rates on each
     sender's path (``routed``), in the emulated run's flow columns.  A fluid model has no
     queue and no loss, so no input port can be shut out: the senders share the receiver's
@@ -571,7 +575,8 @@ class Tables:
         self.arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
 
     def add_simulated(self, folder: RunFolder, tag: str, spec: str,
-                      got: tuple[list, list, list]) -> None:
+                      got: tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
+                      ) -> None:
         """One simulated point (simulate_many_to_one's tables), recorded in the run folder."""
         rows, series, drops = got
         folder.record(tag, {"topo": spec, "backend": "sim", "sim_wall_s": rows[0]["sim_wall_s"]})

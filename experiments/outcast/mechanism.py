@@ -59,7 +59,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
 
 
 def _arrivals(point: Path, window: list[float], service_s: float
-              ) -> tuple[dict[str, dict], dict[str, float | None]]:
+              ) -> tuple[dict[str, dict[str, Any]], dict[str, float | None]]:
     """Port statistics by port name from a point folder's arrivals.csv, over ``window``,
     the lone flow's arrival phase (``lone_phase``) and, where the point has releases.csv,
     the race for each freed slot (``slot_race``)."""

@@ -91,7 +91,8 @@ def model_is_bound(transport: str, pattern: str) -> bool:
     return not (transport == "mptcp" and pattern == "permutation")
 
 
-def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float) -> dict:
+def _row(run: int, transport: str, src: str, dst: str, bw: float,
+         **rates: float) -> dict[str, Any]:
     row: dict[str, Any] = {"run": run, "transport": transport, "src": src, "dst": dst}
     for name, mbps in rates.items():
         row[f"{name}_mbps"] = round(mbps, 4)
@@ -101,7 +102,8 @@ def _row(run: int, transport: str, src: str, dst: str, bw: float, **rates: float
 
 
 def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir: Path,
-          run: int, calibration: dict | None) -> tuple[list[dict], list[dict]]:
+          run: int, calibration: dict[str, Any] | None
+          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Each transport over the same permutation on one network: rows and fidelity reports."""
     emu = s.emu
     rows, reports = [], []
@@ -144,7 +146,7 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
 
 
 def model_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
-                params: PermutationParams, run: int, rng: Any) -> list[dict]:
+                params: PermutationParams, run: int, rng: Any) -> list[dict[str, Any]]:
     """The model backend: hash-chosen paths through the plan, max-min rates on them, and
     the TCP-like model's (proportional fairness: over independent subflows, as cubic's, and
     over each connection's total, as coupled LIA aims at)."""
@@ -163,7 +165,8 @@ def model_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
 
 
 def sim_drive(topo: topos.Topology, plan: routing.Plan, pairs: dict[str, str],
-              params: PermutationParams, run: int, rng: Any, run_dir: Path) -> list[dict]:
+              params: PermutationParams, run: int, rng: Any,
+              run_dir: Path) -> list[dict[str, Any]]:
     """The sim backend: the permutation's TCP flows in ns-3 on the plan's paths (pinned per
     flow, or sprayed per packet), beside the flow model's rate on the same paths."""
     cfg = sim_config(params, run)

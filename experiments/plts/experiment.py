@@ -332,9 +332,10 @@ def hop_counts(topo: topos.Topology, flows: list[Flow]) -> dict[str, int]:
                                             topo.access_switch(f.dst)) for f in flows}
 
 
-def retrans_steps(tcp_rows: list[dict[str, str]]) -> dict[tuple, list[tuple[float, int]]]:
+def retrans_steps(tcp_rows: list[dict[str, str]]
+                  ) -> dict[tuple[str, str, int, int], list[tuple[float, int]]]:
     """(saddr, daddr, sport, dport) -> [(time, total_retrans)] in time order (tcp_samples)."""
-    out: dict[tuple, list[tuple[float, int]]] = {}
+    out: dict[tuple[str, str, int, int], list[tuple[float, int]]] = {}
     for r in tcp_rows:
         if r.get("total_retrans") in ("", None):
             continue
@@ -355,7 +356,7 @@ def retrans_around(steps: list[tuple[float, int]], at: float) -> int | str:
 def latency_rows(samples: list[dict[str, Any]], flows: list[Flow], trim: float,
                  duration: float, mono_to_wall: float,
                  base: dict[str, Any], hops: dict[str, int] | None = None,
-                 steps: dict[tuple, list[tuple[float, int]]] | None = None
+                 steps: dict[tuple[str, str, int, int], list[tuple[float, int]]] | None = None
                  ) -> list[dict[str, Any]]:
     """Samples of each flow's data connection inside its measurement window, as rows, with
     the flow's path length (``hops``) and its retransmissions around the sample
@@ -445,7 +446,8 @@ def queue_rows(samples: list[tuple[float, dict[str, int]]], tiers: dict[str, str
 
 def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, recovery: str,
             pairs: dict[str, str], run_dir: Path, run_id: str, r: int,
-            folder: RunFolder) -> tuple[list[dict], list[dict], list[dict]]:
+            folder: RunFolder
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """One scheme on its AQM under one recovery setting on a fresh network: flow rows,
     latency rows, queue rows."""
     plan = routing.make_plan(topo, SCHEMES[scheme])
@@ -540,7 +542,8 @@ def sim_queue_config(params: PltsParams, aqm: str, run: int, recovery: str = "mo
 
 def simulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, recovery: str,
              pairs: dict[str, str], run_dir: Path, r: int, rng: random.Random,
-             folder: RunFolder) -> tuple[list[dict], list[dict], list[dict]]:
+             folder: RunFolder
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """--backend sim: one scheme on its AQM in ns-3; flow rows, latency rows, queue rows as
     emulate() gives them (no tcp_info: retransmissions and reordering are left empty)."""
     plan = routing.make_plan(topo, SCHEMES[scheme])
