@@ -83,7 +83,7 @@ _HEADER = re.compile(r"^(\S.*?)\s+(\d+)/(\d+)\s+\[(\d+)\]")
 
 def classify(comm: str, frames: list[tuple[str, str]]) -> str:
     """The component of one sample: ``frames`` are its (address, symbol) from the leaf up;
-    ``comm`` is the process name (parse_script renames processes that are not the run's)."""
+    ``comm`` is the process name (``samples`` renames processes that are not the run's)."""
     syms = [sym for _, sym in frames]
     for i, sym in enumerate(syms):
         for name, frame, caller in COMPILED:
@@ -129,27 +129,21 @@ THUNK = re.compile(r"^(srso_\w+|__x86_return_thunk|retbleed_\w+|entry_untrain_re
 
 def classified(text: str, mine: set[int] | None = None) -> list[tuple[str, bool]]:
     """Every sample of `perf script` output (see ``samples``) as (its component, whether its
-    leaf is a mitigation thunk): one pass for parse_script and thunk_samples alike."""
+    leaf is a mitigation thunk): one pass for per_component and thunk_samples alike."""
     return [(classify(comm, frames), bool(frames) and bool(THUNK.match(frames[0][1])))
             for comm, frames in samples(text, mine)]
 
 
-def thunk_samples(text: str | list[tuple[str, bool]],
-                  mine: set[int] | None = None) -> tuple[int, int]:
-    """(busy samples whose leaf is a mitigation thunk, busy samples), of `perf script`
-    output or of what ``classified`` made of it.  A lower bound of the thunks' own time:
-    where the PMU is missing, cpu-clock samples taken while interrupts were off land later,
-    elsewhere."""
-    rows = classified(text, mine) if isinstance(text, str) else text
+def thunk_samples(rows: list[tuple[str, bool]]) -> tuple[int, int]:
+    """(busy samples whose leaf is a mitigation thunk, busy samples) of ``classified``
+    samples.  A lower bound of the thunks' own time: where the PMU is missing, cpu-clock
+    samples taken while interrupts were off land later, elsewhere."""
     busy = [thunk for comp, thunk in rows if comp != "idle"]
     return sum(busy), len(busy)
 
 
-def parse_script(text: str | list[tuple[str, bool]],
-                 mine: set[int] | None = None) -> Counter[str]:
-    """Samples per component of `perf script` output (see ``samples``), or of what
-    ``classified`` made of it."""
-    rows = classified(text, mine) if isinstance(text, str) else text
+def per_component(rows: list[tuple[str, bool]]) -> Counter[str]:
+    """Samples per component of ``classified`` samples."""
     return Counter(comp for comp, _ in rows)
 
 
@@ -328,7 +322,7 @@ def main() -> int:
                                "comm,pid,tid,cpu,ip,sym"], capture_output=True, text=True,
                               check=True).stdout
         rows = classified(text)
-        report(parse_script(rows), args.seconds, 0, cpus)
+        report(per_component(rows), args.seconds, 0, cpus)
         print(thunk_line(rows))
         return 0
     if not args.command:
@@ -365,7 +359,7 @@ def main() -> int:
             print(f"bench_profile: dcrepro {' '.join(args.command)} ({os.cpu_count()} CPUs, "
                   f"{cpu_model()})")
             rows = classified(text, mine)   # one pass over the samples for both
-            counts = parse_script(rows)
+            counts = per_component(rows)
             report(counts, seconds, h1 - h0, cpus, e1 - e0)
             print(thunk_line(rows))
             if lines:

@@ -143,11 +143,11 @@ REFERENCE_RUNS = sorted(p.parent for p in REFERENCE.glob("*/*/status.json"))
 
 @dataclasses.dataclass
 class Redrawn:
-    """One reference run folder redrawn: its copy, the figures ``analysis.plot`` wrote (None
+    """One reference run folder redrawn: its copy, the figures ``analysis.plot`` wrote (none
     when it raised ``error``) and every text above or beside their axes."""
 
     copy: Path
-    figures: list[Path] | None
+    figures: list[Path]
     headers: list[str]
     error: BaseException | None = None
 
@@ -185,5 +185,5 @@ def redrawn_reference(
             try:
                 out[folder] = Redrawn(copy, analysis.plot(copy), headers)
             except Exception as exc:  # that folder's test reports it; the others go on
-                out[folder] = Redrawn(copy, None, headers, exc)
+                out[folder] = Redrawn(copy, [], headers, exc)
     return root, out

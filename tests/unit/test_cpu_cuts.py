@@ -77,7 +77,7 @@ def test_profile_counts_samples_that_end_in_a_mitigation_thunk():
         "iperf3 99/99 [001]", "\tffffffff81000030 tcp_sendmsg", "",
         "iperf3 99/99 [001]", "\tffffffff81000090 srso_alias_trap", ""])
     # idle leaves the count; a thunk counts by the leaf only
-    assert prof.thunk_samples(text) == (3, 4)
+    assert prof.thunk_samples(prof.classified(text)) == (3, 4)
 
 
 def test_a_runs_machine_lists_the_mitigations_that_tax_every_call(tmp_path, monkeypatch):
@@ -111,7 +111,7 @@ def test_profile_samples_go_to_the_line_of_the_call():
         "iperf3 99/99 [001]", "\tffffffff81000030 tcp_sendmsg", ""])
     got = prof.switch_sites(text, lines)
     assert got == {(520, "__htab_map_lookup_elem"): 1, (500, "(the program)"): 1}
-    assert sum(prof.parse_script(text).values()) == 3
+    assert sum(prof.per_component(prof.classified(text)).values()) == 3
     # MPTCP's own work apart from the TCP of its subflows
     assert prof.classify("iperf3", [("ffffffff81000040", "mptcp_sendmsg")]) == "MPTCP (hosts)"
     assert prof.classify("iperf3", [("ffffffff81000050", "tcp_ack"),

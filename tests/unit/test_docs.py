@@ -3,6 +3,7 @@ every repository path that a page, comment or message names exists, and CI runs 
 README's two commands (the test suite, then the quick reproduction)."""
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -94,25 +95,33 @@ def test_the_readme_shows_the_current_verdict_table(verdict_table):
 # -- the repository's own paths, named in prose, comments and strings ---------------------
 
 #: the top-level folders of the code (results/ is left out: its run ids are examples)
-TOP = sorted(p.name for p in REPO.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+TOP = sorted(p.name for p in REPO.iterdir() if (p.is_dir() and (p / "__init__.py").exists())
              or p.name in ("bench", "docs", "scripts", "tests"))
 #: a path below one of them that names a file by its extension
 PATH = re.compile(rf"(?<![\w./-])((?:{'|'.join(TOP)})/[\w/-]+\.(?:py|md|sh|c|h|json|toml))"
                   r"(?![\w/-])")
 #: in docs, a code span ``pkg/module.name``: a name defined in pkg/module.py
 DOTTED = re.compile(rf"`((?:{'|'.join(TOP)})/[\w/]+)\.(\w+)`")
-SOURCES = sorted(p for p in REPO.rglob("*") if p.suffix in (".py", ".md", ".sh", ".c", ".h")
-                 and not {".venv", "results", ".git"} & set(p.relative_to(REPO).parts))
+#: the files that may name them: the code's folders (not .venv or results) and the top level
+SOURCES = sorted(p for top in [REPO, *(REPO / t for t in TOP)]
+                 for p in (top.glob("*") if top == REPO else top.rglob("*"))
+                 if p.suffix in (".py", ".md", ".sh", ".c", ".h"))
 
 
 def named_paths(text: str) -> list[str]:
     return PATH.findall(text)
 
 
+@functools.cache
+def named_in(source: Path) -> tuple[str, ...]:
+    """The repository paths one file names (read once for all the tests here)."""
+    return tuple(named_paths(source.read_text(errors="replace")))
+
+
 def test_every_repository_path_named_in_docs_or_code_exists():
     """A file moved or renamed leaves no page, comment or message pointing at the old place."""
     missing = [f"{src.relative_to(REPO)}: {p}" for src in SOURCES
-               for p in named_paths(src.read_text(errors="replace")) if not (REPO / p).exists()]
+               for p in named_in(src) if not (REPO / p).exists()]
     assert not missing, missing
 
 
@@ -135,5 +144,5 @@ def test_the_path_checks_see_paths():
     assert "docs/usage.md" not in named_paths("xdocs/usage.md")
     assert named_paths("see docs/results/004-plts.md, and bench/bench_aqm.py:99") == [
         "docs/results/004-plts.md", "bench/bench_aqm.py"]
-    assert sum(len(named_paths(p.read_text())) for p in SOURCES) > 300
+    assert sum(len(named_in(p)) for p in SOURCES) > 300
     assert ("harness/traffic", "run_iperf") in DOTTED.findall((REPO / "docs/design.md").read_text())
