@@ -63,10 +63,17 @@ ovs_ok() {
   timeout 5 ovs-appctl -T 3 -t ovs-vswitchd version >/dev/null 2>&1 &&
     timeout 5 ovs-vsctl --timeout=3 show >/dev/null 2>&1
 }
+# The daemons outlive this script and inherit every descriptor it holds open: started under
+# `flock LOCK ./setup.sh`, they would hold that lock for ever.  So they get none of ours
+# but the standard three (Python's subprocess closes the rest).
+ovs_ctl() {
+  /usr/bin/python3 -c 'import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))' \
+    /usr/share/openvswitch/scripts/ovs-ctl "$@" --system-id=random
+}
 if ! ovs_ok; then
   echo "setup: (re)starting Open vSwitch"
-  /usr/share/openvswitch/scripts/ovs-ctl restart --system-id=random >/tmp/dcrepro-ovs-start.log 2>&1 ||
-    /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >>/tmp/dcrepro-ovs-start.log 2>&1 || true
+  ovs_ctl restart >/tmp/dcrepro-ovs-start.log 2>&1 ||
+    ovs_ctl start >>/tmp/dcrepro-ovs-start.log 2>&1 || true
   if ! ovs_ok; then
     echo "setup: Open vSwitch did not start; see /tmp/dcrepro-ovs-start.log" >&2
     cat /tmp/dcrepro-ovs-start.log >&2

@@ -173,6 +173,18 @@ def limits_note(flows: list[dict[str, Any]]) -> str | None:
             f"(median {flight:g} packets in flight, cwnd {cwnd:g}): held back by {cause}")
 
 
+def cc_fault_note(cc_bpf: Mapping[str, Any] | None) -> str | None:
+    """What the kernel's ssthresh fault did to a run's BPF congestion control (its
+    ``repaired`` counter, read at unregistering: docs/transports.md, "The guard"), or None
+    when it did not hit.  A note, not a reason to doubt the run: each garbled window is
+    repaired on the next ACK."""
+    n = ((cc_bpf or {}).get("stats") or {}).get("repaired")
+    if not cc_bpf or not n:
+        return None
+    return (f"the kernel's ssthresh fault hit {cc_bpf.get('name')} {n} time(s) in this "
+            "network; each garbled window was repaired on its next ACK (docs/transports.md)")
+
+
 def measurement_reasons(meas: dict[str, Any]) -> list[str]:
     """The reasons to doubt one measurement that every experiment judges alike, from what
     its runner recorded (harness/traffic.run_iperf's facts, or the same keys from another

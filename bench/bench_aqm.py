@@ -2,7 +2,19 @@
 asserts nothing.
 
     sudo .venv/bin/python bench/bench_aqm.py [--aqm droptail --aqm ecn,k=20] [--cc reno]
-        [--ecn 1] [--duration 30] [--bw 10] [--queue 100]
+        [--ecn 1] [--duration 30] [--bw 10] [--queue 100] [--repeat 1]
+    flock -o /tmp/dcrepro-heavy.lock .venv/bin/python bench/bench_aqm.py --suite tests \
+        [--repeat 5]
+
+``--suite tests``: the flows tests/integration/test_aqm.py ran before it stopped judging the
+queue (10 s, trim 2, 10 Mb/s, 100 packets), ``--repeat`` times each, and one summary line
+per criterion the test had, over all samples of the flow with a queue (``busy_*``):
+reno+ECN through ecn,k=20: busy median 10-30, busy max < 60, no tail drop, and the
+switch's copy of the queue length within the kernel's count read between two reads of the
+copy (+-1) in >= 98 % of the pairs; dctcp (tcp_ecn 0) through ecn,k=20: busy median
+10-30, and in runs the ssthresh fault missed p95 <= 30 and no tail drop (runs it hit are
+counted and excluded); dctcp through droptail: busy median >= 80; reno through
+red,min=10,max=30,p=0.1,w=4 (no ECN): busy median 5-40, max < 80.
 
 One TCP flow 0_0_2 -> 1_0_2 across the k=2 fat tree (bpf dataplane), ECN on in both hosts
 (``--ecn 0`` for off).  The sender's own link runs at 10x the rate, so that the first switch
@@ -18,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +40,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from criteria import criterion, tests_on_path  # noqa: E402
+
+tests_on_path()
+from test_aqm import pairs_sampler  # noqa: E402
 
 import routing  # noqa: E402
 import topos  # noqa: E402
@@ -57,16 +75,22 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
         tps = [prog_id(qlen.prog_dir / n) for n in ("on_enqueue", "on_dequeue")] \
             if qlen is not None else []
         sampler = Sampler("queue", lambda: queue_lengths([BOTTLENECK])[BOTTLENECK],
-                          interval=0.02)
+                          interval=args.sample)
         flow = Flow(SRC, DST)
+        nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+        pairs = pairs_sampler(emu, nl) if aqm != "droptail" else None
         sampler.start()
+        if pairs is not None:
+            pairs.start()
         t0, n0 = prog_stats(pid)
         tp0 = [prog_stats(i) for i in tps if i is not None]
         try:
             meas = run_iperf(emu, [flow], "tcp", duration=args.duration, trim=args.trim,
-                             out=work / aqm.replace(",", "_"))
+                             out=work / f"{aqm.replace(',', '_')}-{args.cc}-{time.time_ns()}")
         finally:
             samples = sampler.stop()
+            paired_samples = pairs.stop() if pairs is not None else []
+            nl.close()
         t1, n1 = prog_stats(pid)
         tp1 = [prog_stats(i) for i in tps if i is not None]
     cc_stats = (emu.facts.cc_bpf or {}).get("stats", {})     # read at teardown
@@ -76,7 +100,15 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
 
     def pct(p: float) -> int:
         return q[min(len(q) - 1, int(p * len(q)))]
-    return {"aqm": aqm, "samples": len(q), "p5": pct(0.05), "p25": pct(0.25),
+    busy = [v for _, v in samples if v > 0]        # as the test judged: the whole flow
+    seen = [(a, k, b) for _, (a, k, b) in paired_samples if max(a, k, b) > 0]
+    inside = sum(min(a, b) - 1 <= k <= max(a, b) + 1 for a, k, b in seen)
+    return {"aqm": aqm, "cc": args.cc, "ecn": args.ecn,
+            "busy_median": statistics.median(busy) if busy else None,
+            "busy_p95": statistics.quantiles(busy, n=20)[18] if len(busy) > 1 else None,
+            "busy_max": max(busy, default=None),
+            "pairs": len(seen), "pairs_inside": round(inside / len(seen), 4) if seen else None,
+            "samples": len(q), "p5": pct(0.05), "p25": pct(0.25),
             "median": statistics.median(q), "p75": pct(0.75), "p95": pct(0.95),
             "max": q[-1], "mean": round(statistics.fmean(q), 1),
             f"share>={k}": round(sum(v >= k for v in q) / len(q), 3),
@@ -91,6 +123,44 @@ def one(aqm: str, args: argparse.Namespace, work: Path) -> dict:
             "cc_stats": cc_stats}
 
 
+#: (aqm, cc, tcp_ecn) of the flows tests/integration/test_aqm.py judged the queue of
+SUITE = [("ecn,k=20", "reno", 1), ("ecn,k=20", "dctcp", 0), ("droptail", "dctcp", 0),
+         ("red,min=10,max=30,p=0.1,w=4", "reno", 0)]
+
+
+
+
+def judge(rows: list[dict]) -> None:
+    """The summary lines of ``--suite tests``."""
+    def of(aqm: str, cc: str) -> list[dict]:
+        return [r for r in rows if r["aqm"] == aqm and r["cc"] == cc]
+    ecn = of("ecn,k=20", "reno")
+    criterion("busy median 10-30 (reno, ecn,k=20)", [r["busy_median"] for r in ecn],
+              lambda v: 10 <= v <= 30)
+    criterion("busy max < 60 (reno, ecn,k=20)", [r["busy_max"] for r in ecn],
+              lambda v: v < 60)
+    criterion("tail drops == 0 (reno, ecn,k=20)", [r["tail_drops"] for r in ecn],
+              lambda v: v == 0)
+    criterion("copy within the kernel's count +-1 in >= 98 % of pairs (reno, ecn,k=20)",
+              [r["pairs_inside"] for r in ecn if r["pairs_inside"] is not None],
+              lambda v: v >= 0.98)
+    dc = of("ecn,k=20", "dctcp")
+    clean = [r for r in dc if not r["cc_stats"].get("repaired")]
+    ex = f" ({len(dc) - len(clean)} of {len(dc)} runs excluded: ssthresh fault)"
+    criterion("busy median 10-30 (dctcp, ecn,k=20)", [r["busy_median"] for r in dc],
+              lambda v: 10 <= v <= 30)
+    criterion("busy p95 <= 30 (dctcp, ecn,k=20)", [r["busy_p95"] for r in clean],
+              lambda v: v <= 30, ex)
+    criterion("tail drops == 0 (dctcp, ecn,k=20)", [r["tail_drops"] for r in clean],
+              lambda v: v == 0, ex)
+    criterion("busy median >= 80 (dctcp, droptail)",
+              [r["busy_median"] for r in of("droptail", "dctcp")], lambda v: v >= 80)
+    red = of("red,min=10,max=30,p=0.1,w=4", "reno")
+    criterion("busy median 5-40 (reno, red)", [r["busy_median"] for r in red],
+              lambda v: 5 <= v <= 40)
+    criterion("busy max < 80 (reno, red)", [r["busy_max"] for r in red], lambda v: v < 80)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--aqm", action="append", default=None)
@@ -100,11 +170,26 @@ def main() -> None:
     ap.add_argument("--trim", type=float, default=5)
     ap.add_argument("--bw", type=float, default=10)
     ap.add_argument("--queue", type=int, default=100)
+    ap.add_argument("--sample", type=float, default=0.02, help="queue sampling, s")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--suite", choices=["tests"], default=None,
+                    help="tests: test_aqm.py's flows and criteria (10 s, trim 2, 50 ms)")
     args = ap.parse_args()
     install_signal_handlers()
+    if args.suite == "tests":
+        args.duration, args.trim, args.sample = 10.0, 2.0, 0.05
+        combos = SUITE
+    else:
+        combos = [(a, args.cc, args.ecn) for a in args.aqm or ["droptail", "ecn,k=20"]]
+    rows = []
     with bpf_stats(), tempfile.TemporaryDirectory(prefix="bench-aqm-") as tmp:
-        for aqm in args.aqm or ["droptail", "ecn,k=20"]:
-            print(json.dumps(one(aqm, args, Path(tmp))), flush=True)
+        for _ in range(args.repeat):
+            for aqm, cc, ecn in combos:
+                args.cc, args.ecn = cc, ecn
+                rows.append(one(aqm, args, Path(tmp)))
+                print(json.dumps(rows[-1]), flush=True)
+    if args.suite == "tests":
+        judge(rows)
 
 
 if __name__ == "__main__":

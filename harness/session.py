@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.fidelity import headline, measurement_reasons
+from analysis.fidelity import cc_fault_note, headline, measurement_reasons
 from emulator.emulation import SOFTIRQ_BATCH, Emulation
 from emulator.proc import RunError
 from emulator.shaping import LinkSpec
@@ -98,6 +98,9 @@ def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path
     s.facts.update(teardown_s=emu.facts.teardown_s, cc_restored_to=emu.facts.cc_restored_to)
     if emu.facts.cc_bpf is not None:   # a BPF control's counters are read at its unregistering
         s.facts["cc_bpf"] = emu.facts.cc_bpf
+        note = cc_fault_note(emu.facts.cc_bpf)
+        if note:
+            print(f"note{f' {label}' if label else ''}: {note}", flush=True)
 
 
 def set_buffers(emu: Emulation, name: str, value: str) -> str:

@@ -1,12 +1,12 @@
-"""Shared test helpers: the golden-file switch, the one-line-error check, the root/OVS
-skip for integration tests, and the reference runs redrawn once for the session."""
+"""Shared test helpers: the tiers (fast, integration, slow) and the root/OVS skips, the
+golden-file switch, the one-line-error check, and the reference runs redrawn once for the
+session."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,18 +16,72 @@ import pytest
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
-    """Integration tests need root and a running Open vSwitch; say so instead of failing."""
-    reason = None
-    if os.geteuid() != 0:
-        reason = "integration tests need root (sudo ./scripts/test.sh)"
-    elif not shutil.which("ovs-vsctl") or subprocess.run(
-            ["ovs-vsctl", "--timeout=5", "show"], capture_output=True).returncode != 0:
-        reason = "Open vSwitch is not running (./setup.sh starts it)"
-    if reason:
-        for item in items:
-            if "integration" in item.keywords:
-                item.add_marker(pytest.mark.skip(reason=reason))
+TIERS = ("fast", "integration", "slow")
+#: a fast test that takes longer than this is named at the end of the run (it belongs in
+#: slow); the slowest fast tests took 1.1-1.8 s on 2 cores (model runs in-process)
+FAST_LIMIT_S = 2.0
+
+
+def _ovs_down() -> str | None:
+    """Why Open vSwitch cannot be used here, or None when its switch daemon answers."""
+    from emulator.sysinfo import vswitchd_answers
+    if not shutil.which("ovs-vsctl"):
+        return "Open vSwitch is not installed (./setup.sh installs it)"
+    # the switch daemon itself: the database server answers `ovs-vsctl show` alone
+    if not vswitchd_answers():
+        return "Open vSwitch's switch daemon is not running (./setup.sh starts it)"
+    return None
+
+
+def _needs_ovs(item: pytest.Item) -> bool:
+    """Marked ovs, or parametrized with the ovs dataplane (a parameter "ovs" or "ovs,...")."""
+    if item.get_closest_marker("ovs"):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(isinstance(v, str) and (v == "ovs" or v.startswith("ovs,"))
+               for v in params.values())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test its tier (unmarked means fast: ``-m fast`` selects it), refuse a test
+    in two tiers, and skip, with the reason, what this machine cannot run: integration tests
+    without root, and only those that need Open vSwitch when it is down (the bpf dataplane
+    does not need it)."""
+    for item in items:
+        tiers = [t for t in TIERS if item.get_closest_marker(t)]
+        if len(tiers) > 1:
+            raise pytest.UsageError(f"{item.nodeid}: in two tiers ({', '.join(tiers)})")
+        if not tiers:
+            item.add_marker(pytest.mark.fast)
+    root = os.geteuid() == 0
+    ovs: str | None = None
+    if root and any(_needs_ovs(i) for i in items if "integration" in i.keywords):
+        ovs = _ovs_down()
+    for item in items:
+        needs_root = "integration" in item.keywords or (
+            "slow" in item.keywords and item.get_closest_marker("root"))
+        if needs_root and not root:
+            item.add_marker(pytest.mark.skip(
+                reason="integration tests need root (sudo ./scripts/test.sh)"))
+        elif ovs and _needs_ovs(item):
+            item.add_marker(pytest.mark.skip(reason=ovs))
+
+
+_slow_fast: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note a fast test whose call took over FAST_LIMIT_S (named in the summary, not failed:
+    how long a test takes is the host's business, its tier is the code's)."""
+    if report.when == "call" and "fast" in report.keywords and report.duration > FAST_LIMIT_S:
+        _slow_fast.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _slow_fast:
+        terminalreporter.write_line(
+            f"fast tests over {FAST_LIMIT_S:.0f} s (mark them slow, or make them fast): "
+            + ", ".join(f"{n} ({d:.1f} s)" for d, n in sorted(_slow_fast, reverse=True)))
 
 
 @pytest.fixture
@@ -152,18 +206,12 @@ class Redrawn:
     error: BaseException | None = None
 
 
-@pytest.fixture(scope="session")
-def redrawn_reference(
-        tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, Redrawn]]:
-    """A copy of results/reference in which every run folder's figures were removed and
-    drawn again by this code, once for the session (a minute and a half on 2 cores):
-    (the copy's root, {committed run folder: Redrawn}).  test_reference checks each
-    folder; test_report_browser opens the copy's report page."""
+def _redraw(folders: list[Path], root: Path) -> dict[Path, Redrawn]:
+    """Remove the figures of each folder's copy under ``root`` and draw them again, recording
+    every header text the figures carry."""
     import matplotlib.figure
 
     import analysis
-    root = tmp_path_factory.mktemp("reference") / "results"
-    shutil.copytree(REFERENCE, root)
     headers: list[str] = []
     save = matplotlib.figure.Figure.savefig
 
@@ -177,7 +225,7 @@ def redrawn_reference(
     out: dict[Path, Redrawn] = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(matplotlib.figure.Figure, "savefig", record)
-        for folder in REFERENCE_RUNS:
+        for folder in folders:
             copy = root / folder.relative_to(REFERENCE)
             for png in copy.glob("*.png"):
                 png.unlink()
@@ -186,4 +234,46 @@ def redrawn_reference(
                 out[folder] = Redrawn(copy, analysis.plot(copy), headers)
             except Exception as exc:  # that folder's test reports it; the others go on
                 out[folder] = Redrawn(copy, [], headers, exc)
+    return out
+
+
+#: how long the forked half of the redraw may take (it takes about 20 s on 2 cores)
+REDRAW_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="session")
+def redrawn_reference(
+        tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, Redrawn]]:
+    """A copy of results/reference in which every run folder's figures were removed and
+    drawn again by this code, once for the session: (the copy's root, {committed run
+    folder: Redrawn}).  test_reference checks each folder; test_report_browser opens the
+    copy's report page.  Every other folder is drawn in a forked child, beside this
+    process's half (35 s in one process on 2 cores, 2026-12-01); a child's error comes back
+    as a RuntimeError with its traceback."""
+    import multiprocessing
+    import traceback
+    root = tmp_path_factory.mktemp("reference") / "results"
+    shutil.copytree(REFERENCE, root)
+    theirs = REFERENCE_RUNS[1::2]
+    ctx = multiprocessing.get_context("fork")   # nothing to pickle but the results
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        done = _redraw(theirs, root)
+        send.send({f: (r.figures, r.headers, None if r.error is None else "".join(
+            traceback.format_exception(r.error))) for f, r in done.items()})
+
+    p = ctx.Process(target=child, daemon=True)
+    p.start()
+    try:
+        out = _redraw(REFERENCE_RUNS[0::2], root)
+        assert receive.poll(REDRAW_TIMEOUT_S), \
+            f"the forked half of the redraw sent nothing in {REDRAW_TIMEOUT_S} s"
+        for folder, (figures, headers, error) in receive.recv().items():
+            out[folder] = Redrawn(root / folder.relative_to(REFERENCE), figures, headers,
+                                  None if error is None else RuntimeError(error))
+    finally:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
     return root, out

@@ -1,7 +1,8 @@
 """The bottleneck arrival tracer in a short outcast run (root), on both dataplanes: its
 files exist, every arrival is attributed to an input port, and the drops it traced equal
 the pfifo's own drop counter over the same window; the packets it saw released, the root
-qdisc's packet counter.
+qdisc's packet counter; the per-sender counts of flows.csv agree exactly with
+arrivals.csv over the measured window.
 
 Tolerance: drops traced may fall short of the counter by at most max(2, 1 %): BPF runs on
 tracepoints are occasionally skipped on this machine (emulator/bpf/qgap.bpf.c) and the
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.integration
 def test_arrivals_traced_and_drops_match_the_qdisc_counter(tmp_path, dataplane):
     p = argparse.ArgumentParser()
     outcast.add_arguments(p)
-    args = p.parse_args(["--flows", "6", "--duration", "8", "--trim", "2", "--runs", "1",
+    args = p.parse_args(["--flows", "6", "--duration", "5", "--trim", "1", "--runs", "1",
                          "--dataplane", dataplane, "--out", str(tmp_path)])
     params = checked(outcast, resolve(args, outcast.PARAMS.defaults(), outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
@@ -66,6 +67,22 @@ def test_arrivals_traced_and_drops_match_the_qdisc_counter(tmp_path, dataplane):
         assert len({next(iter(v)) for v in by_port.values()}) == 2, by_port
     flows = read_csv(run / "flows.csv")
     assert all(r["rtos"] != "" and r["fast_retrans"] != "" for r in flows), flows[0]
-    assert sum(int(r["queue_drops"]) for r in flows) > 0
+    # queue_arrivals/queue_drops: each sender's records in the window, exactly.  A sender
+    # with no record in the window has both empty (harness.arrivals.sender_counts lists only
+    # senders it saw): in an Outcast run the six flows' port can be blacked out throughout
+    # the window (an [ovs] run in the full suite, 2026-12-01: a6 sent nothing in [2, 6] s,
+    # and int("") failed the test)
+    lo, hi = arr["window_s"]
+    seen: dict[str, list[int]] = {}
+    for r in rows:
+        if lo <= float(r["t"]) <= hi:
+            c = seen.setdefault(r["sender"], [0, 0])
+            c[0] += 1
+            c[1] += int(r["dropped"])
+    for r in flows:
+        want = seen.get(r["sender"])
+        got = [int(r["queue_arrivals"]), int(r["queue_drops"])] \
+            if r["queue_arrivals"] != "" else None
+        assert got == want and (r["queue_drops"] == "") == (want is None), (r, want)
     figs = plot_outcast(run, json.loads((run / "config.json").read_text()))
     assert "outcast_arrivals.png" in [f.name for f in figs]

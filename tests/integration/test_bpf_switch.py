@@ -294,7 +294,10 @@ def test_plain_forwarding_is_shaped_by_the_egress_htb(net: Net) -> None:
     assert got == 1_000_000
     mbps = 8 * got / secs / 1e6
     print(f"plain: 1 MB h1->h2 at {mbps:.2f} Mb/s")
-    assert 5 < mbps < 10.2, f"{mbps:.1f} Mb/s over a 10 Mb/s link"
+    # never faster than the 10 Mb/s HTB (a busy host can only make it slower); how close to
+    # the link it gets (> 5 Mb/s) is a measurement: bench/bench_test_criteria.py
+    # --checks bpf-switch-plain
+    assert 0 < mbps < 10.2, f"{mbps:.1f} Mb/s over a 10 Mb/s link"
     # the redirected packets went through the egress HTB of s1 port 2
     q = json.loads(sh("tc", "-n", NS["sw"], "-s", "-j", "qdisc", "show", "dev", "s1-eth2"))
     htb = next(x for x in q if x["kind"] == "htb")

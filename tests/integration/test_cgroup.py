@@ -42,13 +42,16 @@ def test_a_cap_limits_one_busy_process():
         before = cap.stat()
         capped = _busy_cores(cgroup.wrap([sys.executable, "-c", BUSY], cap.procs_file, pin=0))
         after = cap.stat()
-        free = _busy_cores([sys.executable, "-c", BUSY])
     finally:
         assert cgroup.remove(cap.path)
     assert not cap.path.exists() and not cgroup.leftovers()
-    assert 0.1 < capped < 0.25, capped                 # 0.2 cores, plus the start-up's share
+    # the kernel throttled the loop, and held it under its 0.2 cores (plus the start-up's
+    # share): a ceiling the kernel enforces, which a busy host can only push further down.
+    # How much the loop got (> 0.1 cores) and that an uncapped loop gets more than twice as
+    # much (the cap, not the machine, held it) depend on the host: measured by
+    # bench/bench_test_criteria.py --checks cgroup
     assert after["nr_throttled"] > before["nr_throttled"]
-    assert free > 2 * capped, (free, capped)           # the cap, not the machine, held it
+    assert 0 < capped < 0.25, capped
 
 
 def test_a_capped_orca_run_records_and_removes_its_cgroup(short_run):

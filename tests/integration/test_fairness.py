@@ -42,7 +42,7 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     # sockets of 16 hosts takes 6 s, longer than this short run leaves (what is checked
     # here does not depend on the rate)
     params = checked(fairness, dict(fairness.PARAMS.defaults(), quick=False, runs=1,
-                                    duration=10.0, trim=2.0, bw=5.0))
+                                    duration=6.0, trim=1.0, bw=5.0))
     traced: dict[str, dict[str, list[tuple[str, ...]]]] = {}
     possible: dict[str, dict[str, int]] = {}
     nsub: dict[str, dict[str, int]] = {}

@@ -1,8 +1,8 @@
 """Faults during real runs: each ends as a clear, correctly marked, clean run (root only).
 
 Every test starts a short k=4 permutation, kills one component once traffic runs, and
-asserts the exit code, the final status, the one-line cause, how fast it surfaced, and (the
-autouse fixture) that nothing is left behind.
+asserts the exit code, the final status, the one-line cause, that it surfaced during the run
+(not at its end), and (the autouse fixture) that nothing is left behind.
 """
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ from emulator.sysinfo import vswitchd_answers, vswitchd_pid
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-SURFACE_S = 3.0  # the watch polls every 0.2 s; allow for process start-up noise
+#: the run lasts 20 s: a fault noticed only when the traffic ends would exit 19 s or more
+#: after it.  Measured from the fault to the exit, teardown included (2026-12-01, 12 faults
+#: in two runs of this file under flock, 2 cores): 0.30-1.95 s; bench/bench_test_criteria.py --checks
+#: fault-surface measures it against the old SURFACE_S + 5 = 8 s criterion.  15 s is 7x the
+#: largest seen and still proves the run did not wait for the end of its traffic
+DURING_RUN_S = 15.0
 
 
 def _start(tmp_path: Path, dataplane: str, *extra: str) -> subprocess.Popen:
@@ -57,7 +62,8 @@ def _ends_failed(p: subprocess.Popen, run: Path, t_kill: float, *needles: str) -
         assert n in status["error"], (n, status["error"])
     assert "\n" not in status["error"]
     # the whole teardown is inside `took`; the cause itself surfaces within one poll
-    assert took < SURFACE_S + 5, f"{took:.1f} s from the fault to the exit"
+    print(f"{took:.2f} s from the fault to the exit")
+    assert took < DURING_RUN_S, f"{took:.1f} s from the fault to the exit"
     return status["error"]
 
 
@@ -72,7 +78,8 @@ KILLED = {
 }
 
 
-@pytest.mark.parametrize("killed", KILLED)
+@pytest.mark.parametrize("killed", [
+    pytest.param(k, marks=pytest.mark.ovs) if KILLED[k][0] == "ovs" else k for k in KILLED])
 def test_killed_component_fails_the_run_at_once_with_its_cause(killed, tmp_path):
     dataplane, command, needles = KILLED[killed]
     p = _start(tmp_path, dataplane)
@@ -88,6 +95,7 @@ def _restart_ovs() -> None:
     assert vswitchd_answers()
 
 
+@pytest.mark.ovs
 def test_dead_switch_daemon_is_named_during_and_before_a_run(tmp_path):
     p = _start(tmp_path / "during", "ovs")
     run = _wait_traffic(p, tmp_path / "during")
@@ -102,7 +110,7 @@ def test_dead_switch_daemon_is_named_during_and_before_a_run(tmp_path):
         q = _start(tmp_path / "before", "ovs")
         out, _ = q.communicate(timeout=60)
         assert q.returncode == 1 and "ovs-vswitchd) is not answering" in out, out
-        assert time.monotonic() - t < 15
+        assert time.monotonic() - t < DURING_RUN_S   # refused at bring-up, not after
     finally:
         _restart_ovs()
 

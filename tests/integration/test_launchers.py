@@ -21,12 +21,17 @@ if str(HERE) not in sys.path:  # tests/ is no package: the cluster helper is imp
     sys.path.insert(0, str(HERE))
 from slurmnode import SlurmNode, leftovers, missing_programs  # noqa: E402
 
-pytestmark = pytest.mark.integration
+# the slow tier (GNU parallel and a one-node Slurm: real work, no measurement of the host);
+# root for the emulated runs they launch
+pytestmark = [pytest.mark.slow, pytest.mark.root]
 REPO = HERE.parents[1]
 DCREPRO = [sys.executable, "-m", "dcrepro.cli"]
-#: the cheapest emulated run: two hosts, one 4-s TCP flow (about 7 s with set-up)
-TINY = ["permutation", "--topo", "fattree,k=2", "--runs", "1", "--duration", "4", "--trim",
-        "1", "--transport", "tcp"]
+#: the cheapest emulated run: two hosts, one 3-s TCP flow with a 2-s window (about 6 s with
+#: set-up); these tests check the launchers' bookkeeping, not the run's figures.  (A 1-s
+#: window, --duration 2 --trim 0.5, ended in "min() arg is an empty sequence" in the fidelity
+#: checks once bwm-ng sampled an interface only partly: a harness bug to fix elsewhere)
+TINY = ["permutation", "--topo", "fattree,k=2", "--runs", "1", "--duration", "3", "--trim",
+        "0.5", "--transport", "tcp"]
 
 
 def _sweep(out: Path, name: str, grid: str, *extra: str, args: list[str] | None = None,
@@ -60,7 +65,8 @@ def _runone_pids(rid: str) -> list[int]:
 
 
 def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
-    p = _sweep(tmp_path, "par", "seed=1/2/3", "--engine", "parallel")
+    # two runs: the first completes, the second is killed mid-emulation
+    p = _sweep(tmp_path, "par", "seed=1/2", "--engine", "parallel")
     sweep = tmp_path / "sweeps" / "par"
     deadline = time.monotonic() + 120
     while not (sweep / "manifest.jsonl").exists():
@@ -81,15 +87,15 @@ def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
     # a finished run is complete, or invalid when its own fidelity checks flagged it (a busy
     # machine can); either way it was renamed into runs/, and the killed one was not
     first = [state(sweep, x["run_id"]) for x in lines]
-    assert first[1] == "missing" and {first[0], first[2]} <= {"complete", "invalid"}, first
+    assert first[1] == "missing" and first[0] in {"complete", "invalid"}, first
     again = [x["run_id"] for x, s in zip(lines, first) if s != "complete"]
     before = _stamps(sweep)
     killed = json.loads(next(sweep.glob(f"work/{victim}-*/permutation/*/status.json"))
                         .read_text())
     assert killed["status"] == "interrupted", killed
 
-    rc, out = _finish(_sweep(tmp_path, "par", "seed=1/2/3", "--engine", "parallel"))
-    assert f"3 runs, {3 - len(again)} already complete, {len(again)} to run" in out, out
+    rc, out = _finish(_sweep(tmp_path, "par", "seed=1/2", "--engine", "parallel"))
+    assert f"2 runs, {2 - len(again)} already complete, {len(again)} to run" in out, out
     final = [state(sweep, x["run_id"]) for x in lines]
     assert "missing" not in final, final
     assert rc == (0 if set(final) == {"complete"} else 1), out
@@ -99,9 +105,9 @@ def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
     jobs = [r.split("\t") for r in (sweep / "parallel.joblog").read_text().splitlines()
             if not r.startswith("Seq")]
     assert [j[-1].split()[-1] for j in jobs] == [x["run_id"] for x in lines] + again
-    assert [int(j[6]) for j in jobs] == [0, 143, 0] + [0] * len(again)   # 143: SIGTERM
+    assert [int(j[6]) for j in jobs] == [0, 143] + [0] * len(again)   # 143: SIGTERM
     # summary.csv holds the complete runs only (dcrepro/sweep.write_summary): when the busy
-    # machine flagged all three (CI on 148296f), it is a header alone
+    # machine flagged every run (CI on 148296f), it is a header alone
     rows = (sweep / "summary.csv").read_text().splitlines()
     assert (len(rows) > 1) == ("complete" in final), (final, rows)
 
@@ -132,7 +138,8 @@ def _interval(run: Path) -> tuple[float, float]:
 
 
 def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm, tmp_path):
-    rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2/3/4", "--engine", "slurm",
+    # two runs at concurrency 1: enough to see the second start after the first ended
+    rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2", "--engine", "slurm",
                              "--concurrency", "1", env=slurm.env), timeout=240)
     sweep = tmp_path / "sweeps" / "sl"
     header, lines = read_manifest(sweep / "manifest.jsonl")
@@ -149,7 +156,7 @@ def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm,
     spans = sorted(_interval(sweep / "runs" / x["run_id"]) for x in lines)
     for (_, end), (start, _) in zip(spans, spans[1:]):
         assert start >= end - 0.01, spans          # serial: the next began after the last
-    assert len(list((sweep / "slurm").glob("*.out"))) == 4
+    assert len(list((sweep / "slurm").glob("*.out"))) == 2
     before = _stamps(sweep)
 
     # the whole array again, straight to sbatch: every task finds its run complete
@@ -160,23 +167,23 @@ def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm,
     assert run_array(Slurm(), script, 120, lambda: None, print) == 0
     assert _stamps(sweep) == before
     outs = sorted((sweep / "slurm").glob("*.out"))
-    assert len(outs) == 8
-    assert sum("already complete" in f.read_text() for f in outs) == 4
+    assert len(outs) == 4
+    assert sum("already complete" in f.read_text() for f in outs) == 2
     # and through dcrepro: nothing is missing, nothing is submitted
-    rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2/3/4", "--engine", "slurm",
+    rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2", "--engine", "slurm",
                              env=slurm.env))
-    assert rc == 0 and "4 already complete, 0 to run" in out, out
-    assert "submitted" not in out and len(list((sweep / "slurm").glob("*.out"))) == 8
+    assert rc == 0 and "2 already complete, 0 to run" in out, out
+    assert "submitted" not in out and len(list((sweep / "slurm").glob("*.out"))) == 4
 
 
-def test_slurm_model_array_of_eight_runs(slurm, tmp_path):
-    rc, out = _finish(_sweep(tmp_path, "model", "seed=1/2/3/4/5/6/7/8", "--engine", "slurm",
+def test_slurm_model_array_of_four_runs_two_at_a_time(slurm, tmp_path):
+    rc, out = _finish(_sweep(tmp_path, "model", "seed=1/2/3/4", "--engine", "slurm",
                              "--concurrency", "2", args=["orca", "--backend", "model",
                                                          "--quick"], env=slurm.env))
     assert rc == 0, out
     sweep = tmp_path / "sweeps" / "model"
     _, lines = read_manifest(sweep / "manifest.jsonl")
-    assert len(lines) == 8 and all(state(sweep, x["run_id"]) == "complete" for x in lines)
-    assert "#SBATCH --array=0-7%2" in (sweep / "slurm-job.sh").read_text()
+    assert len(lines) == 4 and all(state(sweep, x["run_id"]) == "complete" for x in lines)
+    assert "#SBATCH --array=0-3%2" in (sweep / "slurm-job.sh").read_text()
     rows = (sweep / "summary.csv").read_text().splitlines()
-    assert rows[0].startswith("seed,run_id,") and len({r.split(",")[1] for r in rows[1:]}) == 8
+    assert rows[0].startswith("seed,run_id,") and len({r.split(",")[1] for r in rows[1:]}) == 4

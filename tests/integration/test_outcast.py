@@ -50,7 +50,7 @@ def test_qdisc_read_back_is_requested_tail_drop_and_rto_min_is_set(tmp_path):
 def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     p = argparse.ArgumentParser()
     outcast.add_arguments(p)
-    args = p.parse_args(["--flows", "2", "--duration", "6", "--trim", "1", "--runs", "1",
+    args = p.parse_args(["--flows", "2", "--duration", "4", "--trim", "1", "--runs", "1",
                          "--rto-min", "10ms", "--out", str(tmp_path)])
     params = checked(outcast, resolve(args, outcast.PARAMS.defaults(), outcast.QUICK))
     folder = RunFolder(tmp_path, outcast.NAME, params)
@@ -73,8 +73,8 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
     flows = read_csv(run / "flows.csv")
     assert [r["sender"] for r in flows] == ["lone", "a1", "a2"]
     # Every flow connected and was measured. A flow's goodput may be 0: with a full tail-drop
-    # queue of 20 and rto_min 10ms, 2 of 19 runs of this test locked both aggregated flows out
-    # for the whole 6 s (all 21 packets of a window lost, each RTO retransmission dropped at the
+    # queue of 20 and rto_min 10ms, 2 of 19 runs of this test (then 6-s flows) locked both
+    # aggregated flows out for the whole 6 s (all 21 packets of a window lost, each RTO retransmission dropped at the
     # full queue: backoff 4, RTO 1.7 s), while the lone flow took 9.57 Mb/s. That is tail-drop
     # lockout, a real effect of the queue under test (issue 26), not a harness fault.
     assert all(r["connected"] == "True" for r in flows), flows
@@ -90,7 +90,10 @@ def test_short_outcast_run_writes_run_folder_and_figures(tmp_path):
         [x if not math.isnan(x) else cell(r["iperf_mbps"]) for x, r in zip(acked, flows)],
         abs=1e-3)
     total = sum(x for x in acked if not math.isnan(x))
-    assert 0.6 * 10 < total <= 10.5, acked
+    # the link carries data and never more than its 10 Mb/s (acks in the window are for data
+    # that crossed the HTB within it, give or take one RTT of a few ms).  How full the host
+    # keeps it (> 0.6 x 10 Mb/s) is a measurement: bench/bench_test_criteria.py --checks outcast
+    assert 0 < total <= 10.5, acked
     assert facts.get("late_starts") or sum(float(r["iperf_mbps"]) for r in flows) <= 10.5, \
         flows
     drops = read_csv(run / "drops.csv")

@@ -22,7 +22,7 @@ def _root_recovery() -> str:
 def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(short_run):
     before = _root_recovery()
     run = short_run("plts", "--topo", "fattree,k=4", "--schemes", "ecmp,rr", "--runs", "1",
-                    "--duration", "8", "--trim", "2", "--sample", "4", "--recovery", "classic",
+                    "--duration", "5", "--trim", "1", "--sample", "4", "--recovery", "classic",
                     "--ecmp-aqm", "red/droptail",
                     files=("flows.csv", "latency.csv", "queues.csv", "summary.csv",
                            "claims.csv", "claims.md", "throughput.png", "latency_rank.png",
@@ -35,8 +35,9 @@ def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(short
     red = "red,min=20,max=60,p=0.1,w=9"
     assert {(r["scheme"], r["aqm"]) for r in flows} == {("ecmp", red), ("ecmp", "droptail"),
                                                         ("rr", "droptail")}
-    # every flow's receiver got data; in the 4-s window a flow may get none (CI saw one at
-    # 0 Mb/s: under classic recovery RTO backoff alone can hold a flow that long)
+    # every flow's receiver got data; in the 3-s window a flow may get none (CI saw one at
+    # 0 Mb/s in a 4-s window: under classic recovery RTO backoff alone can hold a flow that
+    # long)
     for net in ("classic-ecmp", "classic-ecmp-red", "classic-rr"):
         got = [json.loads(p.read_text())["end"]["sum_received"]["bytes"]
                for p in (run / "run00" / net).glob("iperf-server-*.json")]
@@ -57,7 +58,9 @@ def test_short_plts_run_writes_folder_figures_and_positive_latency_samples(short
     queues = list(csv.DictReader(open(run / "queues.csv")))
     assert {r["tier"] for r in queues} == {"edge->host", "edge->agg", "agg->edge",
                                            "agg->core", "core->agg"}
-    assert all(int(r["samples"]) >= 16 * 6 for r in queues), "about 8 looks x 16 ports"
+    # the sampler looks every 0.5 s, about 6 looks of 16 ports in the 3-s window; how many
+    # looks a busy host gets in is not checked here: at least two of every port
+    assert all(int(r["samples"]) >= 16 * 2 for r in queues), "every port looked at"
     assert any(float(r["mean_pkts"]) > 0 for r in queues), "some queue held packets"
     facts = config["runtime"]["run00-classic-rr"]
     assert facts["recovery_sysctls"] == {"net.ipv4.tcp_recovery": "0",

@@ -146,3 +146,21 @@ def test_the_path_checks_see_paths():
         "docs/results/004-plts.md", "bench/bench_aqm.py"]
     assert sum(len(named_in(p)) for p in SOURCES) > 300
     assert ("harness/traffic", "run_iperf") in DOTTED.findall((REPO / "docs/design.md").read_text())
+
+
+def test_the_testing_page_names_every_marker_and_its_tier_time():
+    """docs/testing.md has a row for each pytest marker that pyproject.toml declares (a new
+    tier, or the ovs and root skips, is documented where the suite is), and the three tiers
+    each have a time."""
+    import tomllib
+    declared = [m.split(":")[0].strip() for m in tomllib.loads(
+        (REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]]
+    assert {"fast", "integration", "slow"} <= set(declared)
+    page = (REPO / "docs" / "testing.md").read_text()
+    tiers = page[page.index("## Tiers"):]
+    tiers = tiers[:tiers.index("\n## ", 4)]
+    rows = {m: line for line in tiers.splitlines() for m in declared
+            if line.startswith(f"| `{m}` |")}
+    assert sorted(rows) == sorted(declared), f"markers without a row: {set(declared) - set(rows)}"
+    for tier in ("fast", "integration", "slow"):
+        assert re.search(r"\d+ s", rows[tier]), f"the {tier} tier's row gives no time"

@@ -162,6 +162,7 @@ def test_a_killed_runs_folder_is_marked_killed(tmp_path, monkeypatch):
     assert os.getpid() == json.loads((folder2.path / "status.json").read_text())["pid"]
 
 
+@pytest.mark.slow   # a model run in a fresh interpreter: its imports alone take a second
 def test_model_runs_never_import_mininet(tmp_path):
     code = ("import sys; from dcrepro.cli import main; "
             "rc = main(['run', 'permutation', '--backend', 'model', '--topo', 'fattree,k=4', "

@@ -424,3 +424,14 @@ def test_a_failed_gap_check_names_the_niced_work_and_steal_beside_the_run(monkey
     # total 1000 -> 2000 ticks: nice +100, steal +75
     assert sampling.cpu_shares(before, after) == {"cpu_nice_share": 0.1,
                                                    "cpu_steal_share": 0.075}
+
+
+def test_the_ssthresh_fault_is_noted_from_the_controls_own_counter():
+    """A run hit by the kernel's ssthresh fault says so (the BPF control's ``repaired``
+    counter, read at unregistering); a run it missed, or a built-in control, says nothing."""
+    from analysis.fidelity import cc_fault_note
+    note = cc_fault_note({"name": "lia", "stats": {"repaired": 3, "coupled_acks": 900}})
+    assert note is not None and "hit lia 3 time(s)" in note and "\n" not in note
+    assert cc_fault_note({"name": "lia", "stats": {"repaired": 0}}) is None
+    assert cc_fault_note({"name": "dctcp", "stats": {}}) is None
+    assert cc_fault_note(None) is None

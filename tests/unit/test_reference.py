@@ -13,6 +13,7 @@ HEADER_WIDTH = 110
 
 REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
 FOLDERS = sorted(p.parent for p in REFERENCE.glob("*/*/status.json"))
+pytestmark = pytest.mark.slow   # the redraw of every reference folder
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f"{p.parent.name}/{p.name}" for p in FOLDERS])

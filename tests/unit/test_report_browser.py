@@ -27,8 +27,9 @@ from dcrepro import cli
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTH = 1280
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium: ./setup.sh "
-                                "--with-browser installs Debian's (scripts/test.sh does)")
+pytestmark = [pytest.mark.slow,   # Chromium, and the reference redraw
+              pytest.mark.skipif(CHROMIUM is None, reason="no chromium: ./setup.sh "
+                                 "--with-browser installs Debian's (scripts/test.sh does)")]
 
 #: appended to a copy of the page only: report each image's state after the load event
 PROBE = """<script>

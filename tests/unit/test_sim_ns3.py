@@ -21,6 +21,7 @@ from sim.spec import SimConfig, build, payload_ceiling, tree_hops
 from topos.base import Topology, mac_from_octets
 
 WITH_SIM_MARKER = Path(sys.prefix) / ".dcrepro-with-sim"
+pytestmark = pytest.mark.slow   # ns-3 runs: its import alone takes 15-30 s
 
 if ns3_version() is None:
     if WITH_SIM_MARKER.exists():

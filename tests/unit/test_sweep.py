@@ -49,6 +49,7 @@ def test_run_ids_are_stable_and_name_experiment_parameters_and_code():
                 run_id("orca", {"bw": 1.0, "seed": 1}, "abd")}) == 4
 
 
+@pytest.mark.slow   # four model runs and a sweep launched twice: about 3 s
 def test_sweep_runs_every_point_then_resumes_only_what_is_missing(tmp_path, capsys):
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
     sweep = tmp_path / "sweeps" / "s"
