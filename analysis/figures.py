@@ -51,11 +51,14 @@ def save(fig: Any, path: Path) -> Path:
 
 def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
-    """Per rank: mean, min and max over runs of the sorted per-run values of ``metric``."""
+    """Per rank: mean, min and max over runs of the sorted per-run values of ``metric``;
+    empty when no row has a value (a meter that covered no flow leaves its column blank)."""
     runs: dict[str, list[float]] = {}
     for r in rows:
         if r[metric] != "":
             runs.setdefault(r["run"], []).append(float(r[metric]))
+    if not runs:
+        return np.array([]), np.array([]), np.array([])
     n = min(len(v) for v in runs.values())
     mat = np.array([sorted(v)[:n] for v in runs.values()])
     return mat.mean(axis=0), mat.min(axis=0), mat.max(axis=0)
@@ -72,6 +75,9 @@ def rank_plot(path: Path, series: list[Series], title: str,
         if not rows:
             continue
         mean, lo, hi = rank_curves(rows, metric)
+        if not len(mean):   # said in the legend, not drawn: the run says why it is blank
+            ax.plot([], [], label=f"{label} (no values)")
+            continue
         x = np.arange(1, len(mean) + 1)
         ax.plot(x, mean, marker="o", ms=3, label=f"{label} (mean {mean.mean():.2f})")
         ax.fill_between(x, lo, hi, alpha=0.2)

@@ -435,3 +435,17 @@ def test_the_ssthresh_fault_is_noted_from_the_controls_own_counter():
     assert cc_fault_note({"name": "lia", "stats": {"repaired": 0}}) is None
     assert cc_fault_note({"name": "dctcp", "stats": {}}) is None
     assert cc_fault_note(None) is None
+
+
+def test_a_rank_plot_draws_a_series_whose_meter_left_every_value_blank(tmp_path):
+    """bwm-ng stalled (or a window too short for it): every flow's bwm_mbps is blank.  The
+    figure is still drawn, that series named with no values, instead of the run failing on
+    min() of nothing (issue #56, seen with 1-s windows)."""
+    from analysis.figures import rank_curves, rank_plot
+    rows = [{"run": "0", "iperf": str(v), "bwm": ""} for v in (0.2, 0.9, 0.5)]
+    mean, lo, hi = rank_curves(rows, "bwm")
+    assert len(mean) == len(lo) == len(hi) == 0
+    assert list(rank_curves(rows, "iperf")[0]) == [0.2, 0.5, 0.9]
+    out = rank_plot(tmp_path / "rank.png", [("iperf3", rows, "iperf"), ("bwm-ng", rows, "bwm")],
+                    "t")
+    assert out.stat().st_size > 0
