@@ -27,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -229,6 +230,14 @@ def established(ns: str, port: int) -> int:
                          f"( dport = :{port} )")).splitlines())
 
 
+def first_line(p: subprocess.Popen[str], timeout: float = 10.0) -> str:
+    """The child's first line of output, stripped; '' when it printed none within
+    ``timeout`` s (a receiver that cannot bind, a sender whose connect hangs)."""
+    assert p.stdout is not None
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    return p.stdout.readline().strip() if ready else ""
+
+
 def transfer(flows: list[tuple[str, str, str, int, int]], warm: float = WARM,
              window: float = WINDOW) -> tuple[list[float], str, dict[int, int]]:
     """Run ``(sender ns, receiver ns, receiver ip, port, proto)`` flows at once; each
@@ -252,16 +261,14 @@ def transfer(flows: list[tuple[str, str, str, int, int]], warm: float = WARM,
                                        str(proto), str(warm), str(window)),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             rx.append(p)
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready", \
-                p.stderr.read() if p.stderr else ""
+            assert first_line(p) == "ready", p
         for sns, _r, ip, port, proto in flows:
             p = subprocess.Popen(in_ns(sns, sys.executable, "-c", SENDER, ip, str(port),
                                        str(proto), str(secs), "barrier"),
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
             tx.append(p)
-            assert p.stdout is not None and p.stdout.readline().strip() == "connected", \
-                p.stderr.read() if p.stderr else ""
+            assert first_line(p) == "connected", p
         joined: dict[int, int] = {}
         deadline = time.monotonic() + JOIN_WAIT
         for sns, _r, _ip, port, proto in flows:
