@@ -507,8 +507,7 @@ def test_a_registration_dies_with_its_process(name):
         p = subprocess.Popen([sys.executable, "-c", HOLDER, name], cwd=repo, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         stack.callback(lambda: p.poll() is None and p.kill())
-        assert p.stdout is not None and p.stdout.readline().strip() == "registered", \
-            p.stderr.read() if p.stderr else ""
+        assert first_line(p) == "registered", p
         assert name in read_sysctl("net.ipv4.tcp_available_congestion_control").split()
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=10)
@@ -530,7 +529,7 @@ def test_clean_removes_a_registration_no_live_run_recorded():
     p = subprocess.Popen([sys.executable, "-c", HOLDER_NO_LEDGER, "lia"], cwd=repo, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert p.stdout is not None and p.stdout.readline().strip() == "registered"
+        assert first_line(p) == "registered", p
         done = clean_all(force=False)
         assert any(line.startswith("removed orphan congestion control lia") for line in done), \
             done
