@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -129,6 +130,16 @@ def how_ended(p: subprocess.Popen[Any]) -> str:
         except ValueError:
             return f"signal {-rc}"
     return f"exit status {rc}"
+
+
+def first_line(p: subprocess.Popen[str], timeout: float) -> str:
+    """The child's first line of output (text-mode stdout pipe); '' when it printed none
+    within ``timeout`` s, e.g. a receiver that cannot bind or a sender whose connect hangs.
+    poll(), not select(): a run's fds can be above select's limit of 1024."""
+    assert p.stdout is not None, "first_line needs stdout=PIPE"
+    poller = select.poll()
+    poller.register(p.stdout, select.POLLIN)
+    return p.stdout.readline() if poller.poll(max(0.0, timeout) * 1000) else ""
 
 
 def free_port() -> int:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import select
 import subprocess
 import sys
 import time
@@ -50,7 +49,7 @@ import topos
 from apps.filexfer import protocol
 from emulator import cgroup
 from emulator.emulation import Emulation
-from emulator.proc import RunError, how_ended
+from emulator.proc import RunError, first_line, how_ended
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import NetworkParams
 from harness.runfolder import RunFolder
@@ -299,15 +298,6 @@ def bound_s(sizes: list[int], copies: int, bw: float) -> list[float]:
 
 # -- one transfer through the emulated network ---------------------------------------------
 
-def _first_line(p: subprocess.Popen[str], deadline: float) -> str:
-    """The process's first stdout line, waiting at most until ``deadline``."""
-    assert p.stdout is not None   # (started with stdout=PIPE)
-    poller = select.poll()      # not select(): this process's fds can be above 1024
-    poller.register(p.stdout, select.POLLIN)
-    ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
-    return p.stdout.readline() if ready else ""
-
-
 def _app(emu: Emulation, host: str, args: list[str], log: Path,
          cap: cgroup.CpuCap | None = None, pin: int | None = None) -> subprocess.Popen[str]:
     """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
@@ -355,7 +345,7 @@ def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int
         recvs[r] = _app(emu, r, args, out / f"recv-{r}.log")
     deadline = time.monotonic() + 30
     for r, p in recvs.items():               # readiness: each prints 'listening ...'
-        line = _first_line(p, deadline)
+        line = first_line(p, deadline - time.monotonic())
         if not line.startswith("listening"):
             raise RunError(f"receiver {r} not ready in 30 s: {_tail(out / f'recv-{r}.log')}")
     dest = ",".join(f"{topo.ip(r)}:{port}" for r in members)

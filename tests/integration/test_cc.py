@@ -27,7 +27,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from typing import Any
 import pytest
 
 from emulator import cc as ccs
+from emulator.proc import first_line
 from emulator.registry import STATE_DIR, Registry
 from emulator.sysinfo import read_sysctl
 
@@ -66,6 +66,9 @@ BENCH_WARM, BENCH_WINDOW = 4.0, 14.0
 #: seconds the MPTCP sender waits, before any data, for its second subflow to join (on an
 #: idle network it joins in milliseconds; see transfer)
 JOIN_WAIT = 5.0
+#: seconds a child may take to print its first line (bind, connect, register: milliseconds
+#: on an idle host; a child that hangs fails the test instead of blocking it)
+READY_S = 10.0
 #: more than ten full segments: a subflow (or link) that carried this much carried data,
 #: not only its handshake
 SOME_DATA = 10 * 1448
@@ -230,14 +233,6 @@ def established(ns: str, port: int) -> int:
                          f"( dport = :{port} )")).splitlines())
 
 
-def first_line(p: subprocess.Popen[str], timeout: float = 10.0) -> str:
-    """The child's first line of output, stripped; '' when it printed none within
-    ``timeout`` s (a receiver that cannot bind, a sender whose connect hangs)."""
-    assert p.stdout is not None
-    ready, _, _ = select.select([p.stdout], [], [], timeout)
-    return p.stdout.readline().strip() if ready else ""
-
-
 def transfer(flows: list[tuple[str, str, str, int, int]], warm: float = WARM,
              window: float = WINDOW) -> tuple[list[float], str, dict[int, int]]:
     """Run ``(sender ns, receiver ns, receiver ip, port, proto)`` flows at once; each
@@ -261,14 +256,14 @@ def transfer(flows: list[tuple[str, str, str, int, int]], warm: float = WARM,
                                        str(proto), str(warm), str(window)),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             rx.append(p)
-            assert first_line(p) == "ready", p
+            assert first_line(p, READY_S).strip() == "ready", p
         for sns, _r, ip, port, proto in flows:
             p = subprocess.Popen(in_ns(sns, sys.executable, "-c", SENDER, ip, str(port),
                                        str(proto), str(secs), "barrier"),
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
             tx.append(p)
-            assert first_line(p) == "connected", p
+            assert first_line(p, READY_S).strip() == "connected", p
         joined: dict[int, int] = {}
         deadline = time.monotonic() + JOIN_WAIT
         for sns, _r, _ip, port, proto in flows:
@@ -458,7 +453,7 @@ def ecn_flow(name: str, warm: float = 0.5, window: float = 1.0
                                     str(IPPROTO_TCP), str(warm), str(window)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+            assert first_line(rx, READY_S).strip() == "ready"
             tx = subprocess.run(in_ns(a, sys.executable, "-c", SENDER, "10.8.5.2", "5404",
                                       str(IPPROTO_TCP), str(warm + window + 1)),
                                 capture_output=True, text=True, timeout=30)
@@ -507,7 +502,7 @@ def test_a_registration_dies_with_its_process(name):
         p = subprocess.Popen([sys.executable, "-c", HOLDER, name], cwd=repo, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         stack.callback(lambda: p.poll() is None and p.kill())
-        assert first_line(p) == "registered", p
+        assert first_line(p, READY_S).strip() == "registered", p
         assert name in read_sysctl("net.ipv4.tcp_available_congestion_control").split()
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=10)
@@ -529,7 +524,7 @@ def test_clean_removes_a_registration_no_live_run_recorded():
     p = subprocess.Popen([sys.executable, "-c", HOLDER_NO_LEDGER, "lia"], cwd=repo, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert first_line(p) == "registered", p
+        assert first_line(p, READY_S).strip() == "registered", p
         done = clean_all(force=False)
         assert any(line.startswith("removed orphan congestion control lia") for line in done), \
             done

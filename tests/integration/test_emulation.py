@@ -339,7 +339,7 @@ def test_traced_paths_match_the_plan(dataplane, spec, tmp_path):
 def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
     """`mn --custom topos/mn.py --topo fattree,4 --controller remote` with the controller
     started on its own (the commands of docs/mininet.md), pingall through the routed-ARP plan."""
-    from emulator.proc import free_port, stop_process
+    from emulator.proc import first_line, free_port, stop_process
 
     port = free_port()
     ctl = subprocess.Popen([sys.executable, "-m", "controller.launch", "--topo",
@@ -347,7 +347,7 @@ def test_plain_mininet_against_the_dcrepro_controller(tmp_path):
                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, start_new_session=True)
     try:
-        assert ctl.stdout.readline().startswith("DCREPRO LOADED")
+        assert first_line(ctl, 60.0).startswith("DCREPRO LOADED")   # os-ken imports in ~5 s
         mn = subprocess.run(
             ["mn", "--custom", str(REPO / "topos/mn.py"), "--topo", "fattree,4",
              "--switch", "ovs,protocols=OpenFlow13,datapath=user",

@@ -5,7 +5,6 @@ receiver."""
 from __future__ import annotations
 
 import json
-import select
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 import routing
 import topos
 from emulator.emulation import Emulation
+from emulator.proc import first_line
 from emulator.shaping import LinkSpec
 from harness.traffic import port_counters
 from routing.multicast import add_group
@@ -32,14 +32,6 @@ def _app(emu: Emulation, host: str, *args: str) -> subprocess.Popen:
                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _first_line(p: subprocess.Popen, deadline: float) -> str:
-    """The process's first stdout line, waiting at most until ``deadline``."""
-    poller = select.poll()      # not select(): this process's fds can be above 1024
-    poller.register(p.stdout, select.POLLIN)
-    ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
-    return p.stdout.readline() if ready else ""
-
-
 def _transfer(emu: Emulation, topo: topos.Topology, mode: str, tmp: Path) -> dict:
     recvs = {}
     for i, r in enumerate(topo.receivers, start=1):
@@ -53,7 +45,7 @@ def _transfer(emu: Emulation, topo: topos.Topology, mode: str, tmp: Path) -> dic
         recvs[r] = _app(emu, r, *args)
     deadline = time.monotonic() + 20
     for r, p in recvs.items():              # readiness: each prints 'listening ...'
-        line = _first_line(p, deadline)
+        line = first_line(p, deadline - time.monotonic())
         assert line.startswith("listening"), (r, line)
     before = port_counters(emu)
     dest = ",".join(f"{topo.node(r).ip}:{PORT}" for r in topo.receivers)

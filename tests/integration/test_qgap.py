@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from emulator.proc import first_line  # noqa: E402
 from emulator.qgap import QueueGapProbe, summarize  # noqa: E402
 from emulator.registry import BPFFS_DIR  # noqa: E402
 from emulator.shaping import tc_lines  # noqa: E402
@@ -131,7 +132,7 @@ def bulk_transfer(a: str, b: str, seconds: float) -> int:
     rx = subprocess.Popen(["ip", "netns", "exec", b, sys.executable, "-c", RECEIVER, str(PORT)],
                           stdout=subprocess.PIPE, text=True)
     try:
-        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+        assert first_line(rx, 10.0).strip() == "ready"   # a bind takes ms
         sh("ip", "netns", "exec", a, sys.executable, "-c", SENDER, str(PORT), str(seconds))
         out, _ = rx.communicate(timeout=20)
         return int(out.strip())

@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:  # apps/ is not an installed package: import it fr
 from apps.filexfer import protocol as p  # noqa: E402
 from apps.filexfer.receiver import ReceiverSession  # noqa: E402
 from apps.filexfer.sender import Channel, Pacer, Receiver, SenderCore  # noqa: E402
+from emulator.proc import first_line  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
@@ -290,7 +291,7 @@ def _recv(tmp: Path, name: str, *extra: str, timeout: float = 10.0):
                                    "--timeout", str(timeout), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, env=ENV)
-    line = proc.stdout.readline().split()
+    line = first_line(proc, 10.0).split()
     assert line[:1] == ["listening"], proc.stderr.read()
     return proc, line[1], report
 
@@ -475,7 +476,7 @@ def test_real_multicast_on_loopback(tmp_path):
                    str(report), "--timeout", "10", *common]
             + (["--drop-every", "6"] if i == 2 else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
-        assert proc.stdout.readline().startswith("listening"), proc.stderr.read()
+        assert first_line(proc, 10.0).startswith("listening"), proc.stderr.read()
         rs.append((proc, report))
     try:
         res = _send("--mode", "multicast", "--group", f"{group}:{port}", "--mcast-if",
