@@ -26,20 +26,25 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from analysis import intervals
+from analysis.intervals import Band, Interval
 from model import jain_index
 from store import cell, read_csv, write_csv
 
-HOLDS = "holds"
-FAILS = "does not hold"
+HOLDS = intervals.HOLDS
+FAILS = intervals.FAILS
+INCONCLUSIVE = intervals.INCONCLUSIVE
+NOT_REGIME = "not in the paper's regime"
 NOT_MEASURED = "not measured"
 NOT_TRUSTED = "run not trusted"
 #: the verdict vocabulary, in the order tables count it
-VERDICTS = (HOLDS, FAILS, NOT_MEASURED, NOT_TRUSTED)
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_REGIME, NOT_MEASURED, NOT_TRUSTED)
 #: the backends a claim can be judged on, in the order their views are shown, and their
 #: names in a verdict's label
 VIEW_ORDER = ("emulated", "sim", "model")
@@ -63,6 +68,19 @@ class Outcome:
 
 
 Measure = Callable[[list["Run"], str], Outcome]
+
+
+@dataclass(frozen=True)
+class Samples:
+    """A claim's statistic, one value per independent unit of the runs (``unit``: what one
+    value is, e.g. 'repetition': its own random draw and its own traffic)."""
+    values: tuple[float, ...]
+    unit: str = "repetition"
+
+
+Sampler = Callable[[list["Run"], str], Samples]
+#: the paper's regime: '' when the runs are in it, else why not, read from the runs' data
+Regime = Callable[[list["Run"], str], str]
 
 
 @dataclass(frozen=True)
@@ -97,6 +115,22 @@ class Claim:
     #: lacks or adds (by construction, or as measured there), with where the evidence is;
     #: shown beside that view's "does not hold" only, as ``because`` is beside the emulation's
     because_views: Mapping[str, str] = field(default_factory=dict)
+    #: one of the 2-4 claims the paper's abstract and main figures stand on (the others
+    #: support them)
+    headline: bool = False
+    #: the statistic per unit, for a verdict on a 95 % interval (analysis/intervals.py);
+    #: None: the claim is decided by ``measure``'s criterion alone
+    samples: Sampler | None = None
+    #: where the statistic's mean must lie for "holds" (with ``samples``)
+    band: Band | None = None
+    #: units a verdict needs, fixed with the criterion before the runs (emulation: >= 5)
+    repetitions: int = 5
+    #: the precondition that makes the paper's number meaningful, checked on the runs
+    regime: Regime | None = None
+
+    def __post_init__(self) -> None:
+        if (self.samples is None) != (self.band is None):
+            raise ValueError(f"claim {self.key}: samples and band go together")
 
     def accepts(self, params: Mapping[str, Any]) -> bool:
         """True when a run with these parameters can judge the claim."""
@@ -136,6 +170,10 @@ class Verdict:
     #: the backend whose runs gave this verdict, when the sources hold runs of more than one
     #: backend the claim accepts (one verdict per view, side by side); '' otherwise
     view: str = ""
+    headline: bool = False
+    #: the 95 % interval in words ('1.36 [1.22, 1.50], n=5 repetitions'); '' when the
+    #: claim is decided without one
+    interval: str = ""
 
     @property
     def label(self) -> str:
@@ -162,6 +200,8 @@ class Run:
     #: a sweep's run kept as ``<id>.invalid``: the reason (a suspect run by the sweep's rule)
     invalid: str = ""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: repetitions (the tables' ``run`` column) left out of every table: the flagged ones
+    drop: frozenset[str] = frozenset()
 
     @classmethod
     def open(cls, path: Path, invalid: str = "") -> Run:
@@ -209,8 +249,27 @@ class Run:
         """Rows of a CSV file of the run ([] when it has none)."""
         if name not in self._cache:
             path = self.path / name
-            self._cache[name] = read_csv(path) if path.is_file() else []
+            got = read_csv(path) if path.is_file() else []
+            self._cache[name] = [r for r in got if _rep_id(r.get("run")) not in self.drop] \
+                if self.drop else got
         return self._cache[name]
+
+    def flagged_reps(self) -> set[str] | None:
+        """The repetitions the fidelity check's reasons name ('run 3 mptcp: ...', 'n6-run3:
+        ...'): set() when the run is not flagged, None when some reason names no single
+        repetition (then the whole folder is in doubt)."""
+        reps: set[str] = set()
+        for reason in self.suspects():
+            m = _REP.match(reason)
+            if m is None:
+                return None
+            reps.add(str(int(m.group(1) or m.group(2))))     # 'run08' is repetition 8
+        return reps
+
+    def without(self, reps: set[str]) -> Run:
+        """This run with the repetitions ``reps`` left out of every table it reads."""
+        return Run(self.path, {**self.config, "suspect": []}, {**self.status, "suspect": []},
+                   self.invalid, drop=frozenset(reps))
 
     def data(self, name: str) -> Any:
         """A JSON file of the run (None when it has none or it is unreadable)."""
@@ -240,6 +299,16 @@ class Run:
         if self.invalid and not found:
             found.append(f"kept as invalid by its sweep: {self.invalid}")
         return list(dict.fromkeys(found))
+
+
+#: a fidelity reason that names one repetition: 'run 3 ...' or outcast's 'n6-run3: ...'
+_REP = re.compile(r"^(?:run (\d+)\b|(?:n\d+-)?run(\d+):)")
+
+
+def _rep_id(value: Any) -> str:
+    """A table's ``run`` cell as a repetition id ('08' and '8' alike; 'all' stays)."""
+    text = str(value)
+    return str(int(text)) if text.isdigit() else text
 
 
 def rows(runs: list[Run], name: str) -> list[dict[str, str]]:
@@ -272,6 +341,35 @@ def grouped(rows: Iterable[Mapping[str, Any]], col: str,
         if (k := key(r)) is not None and (x := cell(r.get(col))) == x:
             out.setdefault(k, []).append(x)
     return out
+
+
+def per_unit(a: Mapping[Any, list[float]], b: Mapping[Any, list[float]],
+             stat: Callable[[list[float], list[float]], float]) -> tuple[float, ...]:
+    """``stat(a[k], b[k])`` for every unit ``k`` (e.g. a repetition: (run id, run)) that
+    both groupings hold, in ``a``'s order; a unit where ``stat`` is not a number (a mean
+    of nothing, a ratio over 0) gives no value."""
+    vals = []
+    for k, xs in a.items():
+        if k in b and xs and b[k]:
+            v = stat(xs, b[k])
+            if v == v and not math.isinf(v):
+                vals.append(float(v))
+    return tuple(vals)
+
+
+def mean_of(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def ratio_of_means(xs: list[float], ys: list[float]) -> float:
+    """mean(xs) / mean(ys); NaN when ys' mean is 0."""
+    den = mean_of(ys)
+    return mean_of(xs) / den if den > 0 else float("nan")
+
+
+def jain_gap(xs: list[float], ys: list[float]) -> float:
+    """Jain's index of xs minus that of ys (NaN when either moved nothing)."""
+    return float(jain_index(xs)) - float(jain_index(ys))
 
 
 def mean_jain(groups: Iterable[list[float]]) -> float:
@@ -380,7 +478,7 @@ def _because(claim: Claim, runs: list[Run]) -> str:
 def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Verdict]:
     runs = choose(claim, sources, complete)
 
-    def verdict(cond: str, outcome: Outcome, verdict_: str) -> Verdict:
+    def verdict(cond: str, outcome: Outcome, verdict_: str, interval: str = "") -> Verdict:
         basis = outcome.basis or ("model" if any(r.backend == "model" for r in runs)
                                   else "sim" if any(r.backend == "sim" for r in runs)
                                   else "measured")
@@ -388,7 +486,8 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
                        claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
                        verdict_, outcome.detail, basis if runs else "",
                        tuple(r.run_id for r in runs),
-                       _because(claim, runs) if verdict_ == FAILS else "")
+                       _because(claim, runs) if verdict_ == FAILS else "",
+                       headline=claim.headline, interval=interval)
 
     if not runs:
         return [verdict(claim.condition, Outcome("", None, _unmeasured(claim, sources)),
@@ -404,6 +503,11 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
         if got.holds is None:
             out.append(verdict(cond, Outcome("", None, got.detail or "inputs missing",
                                              got.basis), NOT_MEASURED))
+        elif claim.samples is not None:
+            out.append(_on_interval(claim, runs, cond, got, verdict))
+        elif off := regime_of(claim, runs, cond):
+            out.append(verdict(cond, Outcome(got.measured, got.holds, "; ".join(
+                x for x in (got.detail, off) if x), got.basis), NOT_REGIME))
         elif flagged:      # the reasons themselves are listed once, with the run
             note = (f"the fidelity check flagged the run ({len(flagged)} reason"
                     f"{'s' if len(flagged) > 1 else ''})")
@@ -413,6 +517,83 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
         else:
             out.append(verdict(cond, got, HOLDS if got.holds else FAILS))
     return out
+
+
+def regime_of(claim: Claim, runs: list[Run], cond: str) -> str:
+    """Why the runs are outside the paper's regime ('' when inside, or when the claim
+    states none); a regime the runs' data cannot establish is not the paper's either."""
+    if claim.regime is None:
+        return ""
+    try:
+        return claim.regime(runs, cond)
+    except Missing as exc:
+        return f"the paper's regime cannot be checked on this run: {exc}"
+
+
+def deterministic(runs: list[Run], values: tuple[float, ...]) -> bool:
+    """Whether the values are one sample: a flow-model or ns-3 view whose units all gave
+    the same value (the same input: repeating it adds nothing).  Units of such a view that
+    differ differ by their random draw (seed, jitter) and are samples of it."""
+    return (all(r.backend in ("model", "sim") for r in runs)
+            and len({round(v, 12) for v in values}) == 1)
+
+
+def _on_interval(claim: Claim, runs: list[Run], cond: str, got: Outcome,
+                 verdict: Callable[..., Verdict]) -> Verdict:
+    """An interval claim's verdict: its statistic per unit of the runs the fidelity check
+    trusts, the mean's 95 % interval against the band, the paper's regime checked on the
+    same runs.  Flagged runs are left out, as the check (written before the runs) says."""
+    assert claim.samples is not None and claim.band is not None
+    trusted, left_out, reps_out = [], 0, 0
+    for r in runs:
+        reps = r.flagged_reps()
+        if reps is None:            # a reason about the whole folder
+            left_out += 1
+        elif reps:                  # the flagged repetitions only
+            trusted.append(r.without(reps))
+            reps_out += len(reps)
+        else:
+            trusted.append(r)
+    notes = [got.detail] if got.detail else []
+    if left_out:
+        notes.append(f"{left_out} of {len(runs)} run folder(s) left out: the fidelity "
+                     "check flagged them")
+    if reps_out:
+        notes.append(f"{reps_out} repetition(s) left out: the fidelity check flagged them")
+    if not trusted:
+        return verdict(cond, Outcome(got.measured, got.holds, "; ".join(notes), got.basis),
+                       NOT_TRUSTED)
+    try:
+        smp = claim.samples(trusted, cond)
+        if not smp.values:
+            raise Missing("no unit of the runs gives the statistic")
+    except Missing as exc:
+        if reps_out:               # what is left after the flagged repetitions: nothing
+            return verdict(cond, Outcome(got.measured, got.holds, "; ".join(notes),
+                                         got.basis), NOT_TRUSTED)
+        return verdict(cond, Outcome("", None, "; ".join([*notes, str(exc)]), got.basis),
+                       NOT_MEASURED)
+    iv = intervals.mean_interval(smp.values, deterministic(trusted, smp.values))
+    word, why = intervals.decide(iv, claim.band, claim.repetitions)
+    off = regime_of(claim, trusted, cond)
+    if off:
+        word, why = NOT_REGIME, off
+    text = interval_text(iv, smp.unit)
+    notes.append(f"criterion {claim.band.text()}: {why}")
+    return verdict(cond, Outcome(text, word == HOLDS, "; ".join(notes), got.basis), word,
+                   text)
+
+
+def interval_text(iv: Interval, unit: str) -> str:
+    """'1.36 [1.22, 1.50], 95 %, n=5 repetitions', or the one sample of a deterministic
+    view."""
+    def g(x: float) -> str:
+        return f"{x:.1f}" if abs(x) >= 100 else f"{x:.3g}"
+    if iv.deterministic:
+        return f"{g(iv.mean)} (deterministic: one sample)"
+    if iv.n < 2:
+        return f"{g(iv.mean)} (one {unit}: no interval)"
+    return f"{g(iv.mean)} [{g(iv.lo)}, {g(iv.hi)}] 95 %, n={iv.n} {unit}s"
 
 
 def evaluate_all(claims: Iterable[Claim], sources: list[list[Run]],
@@ -456,11 +637,9 @@ def run_markdown(run: Run, verdicts: list[Verdict]) -> str:
     how = {"model": "flow-model numbers, not measurements",
            "sim": "measured in the ns-3 packet simulation, not the emulator"}.get(
         run.backend, "measured")
-    c = counts(verdicts)
     flagged = run.suspects()
     lines = [f"# {run.experiment} {run.run_id}: the paper's claims against this run", "",
-             f"backend={run.backend}: {how}.  "
-             + ", ".join(f"{n} {k}" for k, n in c.items()) + ".", ""]
+             f"backend={run.backend}: {how}.  {count_words(verdicts)}.", ""]
     if flagged:
         lines += ["The run's fidelity check flagged it:", "", *(f"- {s}" for s in flagged), ""]
     lines += ["| claim | paper | measured | criterion | verdict | detail | source |",
@@ -488,6 +667,10 @@ def terminal_line(v: Verdict, width: int = 16) -> str:
 
 def summary_line(experiment: str, verdicts: list[Verdict]) -> str:
     """One line per experiment: how many claims of each verdict."""
+    return f"{experiment}: {len(verdicts)} claims: {count_words(verdicts)}"
+
+
+def count_words(verdicts: list[Verdict]) -> str:
+    """'3 holds, 1 inconclusive': the verdicts present, in VERDICTS order."""
     c = counts(verdicts)
-    return f"{experiment}: {len(verdicts)} claims: " + ", ".join(f"{c[k]} {k}"
-                                                                  for k in VERDICTS)
+    return ", ".join(f"{c[k]} {k}" for k in VERDICTS if c[k]) or "no claims"

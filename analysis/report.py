@@ -26,17 +26,20 @@ import datetime as dt
 import html
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store import registry
+from store import papers, registry
 
 from .claims import (
     NOT_MEASURED,
+    NOT_REGIME,
     VERDICTS,
+    VIEW_ORDER,
     Run,
     Verdict,
     counts,
@@ -50,10 +53,17 @@ from .figures import NOTES
 #: what marks a folder as a report this command wrote (it may then be replaced)
 MARKER = "verdicts.json"
 #: the colours of the four verdicts (page and legend)
-COLOURS = {"holds": "#1a7f37", "does not hold": "#cf222e", "not measured": "#6e7781",
+COLOURS = {"holds": "#1a7f37", "does not hold": "#cf222e", "inconclusive": "#8250df",
+           "not in the paper's regime": "#0969da", "not measured": "#6e7781",
            "run not trusted": "#9a6700"}
-MEANING = {"holds": "the criterion is met",
-           "does not hold": "measured, and the criterion is not met",
+MEANING = {"holds": "the criterion is met (an interval claim: its 95 % interval lies inside "
+                    "the band)",
+           "does not hold": "measured, and the criterion is not met (an interval claim: its "
+                            "interval lies outside the band)",
+           "inconclusive": "the interval straddles the band's edge, or fewer repetitions than "
+                           "the claim needs were measured",
+           "not in the paper's regime": "measured, but the run is outside the regime that "
+                                        "makes the paper's number meaningful",
            "not measured": "no complete run has what the claim needs",
            "run not trusted": "measured, but the run's fidelity check flagged it"}
 
@@ -314,6 +324,58 @@ def markdown_table(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headlines(report: Report) -> list[tuple[papers.Paper, Verdict, dict[str, list[Verdict]]]]:
+    """Per paper and headline claim (the 2-4 its abstract and main figures stand on): the
+    verdicts of each view (emulated, ns-3, flow model), in the conditions that are the
+    paper's regime, or, when none is, the first condition's (which says why not)."""
+    out = []
+    for paper in papers.PAPERS.values():
+        by: dict[tuple[str, str], dict[str, list[Verdict]]] = {}
+        for s in report.sections:
+            if s.experiment not in paper.experiments:
+                continue
+            for v in s.verdicts:
+                if v.headline:
+                    view = v.view or _view_of(v)
+                    by.setdefault((v.experiment, v.key), {}).setdefault(view, []).append(v)
+        for views in by.values():
+            kept = {view: ([v for v in vs if v.verdict != NOT_REGIME] or vs[:1])
+                    for view, vs in views.items()}
+            first = next(iter(kept.values()))[0]
+            out.append((paper, first, kept))
+    return out
+
+
+def _view_of(v: Verdict) -> str:
+    return {"sim": "sim", "model": "model"}.get(v.basis, "emulated")
+
+
+def short_verdict(v: Verdict, with_condition: bool = False) -> str:
+    """'**holds** 1.26 [1.08, 1.45], n=5' (the interval's words shortened)."""
+    ours = re.sub(r" 95 %, n=(\d+) \w+", r", n=\1", v.interval or v.measured or "")
+    cond = f"{v.condition}: " if with_condition and v.condition else ""
+    return f"{cond}**{v.verdict}**" + (f" {ours}" if ours else "")
+
+
+def headline_table(report: Report) -> str:
+    """The README's table for the committed reference runs (`dcrepro report --headlines
+    results/reference`): one row per headline claim, each view's verdict with its 95 %
+    interval (per condition when the paper's regime has several)."""
+    lines = ["| paper | headline claim | paper's value | emulated | ns-3 | flow model |",
+             "|---|---|---|---|---|---|"]
+    for paper, first, views in headlines(report):
+        cond = first.condition if first.condition != "emulated" else ""
+        text = first.text + (f" [{cond}]" if cond and len(views.get("emulated", [])) < 2
+                             else "")
+        cells = []
+        for view in VIEW_ORDER:
+            vs = views.get(view, [])
+            cells.append("; ".join(short_verdict(v, len(vs) > 1) for v in vs) or "-")
+        lines.append("| " + " | ".join(_md(x) for x in (
+            f"[{paper.short}](docs/results/{paper.page})", text, first.paper, *cells)) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _md(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
@@ -323,6 +385,7 @@ def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
     lines = ["# Which of the papers' claims hold", "",
              f"Results: `{report.root}`.  Verdicts: "
              + "; ".join(f"**{k}**: {v}" for k, v in MEANING.items()) + ".", "",
+             "## Headline claims", "", headline_table(report), "## Every claim", "",
              markdown_table(report)]
     for s in report.sections:
         lines += [f"## {s.experiment}", "", f"Paper: {s.paper}", "",
@@ -429,6 +492,8 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
     body = ["<h1>Which of the papers' claims hold</h1>",
             f'<p class="sub">dcrepro report, {_e(now)}: {nruns} run'
             f'{"s" if nruns != 1 else ""} from <code>{_e(report.root)}</code></p>',
+            _headlines_html(report),
+            "<h2>Every claim, by experiment</h2>",
             '<table class="summary"><thead><tr><th>experiment</th><th>claims</th>'
             f'{head}<th>runs judged</th></tr></thead><tbody>{"".join(rows)}</tbody></table>',
             f'<p class="legend">{legend}</p>']
@@ -438,6 +503,26 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
             "<title>dcrepro: which of the papers' claims hold</title>"
             f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body)
             + "\n</main></body></html>\n")
+
+
+def _headlines_html(report: Report) -> str:
+    """The headline claims first: per paper, each view's verdict with its 95 % interval,
+    linked to the experiment's section where every claim and figure is."""
+    rows = []
+    for paper, first, views in headlines(report):
+        cells = "".join(
+            "<td>" + "<br>".join(
+                (f"{_e(v.condition)}: " if len(vs) > 1 and v.condition else "")
+                + _badge(v.verdict) + f" {_e(v.interval or v.measured)}" for v in vs)
+            + "</td>" if (vs := views.get(view)) else "<td>-</td>" for view in VIEW_ORDER)
+        rows.append(f'<tr class="headline" data-experiment="{_e(first.experiment)}">'
+                    f'<td><a href="#{_e(first.experiment)}">{_e(paper.short)}</a>'
+                    f'<div class="src">{_e(paper.title)}; {_e(paper.venue)}</div></td>'
+                    f"<td>{_e(first.text)}</td><td>{_e(first.paper)}</td>{cells}</tr>")
+    return ("<h2>Headline claims</h2>"
+            '<table class="claims"><thead><tr><th>paper</th><th>headline claim</th>'
+            "<th>paper's value</th><th>emulated</th><th>ns-3</th><th>flow model</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:

@@ -73,9 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default=None,
                      help="report folder (default: report/ in the results folder of the "
                           "first path)")
-    rep.add_argument("--markdown-table", action="store_true",
-                     help="print only the verdict table as markdown (the README's, for "
-                          "results/reference) and write nothing")
+    only = rep.add_mutually_exclusive_group()
+    only.add_argument("--markdown-table", action="store_true",
+                      help="print only the verdict counts per experiment as markdown and "
+                           "write nothing")
+    only.add_argument("--headlines", action="store_true",
+                      help="print only the headline claims' verdicts with their intervals "
+                           "as markdown (the README's, for results/reference) and write "
+                           "nothing")
     lst = sub.add_parser("list", help="the experiments of the registry (store/registry.py)")
     what = lst.add_mutually_exclusive_group()
     what.add_argument("--markdown", action="store_true",
@@ -401,8 +406,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         root, sources = report.gather(paths)
         judged = report.build(root, sources)
-        if args.markdown_table:
-            print(report.markdown_table(judged), end="")
+        if args.markdown_table or args.headlines:
+            print((report.markdown_table if args.markdown_table else report.headline_table)(
+                judged), end="")
             return 0
         out = Path(args.out).resolve() if args.out else root / "report"
         report.check_out(out)

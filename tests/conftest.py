@@ -158,15 +158,15 @@ def judge():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def verdict_table():  # type: ignore[no-untyped-def]
-    """check(text, root=results/reference): ``text`` (e.g. the README) holds the verdict table
-    that `dcrepro report --markdown-table ROOT` prints for those runs."""
+    """check(text, root=results/reference): ``text`` (e.g. the README) holds the headline
+    table that `dcrepro report --headlines ROOT` prints for those runs."""
     from analysis import report
 
     def check(text: str, root: Path = Path(__file__).resolve().parents[1] / "results" /
               "reference") -> None:
-        table = report.markdown_table(report.build(*report.gather([Path(root).resolve()])))
-        assert table in text, ("the verdict table is not the one the runs give: run "
-                               f"`dcrepro report --markdown-table {root}`")
+        table = report.headline_table(report.build(*report.gather([Path(root).resolve()])))
+        assert table in text, ("the headline table is not the one the runs give: run "
+                               f"`dcrepro report --headlines {root}`")
     return check
 
 

@@ -13,7 +13,21 @@ from typing import Any
 
 import numpy as np
 
-from analysis.claims import Missing, Outcome, Run, claim_maker, fmt, grouped, mean_jain, need_rows
+from analysis.claims import (
+    Missing,
+    Outcome,
+    Run,
+    Samples,
+    claim_maker,
+    fmt,
+    grouped,
+    jain_gap,
+    mean_jain,
+    need_rows,
+    per_unit,
+    ratio_of_means,
+)
+from analysis.intervals import Band
 from model import COUPLED_CCS
 
 from .figures import RENO_MODELS, remodel
@@ -52,6 +66,26 @@ def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[
     if not groups:
         raise Missing(f"no {topology} flows with {metric}")
     return list(groups.values())
+
+
+def _reps(runs: list[Run], topology: str) -> dict[Any, list[float]]:
+    """Per repetition (run folder, run): the topology's flows' normalized rates (bwm-ng's
+    for emulated runs, the model's otherwise).  Repetition i of the Jellyfish and of the
+    fat tree ran one after the other with the same seed: the unit pairs them."""
+    runs = _same_backend(runs)
+    metric = "norm_bwm" if runs[0].backend == "emulated" else "norm_model"
+    return grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
+        r["_run"], r.get("run")) if r.get("topology") == topology else None)
+
+
+def rep_mean_ratios(runs: list[Run], _cond: str) -> Samples:
+    """Per repetition: the Jellyfish's mean over the fat tree's."""
+    return Samples(per_unit(_reps(runs, "jellyfish"), _reps(runs, "fattree"), ratio_of_means))
+
+
+def rep_jain_gaps(runs: list[Run], _cond: str) -> Samples:
+    """Per repetition: Jain's index of the Jellyfish's flows minus the fat tree's."""
+    return Samples(per_unit(_reps(runs, "jellyfish"), _reps(runs, "fattree"), jain_gap))
 
 
 def tcp_metric(runs: list[Run]) -> str:
@@ -154,13 +188,15 @@ BASE = [
            paper="about equal (no number)",
            quote="the Jellyfish topology maintains a surprisingly fair normalized throughput "
                  "compared with that of Fat-Tree",
-           criterion=f"|Jellyfish mean / fat-tree mean - 1| <= {MEAN_TOLERANCE:g}",
+           criterion=f"per repetition Jellyfish mean / fat-tree mean; the 95 % interval of "
+                     f"its mean within 1 +- {MEAN_TOLERANCE:g}",
            reason="Issue #20 reads Fig. 6 as 'within a few percent of the fat tree + ECMP, "
                   "per rank and in the mean'; a few percent is taken as 5 %, both ways, since "
                   "the write-up's two curves lie together (a Jellyfish far above would not "
                   "reproduce the figure either).  bwm-ng rates, the write-up's tool for this "
                   "figure ('We decided to use bwn-ng'); the model's for model runs.",
-           measure=mean_vs_fattree, select=_MEASURED,
+           measure=mean_vs_fattree, select=_MEASURED, headline=True,
+           samples=rep_mean_ratios, band=Band(1 - MEAN_TOLERANCE, 1 + MEAN_TOLERANCE),
            because="k-shortest paths and hashing put Jellyfish's subflows on shared links "
                    "(98 % share one with a sibling of their connection, against 91 % in "
                    "the fat tree; a subflow's rate follows how many share its busiest link, "
@@ -203,11 +239,13 @@ BASE = [
            paper="about equal (no number)",
            quote="Jellyfish maintains relatively good fairness with even a small number of "
                  "hosts",
-           criterion=f"|Jain(Jellyfish) - Jain(fat tree)| <= {JAIN_TOLERANCE:g}",
+           criterion=f"per repetition Jain(Jellyfish) - Jain(fat tree); the 95 % interval "
+                     f"of its mean within +-{JAIN_TOLERANCE:g}",
            reason="Jain's index is the one-number form of the fairness Fig. 6 shows; the same "
                   "'few percent' (0.05 of an index whose best is 1).  Per run (its flows "
                   "share the fabric), averaged over runs.",
-           measure=jain_vs_fattree, select=_MEASURED),
+           measure=jain_vs_fattree, select=_MEASURED, headline=True,
+           samples=rep_jain_gaps, band=Band(-JAIN_TOLERANCE, JAIN_TOLERANCE)),
 ]
 
 

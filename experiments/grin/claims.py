@@ -10,8 +10,10 @@ chosen run (figures.summarize writes it from flows.csv).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from analysis.claims import Claim, Missing, Outcome, Run, claim_maker, need_rows
+from analysis.claims import Claim, Missing, Outcome, Run, Samples, claim_maker, need_rows
+from analysis.intervals import Band
 from store import cell
 
 from .figures import COLUMNS, network_label
@@ -71,6 +73,48 @@ def over(a: str, b: str, test: Callable[[float], bool]) -> Callable[[list[Run], 
     return measure
 
 
+def rep_ratios(a: str, b: str) -> Callable[[list[Run], str], Samples]:
+    """Per repetition (run folder, run) at the lowest active share: network a's mean
+    per-connection throughput over network b's, in the condition's column (flows.csv)."""
+    def samples(runs: list[Run], cond: str) -> Samples:
+        col = BY_LABEL[cond]
+        rows = need_rows(runs, "flows.csv")
+        low = min(cell(r["active_pct"]) for r in rows)
+        by: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for r in rows:
+            if cell(r["active_pct"]) == low and (x := cell(r.get(col))) == x:
+                by.setdefault((r["_run"], r["run"]), {}).setdefault(r["network"], []).append(x)
+        vals = [sum(v[a]) / len(v[a]) / (sum(v[b]) / len(v[b])) for v in by.values()
+                if v.get(a) and v.get(b) and sum(v[b]) > 0]
+        return Samples(tuple(vals))
+    return samples
+
+
+#: the regime of Fig. 7 ('all-to-all traffic, a pattern mimicking the shuffle phase') and
+#: Fig. 6 (random traffic), and enough active servers at the judged share that a GRIN port
+#: is not simply a second NIC: at least this many, so that each active server's flows
+#: share its ports and the fabric with other active servers' (the paper's 120-server
+#: simulation has 12 active at 10 %); written 2026-12-01 before the runs that judge it
+MIN_ACTIVE = 4
+
+
+def regime(pattern: str) -> Callable[[list[Run], str], str]:
+    def check(runs: list[Run], _cond: str) -> str:
+        why = []
+        got = {str(r.params.get("pattern") or "permutation") for r in runs}
+        if got != {pattern}:
+            why.append(f"traffic {'/'.join(sorted(got))}, not the figure's {pattern}")
+        rows = need_rows(runs, "flows.csv")
+        low = min(cell(r["active_pct"]) for r in rows)
+        active = min(int(cell(r["active"])) for r in rows if cell(r["active_pct"]) == low)
+        if active < MIN_ACTIVE:
+            why.append(f"{active} active servers at {low:g} % active (fewer than "
+                       f"{MIN_ACTIVE}: an idle neighbour's port is simply a second NIC, and "
+                       "the ratio is the port count by construction)")
+        return "; ".join(why)
+    return check
+
+
 _claim = claim_maker(PAPER, experiment="grin", conditions=throughputs)
 
 _GOAL = ("The paper's words 'close to 100% per extra port' made a number by issue #20's "
@@ -100,6 +144,15 @@ def _subflow_note(runs: list[Run], net: str) -> str:
     return f"; {got[0]:g} subflows per connection ({design})"
 
 
+def _band(net: str) -> Band:
+    """A degree's goal up to its port count (1 + d) plus 5 % for measurement noise."""
+    return Band(GOALS[net], 1.05 * (1 + int(net[4:])))
+
+
+_UPPER = ("  'Close to' is two-sided: up to the port count (no routing gives more) plus 5 % "
+          "for measurement noise (issue #52, 2026-12-01, before the runs that judge it).")
+
+
 def _over_original(net: str) -> Claim:
     """GRIN of one degree against the original network: at least its goal (GOALS)."""
     goal = GOALS[net]
@@ -108,20 +161,26 @@ def _over_original(net: str) -> Claim:
                   where="Fig. 7 (section 6)", paper=_CLOSE_TO[net],
                   quote="every additional port used with GRIN brings close to 100% "
                         "performance improvement when few hosts are active",
-                  criterion=f">= {goal}x", reason=_GOAL,
+                  criterion=f"per repetition at the lowest active share, {net.upper()}'s "
+                            "mean per-connection throughput / the original's; the 95 % "
+                            f"interval of its mean within {_band(net).text(2)}",
+                  reason=_GOAL + _UPPER,
                   measure=over(net, "grin0", lambda x: x >= goal),
+                  headline=net in ("grin1", "grin2"), samples=rep_ratios(net, "grin0"),
+                  band=_band(net), regime=regime("all-to-all"),
                   because=_STAR if (1 + int(net[4:])) ** 2 > KERNEL_SUBFLOW_LIMIT + 1 else "")
 
 
 def _vs_multihomed(net: str, better: bool, where: str, paper: str, quote: str,
-                   reason: str, because: str = "") -> Claim:
+                   reason: str, because: str = "", **headline: Any) -> Claim:
     """An ordering the paper states: GRIN of one degree at least as good as the multihomed
     baseline (+1 NIC) (``better``), or below it."""
     return _claim(key=f"{net}-multihomed",
                   text=f"{net.upper()} vs multihomed (+1 NIC) at the lowest active share",
                   where=where, paper=paper, quote=quote,
                   criterion=">= 1x" if better else "< 1x", reason=reason,
-                  measure=over(net, "mh1", lambda x: (x >= 1.0) == better), because=because)
+                  measure=over(net, "mh1", lambda x: (x >= 1.0) == better), because=because,
+                  **headline)
 
 
 CLAIMS = [
@@ -129,7 +188,11 @@ CLAIMS = [
     _vs_multihomed("grin2", True, "Fig. 6 (section 6)", "GRIN2 better",
                    "GRIN2 and GRIN3 performance is better than multihoming until 40% of "
                    "servers are active",
-                   "An ordering in the text: GRIN2 at least as good as dual-homing."),
+                   "An ordering in the text: GRIN2 at least as good as dual-homing; per "
+                   "repetition at the lowest active share, the 95 % interval of the ratio's "
+                   "mean at or above 1, on Fig. 6's random traffic.",
+                   headline=True, samples=rep_ratios("grin2", "mh1"), band=Band(1.0),
+                   regime=regime("random")),
     _vs_multihomed("grin1", False, "Fig. 7 (section 6)", "multihoming better",
                    "Multihoming is almost always dominated by GRIN2 and GRIN3, however it "
                    "outperforms GRIN1",
@@ -140,5 +203,6 @@ CLAIMS = [
                            "active share is the ablation: from 30 % on the neighbours are "
                            "busy and multihoming is ahead, as the paper says (reference run "
                            "20261127T040153Z-734227: GRIN1 9.1-12.6 Mb/s against 18.3 at "
-                           "30-70 % active; docs/results/003-grin.md)"),
+                           "30-70 % active; docs/results/003-grin.md)",
+                   regime=regime("all-to-all")),
 ]

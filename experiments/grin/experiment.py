@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import routing
 import topos
-from analysis.fidelity import report
+from analysis.fidelity import model_is_exact, report
 from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm, userspace_pm_available
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
@@ -305,7 +305,8 @@ def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]]
     (run_dir / "subflows.json").write_text(json.dumps(
         {c: {"designed": designed[c], "seen": seen[c]} for c in seen}, indent=1))
     model = maxmin_mbps(topo, bw, seen)
-    fid = report({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows}, model, bw, meas)
+    fid = report({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows}, model, bw, meas,
+                 model_bound=model_is_exact("mptcp"))
     missing = sum(len(set(designed[c]) - set(seen[c])) for c in seen)
     wanted = sum(len(v) for v in designed.values())
     if missing > 0.25 * wanted:

@@ -10,12 +10,31 @@ model's bounds (said in each verdict's basis); the preconditions need a measurem
 """
 from __future__ import annotations
 
-from analysis.claims import Claim, Measure, Missing, Outcome, Run, claim_maker, need_rows, num
+from functools import partial
+
+from analysis.claims import (
+    Claim,
+    Measure,
+    Missing,
+    Outcome,
+    Run,
+    Samples,
+    claim_maker,
+    need_rows,
+    num,
+)
+from analysis.intervals import Band
 
 PAPER = "001_da816e6d87c9a0a9.txt"
 PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1.4 GB)
 PAPER_PROCS_GAIN = 0.85   # Fig. 8: "improves the total application running time by 85%"
 SPEEDUP_TOLERANCE = 0.15  # the speedup claim holds within 15 % of the paper's
+SPEEDUP_BAND = Band(PAPER_SPEEDUP * (1 - SPEEDUP_TOLERANCE),
+                    PAPER_SPEEDUP * (1 + SPEEDUP_TOLERANCE))
+#: Fig. 8's "by 85 %" is a point value (1.85x): the same 15 % both ways (issue #52: a point
+#: value gets a two-sided band; before 2026-12-01 the criterion was ">= 1.85")
+PROCS_BAND = Band((1 + PAPER_PROCS_GAIN) * (1 - SPEEDUP_TOLERANCE),
+                  (1 + PAPER_PROCS_GAIN) * (1 + SPEEDUP_TOLERANCE))
 COPIES_LIMIT = 1.05       # multicast: each file byte at most once on the sender's link
 #: a capped sender is CPU-bound (the paper's regime) when one unicast process puts at most
 #: this share of the link's rate on it
@@ -136,10 +155,63 @@ def capped(runs: list[Run]) -> list[str]:
     return [f"sender_cpu={c:g}" for c in caps]
 
 
-def _capped_rows(runs: list[Run], cond: str) -> tuple[list[dict[str, str]], str]:
+def _cap_of(cond: str) -> float:
+    """The cores per process of a 'sender_cpu=C' condition; 0 (uncapped) for ''."""
+    return float(cond.split("=", 1)[1]) if cond else 0.0
+
+
+def rep_ratios(runs: list[Run], cond: str, many: bool) -> Samples:
+    """Per repetition (run folder, run), at the largest workload under the condition's cap:
+    unicast's total time over multicast's, unicast with one process or (``many``) with the
+    most processes the run has.  From transfers.csv: each transfer of each repetition."""
+    cap = _cap_of(cond)
+    rows = [r for r in need_rows(runs, "transfers.csv") if float(r.get("sender_cpu") or 0)
+            == cap]
+    # a measured transfer's time, or the model's bound where nothing was sent
+    col = "total_s" if any(r.get("total_s", "") != "" for r in rows) else "bound_s"
+    rows = [r for r in rows if r.get(col, "") != ""]
+    if not rows:
+        raise Missing(f"no transfers under {cond or 'no cap'}")
+    top = max(int(num(r, "workload")) for r in rows)
+    rows = [r for r in rows if int(num(r, "workload")) == top]
+    procs = max(int(num(r, "procs")) for r in rows if r["mode"] == "unicast") if many else 1
+    times: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows:
+        if r["mode"] == "multicast" or int(num(r, "procs")) == procs:
+            times.setdefault((r["_run"], r["run"]), {})[r["mode"]] = num(r, col)
+    return Samples(tuple(t["unicast"] / t["multicast"] for t in times.values()
+                         if t.get("multicast", 0) > 0 and "unicast" in t))
+
+
+def cpu_bound(runs: list[Run], cond: str) -> str:
+    """The paper's regime for Figs. 5 and 8: '' when one sending process cannot fill the
+    link (one unicast process puts at most CPU_BOUND_SHARE of its rate on it), else why
+    not.  The paper's 4.16x with four receivers exceeds the 4x that copies on a link alone
+    give, and its Fig. 8 gains from more cores: its sender was CPU-bound.  A link-bound
+    sender gives the number of receivers by construction, and more processes change
+    nothing."""
+    if runs and runs[0].backend != "emulated":
+        return (f"the {runs[0].backend} view has no CPU: its sender is link-bound, so the "
+                "ratio is the number of receivers by construction")
+    rows = [r for r in _all_rows(runs) if _cap(r) == _cap_of(cond)
+            and r.get("mode") == "unicast" and int(num(r, "procs")) == 1]
+    bw = float(runs[0].params.get("bw") or 0)
+    if not rows or not bw:
+        return "no single-process unicast to tell the sender's regime by"
+    share = num(rows[0], "mbps_per_process") / bw
+    if share <= CPU_BOUND_SHARE:
+        return ""
+    return (f"link-bound: one unicast process puts {share:.2f} of the link's rate on it "
+            f"(> {CPU_BOUND_SHARE}), so unicast/multicast is the number of copies by "
+            "construction; the paper's sender was CPU-bound (run with --sender-cpu)")
+
+
+def _capped_rows(runs: list[Run], cond: str, regime_required: bool = True
+                 ) -> tuple[list[dict[str, str]], str]:
     """The largest workload's rows under the condition's cap, and the regime in words.
     Missing when the cap did not make one unicast process CPU-bound (not the paper's
-    regime, so the claim cannot be judged there)."""
+    regime, so the claim cannot be judged there), unless not ``regime_required`` (a claim
+    whose ``regime`` says so itself)."""
     if runs and runs[0].backend == "sim":
         raise Missing("not simulated: a CPU-bound sender is a real process under a CPU cap, "
                       "and ns-3 has no CPU (an imposed per-process rate would only restate "
@@ -161,7 +233,7 @@ def _capped_rows(runs: list[Run], cond: str) -> tuple[list[dict[str, str]], str]
     regime = (f"one unicast process {num(one[0], 'mbps_per_process'):.1f} Mb/s = "
               f"{share:.2f} of the link, sender cores "
               f"{one[0].get('sender_cores', '?')}, network work {net} from the sender")
-    if not share <= CPU_BOUND_SHARE:
+    if not share <= CPU_BOUND_SHARE and regime_required:
         raise Missing(f"not CPU-bound under {cond}: {regime} (> {CPU_BOUND_SHARE} of the "
                       "link: not the paper's regime)")
     return mine, f"CPU-bound, the paper's regime: {regime}"
@@ -180,8 +252,21 @@ def procs_fall(runs: list[Run], cond: str) -> Outcome:
                    times[-1] <= FALL_SHARE * times[0] and steps_ok, regime)
 
 
+def speedup_capped(runs: list[Run], cond: str) -> Outcome:
+    """Fig. 5's ratio (single-process unicast over multicast, largest workload) under the
+    condition's cap, from summary.csv (the mean over repetitions)."""
+    mine, regime = _capped_rows(runs, cond, regime_required=False)
+    one = [r for r in mine if r.get("mode") == "unicast" and int(num(r, "procs")) == 1
+           and r.get("speedup_of_multicast", "") != ""]
+    if not one:
+        raise Missing(f"no single-process unicast beside multicast under {cond}")
+    s = num(one[0], "speedup_of_multicast")
+    return Outcome(f"{s:.2f}x", abs(s - PAPER_SPEEDUP) <= SPEEDUP_TOLERANCE * PAPER_SPEEDUP,
+                   regime)
+
+
 def procs_gain_cpu(runs: list[Run], cond: str) -> Outcome:
-    mine, regime = _capped_rows(runs, cond)
+    mine, regime = _capped_rows(runs, cond, regime_required=False)
     uni = [r for r in mine if r.get("mode") == "unicast"
            and r.get("speedup_of_multicast", "") != ""]
     mc = [r for r in mine if r.get("mode") == "multicast"]
@@ -221,29 +306,52 @@ def _precondition(key: str, text: str, where: str, criterion: str, reason: str,
                   measure=measure)
 
 
+#: the paper's words of Fig. 5 and Fig. 8, shared by the uncapped and the capped claims
+_FIG5 = {"paper": f"{PAPER_SPEEDUP}x (1.4 GB)",
+         "quote": "for the largest workload (1.4GB total file size) Orca achieves 4.16x "
+                  "improvement"}
+_FIG8 = {"paper": f"{PAPER_PROCS_GAIN:.0%} better",
+         "quote": "Even in the case that application uses one core for each multicast "
+                  "destination, Orca improves the total application running time by 85%"}
+#: how both Fig. 5 claims are judged: per repetition, against the band, in the regime
+_FIG5_JUDGED = {"headline": True, "samples": partial(rep_ratios, many=False),
+                "band": SPEEDUP_BAND, "regime": cpu_bound}
+
+
 CLAIMS = [
     _claim(key="speedup", text="Multicast's speedup over single-process unicast at the "
                                "largest workload",
            where="Fig. 5 (section V.B)",
-           paper=f"{PAPER_SPEEDUP}x (1.4 GB)",
-           quote="for the largest workload (1.4GB total file size) Orca achieves 4.16x "
-                 "improvement",
-           criterion=f"within {SPEEDUP_TOLERANCE:.0%} of {PAPER_SPEEDUP}x",
+           **_FIG5,
+           criterion=f"per repetition unicast time / multicast time; the 95 % interval of "
+                     f"its mean within {SPEEDUP_TOLERANCE:.0%} of {PAPER_SPEEDUP}x; judged only "
+                     "where the sender is CPU-bound (the paper's regime)",
            reason="A measured factor with run-to-run spread: within 15 % of the paper's counts "
                   "as reproduced.  Unicast's total time over multicast's, mean over runs, at "
                   "the largest workload the run has (the paper's is 1.4 GB; ours is scaled "
                   "to the link rate).",
-           measure=speedup),
+           measure=speedup, **_FIG5_JUDGED),
+    _claim(key="speedup-cpu", text="With a CPU-bound sender, multicast's speedup over "
+                                   "single-process unicast at the largest workload",
+           where="Fig. 5 (section V.B), in the paper's regime", conditions=capped,
+           **_FIG5,
+           criterion=f"per repetition unicast time / multicast time; the 95 % interval of "
+                     f"its mean within {SPEEDUP_TOLERANCE:.0%} of {PAPER_SPEEDUP}x, judged "
+                     f"only where one capped unicast process puts <= {CPU_BOUND_SHARE:.0%} "
+                     "of the link's rate on it",
+           reason="The speedup claim in the regime the paper's numbers imply (4.16x exceeds "
+                  "the 4x that four copies on a link give, so its unicast was slowed by its "
+                  "sender, not its link): the same band, on the capped runs (issue #52, "
+                  "written 2026-12-01 before the runs that judge it).",
+           measure=speedup_capped, **_FIG5_JUDGED),
     _claim(key="procs", text="Multicast beats unicast even with one sending process per "
                              "receiver",
            where="Fig. 8 (section V.E)",
-           paper=f"{PAPER_PROCS_GAIN:.0%} better",
-           quote="Even in the case that application uses one core for each multicast "
-                 "destination, Orca improves the total application running time by 85%",
+           **_FIG8,
            criterion=f"unicast/multicast >= {1 + PAPER_PROCS_GAIN:.2f} with the most processes",
            reason="'Improves by 85%' is read as unicast taking 1.85 times multicast's time; "
                   "at least that counts.",
-           measure=procs_gain),
+           measure=procs_gain, regime=cpu_bound),
     _claim(key="procs-cpu-falls", text="With a CPU-bound sender, unicast gets faster as "
                                         "sending processes are added",
            where="Fig. 8 (section V.E)", conditions=capped,
@@ -264,12 +372,12 @@ CLAIMS = [
     _claim(key="procs-cpu", text="With a CPU-bound sender, multicast beats unicast even "
                                  "with one sending process per receiver",
            where="Fig. 8 (section V.E)", conditions=capped,
-           paper=f"{PAPER_PROCS_GAIN:.0%} better",
-           quote="Even in the case that application uses one core for each multicast "
-                 "destination, Orca improves the total application running time by 85%",
-           criterion=f"unicast/multicast >= {1 + PAPER_PROCS_GAIN:.2f} with the most "
-                     f"processes, judged only where one capped unicast process puts <= "
-                     f"{CPU_BOUND_SHARE:.0%} of the link's rate on it (the paper's regime)",
+           **_FIG8,
+           criterion=f"per repetition unicast time (most processes) / multicast time; the "
+                     f"95 % interval of its mean within {SPEEDUP_TOLERANCE:.0%} of "
+                     f"{1 + PAPER_PROCS_GAIN:.2f}, judged only where one capped unicast "
+                     f"process puts <= {CPU_BOUND_SHARE:.0%} of the link's rate on it (the "
+                     "paper's regime)",
            reason="As the uncapped claim, in the paper's regime.  Predicted before the data "
                   "(and reported beside each verdict): with N processes each capped at the "
                   "same cores, unicast is limited by min(N r_u, link) and multicast by its "
@@ -287,7 +395,8 @@ CLAIMS = [
                    "and 0.95x / 1.84x at 0.025 / 0.05 with the CPUs kept awake "
                    "(--idle-cpus spin, 2026-11-27; at 0.1 one process nearly fills the "
                    "link) (docs/results/001-orca.md#fig-8-with-a-cpu-bound-sender)",
-           measure=procs_gain_cpu),
+           measure=procs_gain_cpu, headline=True, samples=partial(rep_ratios, many=True),
+           band=PROCS_BAND, regime=cpu_bound),
     _precondition("multicast-once", "multicast carries each file byte at most once on the "
                   "sender's link (plus repairs)", "Figs. 1-2 (the switches replicate)",
                   f"max copies <= {COPIES_LIMIT}",

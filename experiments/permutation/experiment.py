@@ -15,7 +15,7 @@ from typing import Any
 
 import routing
 import topos
-from analysis.fidelity import load_calibration, report
+from analysis.fidelity import load_calibration, model_is_exact, report
 from harness.common import add_backend, add_shared, run_rng, transports
 from harness.params import FlowParams, SimParams
 from harness.runfolder import RunFolder
@@ -80,17 +80,6 @@ def validate(params: PermutationParams) -> None:
         raise ValueError("--backend sim: mainline ns-3 has no MPTCP; use --transport tcp")
 
 
-def model_is_bound(transport: str, pattern: str) -> bool:
-    """Whether the flow model's rates are what this transport can reach here, so that an
-    emulated aggregate far below them doubts the emulator (analysis.fidelity.report).  Not
-    for MPTCP in a permutation, where each host's access link carries its data and the ACKs
-    of the flow it receives: the wire-bytes ablation (docs/results/000-permutation-
-    fairness.md) moved MPTCP-8 from 0.901 to 0.943 of the model under cubic and from 0.851
-    to 0.986 under lia by giving the ACKs their own links, so the shortfall is the
-    transport's; the pairing pattern keeps the check, and there it validates the emulator."""
-    return not (transport == "mptcp" and pattern == "permutation")
-
-
 def _row(run: int, transport: str, src: str, dst: str, bw: float,
          **rates: float) -> dict[str, Any]:
     row: dict[str, Any] = {"run": run, "transport": transport, "src": src, "dst": dst}
@@ -124,7 +113,7 @@ def drive(s: Session, pairs: dict[str, str], params: PermutationParams, run_dir:
         (out / "paths.json").write_text(json.dumps(traced, indent=1))
         model = rates_on_paths(emu.topo, bw, pairs, traced)
         fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas, calibration,
-                     model_bound=model_is_bound(transport, params.pattern))
+                     model_bound=model_is_exact(transport))
         fid.update(run=run, transport=transport, cpu_mean=meas["cpu_mean"], **shortfall,
                    restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                    **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],

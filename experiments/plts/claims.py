@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.claims import Claim, Missing, Outcome, Run, claim_maker, need_rows
+from analysis.claims import Claim, Missing, Outcome, Run, Samples, claim_maker, need_rows
+from analysis.intervals import Band
 from store import cell
 
 from .figures import PAPER_PCT, RECOVERIES, SPRAYS, _ordered, _r, _ratio, aqm_mode, aqm_of
@@ -31,6 +32,8 @@ PAPER_P99_RATIO = 1 / 6           # ... and "one-sixth" at p99
 PAPER_SPREAD = 10.0               # "an order of magnitude" between ECMP's best and worst flow
 #: a "RR ~ 92 %" claim holds when the measured mean is within this many percentage points
 PCT_TOLERANCE = 5.0
+#: a measured factor without a stated tolerance: 15 % both ways (as Orca's 4.16x)
+SPRAY_BAND = Band(PAPER_SPRAY_OVER_ECMP * 0.85, PAPER_SPRAY_OVER_ECMP * 1.15)
 
 
 #: the queues the paper's ECMP ran on ("ECMP with RED/ECN")
@@ -64,6 +67,80 @@ def _by_scheme(runs: list[Run], cond: str) -> dict[str, dict[str, str]]:
             continue
         out.setdefault(scheme, r)
     return out
+
+
+def _in_cond(row: dict[str, str], cond: str) -> bool:
+    """Whether a flows.csv or latency.csv row belongs to the condition (its recovery, and
+    for ECMP its queue)."""
+    parts = dict(p.split("=", 1) for p in cond.split(",") if "=" in p)
+    if str(row.get("recovery", "")) != parts.get("recovery", ""):
+        return False
+    return row.get("scheme") != "ecmp" or "ecmp" not in parts or \
+        aqm_mode(aqm_of(row)) == parts["ecmp"]
+
+
+def _per_rep(runs: list[Run], cond: str, table: str, col: str
+             ) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """Per repetition (run folder, run: one pairing, every scheme on it in turn): each
+    scheme's values of ``col`` in ``table``, for the condition."""
+    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for r in need_rows(runs, table):
+        x = cell(r.get(col))
+        if _in_cond(r, cond) and x == x:
+            out.setdefault((r["_run"], r["run"]), {}).setdefault(r["scheme"], []).append(x)
+    return out
+
+
+def rep_pct(scheme: str) -> Callable[[list[Run], str], Samples]:
+    """Per repetition: the scheme's mean % of ideal over its flows."""
+    def samples(runs: list[Run], cond: str) -> Samples:
+        reps = _per_rep(runs, cond, "flows.csv", "pct_ideal")
+        return Samples(tuple(float(np.mean(v[scheme])) for v in reps.values() if v.get(scheme)))
+    return samples
+
+
+def rep_spray_over_ecmp(runs: list[Run], cond: str) -> Samples:
+    """Per repetition: the sprays' mean % of ideal (mean of the three schemes' means) over
+    ECMP's on the same pairing."""
+    vals = []
+    for v in _per_rep(runs, cond, "flows.csv", "pct_ideal").values():
+        sprays = [float(np.mean(v[s])) for s in SPRAYS if v.get(s)]
+        if sprays and v.get("ecmp") and np.mean(v["ecmp"]) > 0:
+            vals.append(float(np.mean(sprays)) / float(np.mean(v["ecmp"])))
+    return Samples(tuple(vals))
+
+
+def rep_latency(pct: int) -> Callable[[list[Run], str], Samples]:
+    """Per repetition: the mean over the sprays of each one's ``pct``-th percentile of
+    sampled packets' one-way fabric latency, over ECMP's on the same pairing."""
+    def samples(runs: list[Run], cond: str) -> Samples:
+        vals = []
+        for v in _per_rep(runs, cond, "latency.csv", "latency_us").values():
+            sprays = [float(np.percentile(v[s], pct)) for s in SPRAYS if v.get(s)]
+            if sprays and v.get("ecmp"):
+                base = float(np.percentile(v["ecmp"], pct))
+                if base > 0:
+                    vals.append(float(np.mean(sprays)) / base)
+        return Samples(tuple(vals))
+    return samples
+
+
+#: the paper's regime: its TCP is QualNet's of 2011 (fast retransmit on three duplicate
+#: ACKs, no reordering detection: --recovery classic) and its ECMP ran on RED/ECN
+PAPER_RECOVERY = "classic"
+
+
+def paper_regime(_runs: list[Run], cond: str) -> str:
+    """'' when the condition is the paper's set-up, else why not."""
+    parts = dict(p.split("=", 1) for p in cond.split(",") if "=" in p)
+    why = []
+    if parts.get("recovery") != PAPER_RECOVERY:
+        why.append(f"TCP recovery '{parts.get('recovery')}', not the paper's era's (three "
+                   "duplicate ACKs, no reordering detection: --recovery classic); a TCP that "
+                   "tolerates reordering makes a spray look better than the paper's TCP could")
+    if parts.get("ecmp", "red") not in PAPER_ECMP_AQM:
+        why.append(f"ECMP on {parts.get('ecmp')}, not the paper's RED/ECN (the ablation)")
+    return "; ".join(why)
 
 
 def _val(by: dict[str, dict[str, str]], scheme: str, col: str) -> float:
@@ -203,17 +280,36 @@ def _pct(scheme: str, quote: str, because: str = "", sim_because: str = "") -> C
     views = {"model": _MODEL_NO_REORDERING, **({"sim": sim_because} if sim_because else {})}
     return _claim(key=f"{scheme}-pct", text=f"{scheme.upper()} % of ideal",
                   where="Fig. 1(a), section 3", paper=f"{paper:g} %", quote=quote,
-                  criterion=f"abs(measured - {paper:g}) <= {PCT_TOLERANCE:g} points",
+                  criterion=f"per repetition the mean % of ideal of its {scheme} flows; the "
+                            f"95 % interval of its mean within {paper:g} +- "
+                            f"{PCT_TOLERANCE:g} points",
                   reason=_POINT, measure=pct_of_ideal(scheme), because=because,
-                  because_views=views)
+                  because_views=views, headline=scheme == "rr", samples=rep_pct(scheme),
+                  band=Band(paper - PCT_TOLERANCE, paper + PCT_TOLERANCE),
+                  regime=paper_regime)
+
+
+#: the paper's "one-third" and "one-sixth" are rounded words, so each band reaches halfway to
+#: the neighbouring simple fraction: 1/3 -> [1/3.5, 1/2.5], 1/6 -> [1/6.5, 1/5.5] (issue
+#: #52: a point value gets a two-sided band; written 2026-12-01, before the runs that
+#: judge it; before that the criteria were one-sided, <= 1/3 and <= 1/6)
+LATENCY_BANDS = {"p90": Band(1 / 3.5, 1 / 2.5), "p99": Band(1 / 6.5, 1 / 5.5)}
+LATENCY_BAND_REASON = ("  The paper's fractions are rounded words: the band reaches halfway "
+                       "to the neighbouring simple fraction (1/3: 1/3.5-1/2.5; 1/6: "
+                       "1/6.5-1/5.5), both ways, since a spray far below the paper's "
+                       "fraction does not reproduce it either.")
 
 
 def _latency(pct: str, ratio: float, quote: str, reason: str) -> Claim:
     """The sprays' latency at percentile ``pct`` at most ``ratio`` of ECMP's (Fig. 1(b))."""
+    band = LATENCY_BANDS[pct]
     return _claim(key=f"latency-{pct}", text=f"latency {pct} spray/ECMP",
                   where="Fig. 1(b), section 3", paper=f"{round(ratio, 3)}", quote=quote,
-                  criterion=f"mean of the sprays' {pct} / ECMP's {pct} <= {ratio:.3f}",
-                  reason=reason, measure=latency_ratio(pct, ratio))
+                  criterion=f"per repetition the mean of the sprays' {pct} / ECMP's {pct}; the "
+                            f"95 % interval of its mean within {band.text(3)}",
+                  reason=reason + LATENCY_BAND_REASON, measure=latency_ratio(pct, ratio),
+                  headline=True, samples=rep_latency(int(pct[1:])), band=band,
+                  regime=paper_regime)
 
 
 CLAIMS = [
@@ -248,11 +344,15 @@ CLAIMS = [
            paper=f"{PAPER_SPRAY_OVER_ECMP:g}",
            quote="per-packet load balancing outperforms ECMP in all the dimensions—1.5× "
                  "better throughput",
-           criterion=f"mean of the sprays' mean % of ideal / ECMP's >= "
-                     f"{PAPER_SPRAY_OVER_ECMP:g}",
-           reason="'1.5x better' taken as at least 1.5x, for the sprays on average (the "
-                  "abstract speaks of per-packet load balancing as one).",
-           measure=spray_over_ecmp,
+           criterion=f"per repetition the sprays' mean % of ideal / ECMP's; the 95 % "
+                     f"interval of its mean within {SPRAY_BAND.text(3)}",
+           reason="'1.5x better', for the sprays on average (the abstract speaks of "
+                  "per-packet load balancing as one).  A measured factor with no tolerance "
+                  "given: within 15 % both ways, as for Orca's 4.16x (issue #52, written "
+                  "2026-12-01 before the runs that judge it; before that the criterion was "
+                  "'at least 1.5').",
+           measure=spray_over_ecmp, headline=True, samples=rep_spray_over_ecmp,
+           band=SPRAY_BAND, regime=paper_regime,
            because="ECMP gets what its hash collisions leave it, and that is a draw: over "
                    "100 drawn pairings and hashes the flow model gives ECMP 52-82 % of ideal "
                    "(median 64.8), and 1.5x with the reference's sprays (89.7 %) needs "

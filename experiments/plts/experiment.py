@@ -67,7 +67,7 @@ import numpy as np
 
 import routing
 import topos
-from analysis.fidelity import report
+from analysis.fidelity import model_is_exact, report
 from emulator import aqm as aqm_spec
 from emulator import dataplanes
 from emulator.dataplane import LatencySampling, Spread
@@ -494,7 +494,7 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, rec
     # shows it too: RND at 85.7 % of ideal), not an emulator fault; ECMP's model rates on
     # its traced paths stay a bound the check judges.
     fid = report({f.src: f.iperf_mbps for f in flows}, model, bw, meas,
-                 model_bound=scheme == "ecmp")
+                 model_bound=model_is_exact("tcp", sprayed=scheme != "ecmp"))
     fid.update(run=r, scheme=scheme, aqm=aqm, recovery=recovery, cpu_mean=meas["cpu_mean"],
                latency_sampling=sampling, **loss_fields(meas))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.proc import pid_alive
 from emulator.registry import STATE_DIR, clean_all, machine_leftovers
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": [],
@@ -21,13 +22,47 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def clean_before_and_after():  # type: ignore[no-untyped-def]
     """Refuse a dirty machine; fail a test whose teardown left anything behind."""
+    foreign = _foreign_runs()
+    assert not foreign, ("another dcrepro run is live on this machine (" + "; ".join(foreign)
+                         + "): the integration tier needs the machine alone")
     assert machine_leftovers() == CLEAN, f"dirty machine before the test: {machine_leftovers()}"
     yield
     left = machine_leftovers()
+    foreign = _foreign_runs()
+    assert not foreign, ("another dcrepro run is live on this machine (" + "; ".join(foreign)
+                         + "): the integration tier needs the machine alone; nothing was "
+                         "cleaned")
     if left != CLEAN:
         _sweep(left)  # this test fails; the ones after it must still start clean
     assert left == CLEAN, f"teardown left {left}"
     assert not list(STATE_DIR.glob("*.json")), "run registry not cleared"
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether process ``pid`` is ``ancestor`` or below it (parents read from /proc)."""
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
+def _foreign_runs() -> list[str]:
+    """Runs recorded by a live process that this test session did not start (a user's run
+    or another suite's): never swept, since sweeping them would break that run."""
+    out = []
+    for path in STATE_DIR.glob("*.json"):
+        try:
+            state = json.loads(path.read_text())
+            pid = int(state.get("pid", -1))
+        except (OSError, ValueError, TypeError):
+            continue
+        if pid_alive(pid) and not _descends_from(pid, os.getpid()):
+            out.append(f"run {state.get('run')}, pid {pid}")
+    return out
 
 
 def _sweep(left: dict[str, list[str]]) -> None:

@@ -84,10 +84,10 @@ def test_no_usage_text_asks_for_sudo(script):
 
 
 def test_the_readme_shows_the_current_verdict_table(verdict_table):
-    """Between the two markers: what `dcrepro report --markdown-table results/reference`
-    prints for the committed reference runs, now (a reference rerun must update it)."""
+    """Between the two markers: what `dcrepro report --headlines results/reference` prints
+    for the committed reference runs, now (a reference rerun must update it)."""
     text = (REPO / "README.md").read_text()
-    begin, end = text.index("<!-- verdicts:begin"), text.index("<!-- verdicts:end -->")
+    begin, end = text.index("<!-- headlines:begin"), text.index("<!-- headlines:end -->")
     assert text.index("## What reproduced") < begin < end
     verdict_table(text[begin:end])
 

@@ -169,5 +169,6 @@ def test_a_new_experiment_is_one_folder_and_one_registry_line(toy, capsys):
     assert [x.split("  ")[0].strip() for x in toy_lines] == ["holds", "does not hold"]
     data = json.loads((out / "report" / "verdicts.json").read_text())
     toy = next(e for e in data["experiments"] if e["experiment"] == "toy")
-    assert toy["counts"] == {"holds": 1, "does not hold": 1, "not measured": 0,
+    assert toy["counts"] == {"holds": 1, "does not hold": 1, "inconclusive": 0,
+                             "not in the paper's regime": 0, "not measured": 0,
                              "run not trusted": 0}
