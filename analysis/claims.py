@@ -24,6 +24,7 @@ verdict is one of ``VERDICTS``:
 """
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -202,6 +203,8 @@ class Run:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     #: repetitions (the tables' ``run`` column) left out of every table: the flagged ones
     drop: frozenset[str] = frozenset()
+    #: tables that could not be read (file name -> why): read as empty, named by the report
+    damaged: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, path: Path, invalid: str = "") -> Run:
@@ -249,7 +252,14 @@ class Run:
         """Rows of a CSV file of the run ([] when it has none)."""
         if name not in self._cache:
             path = self.path / name
-            got = read_csv(path) if path.is_file() else []
+            try:
+                got = read_csv(path) if path.is_file() else []
+            except (UnicodeDecodeError, csv.Error, OSError) as exc:
+                # a damaged table is no table: the claims that need it are not measured
+                self.damaged[name] = (f"not UTF-8 text ({exc.reason})"
+                                      if isinstance(exc, UnicodeDecodeError)
+                                      else f"unreadable ({type(exc).__name__}: {exc})")
+                got = []
             self._cache[name] = [r for r in got if _rep_id(r.get("run")) not in self.drop] \
                 if self.drop else got
         return self._cache[name]

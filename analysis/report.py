@@ -90,6 +90,20 @@ class Report:
     sources: list[list[Run]]
     sections: list[Section]
 
+    @property
+    def skipped(self) -> list[str]:
+        """What the report could not use, one line each: half-written folders under the
+        results root, and tables of its runs that could not be read."""
+        half = [f"{p}: half-written run folder (no "
+                + " or ".join(n for n in ("status.json", "config.json")
+                              if not (p / n).is_file()) + "); left out"
+                for name in registry.EXPERIMENTS if (self.root / name).is_dir()
+                for p in sorted((self.root / name).iterdir())
+                if p.is_dir() and not _is_run(p) and p.name != "report"]
+        bad = [f"{r.path / name}: {why}; read as empty" for src in self.sources for r in src
+               for name, why in r.damaged.items()]
+        return half + bad
+
 
 # -- input ----------------------------------------------------------------------------------
 
@@ -303,8 +317,10 @@ def terminal(report: Report) -> list[str]:
     lines = [terminal_line(v, width) for s in report.sections for v in s.verdicts]
     split = [f"views disagree  {s.experiment:<{width}} {d}" for s in report.sections
              for d in s.disagree]
-    return lines + [""] + split + ([""] if split else []) + \
-        [summary_line(s.experiment, s.verdicts) for s in report.sections]
+    skipped = [f"skipped  {x}" for x in report.skipped]
+    return lines + [""] + split + ([""] if split else []) + skipped + \
+        ([""] if skipped else []) + [summary_line(s.experiment, s.verdicts)
+                                     for s in report.sections]
 
 
 def _runs_text(sec: Section) -> str:
@@ -497,6 +513,9 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
             '<table class="summary"><thead><tr><th>experiment</th><th>claims</th>'
             f'{head}<th>runs judged</th></tr></thead><tbody>{"".join(rows)}</tbody></table>',
             f'<p class="legend">{legend}</p>']
+    if report.skipped:
+        body.append('<div class="box"><b>Left out</b><ul>'
+                    + "".join(f"<li>{_e(x)}</li>" for x in report.skipped) + "</ul></div>")
     body += [_section(s, out, figs) for s in report.sections]
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

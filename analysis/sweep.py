@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt
 from store import read_csv
 
 MAX_PANELS = 8
-#: columns that identify rows rather than measure something
-IDS = {"run_id", "run", "index"}
+#: columns that name a run or mark it (flagged: its fidelity check's first reason), not a metric
+IDS = {"run_id", "run", "index", "flagged"}
 
 
 def _num(v: str) -> float | None:

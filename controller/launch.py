@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.topo:
         import routing
         import topos
-        plan = routing.make_plan(topos.build(args.topo), args.routing)
+        try:
+            plan = routing.make_plan(topos.build(args.topo), args.routing)
+        except ValueError as exc:     # SpecError included: a bad --topo or --routing
+            ap.error(str(exc))
         fd, path = tempfile.mkstemp(prefix="dcrepro-plan-", suffix=".json")
         with os.fdopen(fd, "w") as fh:
             fh.write(plan.dumps())

@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "complete (what any launcher calls)")
     one.add_argument("manifest", help="OUT/sweeps/<name>/manifest.jsonl")
     one.add_argument("run_id", help="the run id of a manifest line")
+    one.add_argument("--redo-flagged", action="store_true",
+                     help="run it again if it finished flagged (kept as invalid)")
     col = sub.add_parser("collect", help="write a sweep folder's summary.csv from its "
                          "complete runs (refused when their machines differ)")
     col.add_argument("sweep_dir", help="OUT/sweeps/<name>")
@@ -120,8 +122,6 @@ def _collect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mixed", action="store_true",
                    help="accept runs whose machines differ (kernel, CPU model, cores, "
                         "dataplane, Python, iperf3, OVS); the differing fields become columns")
-    p.add_argument("--with-invalid", action="store_true",
-                   help="include invalid (suspect) runs in summary.csv, marked")
 
 
 def _launch_arguments(p: argparse.ArgumentParser) -> None:
@@ -141,6 +141,10 @@ def _launch_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--launch-timeout", type=float, default=Options.timeout, metavar="S",
                    help="parallel, slurm: stop (cancel) everything after this many seconds")
     _collect_arguments(p)
+    p.add_argument("--redo-flagged", action="store_true",
+                   help="run again the runs that finished flagged by their fidelity check "
+                        "(kept as <run id>.invalid; by default a finished run is never "
+                        "redone, and the summary marks it in column flagged)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -173,7 +177,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     mod = _module(args.experiment)
     opts = Options(hosts=Path(args.hosts) if args.hosts else None, retries=args.retries,
                    concurrency=args.concurrency, timeout=args.launch_timeout,
-                   mixed=args.mixed, with_invalid=args.with_invalid)
+                   mixed=args.mixed, redo_flagged=args.redo_flagged)
     try:
         defaults = mod.PARAMS.defaults()
         base = resolve(args, defaults, mod.QUICK)
@@ -197,14 +201,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     print(f"sweep folder: {sweep_dir}", flush=True)
     if args.plan_only:
-        done = sum(state(sweep_dir, x["run_id"]) == "complete" for x in lines)
-        print(f"manifest: {sweep_dir / 'manifest.jsonl'}: {len(lines)} runs, {done} complete")
+        done = sum(state(sweep_dir, x["run_id"]) != "missing" for x in lines)
+        print(f"manifest: {sweep_dir / 'manifest.jsonl'}: {len(lines)} runs, {done} finished")
         return 0
     if args.engine != "local":
         return launch(args.engine, sweep_dir / "manifest.jsonl", code, opts)
     return run_sweep(sweep_dir, args.experiment, lines,
                      lambda params, where: _execute(mod, params, where),
-                     mixed=args.mixed, with_invalid=args.with_invalid)
+                     mixed=args.mixed, redo_flagged=args.redo_flagged)
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
@@ -214,7 +218,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     sweep_dir = Path(args.sweep_dir)
     try:
         _, lines = read_manifest(sweep_dir / "manifest.jsonl")
-        note = write_summary(sweep_dir, lines, mixed=args.mixed, with_invalid=args.with_invalid)
+        note = write_summary(sweep_dir, lines, mixed=args.mixed)
     except ValueError as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -239,7 +243,7 @@ def cmd_run_one(args: argparse.Namespace) -> int:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
     rc, what = run_one(path.parent, line, header["experiment"],
-                       lambda params, where: _execute(mod, params, where))
+                       lambda params, where: _execute(mod, params, where), args.redo_flagged)
     print(f"run-one {args.run_id} ({line['label']}): {what}",
           file=sys.stderr if rc not in (0, BUSY) else sys.stdout)
     return rc
@@ -323,8 +327,8 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
         return exit_code(exc)
     except Exception as exc:
         kind = "" if isinstance(exc, RunError) else f"{type(exc).__name__}: "
-        error = f"no space left on the device of {folder.path}" if no_space(exc) else \
-            f"{kind}{exc}"
+        error = f"no space left on the device of {full_place(exc, folder.path)}" \
+            if no_space(exc) else f"{kind}{exc}"
         try:
             folder.log.error("run failed: %s\n%s", exc, traceback.format_exc())
         except OSError:
@@ -370,6 +374,19 @@ def _check_writable(root: Path, backend: str = "emulated") -> None:
                          f"{need} MB")
 
 
+def full_place(exc: BaseException, default: Path) -> Path:
+    """Where the full disk is: the folder of the file an OSError in the chain names (the
+    run registry under /run/dcrepro is a tmpfs of its own), else ``default``."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.filename:
+            return Path(str(seen.filename)).parent
+        seen = seen.__cause__ or seen.__context__
+    return default
+
+
 def no_space(exc: BaseException) -> bool:
     """Whether a failure comes from a full disk (ENOSPC anywhere in its chain, or a tool's
     own words for it)."""
@@ -388,8 +405,16 @@ def _plot(run_dir: Path) -> int:
     import analysis
     try:
         figures = analysis.plot(run_dir)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"dcrepro: error: {exc}", file=sys.stderr)
+    except Exception as exc:      # one line here; the traceback goes to the run's log.txt
+        kind = "" if isinstance(exc, (ValueError, FileNotFoundError)) else \
+            f"{type(exc).__name__}: "
+        print(f"dcrepro: error: {kind}{exc} (traceback in {run_dir / 'log.txt'})",
+              file=sys.stderr)
+        try:
+            with open(run_dir / "log.txt", "a") as fh:
+                fh.write(f"figures failed: {kind}{exc}\n{traceback.format_exc()}")
+        except OSError:
+            pass
         return 1
     summary = run_dir / "summary.csv"
     if summary.exists():

@@ -46,7 +46,7 @@ class Options:
     concurrency: int = 1             # slurm: array tasks at once (%N)
     timeout: float = 24 * 3600.0     # the whole launch; then everything started is stopped
     mixed: bool = False              # collect: accept runs from differing machines
-    with_invalid: bool = False       # collect: include invalid runs, marked
+    redo_flagged: bool = False       # run again the runs kept as invalid (flagged)
 
 
 def dcrepro_command() -> list[str]:
@@ -297,13 +297,14 @@ def launch(engine: str, manifest: Path, code: str, opts: Options,
     sweep_dir = manifest.parent
     say = Progress(sweep_dir)
     try:
-        pending = todo(sweep_dir, lines)
-        say(f"{len(lines)} runs, {len(lines) - len(pending)} already complete, "
+        pending = todo(sweep_dir, lines, opts.redo_flagged)
+        say(f"{len(lines)} runs, {len(lines) - len(pending)} already finished, "
             f"{len(pending)} to run (engine {engine})")
         code_rc = 0
         if pending:
             ids = write_ids(sweep_dir, pending)
-            runone = runone_command(manifest, dcrepro)
+            runone = runone_command(manifest, dcrepro) + (["--redo-flagged"]
+                                                          if opts.redo_flagged else [])
             tick = _ticker(sweep_dir, pending, say)
             if engine == "parallel":
                 argv = parallel_argv(runone, ids, sweep_dir / "parallel.joblog", opts.hosts,
@@ -324,7 +325,7 @@ def launch(engine: str, manifest: Path, code: str, opts: Options,
             else:
                 raise ValueError(f"unknown engine {engine!r}")
             tick()
-        return finish(sweep_dir, lines, say, code_rc, opts.mixed, opts.with_invalid)
+        return finish(sweep_dir, lines, say, code_rc, opts.mixed)
     except KeyboardInterrupt:
         say("interrupted; run the same command again to resume")
         raise
@@ -334,15 +335,16 @@ def launch(engine: str, manifest: Path, code: str, opts: Options,
 
 def _ticker(sweep_dir: Path, pending: list[dict[str, Any]],
             say: Callable[[str], None]) -> Callable[[], None]:
-    """A progress line (and ETA) each time another handed-out run becomes complete."""
+    """A progress line (and ETA) each time another handed-out run finishes (complete, or
+    kept as invalid when its fidelity check flagged it)."""
     t0, seen = time.monotonic(), [0]
 
     def tick() -> None:
-        done = sum(state(sweep_dir, x["run_id"]) == "complete" for x in pending)
+        done = sum(state(sweep_dir, x["run_id"]) != "missing" for x in pending)
         if done != seen[0]:
             seen[0] = done
             spent = time.monotonic() - t0
             left = len(pending) - done
-            say(f"[{done}/{len(pending)}] complete" +
+            say(f"[{done}/{len(pending)}] finished" +
                 (f", ETA {_eta(spent / done * left)}" if done and left else ""))
     return tick

@@ -8,17 +8,18 @@ A sweep lives in ``<out>/sweeps/<name>/``:
   values, the parameters, the exact command that runs it, and what machine it needs;
 * ``runs/<run id>/``: a complete run folder (status ``ok``), moved there in one rename once
   it ended, with ``fingerprint.json`` (the machine it ran on); ``runs/<run id>.invalid/``:
-  one that ended ``ok`` but whose numbers are ``suspect`` (kept, not complete: the next
-  launch redoes it);
+  one that ended ``ok`` but whose numbers are ``suspect``: finished and flagged (the next
+  launch does not redo it unless ``--redo-flagged``: completion and trust are separate);
 * ``work/``: runs in progress or failed (their folders stay as a record);
-* ``progress.log`` and, at the end, ``summary.csv`` (every complete run's summary rows with
-  the grid values in front), refused when the runs come from machines that differ.
+* ``progress.log`` and, at the end, ``summary.csv`` (every finished run's summary rows with
+  the grid values and its ``flagged`` reason in front), refused when the runs come from
+  machines that differ.
 
-``run_one`` is the only thing that runs a manifest line: it returns at once when the run is
-complete, takes a lock so that two launches of one run never both write it, runs in
-``work/`` and moves the folder into place last.  ``run_sweep`` (the ``local`` launcher)
-calls it for every run that is not complete, so a Ctrl-C, a crash or a failed run costs only
-the runs not yet complete.
+``run_one`` is the only thing that runs a manifest line: it returns at once when the run
+finished, takes a lock so that two launches of one run never both write it, runs in
+``work/`` and moves the folder into place last.  ``run_sweep`` (the ``local`` launcher,
+one launch per sweep folder) calls it for every run that has not finished, so a Ctrl-C, a
+crash or a failed run costs only the runs not yet finished.
 """
 from __future__ import annotations
 
@@ -144,14 +145,25 @@ def check_code(header: dict[str, Any], path: Path, code: str) -> None:
         raise ValueError(f"{path} was planned with code {header['code']}, this is {code}")
 
 
-def todo(sweep_dir: Path, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Manifest minus complete: missing and invalid runs, in manifest order."""
-    return [x for x in lines if state(sweep_dir, x["run_id"]) != "complete"]
+def todo(sweep_dir: Path, lines: list[dict[str, Any]],
+         redo_flagged: bool = False) -> list[dict[str, Any]]:
+    """Manifest minus finished, in manifest order: the missing runs, and with
+    ``redo_flagged`` the ones kept as invalid (finished, flagged by their fidelity check).
+    Completion and trust are separate: a flagged run finished, and is not redone unless
+    asked."""
+    return [x for x in lines if (st := state(sweep_dir, x["run_id"])) == "missing"
+            or (redo_flagged and st == "invalid")]
+
+
+def finished(sweep_dir: Path, rid: str, redo_flagged: bool = False) -> bool:
+    """Whether the run needs no launch: complete, or invalid and not to be redone."""
+    st = state(sweep_dir, rid)
+    return st == "complete" or (st == "invalid" and not redo_flagged)
 
 
 def summary_line(sweep_dir: Path, lines: list[dict[str, Any]], note: str) -> tuple[str, bool]:
     """The line that reports summary.csv, and whether some run is not complete."""
-    missing = [x["label"] for x in todo(sweep_dir, lines)]
+    missing = [x["label"] for x in todo(sweep_dir, lines)]      # flagged ones finished
     return (f"summary: {sweep_dir / 'summary.csv'}" + (f" ({note})" if note else "")
             + (f"; not complete: {', '.join(missing)}" if missing else "")), bool(missing)
 
@@ -164,11 +176,14 @@ def state(sweep_dir: Path, rid: str) -> str:
 
 
 def run_one(sweep_dir: Path, line: dict[str, Any], experiment: str,
-            execute: Callable[[dict[str, Any], Path], int]) -> tuple[int, str]:
-    """Run one manifest line unless it is complete: (exit code, what happened)."""
+            execute: Callable[[dict[str, Any], Path], int],
+            redo_flagged: bool = False) -> tuple[int, str]:
+    """Run one manifest line unless it finished (complete, or flagged and not to be redone):
+    (exit code, what happened)."""
     rid = line["run_id"]
-    if state(sweep_dir, rid) == "complete":
-        return 0, "already complete"
+    if finished(sweep_dir, rid, redo_flagged):
+        return 0, ("already complete" if state(sweep_dir, rid) == "complete"
+                   else "already finished, flagged")
     runs, work = sweep_dir / "runs", sweep_dir / "work"
     runs.mkdir(parents=True, exist_ok=True)
     lock = open(runs / f".{rid}.lock", "w")  # noqa: SIM115 - held for the whole run
@@ -177,8 +192,8 @@ def run_one(sweep_dir: Path, line: dict[str, Any], experiment: str,
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return BUSY, "another launch is running it"
-        if state(sweep_dir, rid) == "complete":      # finished while we waited for the lock
-            return 0, "already complete"
+        if finished(sweep_dir, rid, redo_flagged):   # finished while we waited for the lock
+            return 0, "already finished"
         work.mkdir(parents=True, exist_ok=True)
         where = Path(tempfile.mkdtemp(prefix=f"{rid}-", dir=work))
         rc = execute(line["params"], where)
@@ -248,13 +263,40 @@ def started_not_ended(log: Path) -> set[str]:
 
 def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
               execute: Callable[[dict[str, Any], Path], int], mixed: bool = False,
-              with_invalid: bool = False) -> int:
-    """The local launcher: run_one for every run that is not complete, in order; stop at an
-    interrupted one (exit 130/143), go on after a failed one.  0 when all are complete."""
+              redo_flagged: bool = False) -> int:
+    """The local launcher: run_one for every run that has not finished, in order; stop at
+    an interrupted one (exit 130/143), go on after a failed one.  0 when all finished.
+    One launch per sweep folder: a second one refuses in one line (BUSY), touching
+    nothing, and never calls the first one's running point dead."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    held = open(sweep_dir / ".launch.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held.seek(0)
+        who = held.read().strip() or "another process"
+        held.close()
+        print(f"sweep: error: {sweep_dir} is being run by another launch ({who}); it "
+              "resumes from what completed once that one ends", file=sys.stderr)
+        return BUSY
+    held.seek(0)
+    held.truncate()
+    held.write(f"pid {os.getpid()} on {socket.gethostname()}, since "
+               f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+    held.flush()
+    try:
+        return _run_sweep(sweep_dir, experiment, lines, execute, mixed, redo_flagged)
+    finally:
+        held.close()
+
+
+def _run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
+               execute: Callable[[dict[str, Any], Path], int], mixed: bool,
+               redo_flagged: bool) -> int:
     unfinished = started_not_ended(sweep_dir / "progress.log")
     say = Progress(sweep_dir)
-    pending = todo(sweep_dir, lines)
-    say(f"{len(lines)} runs, {len(lines) - len(pending)} already complete, "
+    pending = todo(sweep_dir, lines, redo_flagged)
+    say(f"{len(lines)} runs, {len(lines) - len(pending)} already finished, "
         f"{len(pending)} to run")
     # a point whose start the log records without an end: the sweep died during it
     for x in lines:
@@ -269,7 +311,7 @@ def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
             # counted in the whole manifest, so that a resumed sweep says where it is
             say(f"{point(x, lines)} {x['label']} ({x['run_id']}){eta}")
             t0 = time.monotonic()
-            rc, what = run_one(sweep_dir, x, experiment, execute)
+            rc, what = run_one(sweep_dir, x, experiment, execute, redo_flagged)
             spent.append(time.monotonic() - t0)
             say(f"{point(x, lines)} {x['label']}: {what} in {spent[-1]:.0f} s")
             if rc != 0:
@@ -277,17 +319,17 @@ def run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
                 if rc >= 128:
                     say("interrupted; run the same command again to resume")
                     return rc
-        return finish(sweep_dir, lines, say, code, mixed, with_invalid)
+        return finish(sweep_dir, lines, say, code, mixed)
     finally:
         say.close()
 
 
 def finish(sweep_dir: Path, lines: list[dict[str, Any]], say: Callable[[str], None],
-           code: int = 0, mixed: bool = False, with_invalid: bool = False) -> int:
+           code: int = 0, mixed: bool = False) -> int:
     """After any launcher: the summary and what is not complete.  0 when every run is
     complete and summarised, 2 when the summary is refused, else the launcher's code or 1."""
     try:
-        note = write_summary(sweep_dir, lines, mixed=mixed, with_invalid=with_invalid)
+        note = write_summary(sweep_dir, lines, mixed=mixed)
     except ValueError as exc:
         say(f"no summary: {exc}")
         return 2
@@ -360,13 +402,12 @@ def machine_differences(fps: dict[str, dict[str, Any]], skip: set[str]) -> dict[
     return out
 
 
-def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = False,
-                  with_invalid: bool = False) -> str:
-    """summary.csv: each complete run's summary.csv rows, grid values and run id in front
-    (a run without a summary.csv contributes one row of its own).  Refused (ValueError, one
+def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = False) -> str:
+    """summary.csv: each finished run's summary.csv rows, grid values, run id and
+    ``flagged`` (the first reason its fidelity check gave, '' for a trusted run) in front (a
+    run without a summary.csv contributes one row of its own).  Refused (ValueError, one
     line; summary.csv removed, it would be stale) when the runs' machines differ, unless
-    ``mixed`` (the differing fields become columns).  Invalid runs are left out unless
-    ``with_invalid`` (then marked in an ``invalid`` column).  Returns a note for people."""
+    ``mixed`` (the differing fields become columns).  Returns a note for people."""
     runs: list[tuple[dict[str, Any], Path, str]] = []
     invalid = 0
     for x in lines:
@@ -375,10 +416,9 @@ def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = Fa
             runs.append((x, sweep_dir / "runs" / x["run_id"], ""))
         elif st == "invalid":
             invalid += 1
-            if with_invalid:
-                folder = sweep_dir / "runs" / f"{x['run_id']}.invalid"
-                reasons = status_of(folder).get("suspect") or ["suspect"]
-                runs.append((x, folder, reasons[0]))
+            folder = sweep_dir / "runs" / f"{x['run_id']}.invalid"
+            reasons = status_of(folder).get("suspect") or ["suspect"]
+            runs.append((x, folder, str(reasons[0])))
     fps = {str(folder): fingerprint_of(folder) for _, folder, _ in runs}
     grid_keys = {k for x in lines for k in x["values"]}
     diff = machine_differences(fps, grid_keys)
@@ -387,9 +427,7 @@ def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = Fa
         raise ValueError("; ".join(diff.values()) + "; pass --mixed to accept")
     rows: list[dict[str, Any]] = []
     for x, folder, why in runs:
-        head = {**x["values"], "run_id": x["run_id"]}
-        if with_invalid:
-            head["invalid"] = why
+        head = {**x["values"], "run_id": x["run_id"], "flagged": why}
         head.update({f"machine_{k}": fps[str(folder)][k] for k in diff})
         summary = folder / "summary.csv"
         rows += [{**head, **r} for r in read_csv(summary)] if summary.exists() else [head]
@@ -398,7 +436,6 @@ def write_summary(sweep_dir: Path, lines: list[dict[str, Any]], mixed: bool = Fa
     if diff:
         notes.append("mixed machines: " + "; ".join(diff.values()))
     if invalid:
-        notes.append(f"{invalid} invalid run{'s' if invalid > 1 else ''} "
-                     + ("included, marked in column invalid" if with_invalid else
-                        "left out; --with-invalid includes them"))
+        notes.append(f"{invalid} flagged run{'s' if invalid > 1 else ''} included, marked in "
+                     "column flagged (--redo-flagged runs them again)")
     return "; ".join(notes)

@@ -39,7 +39,11 @@ class Registry:
     def save(self) -> None:
         """Write atomically so a crash never leaves half a file."""
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state))
+        try:
+            tmp.write_text(json.dumps(self.state))
+        except OSError:
+            tmp.unlink(missing_ok=True)     # no empty or half record for `clean` to misread
+            raise
         tmp.replace(self.path)
 
     def remove(self) -> None:
@@ -142,6 +146,8 @@ def clean_state(state: dict[str, Any]) -> list[str]:
         if _run(["ip", "link", "del", intf]).returncode == 0:
             done.append(f"deleted interface {intf}")
     for path in state.get("bpffs", []):
+        if not os.path.lexists(path):
+            continue                    # nothing there (its run removed it): nothing to say
         done.append(f"removed bpffs {path}" if remove_bpffs(path) else
                     f"could not remove bpffs {path}")
     if state.get("cgroups"):

@@ -79,7 +79,11 @@ class RunFolder:
                 "time_utc": dt.datetime.now(dt.UTC).isoformat(), **self.owner,
                 **extra}
         tmp = self.path / "status.json.tmp"
-        tmp.write_text(json.dumps(body, indent=1))
+        try:
+            tmp.write_text(json.dumps(body, indent=1))
+        except OSError:
+            tmp.unlink(missing_ok=True)    # a full disk leaves no empty status.json.tmp
+            raise
         tmp.replace(self.path / "status.json")
         marker = LIVE_DIR / f"{self.id}.json"
         if status in FINAL:

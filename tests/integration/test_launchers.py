@@ -88,28 +88,28 @@ def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
     # machine can); either way it was renamed into runs/, and the killed one was not
     first = [state(sweep, x["run_id"]) for x in lines]
     assert first[1] == "missing" and first[0] in {"complete", "invalid"}, first
-    again = [x["run_id"] for x, s in zip(lines, first) if s != "complete"]
+    again = [x["run_id"] for x, s in zip(lines, first) if s == "missing"]   # flagged: finished
     before = _stamps(sweep)
     killed = json.loads(next(sweep.glob(f"work/{victim}-*/permutation/*/status.json"))
                         .read_text())
     assert killed["status"] == "interrupted", killed
 
     rc, out = _finish(_sweep(tmp_path, "par", "seed=1/2", "--engine", "parallel"))
-    assert f"2 runs, {2 - len(again)} already complete, {len(again)} to run" in out, out
+    assert f"2 runs, {2 - len(again)} already finished, {len(again)} to run" in out, out
     final = [state(sweep, x["run_id"]) for x in lines]
     assert "missing" not in final, final
-    assert rc == (0 if set(final) == {"complete"} else 1), out
+    assert rc == 0, out                  # every run finished (a flagged one too)
     after = _stamps(sweep)
-    done = [x["run_id"] for x, s in zip(lines, first) if s == "complete"]
+    done = [x["run_id"] for x, s in zip(lines, first) if s != "missing"]
     assert {k: after[k] for k in done} == {k: before[k] for k in done}  # not redone
     jobs = [r.split("\t") for r in (sweep / "parallel.joblog").read_text().splitlines()
             if not r.startswith("Seq")]
     assert [j[-1].split()[-1] for j in jobs] == [x["run_id"] for x in lines] + again
     assert [int(j[6]) for j in jobs] == [0, 143] + [0] * len(again)   # 143: SIGTERM
-    # summary.csv holds the complete runs only (dcrepro/sweep.write_summary): when the busy
-    # machine flagged every run (CI on 148296f), it is a header alone
+    # summary.csv holds every finished run, a flagged one marked in column flagged
+    # (dcrepro/sweep.write_summary), so a busy machine that flags every run still gets one
     rows = (sweep / "summary.csv").read_text().splitlines()
-    assert (len(rows) > 1) == ("complete" in final), (final, rows)
+    assert len(rows) > 1 and ",flagged," in rows[0], rows
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +145,7 @@ def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm,
     header, lines = read_manifest(sweep / "manifest.jsonl")
     states = [state(sweep, x["run_id"]) for x in lines]
     assert set(states) <= {"complete", "invalid"}, (states, out)
-    assert rc == (0 if set(states) == {"complete"} else 1), out
+    assert rc == 0, out                  # every run finished (a flagged one too)
     # Every run ended.  What follows is about complete runs, and whether this machine's
     # fidelity checks flag a 4-s two-host run is not (CI at f0e4a71 flagged one, at a 93.1 %
     # busy-link gap share): a run they flagged is taken as complete from here on.
@@ -172,7 +172,7 @@ def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm,
     # and through dcrepro: nothing is missing, nothing is submitted
     rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2", "--engine", "slurm",
                              env=slurm.env))
-    assert rc == 0 and "2 already complete, 0 to run" in out, out
+    assert rc == 0 and "2 already finished, 0 to run" in out, out
     assert "submitted" not in out and len(list((sweep / "slurm").glob("*.out"))) == 4
 
 

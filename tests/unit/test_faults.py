@@ -373,3 +373,69 @@ def test_a_ledger_left_half_saved_is_taken_or_dropped(tmp_path, monkeypatch):
     assert (tmp_path / "r3-0.tmp").exists() and not (tmp_path / "r3-0.json").exists()
     assert (tmp_path / "r4-0.tmp").exists()
     assert len(done) == 2, done
+
+
+def test_a_figure_that_fails_is_one_line_and_a_traceback_in_the_log(run_folder, monkeypatch,
+                                                                   capsys):
+    """Issue #56 part 2: `dcrepro plot` (and a run's own plotting) says what failed in one
+    line naming log.txt, where the traceback is; whatever the exception's type."""
+    import analysis
+    from dcrepro import cli
+    path = run_folder("outcast", {"summary.csv": []})
+
+    def broken(run_dir):
+        return {}["series.csv"]            # a KeyError deep in a figure
+    monkeypatch.setattr(analysis, "plot", broken)
+    assert cli.main(["plot", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("dcrepro: error: KeyError: 'series.csv'")
+    assert str(path / "log.txt") in err
+    log = (path / "log.txt").read_text()
+    assert "figures failed: KeyError" in log and "Traceback (most recent call last)" in log
+
+
+def test_a_full_registry_disk_is_named_and_leaves_no_record(tmp_path, monkeypatch):
+    """Issue #56 part 7: ENOSPC on /run/dcrepro names that place, not the run folder's disk,
+    and the failed save leaves no partial record behind."""
+    import errno
+    from pathlib import Path
+
+    from dcrepro.cli import full_place, no_space
+    from emulator import registry as reg
+    monkeypatch.setattr(reg, "STATE_DIR", tmp_path)
+    real = Path.write_text
+
+    def full(self, text, *a, **k):
+        if self.suffix == ".tmp":
+            real(self, "", *a, **k)                       # the file exists, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, text, *a, **k)
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError) as info:
+        reg.Registry("r1")
+    assert no_space(info.value) and full_place(info.value, Path("/elsewhere")) == tmp_path
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_plain_mininet_controller_names_a_bad_spec_in_one_line(capsys):
+    """Issue #56 part 8: `python -m controller.launch --topo <bad>` (docs/mininet.md) exits 2
+    with argparse's one error line, not a traceback."""
+    from controller.launch import main
+    for argv, words in ((["--topo", "fattree,k=3"], "k=3 is invalid"),
+                        (["--topo", "fattree,k=4", "--routing", "bogus"], "unknown routing")):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith("controller.launch: error: ")
+        assert words in err
+
+
+def test_clean_names_only_what_it_removed(tmp_path):
+    """Issue #56 part 8: a recorded bpffs that is not there any more is not 'removed'; one
+    that is there is (an empty directory stands in for the mount)."""
+    from emulator.registry import clean_state
+    there = tmp_path / "run1+qgap"
+    there.mkdir()
+    done = clean_state({"bpffs": [str(tmp_path / "gone+qgap"), str(there)]})
+    assert done == [f"removed bpffs {there}"] and not there.exists()

@@ -51,14 +51,15 @@ def _done(sweep: Path, rid: str, cpu: str = "A", dataplane: str = "bpf",
         "python": "3.11", "iperf3": "3.12", "ovs": "3.1"}))
 
 
-def test_only_missing_and_invalid_runs_are_handed_out(tmp_path):
+def test_only_missing_runs_are_handed_out_and_invalid_ones_when_asked(tmp_path):
     sweep = tmp_path / "sw"
     lines = write_manifest(sweep, "exp", points({"x": 0}, {"x": [1, 2, 3, 4]}), "code")
     _done(sweep, lines[0]["run_id"])
     _done(sweep, lines[2]["run_id"], suspect=["CPU busy"])
     assert [state(sweep, x["run_id"]) for x in lines] == ["complete", "missing", "invalid",
                                                            "missing"]
-    pending = todo(sweep, lines)
+    assert todo(sweep, lines) == [lines[1], lines[3]]
+    pending = todo(sweep, lines, redo_flagged=True)
     assert pending == [lines[1], lines[2], lines[3]]
     assert write_ids(sweep, pending).read_text().split() == [x["run_id"] for x in pending]
 
@@ -117,7 +118,7 @@ def test_parallel_launch_hands_out_what_is_missing_then_nothing(tmp_path, capsys
     assert (manifest.parent / "summary.csv").exists()
     assert launch.launch("parallel", manifest, code, Options(), runner=runner) == 0
     assert len(given) == 1                      # nothing missing: parallel not started
-    assert "3 already complete, 0 to run" in (manifest.parent / "progress.log").read_text()
+    assert "3 already finished, 0 to run" in (manifest.parent / "progress.log").read_text()
 
 
 class FakeSlurm(Slurm):
@@ -235,17 +236,16 @@ def test_collect_refuses_to_mix_machines_unless_told(tmp_path, capsys):
     (sweep / "summary.csv").write_text("stale\n")
     assert cli.main(["collect", str(sweep)]) == 2
     err = capsys.readouterr().err
-    assert err == ("dcrepro: error: cpu_model differs: A (3 runs) vs B (1 run); pass --mixed "
+    assert err == ("dcrepro: error: cpu_model differs: A (4 runs) vs B (1 run); pass --mixed "
                    "to accept\n")
     assert not (sweep / "summary.csv").exists()          # no stale summary left
-    assert cli.main(["collect", str(sweep), "--mixed"]) == 1     # one run is not complete
+    # every run finished (one flagged): the summary has all five, the flagged one marked
+    assert cli.main(["collect", str(sweep), "--mixed"]) == 0
     out = capsys.readouterr().out
-    assert "mixed machines" in out and "1 invalid run left out" in out
+    assert "mixed machines" in out and "1 flagged run included, marked in column flagged" in out
     rows = (sweep / "summary.csv").read_text().splitlines()
-    assert rows[0] == "x,run_id,machine_cpu_model,metric,value" and len(rows) == 5
-    assert cli.main(["collect", str(sweep), "--mixed", "--with-invalid"]) == 1
-    rows = (sweep / "summary.csv").read_text().splitlines()
-    assert rows[0].startswith("x,run_id,invalid,") and rows[-1].split(",")[2] == "CPU busy"
+    assert rows[0] == "x,run_id,flagged,machine_cpu_model,metric,value" and len(rows) == 6
+    assert rows[-1].split(",")[2] == "CPU busy" and rows[1].split(",")[2] == ""
 
 
 def test_a_grid_parameter_may_differ_between_runs(tmp_path, capsys):

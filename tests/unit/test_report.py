@@ -379,3 +379,26 @@ def test_the_suite_installs_its_browser():
     setup = (REPO / "setup.sh").read_text()
     assert "--with-browser) with_browser=1" in setup and "PKGS+=(chromium)" in setup
     assert "./setup.sh --with-slurm --with-browser" in (REPO / "scripts" / "test.sh").read_text()
+
+
+def test_damaged_folders_are_named_and_the_report_goes_on(run_folder, tmp_path, capsys):
+    """Issue #56 part 6: a half-written run folder and a table of random bytes are each
+    named in one line; the good runs are reported; exit 0, no traceback."""
+    good = run_folder("outcast-fattree", {"summary.csv": _st_rows(0.2)},
+                      params={"routing": "st"})
+    bad = run_folder("outcast-fattree", {"summary.csv": []}, params={"routing": "hashed"})
+    (bad / "summary.csv").write_bytes(bytes(range(128, 256)) * 4)
+    half = tmp_path / "results" / "outcast-fattree" / "20300102T000000Z-abcdef"
+    half.mkdir()
+    (half / "config.json").write_text("{}")
+    assert cli.main(["report", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    skipped = [x for x in out if x.startswith("skipped  ")]
+    assert len(skipped) == 2
+    assert any(str(half) in x and "half-written run folder (no status.json)" in x
+               for x in skipped)
+    assert any(str(bad / "summary.csv") in x and "not UTF-8 text" in x for x in skipped)
+    page = (tmp_path / "results" / "report" / "index.html").read_text()
+    assert "Left out" in page and str(half) in page
+    st = [x for x in out if "spanning-tree" in x]
+    assert st and st[0].startswith("holds ") and good.name      # the good run still judged

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from dcrepro.sweep import (
 )
 from experiments.orca import experiment as orca
 from harness.params import typed
+from store import read_csv
 
 ARGS = ["sweep", "orca", "--backend", "model", "--quick", "--grid", "bw=20/50",
         "--grid", "pace=0.5/0.95"]
@@ -59,17 +61,17 @@ def test_sweep_runs_every_point_then_resumes_only_what_is_missing(tmp_path, caps
     assert lines[0]["command"].startswith("dcrepro run orca --") and \
         " --topo orca,receivers=" in lines[0]["command"]
     summary = (sweep / "summary.csv").read_text().splitlines()
-    assert summary[0].startswith("bw,pace,run_id,workload")
+    assert summary[0].startswith("bw,pace,run_id,flagged,workload")
     quick = typed(orca, orca.PARAMS.defaults() | orca.QUICK)
     assert len(summary) == 1 + 4 * len(orca._cases(quick, 0))
     # again: nothing to do
     capsys.readouterr()
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
-    assert "4 already complete, 0 to run" in capsys.readouterr().err
+    assert "4 already finished, 0 to run" in capsys.readouterr().err
     # a run that is gone (deleted, or never finished) is the only one redone
     (sweep / "runs" / lines[2]["run_id"]).rename(tmp_path / "gone")
     assert cli.main([*ARGS, "--out", str(tmp_path), "--name", "s"]) == 0
-    assert "3 already complete, 1 to run" in capsys.readouterr().err
+    assert "3 already finished, 1 to run" in capsys.readouterr().err
     assert state(sweep, lines[2]["run_id"]) == "complete"
 
 
@@ -150,13 +152,29 @@ def test_a_run_held_by_another_launch_is_not_run_twice(tmp_path):
     assert rc == BUSY and "another launch" in what
 
 
-def test_a_suspect_run_is_kept_as_invalid_and_redone_by_the_next_launch(tmp_path):
+def test_a_suspect_run_is_kept_as_invalid_and_redone_only_when_asked(tmp_path):
+    """Issue #56 part 4: completion and trust are separate.  A flagged run finished: the
+    next launch does not redo it (an OVS sweep, whose every run carries the switch's usual
+    loss, could otherwise never complete); --redo-flagged does."""
     sweep, lines = _fake(tmp_path, [1])
     rc, what = run_one(sweep, lines[0], "exp", lambda p, w: _ok_run(w, ["CPU"]) or 0)
     assert rc == 0 and what.startswith("invalid")
     assert state(sweep, lines[0]["run_id"]) == "invalid"
-    rc, what = run_one(sweep, lines[0], "exp", lambda p, w: _ok_run(w) or 0)
+    rc, what = run_one(sweep, lines[0], "exp", lambda p, w: pytest.fail("redone"))
+    assert rc == 0 and what == "already finished, flagged"
+    rc, what = run_one(sweep, lines[0], "exp", lambda p, w: _ok_run(w) or 0, redo_flagged=True)
     assert what == "complete" and state(sweep, lines[0]["run_id"]) == "complete"
+
+
+def test_a_sweep_of_flagged_runs_completes_with_a_marked_summary(tmp_path):
+    sweep, lines = _fake(tmp_path, [1, 2])
+    assert run_sweep(sweep, "exp", lines, lambda p, w: _ok_run(w, ["lost 0.4 %"]) or 0) == 0
+    rows = read_csv(sweep / "summary.csv")
+    assert [r["flagged"] for r in rows] == ["lost 0.4 %", "lost 0.4 %"]
+    calls: list[int] = []
+    assert run_sweep(sweep, "exp", lines, lambda p, w: calls.append(1) or 0) == 0
+    assert calls == [] and "2 runs, 2 already finished, 0 to run" in \
+        (sweep / "progress.log").read_text()
 
 
 def test_a_resumed_sweep_counts_in_the_whole_manifest_and_closes_the_killed_point(tmp_path):
@@ -172,3 +190,25 @@ def test_a_resumed_sweep_counts_in_the_whole_manifest_and_closes_the_killed_poin
     lines = [{"run_id": "r1", "label": "seed=1"}, {"run_id": "r2", "label": "seed=2"}]
     assert point(lines[1], lines) == "[2/2]"
     assert started_not_ended(tmp_path / "none.log") == set()
+
+
+def test_a_second_launch_of_a_running_sweep_refuses_and_touches_nothing(tmp_path, capsys):
+    """Issue #56 part 5: while one launch runs the sweep, a second one says who runs it, in
+    one line, exits BUSY, and neither writes progress.log nor calls the point dead."""
+    from dcrepro.sweep import BUSY
+    sweep, lines = _fake(tmp_path, [1, 2])
+    second: list[int] = []
+
+    def execute(params, where: Path) -> int:
+        if params["x"] == 1:          # the second launch, while the first runs point 1
+            before = (sweep / "progress.log").read_text()
+            second.append(run_sweep(sweep, "exp", lines, lambda p, w: 0))
+            assert (sweep / "progress.log").read_text() == before
+        _ok_run(where)
+        return 0
+
+    assert run_sweep(sweep, "exp", lines, execute) == 0
+    assert second == [BUSY]
+    err = [x for x in capsys.readouterr().err.splitlines() if "being run by another" in x]
+    assert len(err) == 1 and f"pid {os.getpid()}" in err[0]
+    assert "ended without a result" not in (sweep / "progress.log").read_text()
