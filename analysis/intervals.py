@@ -20,8 +20,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 LEVEL = 0.95
 HOLDS = "holds"
 FAILS = "does not hold"
@@ -71,6 +69,9 @@ def mean_interval(values: Sequence[float], deterministic: bool = False) -> Inter
     if n < 2:
         return Interval(mean, mean, mean, 1)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    # imported here: scipy.stats costs about 0.5 s, and every dcrepro command imports the
+    # claims (this module), most of them never asking for an interval
+    from scipy import stats
     half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n)
 

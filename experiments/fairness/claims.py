@@ -49,9 +49,15 @@ def _same_backend(runs: list[Run]) -> list[Run]:
 
 
 def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[list[float]]:
+    """_by_topology's groups, without their keys."""
+    return list(_by_topology(runs, topology, metric).values())
+
+
+def _by_topology(runs: list[Run], topology: str, metric: str = "") -> dict[Any, list[float]]:
     """Per repetition (run folder, run): the topology's flows' normalized throughputs in
     ``metric``; by default bwm-ng's for emulated runs (the write-up's tool for Fig. 6), the
-    max-min model's otherwise."""
+    max-min model's otherwise.  Repetition i of the Jellyfish and of the fat tree ran one
+    after the other with the same seed: the key pairs them."""
     runs = _same_backend(runs)
     metric = metric or ("norm_bwm" if runs[0].backend == "emulated" else "norm_model")
     if metric in RENO_MODELS:   # a run made before the model: solved on its stored paths
@@ -65,27 +71,19 @@ def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[
         r["_run"], r.get("run")) if r.get("topology") == topology else None)
     if not groups:
         raise Missing(f"no {topology} flows with {metric}")
-    return list(groups.values())
-
-
-def _reps(runs: list[Run], topology: str) -> dict[Any, list[float]]:
-    """Per repetition (run folder, run): the topology's flows' normalized rates (bwm-ng's
-    for emulated runs, the model's otherwise).  Repetition i of the Jellyfish and of the
-    fat tree ran one after the other with the same seed: the unit pairs them."""
-    runs = _same_backend(runs)
-    metric = "norm_bwm" if runs[0].backend == "emulated" else "norm_model"
-    return grouped(need_rows(runs, "flows.csv"), metric, lambda r: (
-        r["_run"], r.get("run")) if r.get("topology") == topology else None)
+    return groups
 
 
 def rep_mean_ratios(runs: list[Run], _cond: str) -> Samples:
     """Per repetition: the Jellyfish's mean over the fat tree's."""
-    return Samples(per_unit(_reps(runs, "jellyfish"), _reps(runs, "fattree"), ratio_of_means))
+    return Samples(per_unit(_by_topology(runs, "jellyfish"), _by_topology(runs, "fattree"),
+                            ratio_of_means))
 
 
 def rep_jain_gaps(runs: list[Run], _cond: str) -> Samples:
     """Per repetition: Jain's index of the Jellyfish's flows minus the fat tree's."""
-    return Samples(per_unit(_reps(runs, "jellyfish"), _reps(runs, "fattree"), jain_gap))
+    return Samples(per_unit(_by_topology(runs, "jellyfish"), _by_topology(runs, "fattree"),
+                            jain_gap))
 
 
 def tcp_metric(runs: list[Run]) -> str:

@@ -69,10 +69,9 @@ def _by_scheme(runs: list[Run], cond: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def _in_cond(row: dict[str, str], cond: str) -> bool:
-    """Whether a flows.csv or latency.csv row belongs to the condition (its recovery, and
-    for ECMP its queue)."""
-    parts = dict(p.split("=", 1) for p in cond.split(",") if "=" in p)
+def _in_cond(row: dict[str, str], parts: dict[str, str]) -> bool:
+    """Whether a flows.csv or latency.csv row belongs to the condition ``parts`` (its
+    recovery, and for ECMP its queue)."""
     if str(row.get("recovery", "")) != parts.get("recovery", ""):
         return False
     return row.get("scheme") != "ecmp" or "ecmp" not in parts or \
@@ -84,9 +83,10 @@ def _per_rep(runs: list[Run], cond: str, table: str, col: str
     """Per repetition (run folder, run: one pairing, every scheme on it in turn): each
     scheme's values of ``col`` in ``table``, for the condition."""
     out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    parts = dict(p.split("=", 1) for p in cond.split(",") if "=" in p)   # once, not per row
     for r in need_rows(runs, table):
         x = cell(r.get(col))
-        if _in_cond(r, cond) and x == x:
+        if _in_cond(r, parts) and x == x:
             out.setdefault((r["_run"], r["run"]), {}).setdefault(r["scheme"], []).append(x)
     return out
 
