@@ -18,7 +18,7 @@ def plot(run_dir: str | Path) -> list[Path]:
     from store.registry import EXPERIMENTS, claims, plotter
 
     from .claims import write_run_claims
-    from .figures import NOTES
+    from .figures import HEADLINES, NOTES, headline_plot
     config = json.loads((path / "config.json").read_text())
     if config["experiment"] not in EXPERIMENTS:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")
@@ -26,5 +26,10 @@ def plot(run_dir: str | Path) -> list[Path]:
     figures = plotter(config["experiment"])(path, config)
     found = claims(config["experiment"])
     if found:        # after the figures: their summary.csv is what most claims read
-        write_run_claims(path, found)
+        verdicts = write_run_claims(path, found)
+        heads = [v for v in verdicts if v.headline and v.bounds is not None]
+        (path / HEADLINES).unlink(missing_ok=True)
+        if heads:    # the headlines beside the paper's numbers, with their intervals
+            figures.append(headline_plot(path / HEADLINES, config, heads,
+                                         {c.key: c.paper_value for c in found}))
     return figures

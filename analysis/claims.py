@@ -80,6 +80,21 @@ class Samples:
 
 
 Sampler = Callable[[list["Run"], str], Samples]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a headline claim does not hold (or is inconclusive) here, in one sentence for the
+    paper's page.  No typed numbers: a number goes stale when the runs change, so the page
+    quotes only what it reads from folders.  ``ablation`` names the folder under
+    results/reference whose runs test the cause (one setting changed at a time); '' when
+    nothing has tested it, and the page then says "not ablated" (or "by construction", when
+    the view cannot do otherwise: a flow model without queues)."""
+    text: str
+    ablation: str = ""
+    by_construction: bool = False
+    #: the verdicts it explains (a cause of "does not hold" does not explain a "holds")
+    applies: tuple[str, ...] = ("does not hold",)
 #: the paper's regime: '' when the runs are in it, else why not, read from the runs' data
 Regime = Callable[[list["Run"], str], str]
 
@@ -128,6 +143,15 @@ class Claim:
     repetitions: int = 5
     #: the precondition that makes the paper's number meaningful, checked on the runs
     regime: Regime | None = None
+    #: the one-sentence cause the paper's page shows beside a headline that falls short, by
+    #: view ('emulated', 'sim', 'model')
+    causes: Mapping[str, Cause] = field(default_factory=dict)
+    #: the figure of the run the claim is judged on (a file name in the run folder); the
+    #: report links each claim row to it
+    figure: str = ""
+    #: the paper's number, where it gives one (drawn beside ours in headlines.png); None
+    #: where it gives none ("about equal", "drops dramatically")
+    paper_value: float | None = None
 
     def __post_init__(self) -> None:
         if (self.samples is None) != (self.band is None):
@@ -152,7 +176,8 @@ def claim_maker(paper: str, **common: Any) -> Callable[..., Claim]:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim judged on some runs: every field is text, ready for any rendering."""
+    """A claim judged on some runs: every field is text, ready for any rendering, except
+    the interval's numbers (``values``, ``bounds``, ``band``) that its figure draws."""
     experiment: str
     key: str
     condition: str
@@ -175,6 +200,12 @@ class Verdict:
     #: the 95 % interval in words ('1.36 [1.22, 1.50], n=5 repetitions'); '' when the
     #: claim is decided without one
     interval: str = ""
+    #: the figure of the judged run the claim is read from (Claim.figure)
+    figure: str = ""
+    #: an interval verdict's numbers: the statistic per unit, (mean, lo, hi) and the band
+    values: tuple[float, ...] = ()
+    bounds: tuple[float, float, float] | None = None
+    band: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
@@ -185,8 +216,12 @@ class Verdict:
         return self.text + (f" [{tags}]" if tags else "")
 
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: an open band side (infinite) is null."""
         d = asdict(self)
         d["runs"] = list(self.runs)
+        d["values"] = list(self.values)
+        d["band"] = None if self.band is None else [
+            None if math.isinf(x) else x for x in self.band]
         return d
 
 
@@ -488,7 +523,8 @@ def _because(claim: Claim, runs: list[Run]) -> str:
 def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Verdict]:
     runs = choose(claim, sources, complete)
 
-    def verdict(cond: str, outcome: Outcome, verdict_: str, interval: str = "") -> Verdict:
+    def verdict(cond: str, outcome: Outcome, verdict_: str, interval: str = "",
+                numbers: Interval | None = None, values: tuple[float, ...] = ()) -> Verdict:
         basis = outcome.basis or ("model" if any(r.backend == "model" for r in runs)
                                   else "sim" if any(r.backend == "sim" for r in runs)
                                   else "measured")
@@ -497,7 +533,12 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
                        verdict_, outcome.detail, basis if runs else "",
                        tuple(r.run_id for r in runs),
                        _because(claim, runs) if verdict_ == FAILS else "",
-                       headline=claim.headline, interval=interval)
+                       headline=claim.headline, interval=interval, figure=claim.figure,
+                       values=values,
+                       bounds=None if numbers is None else (numbers.mean, numbers.lo,
+                                                            numbers.hi),
+                       band=None if claim.band is None or numbers is None
+                       else (claim.band.lo, claim.band.hi))
 
     if not runs:
         return [verdict(claim.condition, Outcome("", None, _unmeasured(claim, sources)),
@@ -591,7 +632,7 @@ def _on_interval(claim: Claim, runs: list[Run], cond: str, got: Outcome,
     text = interval_text(iv, smp.unit)
     notes.append(f"criterion {claim.band.text()}: {why}")
     return verdict(cond, Outcome(text, word == HOLDS, "; ".join(notes), got.basis), word,
-                   text)
+                   text, iv, tuple(float(x) for x in smp.values))
 
 
 def interval_text(iv: Interval, unit: str) -> str:

@@ -108,3 +108,78 @@ def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(title, fontsize=9)
     return save(fig, path)
+
+
+#: the figure every run with interval-judged headline claims gets (analysis.plot)
+HEADLINES = "headlines.png"
+#: run parameters named in the figure's conditions line, in this order, with their units
+CONDITIONS = (("cc", "cc {}"), ("bw", "{:g} Mb/s links"), ("runs", "{} repetitions"),
+              ("duration", "{:g} s each"))
+
+
+def conditions(config: dict[str, Any]) -> str:
+    """'cc lia, 5 Mb/s links, 10 repetitions, 20 s each': the conditions a headline figure
+    states, from the run's parameters."""
+    params = config.get("params") or {}
+    out = []
+    for key, fmt in CONDITIONS:
+        value = params.get(key)
+        if value not in (None, ""):
+            try:
+                out.append(fmt.format(value))
+            except (ValueError, TypeError):
+                out.append(f"{key} {value}")
+    return ", ".join(out)
+
+
+def headline_plot(path: Path, config: dict[str, Any], verdicts: list[Any],
+                  paper_values: dict[str, float | None]) -> Path:
+    """One row per headline verdict judged on an interval: the criterion's band (shaded),
+    our statistic per repetition (grey dots), their mean with its 95 % interval (black), and
+    the paper's value (red diamond) where it gives one; the verdict in the row's title.
+    ``paper_values``: claim key -> the paper's number or None."""
+    from .report import COLOURS  # the page's verdict colours, so figure and page agree
+    rows = [v for v in verdicts if v.bounds is not None]
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.55 + 1.05 * len(rows)),
+                             squeeze=False)
+    for ax, v in zip(axes[:, 0], rows):
+        mean, lo, hi = v.bounds
+        paper = paper_values.get(v.key)
+        xs = [mean, lo, hi, *v.values, *([paper] if paper is not None else [])]
+        finite = [b for b in (v.band or ()) if not np.isinf(b)]
+        left, right = min(xs + finite), max(xs + finite)
+        pad = 0.15 * (right - left or abs(right) or 1.0)
+        left, right = left - pad, right + pad
+        if v.band is not None:
+            b_lo, b_hi = (max(v.band[0], left), min(v.band[1], right))
+            ax.axvspan(b_lo, b_hi, color="#1a7f37", alpha=0.12, lw=0)
+        jitter = np.linspace(-0.18, 0.18, len(v.values)) if len(v.values) > 1 else [0.0]
+        ax.scatter(v.values, jitter[:len(v.values)], s=12, color="#8c959f", zorder=2)
+        ax.errorbar([mean], [0], xerr=[[mean - lo], [hi - mean]], fmt="o", color="black",
+                    capsize=4, zorder=3)
+        if paper is not None:
+            ax.scatter([paper], [0], marker="D", s=46, color="#cf222e", zorder=4)
+            ax.annotate(f"paper {paper:.3g}", (paper, 0), xytext=(0, 9),
+                        textcoords="offset points", ha="center", fontsize=7.5,
+                        color="#cf222e")
+        ax.set_xlim(left, right)
+        ax.set_ylim(-0.5, 0.5)
+        ax.set_yticks([])
+        ax.grid(axis="x", alpha=0.3)
+        tags = v.label[len(v.text):]        # ' [condition; view]': kept whole
+        room = 104 - len(tags) - len(v.verdict)     # a header line stays within 110
+        label = (v.text if len(v.text) <= room else v.text[:room - 3] + "...") + tags
+        ax.set_title(f"{label}: {v.verdict}", fontsize=8.5, loc="left",
+                     color=COLOURS.get(v.verdict, "black"))
+    fig.suptitle(caption(config, "headline claims: ours (mean, 95 % interval) against the "
+                                 "paper's band and value"), fontsize=9)
+    fig.text(0.01, 0.005, conditions(config)[:110], fontsize=7.5, color="#59636e")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return note(path, "Each row is one headline claim judged on this run: the shaded span "
+                      "is the criterion's band (written before the run), the grey dots the "
+                      "statistic of each repetition, the black dot and bar their mean and "
+                      "Student-t 95 % interval, the red diamond the paper's own number "
+                      "where it gives one.  Flagged repetitions are left out, as the "
+                      "verdict leaves them out.")

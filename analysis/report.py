@@ -48,7 +48,7 @@ from .claims import (
     summary_line,
     terminal_line,
 )
-from .figures import NOTES
+from .figures import HEADLINES, NOTES
 
 #: what marks a folder as a report this command wrote (it may then be replaced)
 MARKER = "verdicts.json"
@@ -180,7 +180,9 @@ def build(root: Path, sources: list[list[Run]]) -> Report:
     """Every registry experiment's claims judged on the sources, with its ablations."""
     sections = []
     for name in registry.EXPERIMENTS:
-        verdicts = evaluate_all(registry.claims(name), sources)
+        # headline claims first, everywhere (page, report.md, terminal), the rest after them
+        verdicts = sorted(evaluate_all(registry.claims(name), sources),
+                          key=lambda v: not v.headline)
         used = {rid for v in verdicts for rid in v.runs}
         mine = sorted((r for src in sources for r in src if r.experiment == name),
                       key=lambda r: r.started, reverse=True)
@@ -472,6 +474,8 @@ code{font:12.5px ui-monospace,"DejaVu Sans Mono",monospace;background:#eff1f3;
  padding:1px 4px;border-radius:4px;word-break:break-all}
 .flag{color:#9a6700;font-weight:600}.ok{color:#1a7f37;font-weight:600}
 a{color:#0969da}
+nav.toc{font-size:13.5px;margin:0 0 18px}nav.toc ul{margin:2px 0;padding-left:20px}
+nav.toc ul ul{display:flex;flex-wrap:wrap;gap:0 14px;list-style:none;padding-left:0}
 """
 
 
@@ -508,8 +512,9 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
     body = ["<h1>Which of the papers' claims hold</h1>",
             f'<p class="sub">dcrepro report, {_e(now)}: {nruns} run'
             f'{"s" if nruns != 1 else ""} from <code>{_e(report.root)}</code></p>',
+            _contents(report),
             _headlines_html(report),
-            "<h2>Every claim, by experiment</h2>",
+            '<h2 id="every-claim">Every claim, by experiment</h2>',
             '<table class="summary"><thead><tr><th>experiment</th><th>claims</th>'
             f'{head}<th>runs judged</th></tr></thead><tbody>{"".join(rows)}</tbody></table>',
             f'<p class="legend">{legend}</p>']
@@ -522,6 +527,20 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
             "<title>dcrepro: which of the papers' claims hold</title>"
             f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body)
             + "\n</main></body></html>\n")
+
+
+def _contents(report: Report) -> str:
+    """The contents list: the headlines, the counts, then each experiment's section."""
+    items = ['<li><a href="#headlines">Headline claims</a></li>',
+             '<li><a href="#every-claim">Every claim, by experiment</a><ul>'
+             + "".join(f'<li><a href="#{_e(s.experiment)}">{_e(s.experiment)}</a></li>'
+                       for s in report.sections) + "</ul></li>"]
+    return f'<nav class="toc"><b>Contents</b><ul>{"".join(items)}</ul></nav>'
+
+
+def _fig_id(run_id: str, name: str) -> str:
+    """The anchor of one run's figure on the page (a claim row links to it)."""
+    return "fig-" + re.sub(r"[^A-Za-z0-9_-]", "-", f"{run_id}-{name}")
 
 
 def _headlines_html(report: Report) -> str:
@@ -538,14 +557,16 @@ def _headlines_html(report: Report) -> str:
                     f'<td><a href="#{_e(first.experiment)}">{_e(paper.short)}</a>'
                     f'<div class="src">{_e(paper.title)}; {_e(paper.venue)}</div></td>'
                     f"<td>{_e(first.text)}</td><td>{_e(first.paper)}</td>{cells}</tr>")
-    return ("<h2>Headline claims</h2>"
+    return ('<h2 id="headlines">Headline claims</h2>'
             '<table class="claims"><thead><tr><th>paper</th><th>headline claim</th>'
             "<th>paper's value</th><th>emulated</th><th>ns-3</th><th>flow model</th></tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
-    rows = []
+    drawn = {(run_id, Path(rel).name) for run_id, rels in figs.items() for rel in rels}
+    rows: list[str] = []
+    supporting: list[str] = []
     for v in s.verdicts:
         quote = f'<div class="quote">&ldquo;{_e(v.quote)}&rdquo;</div>' if v.quote else ""
         why = (f"<details><summary>why this criterion</summary>{_e(v.reason)}</details>"
@@ -554,7 +575,12 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
                    else "")
         measured = _e(v.measured) + (f' <span class="src">({_e(v.basis)})</span>'
                                      if v.basis in ("model", "sim") and v.measured else "")
-        rows.append(
+        # a headline judged on an interval is drawn beside the paper's number (HEADLINES)
+        fig = HEADLINES if v.headline and v.bounds is not None else v.figure
+        judged_on = next(((r, fig) for r in v.runs if (r, fig) in drawn), None)
+        if judged_on:
+            measured += f' <a class="src" href="#{_fig_id(*judged_on)}">figure {_e(fig)}</a>'
+        (rows if v.headline else supporting).append(
             f'<tr class="claim" data-experiment="{_e(v.experiment)}" '
             f'data-verdict="{_e(v.verdict)}">'
             f'<td><div class="claim label">{_e(v.label)}</div>{quote}'
@@ -562,9 +588,14 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
             f"<td>{_e(v.paper)}</td><td>{measured}"
             f'<div class="detail">{_e(v.detail)}</div></td>'
             f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}{because}</td></tr>")
-    table = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
-             "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>"
-             f"<tbody>{''.join(rows)}</tbody></table>")
+    head = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
+            "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>")
+    table = (f"{head}<tbody>{''.join(rows)}</tbody></table>" if rows else "")
+    if supporting:
+        table += (f"<details{'' if rows else ' open'}><summary>{len(supporting)} supporting "
+                  f"claim{'s' if len(supporting) > 1 else ''} (premises, orderings, other "
+                  f"views and scales)</summary>{head}<tbody>{''.join(supporting)}</tbody>"
+                  "</table></details>")
     if s.disagree:
         table += ('<div class="box"><b>Where the views disagree</b><ul>'
                   + "".join(f"<li>{_e(d)}</li>" for d in s.disagree) + "</ul></div>")
@@ -582,8 +613,8 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
             name = Path(rel).name
             note = (f"<details><summary>how this figure is made</summary>"
                     f"{_e(notes[name])}</details>" if name in notes else "")
-            figures.append(f'<figure><a href="{_e(rel)}"><img src="{_e(rel)}" '
-                           f'alt="{_e(name)} of run {_e(run.run_id)}"></a>'
+            figures.append(f'<figure id="{_fig_id(run.run_id, name)}"><a href="{_e(rel)}">'
+                           f'<img src="{_e(rel)}" alt="{_e(name)} of run {_e(run.run_id)}"></a>'
                            f"<figcaption>{_e(name)}, run {_e(run.run_id)}{note}"
                            "</figcaption></figure>")
     for folder in s.ablations:
@@ -621,7 +652,8 @@ def _run_box(run: Run, out: Path) -> str:
     return (f'<div class="box"><b>run {_e(run.run_id)}</b> &middot; '
             f'<a href="{_e(_rel(run.path, out))}">run folder</a>'
             f'<div>fidelity: <span class="{cls}">{_e(verdict)}</span>{listing}</div>'
-            f"<dl>{rows}<dt>rerun</dt><dd><code>{_e(p['rerun'])}</code></dd></dl>"
+            f"<details><summary>provenance and rerun</summary>"
+            f"<dl>{rows}<dt>rerun</dt><dd><code>{_e(p['rerun'])}</code></dd></dl></details>"
             f"<details><summary>parameters</summary><code>{_e(params)}</code></details>"
             "</div>")
 

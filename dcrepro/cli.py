@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print only the headline claims' verdicts with their intervals "
                            "as markdown (the README's, for results/reference) and write "
                            "nothing")
+    only.add_argument("--pages", metavar="DOCS_DIR", default=None,
+                      help="write only the generated results pages, one per paper and the "
+                           "index (docs/results for results/reference: analysis/pages.py)")
     lst = sub.add_parser("list", help="the experiments of the registry (store/registry.py)")
     what = lst.add_mutually_exclusive_group()
     what.add_argument("--markdown", action="store_true",
@@ -434,6 +437,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.markdown_table or args.headlines:
             print((report.markdown_table if args.markdown_table else report.headline_table)(
                 judged), end="")
+            return 0
+        if args.pages:
+            from analysis import pages
+            where = Path(args.pages).resolve()
+            try:
+                written = pages.write(judged, where)
+            except OSError as exc:
+                print(f"dcrepro: error: cannot write the pages in {where}: "
+                      f"{exc.strerror or exc}", file=sys.stderr)
+                return 1
+            print("\n".join(f"page: {path}" for path in written))
             return 0
         out = Path(args.out).resolve() if args.out else root / "report"
         report.check_out(out)

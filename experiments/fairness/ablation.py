@@ -1,4 +1,4 @@
-"""Issue #28's coupling ablation of the fairness experiment (docs/results/000-permutation-
+"""Issue #28's coupling ablation of the fairness experiment (docs/notebook/000-permutation-
 fairness.md): Jellyfish / fat tree mean throughput per repetition, measured (iperf3) and in
 each flow model on the run's own traced paths, for emulated runs that differ in one thing
 (e.g. ``--cc lia`` against ``--cc reno``), paired by repetition.

@@ -115,7 +115,8 @@ def regime(pattern: str) -> Callable[[list[Run], str], str]:
     return check
 
 
-_claim = claim_maker(PAPER, experiment="grin", conditions=throughputs)
+_claim = claim_maker(PAPER, experiment="grin", conditions=throughputs,
+                     figure="throughput.png")
 #: which runs judge a figure's claims: its own traffic pattern (Fig. 6 random, Fig. 7
 #: all-to-all), so that a run of one figure never hides the other's newest run (written
 #: 2026-12-01, before the first random-traffic run); the regime still checks the rest
@@ -173,6 +174,7 @@ def _over_original(net: str) -> Claim:
                   measure=over(net, "grin0", lambda x: x >= goal),
                   headline=net in ("grin1", "grin2"), samples=rep_ratios(net, "grin0"),
                   band=_band(net), regime=regime("all-to-all"), select=FIG7,
+                  paper_value=float(1 + int(net[4:])),
                   because=_STAR if (1 + int(net[4:])) ** 2 > KERNEL_SUBFLOW_LIMIT + 1 else "")
 
 

@@ -59,7 +59,19 @@ SETTINGS = [
     Setting("rate-100", ("--dataplane", "bpf", "--bw", "100"),
             "100 Mb/s links instead of 10: 10x shorter service time per packet"),
 ]
-BY_NAME = {s.name: s for s in SETTINGS}
+#: ns-3's arrival jitter (issue #52, written before the runs: docs/notebook/
+#: 2026-12-01-headlines.md, item 6): every packet on every link delayed by a uniform random
+#: extra of up to J us, 1200 us being one 1500-byte packet at 10 Mb/s; the emulator has no
+#: per-packet jitter (no netem), so only the simulator's side is swept.  Into
+#: results/outcast-ablation-jitter/<setting>/ by `python -m experiments.outcast.ablation
+#: --list --jitter`'s commands.
+JITTER_COMMON = ["--backend", "sim", "--flows", "6,12", "--runs", "10", "--duration", "15",
+                 "--trim", "3", "--seed", "1"]
+JITTER = [Setting(f"sim-jitter-{j}", ("--pkt-jitter-us", str(j)),
+                  f"ns-3 with up to {j} us of random extra delay per packet and link"
+                  + (" (deterministic: one sample)" if j == 0 else ""))
+          for j in (0, 150, 300, 600, 1200)]
+BY_NAME = {s.name: s for s in SETTINGS + JITTER}
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -106,7 +118,7 @@ def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:
 def collect(root: Path) -> list[dict[str, Any]]:
     """Rows of every setting that has a complete run under ``root``, in SETTINGS order."""
     rows: list[dict[str, Any]] = []
-    for s in SETTINGS:
+    for s in SETTINGS + JITTER:
         run = newest_run(root / s.name)
         if run is not None:
             rows += setting_rows(s.name, run)
@@ -123,10 +135,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
              "The lone flow's goodput as a share of its fair share (link / (N + 1)): median "
              "and quartiles over the repetitions, and in how many repetitions it stayed "
              "below half (an outcast).  Made by `scripts/outcast-ablation.sh` (10 "
-             "repetitions x 12 s per N and setting), then `.venv/bin/python -m "
-             "experiments.outcast.ablation <its folder>`; docs/results/002-outcast.md "
-             "reads it.", "", head, "|" + "---|" * (2 + len(ns))]
-    for s in SETTINGS:
+             "repetitions x 12 s per N and setting; ns-3's jitter sweep: the commands of "
+             "`--list --jitter`), then `.venv/bin/python -m experiments.outcast.ablation "
+             "<its folder>`; docs/notebook/002-outcast.md reads it.", "", head,
+             "|" + "---|" * (2 + len(ns))]
+    for s in SETTINGS + JITTER:
         mine = {int(r["flows"]): r for r in rows if r["setting"] == s.name}
         if not mine:
             continue
@@ -149,7 +162,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     from analysis.figures import save
 
     ns = sorted({int(r["flows"]) for r in rows})
-    names = [s.name for s in SETTINGS if any(r["setting"] == s.name for r in rows)]
+    names = [s.name for s in SETTINGS + JITTER if any(r["setting"] == s.name for r in rows)]
     fig, axes = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 4.2), sharey=True,
                              squeeze=False)
     for ax, n in zip(axes[0], ns):
@@ -179,10 +192,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="the ablation's results folder (default: results/outcast-ablation)")
     p.add_argument("--list", action="store_true",
                    help="print each setting's name and flags, one per line, and exit")
+    p.add_argument("--jitter", action="store_true",
+                   help="with --list: ns-3's arrival-jitter sweep instead")
     args = p.parse_args(argv)
     if args.list:
-        for s in SETTINGS:
-            print(s.name, *s.flags, *COMMON)
+        for s in JITTER if args.jitter else SETTINGS:
+            print(s.name, *s.flags, *(JITTER_COMMON if args.jitter else COMMON))
         return 0
     rows = collect(args.root)
     if not rows:

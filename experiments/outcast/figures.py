@@ -6,6 +6,7 @@ rate over time, iperf3 goodput and bwm-ng offered rate), drops.csv / drops_serie
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -254,10 +255,35 @@ def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
                          "a failed run is never plotted as data")
 
 
-def _tables(run_dir: Path) -> tuple[list[dict[str, str]], ...]:
-    """flows, series, drops and drops_series tables of an outcast run folder."""
-    return tuple(read_csv(run_dir / f"{name}.csv")
-                 for name in ("flows", "series", "drops", "drops_series"))
+#: tables a time-series figure needs beyond flows.csv: a folder kept without them (raw data
+#: left out of an ablation's copy) still gets the figures flows.csv alone draws
+SERIES_TABLES = ("series", "drops", "drops_series")
+
+
+Table = list[dict[str, str]]
+
+
+def _tables(run_dir: Path) -> tuple[Table, Table | None, Table | None, Table | None]:
+    """flows, series, drops and drops_series tables of an outcast run folder; a missing one
+    other than flows.csv reads as None (the figure that needs it is skipped, and named)."""
+    def optional(name: str) -> Table | None:
+        path = run_dir / f"{name}.csv"
+        return read_csv(path) if path.is_file() else None
+    series, drops, drop_series = (optional(n) for n in SERIES_TABLES)
+    return read_csv(run_dir / "flows.csv"), series, drops, drop_series
+
+
+def _complete(run_dir: Path, figure: str, series: Table | None, drops: Table | None,
+              drop_series: Table | None) -> tuple[Table, Table, Table] | None:
+    """The three tables ``figure`` needs, or None after one line on stderr naming the
+    missing ones (the figures the other tables allow are still drawn)."""
+    if series is not None and drops is not None and drop_series is not None:
+        return series, drops, drop_series
+    missing = [f"{n}.csv" for n, t in zip(SERIES_TABLES, (series, drops, drop_series))
+               if t is None]
+    print(f"dcrepro: note: {run_dir}: {figure} not drawn: no {', '.join(missing)} in the "
+          "folder (the figures its other tables allow are drawn)", file=sys.stderr)
+    return None
 
 
 def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
@@ -265,10 +291,12 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     input port); over all N: outcast_share.png (lone flow's share of its fair share)."""
     _check_ok(config, run_dir)
     params = config["params"]
-    rows, series, drops, dseries = _tables(run_dir)
+    rows, *rest = _tables(run_dir)
     figs = []
     ns = sorted({int(r["flows"]) for r in rows})
-    for n in ns:
+    tables = _complete(run_dir, "outcast_nNN.png", *rest)
+    series, drops, dseries = tables or ([], [], [])
+    for n in ns if tables else []:
         mine = [r for r in rows if int(r["flows"]) == n]
         senders = list(dict.fromkeys(r["sender"] for r in mine))
         run0 = min(r["run"] for r in mine)
@@ -348,7 +376,11 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     the local sender; average goodput grouped by hop distance; drops per input port."""
     _check_ok(config, run_dir)
     params = config["params"]
-    rows, series, drops, dseries = _tables(run_dir)
+    rows, *rest = _tables(run_dir)
+    tables = _complete(run_dir, "fattree_outcast.png", *rest)
+    if tables is None:
+        return [_plot_runs(run_dir, config, rows)]
+    series, drops, dseries = tables
     run0 = min(r["run"] for r in rows)
     r0 = [r for r in rows if r["run"] == run0]
     local = next((r["sender"] for r in r0 if r["local"] == "True"), "")

@@ -1,4 +1,4 @@
-"""Issue #28's wire-bytes ablation of the permutation experiment (docs/results/000-
+"""Issue #28's wire-bytes ablation of the permutation experiment (docs/notebook/000-
 permutation-fairness.md): emulated runs that differ in one thing (``--pattern permutation``
 against ``--pattern pairing``), per repetition and transport: the measured mean, the max-min
 model's on the run's own traced paths, their aggregate ratio, and what the hosts' stacks

@@ -1,4 +1,4 @@
-"""Issue #28's two PLTS ablations, drawn from run folders (docs/results/004-plts.md).
+"""Issue #28's two PLTS ablations, drawn from run folders (docs/notebook/004-plts.md).
 
 1. *ECMP's draw.*  ECMP's mean % of ideal is what its hash collisions leave it, and that
    varies with the pairing and the hash: a flow-model run with many repetitions

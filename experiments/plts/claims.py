@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.claims import Claim, Missing, Outcome, Run, Samples, claim_maker, need_rows
+from analysis.claims import Cause, Claim, Missing, Outcome, Run, Samples, claim_maker, need_rows
 from analysis.intervals import Band
 from store import cell
 
@@ -231,7 +231,8 @@ def spray_spread(runs: list[Run], cond: str) -> Outcome:
                    ", ".join(f"{s} {v:.2f}" for s, v in sp.items()))
 
 
-_make = claim_maker(PAPER, experiment="plts", conditions=conditions)
+_make = claim_maker(PAPER, experiment="plts", conditions=conditions,
+                    figure="throughput.png")
 
 
 def _claim(**fields: Any) -> Claim:
@@ -249,11 +250,11 @@ _MODEL_NO_REORDERING = (
     "the flow model has no reordering, no queue and no TCP: a spray's flows take their "
     "max-min rates, the ideal, by construction (every spray 100 %), so a spray's shortfall "
     "from the ideal and the order of the sprays, which come from TCP's reaction to "
-    "reordered segments, are not in it (docs/results/004-plts.md, the flow model's view)")
+    "reordered segments, are not in it (docs/notebook/004-plts.md, the flow model's view)")
 
 
 #: why RR's % of ideal is above the paper's in the ns-3 view (an ablation run there, criterion
-#: written before it: docs/results/004-plts.md, "RR alone, five pairings")
+#: written before it: docs/notebook/004-plts.md, "RR alone, five pairings")
 _SIM_NO_TIMING_NOISE = (
     "ns-3's links are exact and every sprayed path of the k=6 fat tree has the same length "
     "and rate, so round-robin segments arrive nearly in order and TCP hardly backs off; the "
@@ -264,7 +265,7 @@ _SIM_NO_TIMING_NOISE = (
 
 
 #: why CNT's % of ideal is above the paper's in the ns-3 view (criterion written before the
-#: runs: docs/results/004-plts.md, "CNT in ns-3: what it counts")
+#: runs: docs/notebook/004-plts.md, "CNT in ns-3: what it counts")
 _SIM_CNT_COUNTS = (
     "the simulated CNT balances bytes per port, as dcrepro's BPF switch does; balancing "
     "packets instead (--dataplane bpf,cnt=packets, which the simulated switches honour) "
@@ -285,6 +286,8 @@ def _pct(scheme: str, quote: str, because: str = "", sim_because: str = "") -> C
                             f"{PCT_TOLERANCE:g} points",
                   reason=_POINT, measure=pct_of_ideal(scheme), because=because,
                   because_views=views, headline=scheme == "rr", samples=rep_pct(scheme),
+                  paper_value=paper,
+                  causes={"emulated": RR_CAUSE} if scheme == "rr" else {},
                   band=Band(paper - PCT_TOLERANCE, paper + PCT_TOLERANCE),
                   regime=paper_regime)
 
@@ -300,16 +303,31 @@ LATENCY_BAND_REASON = ("  The paper's fractions are rounded words: the band reac
                        "fraction does not reproduce it either.")
 
 
+#: why the sprays' latency is a far smaller fraction of ECMP's than the paper's (one sentence
+#: for the paper's page)
+LATENCY_CAUSE = Cause(
+    "ECMP's collided links hold standing queues many packets deep while the sprays' queues "
+    "stay nearly empty, so the sprays' latency is a far smaller fraction of ECMP's than the "
+    "paper's; how deep ECMP's queue runs is set by the queue size and link rate, which the "
+    "paper does not state")
+#: why RR's % of ideal is above the paper's band in the emulation (the page's sentence)
+RR_CAUSE = Cause(
+    "every sprayed path of the k=6 fat tree has the same length and rate, so round-robin "
+    "segments arrive nearly in order and TCP rarely backs off; in ns-3 random jitter of up "
+    "to one frame's time on every link brought RR into the paper's band, but the emulation "
+    "has not been run with it")
+
+
 def _latency(pct: str, ratio: float, quote: str, reason: str) -> Claim:
     """The sprays' latency at percentile ``pct`` at most ``ratio`` of ECMP's (Fig. 1(b))."""
     band = LATENCY_BANDS[pct]
-    return _claim(key=f"latency-{pct}", text=f"latency {pct} spray/ECMP",
+    return _claim(key=f"latency-{pct}", figure="latency_rank.png", text=f"latency {pct} spray/ECMP",
                   where="Fig. 1(b), section 3", paper=f"{round(ratio, 3)}", quote=quote,
                   criterion=f"per repetition the mean of the sprays' {pct} / ECMP's {pct}; the "
                             f"95 % interval of its mean within {band.text(3)}",
                   reason=reason + LATENCY_BAND_REASON, measure=latency_ratio(pct, ratio),
                   headline=True, samples=rep_latency(int(pct[1:])), band=band,
-                  regime=paper_regime)
+                  regime=paper_regime, causes={"emulated": LATENCY_CAUSE}, paper_value=ratio)
 
 
 CLAIMS = [
@@ -323,7 +341,7 @@ CLAIMS = [
                  "bpf,cnt=packets CNT falls from 88.9 to 84.0 % of ideal (5 pairings each, "
                  "back to back; RR 96.6 and 95.8, unchanged), within 5 points of the "
                  "paper's 81; undoing spurious retransmissions is not it (--recovery "
-                 "noundo: 89.8) (results/reference/plts-ablation, docs/results/004-plts.md)",
+                 "noundo: 89.8) (results/reference/plts-ablation, docs/notebook/004-plts.md)",
          sim_because=_SIM_CNT_COUNTS),
     _claim(key="rnd-lowest", text="RND lowest of the three sprays",
            where="Fig. 1(a), section 3",
@@ -351,7 +369,8 @@ CLAIMS = [
                   "given: within 15 % both ways, as for Orca's 4.16x (issue #52, written "
                   "2026-12-01 before the runs that judge it; before that the criterion was "
                   "'at least 1.5').",
-           measure=spray_over_ecmp, headline=True, samples=rep_spray_over_ecmp,
+           measure=spray_over_ecmp, headline=True, paper_value=PAPER_SPRAY_OVER_ECMP,
+           samples=rep_spray_over_ecmp,
            band=SPRAY_BAND, regime=paper_regime,
            because="ECMP gets what its hash collisions leave it, and that is a draw: over "
                    "100 drawn pairings and hashes the flow model gives ECMP 52-82 % of ideal "
@@ -361,18 +380,18 @@ CLAIMS = [
                    "the model on their own traced paths (12 of 15), their ratio follows "
                    "that draw (Spearman -0.88), and the three that drew 60-61 % reached "
                    "1.42-1.49 (the paper ran one pairing; results/reference/plts-ablation, "
-                   "docs/results/004-plts.md)",
+                   "docs/notebook/004-plts.md)",
            because_views={
                "model": "the model's ECMP gets what this pairing's hash collisions leave it, "
                         "and 1.5x over sprays at the ideal needs ECMP at 66.7 % of ideal or "
                         "less: over 100 drawn pairings and hashes the model gives ECMP "
                         "52-82 % (median 64.8), so 1.5x is a draw, and this one is not it "
-                        "(docs/results/004-plts.md)",
+                        "(docs/notebook/004-plts.md)",
                "sim": "ns-3's ECMP on RED sits on its flow model (at 10 Mb/s 68.0 against "
                       "67.6 % of ideal), so the gap below 1.5 is this pairing's draw of "
                       "collisions "
                       "(as in the model's view) and RND's reordering (85.8 % of ideal with "
-                      "no drop in the sprays' fabric; docs/results/004-plts.md, the "
+                      "no drop in the sprays' fabric; docs/notebook/004-plts.md, the "
                       "simulated view)"}),
     _latency("p90", PAPER_P90_RATIO,
              "A packet in PLTS experiences only one-third of the packet latency of ECMP with "
@@ -383,7 +402,7 @@ CLAIMS = [
     _latency("p99", PAPER_P99_RATIO,
              "... and one-sixth of the packet latency at the 99th percentile",
              "As for p90, at the 99th percentile."),
-    _claim(key="ecmp-spread", text="ECMP per-flow max/min >= 10",
+    _claim(key="ecmp-spread", figure="flows_rank.png", text="ECMP per-flow max/min >= 10",
            where="Fig. 1(c), section 3",
            paper=f">= {PAPER_SPREAD:g}",
            quote="There is an order of magnitude of difference between the highest and "
@@ -398,18 +417,18 @@ CLAIMS = [
                    "shares a collided link evenly keeps the spread there; the ablation is "
                    "the claim's other ECMP queue: drop-tail widens it through lockout "
                    "(median 8.7, single runs 12-19, against 5.0 on RED; "
-                   "docs/results/004-plts.md)",
+                   "docs/notebook/004-plts.md)",
            because_views={
                "model": "a fluid max-min model splits a collided link evenly, and ECMP's "
                         "hash collisions on these 27 flows put at most three on one link, so "
                         "its max/min is 2-3 by construction; an order of magnitude needs a "
                         "queue that shares a collided link unevenly (the emulation's "
-                        "drop-tail ablation, docs/results/004-plts.md)",
+                        "drop-tail ablation, docs/notebook/004-plts.md)",
                "sim": "on RED the flows of a collided link share it evenly in ns-3 too, "
                       "as in the emulation, with at most three of these flows on one "
                       "link; on drop-tail ns-3's lockout gives the spread "
-                      "(docs/results/004-plts.md, the simulated view)"}),
-    _claim(key="spray-spread", text="spray per-flow max/min < 10",
+                      "(docs/notebook/004-plts.md, the simulated view)"}),
+    _claim(key="spray-spread", figure="flows_rank.png", text="spray per-flow max/min < 10",
            where="Fig. 1(c), section 3",
            paper=f"< {PAPER_SPREAD:g}",
            quote="Flow throughputs for ECMP show a huge variability as compared to those of "

@@ -142,8 +142,8 @@ def test_every_module_name_the_docs_cite_is_defined_there():
 def test_the_path_checks_see_paths():
     """(patterns that matched nothing would pass every file)"""
     assert "docs/usage.md" not in named_paths("xdocs/usage.md")
-    assert named_paths("see docs/results/004-plts.md, and bench/bench_aqm.py:99") == [
-        "docs/results/004-plts.md", "bench/bench_aqm.py"]
+    assert named_paths("see docs/notebook/004-plts.md, and bench/bench_aqm.py:99") == [
+        "docs/notebook/004-plts.md", "bench/bench_aqm.py"]
     assert sum(len(named_in(p)) for p in SOURCES) > 300
     assert ("harness/traffic", "run_iperf") in DOTTED.findall((REPO / "docs/design.md").read_text())
 

@@ -143,7 +143,7 @@ def test_model_backend_through_the_cli(tmp_path: Path):
                for r in aorca.summarize(aorca.read_csv(run / "transfers.csv"))}
     assert summary[(16, "unicast", 1)]["speedup_of_multicast"] == pytest.approx(4.0, rel=1e-3)
     assert {p.name for p in run.glob("*.png")} == {"exec_time.png", "send_cdf.png",
-                                                   "procs.png"}
+                                                   "procs.png", "headlines.png"}
     assert "model bound, not a measurement" in (run / "claims.md").read_text()  # written by
     # analysis.plot from experiments/orca/claims.py (tests/unit/test_claims.py judges them)
 

@@ -225,3 +225,25 @@ def test_slot_race_names_who_took_each_freed_slot():
     assert (r["jumps_silent"], r["steps_silent"], r["steps_quiet"]) == (1, 1, 0)
     # nothing released: no arrival has a release before it
     assert mechanism.slot_race(arrivals, [], 0.0, 1.0, 0.001)["lone_first_share"] is None
+
+
+@pytest.mark.parametrize("folder", ["outcast/20261127T073537Z-ab24b1",
+                                    "outcast-fattree/20261124T230445Z-8082d8"])
+def test_a_folder_without_its_time_series_still_draws_what_flows_csv_allows(
+        folder, tmp_path, capsys):
+    """An ablation's copy keeps only some tables (burst-15k has no series.csv): `dcrepro
+    plot` draws the figures its tables allow and names, in one line, the one it cannot."""
+    import shutil
+    from pathlib import Path
+
+    import analysis
+    src = Path(__file__).resolve().parents[2] / "results" / "reference" / folder
+    run = tmp_path / folder
+    shutil.copytree(src, run, ignore=shutil.ignore_patterns("run*", "*.png"))
+    (run / "series.csv").unlink()
+    drawn = {p.name for p in analysis.plot(run)}
+    err = capsys.readouterr().err
+    assert ("outcast_share.png" in drawn) if folder.startswith("outcast/") else (
+        "fattree_outcast_runs.png" in drawn)
+    assert not {"outcast_n06.png", "fattree_outcast.png"} & drawn
+    assert err.count("not drawn: no series.csv") == 1, err

@@ -124,7 +124,9 @@ def captions(monkeypatch):
 def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
     run_dir, config = folder(tmp_path, "emulated")
     out = analysis.plot(run_dir)          # plot_plts, then the claims (analysis.claims)
-    assert [p.name for p in out] == ["throughput.png", "latency_rank.png", "flows_rank.png"]
+    # the experiment's three, then the headline claims beside the paper's numbers
+    assert [p.name for p in out] == ["throughput.png", "latency_rank.png", "flows_rank.png",
+                                     "headlines.png"]
     for name in ("throughput.png", "latency_rank.png", "flows_rank.png", "summary.csv",
                  "claims.csv", "claims.md"):
         assert (run_dir / name).stat().st_size > 0, name
@@ -146,6 +148,7 @@ def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
     assert len(captions) == 3 and all(c.count("\n") == 1 for c in captions)
     assert all(c.endswith("plts [emulated] test-emulated") for c in captions)
     notes = json.loads((run_dir / "figures.json").read_text())
+    assert notes.pop("headlines.png")
     assert list(notes) == ["throughput.png", "latency_rank.png", "flows_rank.png"]
     assert all(plts.NO_RED in n for n in notes.values())
     assert plts.LATENCY_DEF in notes["latency_rank.png"]
@@ -155,7 +158,7 @@ def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
 def test_plot_plts_model_omits_latency(tmp_path, captions):
     run_dir, config = folder(tmp_path, "model")
     out = analysis.plot(run_dir)
-    assert [p.name for p in out] == ["throughput.png", "flows_rank.png"]
+    assert [p.name for p in out] == ["throughput.png", "flows_rank.png", "headlines.png"]
     assert not (run_dir / "latency_rank.png").exists()
     found = read_csv(run_dir / "claims.csv")
     assert {r["verdict"] for r in found if "latency" in r["claim"]} == {"not measured"}
@@ -163,6 +166,7 @@ def test_plot_plts_model_omits_latency(tmp_path, captions):
     assert all(r["retrans_sum"] == "" and r["latency_samples"] == "0" for r in summary)
     assert "flow-model numbers, not measurements" in (run_dir / "claims.md").read_text()
     notes = json.loads((run_dir / "figures.json").read_text())
+    assert notes.pop("headlines.png")
     assert len(captions) == 2 and list(notes) == ["throughput.png", "flows_rank.png"]
     assert all(plts.NO_RED in n and "backend=model: flow-model numbers, not measurements" in n
                for n in notes.values())

@@ -117,6 +117,25 @@ def test_the_page_and_the_terminal_agree(reference_report):
     assert lines[-1] == f"report: {root / 'report' / 'index.html'}"
 
 
+def test_the_page_leads_with_contents_and_headlines_and_links_claims_to_figures(
+        reference_report):
+    """Part 7 of issue #52: a contents list, the headlines first (in every section too),
+    the supporting claims folded, and every in-page link lands on an element of the page."""
+    root, _ = reference_report
+    text = (root / "report" / "index.html").read_text()
+    assert text.index('<nav class="toc">') < text.index('id="headlines"') < text.index(
+        'id="every-claim"')
+    ids = set(re.findall(r' id="([^"]+)"', text))
+    anchors = set(re.findall(r'href="#([^"]+)"', text))
+    assert anchors and anchors <= ids, anchors - ids
+    figure_links = [a for a in anchors if a.startswith("fig-")]
+    assert len(figure_links) >= len(registry.EXPERIMENTS), "claim rows link to their figures"
+    for s in R.build(*R.gather([root])).sections:
+        flags = [v.headline for v in s.verdicts]
+        assert flags == sorted(flags, reverse=True), s.experiment   # headlines first
+    assert text.count("supporting claim") >= len(registry.EXPERIMENTS) - 1
+
+
 def test_the_page_is_self_contained_and_can_be_copied(reference_report, tmp_path):
     root, _ = reference_report
     text = (root / "report" / "index.html").read_text()
@@ -160,7 +179,8 @@ def test_an_experiments_ablation_shows_in_its_section(reference_report):
         > 5_000
     md = (root / "report" / "report.md").read_text()
     assert "### ablation outcast-ablation" in md
-    assert R.ablations_of(root, "outcast") == [root / "outcast-ablation"]
+    assert R.ablations_of(root, "outcast") == [root / "outcast-ablation",
+                                               root / "outcast-ablation-jitter"]
     # a folder of the same prefix that is not '<experiment>-ablation[-name]' is not one
     assert R.ablations_of(root, "outcast-fattree") == []
 
