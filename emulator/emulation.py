@@ -150,7 +150,7 @@ def _deferred_up_intf() -> type:
 #: halts and wakes only when the hypervisor schedules it again, so a timer that falls due
 #: then (an HTB link's next frame, a CPU cap's next period) fires late; measured on Orca
 #: with CPU-capped senders: 0.79 of busy-link gaps within 10 % halted, 0.99 spinning
-#: (docs/results/001-orca.md).  "spin" runs one busy loop per CPU at the lowest priority
+#: (docs/notebook/001-orca.md).  "spin" runs one busy loop per CPU at the lowest priority
 #: (SCHED_IDLE, nice 19) while the network is up: it runs only when nothing else can, so no
 #: vCPU halts; the CPU figures count it as niced work, not as load.  "auto" (the flags'
 #: default) is resolved once per run (resolve_idle_cpus): spin where the machine has no

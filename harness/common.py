@@ -42,7 +42,7 @@ SHARED = {
     "idle_cpus": (str, "what a CPU does with nothing to run while the network is up: halt "
                        "(the machine's own idle), spin (one lowest-priority busy loop per "
                        "CPU, so that no vCPU of a VM halts and wakes late: late wake-ups "
-                       "delay the links' timers; docs/results/001-orca.md), or auto: spin "
+                       "delay the links' timers; docs/notebook/001-orca.md), or auto: spin "
                        "where the kernel has no cpuidle driver (these VMs), else halt; "
                        "spin is for emulated runs only"),
     "softirq_batch": (int, "net.core.dev_weight and netdev_budget while the emulated "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #28's wire-bytes ablation of the permutation (000_b87022286e416fdf.txt, Fig. 4;
-# docs/results/000-permutation-fairness.md): MPTCP-8 and TCP on the k=4 fat tree at 5 Mb/s,
+# docs/notebook/000-permutation-fairness.md): MPTCP-8 and TCP on the k=4 fat tree at 5 Mb/s,
 # once as the paper's permutation and once with --pattern pairing (half the hosts send, the
 # other half receive, so no access link carries one flow's data and another's ACKs), 5
 # repetitions x 20 s each, about 4 minutes a part; then ablation.csv / ablation.md /

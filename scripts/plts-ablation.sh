@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #28's PLTS ablations (004_a477753408ad7b79.txt, Fig. 1a; docs/results/004-plts.md):
+# Issue #28's PLTS ablations (004_a477753408ad7b79.txt, Fig. 1a; docs/notebook/004-plts.md):
 # ECMP's collision draw in the flow model (100 pairings and hashes, no root, about 20 s)
 # and the loss recovery without undo beside modern recovery in the emulator (ECMP on RED
 # and the three sprays, 5 pairings x 25 s, about 25 minutes, root), and CNT balancing bytes
