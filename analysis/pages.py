@@ -102,8 +102,14 @@ def why(v: Verdict, view: str, root: Path, page_dir: Path) -> str:
             tail = "not ablated"
         return f"{cause.text} ({tail})"
     if v.verdict == INCONCLUSIVE:
-        return (f"the interval straddles an edge of the band {_band(v)}: more repetitions "
-                "may decide, unless the mean sits on the edge")
+        # the detail: '...; N repetition(s) left out: ...; criterion <band>: <why>'
+        at = v.detail.rfind("criterion ")
+        reason = v.detail[at:].split(": ", 1)[-1] if at >= 0 else ""
+        left_out = [p.strip() for p in v.detail.split(";") if "left out" in p]
+        if "straddles" in reason or not reason:
+            return (f"the interval straddles an edge of the band {_band(v)}: more "
+                    "repetitions may decide, unless the mean sits on the edge")
+        return f"{reason} (band {_band(v)})" + (f"; {left_out[0]}" if left_out else "")
     if v.verdict == FAILS:
         return "no cause measured yet (not ablated)"
     return v.detail

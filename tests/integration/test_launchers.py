@@ -47,8 +47,10 @@ def _finish(p: subprocess.Popen, timeout: float = 180) -> tuple[int, str]:
 
 
 def _stamps(sweep: Path) -> dict[str, float]:
-    """mtime of every complete run's fingerprint (written once, just before its rename)."""
-    return {f.parent.name: f.stat().st_mtime for f in (sweep / "runs").glob("*/fingerprint.json")}
+    """Run id -> mtime of every finished run's fingerprint (written once, just before its
+    rename), a flagged one's (kept as ``<id>.invalid``) too."""
+    return {f.parent.name.removesuffix(".invalid"): f.stat().st_mtime
+            for f in (sweep / "runs").glob("*/fingerprint.json")}
 
 
 def _runone_pids(rid: str) -> list[int]:

@@ -97,6 +97,11 @@ def test_why_says_what_tested_the_cause(monkeypatch, tmp_path):
     straddles = pages.why(_verdict(INCONCLUSIVE, "x; criterion [1.35, 1.65]: straddles",
                                    key="none"), "emulated", tmp_path, tmp_path)
     assert "band [1.35, 1.65]" in straddles
+    few = pages.why(_verdict(INCONCLUSIVE, "x; 4 repetition(s) left out: the fidelity check "
+                             "flagged them; criterion >= 1.00: 1 of the 5 repetitions a "
+                             "verdict needs", key="none"), "emulated", tmp_path, tmp_path)
+    assert few == ("1 of the 5 repetitions a verdict needs (band >= 1.00); 4 repetition(s) "
+                   "left out: the fidelity check flagged them")
 
 
 def test_the_cli_writes_the_pages_or_says_in_one_line_why_not(tmp_path, capsys):
