@@ -2,9 +2,14 @@
 # The test suite, by tier (docs/testing.md#tiers says what each holds and what it costs):
 #   ./scripts/test.sh           install what is missing (setup.sh: a second of looking when
 #                               everything is there), the code checks (ruff, mypy), then the
-#                               tiers fast, integration and slow (root: real networks)
-#   ./scripts/test.sh --fast    the code checks and the fast tier only: pure code, no root,
-#                               no setup.sh extras (a .venv from one ./setup.sh is enough)
+#                               tiers fast, integration and slow (root: real networks).  The
+#                               pure tests (fast, and slow's ns-3, redraw and browser tests)
+#                               run at nice 19 beside the integration tier, whose networks
+#                               leave most of the CPU idle (docs/testing.md#schedule); slow's
+#                               launcher tests, which emulate, run after it, alone
+#   ./scripts/test.sh --fast    the code checks and the fast tier only, one pytest-xdist
+#                               worker per core (up to 4): pure code, no root, no setup.sh
+#                               extras (a .venv from one ./setup.sh is enough)
 #   ./scripts/test.sh --checks-only   the code checks alone (seconds)
 # Extra arguments go to every pytest call, e.g. ./scripts/test.sh -k plts.  A tier whose
 # tests the arguments all deselect is not a failure.  Every tier runs even when an earlier
@@ -28,8 +33,8 @@ if [ "$(id -u)" -eq 0 ]; then
 elif [ "$mode" = all ]; then
   echo "test.sh: the integration and slow tiers need root (sudo ./scripts/test.sh); without it: ./scripts/test.sh --fast" >&2
   exit 1
-elif [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import dcrepro, pytest' 2>/dev/null; then
-  echo "test.sh: no .venv with dcrepro in it yet: run ./setup.sh once as root (sudo ./setup.sh)" >&2
+elif [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import dcrepro, pytest, xdist' 2>/dev/null; then
+  echo "test.sh: no .venv with dcrepro and its test tools yet: run ./setup.sh once as root (sudo ./setup.sh)" >&2
   exit 1
 fi
 
@@ -40,18 +45,42 @@ typed=$(.venv/bin/mypy --no-incremental --cache-dir=/dev/null 2>&1) ||
 echo "$typed" | tail -1
 [ "$mode" != checks ] || exit 0
 
-tiers=(fast)
-[ "$mode" = fast ] || tiers=(fast integration slow)
 failed=()
-for tier in "${tiers[@]}"; do
-  echo "=== tier $tier"
+# tier NAME ARGS...: one pytest call, its exit and time printed (5: the extra arguments
+# deselected every test of this selection, which is no failure)
+tier() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  echo "=== tier $name"
+  .venv/bin/python -m pytest "$@" || rc=$?
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || failed+=("$name (pytest exit $rc)")
+  echo "tier $name: pytest exit $rc after $((SECONDS - start)) s"
+}
+
+if [ "$mode" = fast ]; then
+  tier fast -m fast -n auto --maxprocesses 4 "$@"
+else
+  # The pure tests beside the integration tier, at the lowest priority, their output kept
+  # until it ends (an emulation takes the CPU it wants; measured: integration 524 s alone,
+  # 567 s beside them; they took 212 s there, against about 190 s alone after one another)
+  log=$(mktemp /tmp/dcrepro-test-pure.XXXXXX)
   start=$SECONDS
+  # (their own --basetemp: pytest's cleanup of old temporary folders must not meet the
+  # integration session's; it is emptied at the next start, kept until then to look into)
+  nice -n 19 .venv/bin/python -m pytest -m "fast or (slow and not root)" -p no:xdist \
+    --basetemp /tmp/dcrepro-test-pure "$@" >"$log" 2>&1 &
+  pure=$!
+  # Ctrl-C or an error here stops the pure tests too, and nothing stays in /tmp
+  trap 'kill "$pure" 2>/dev/null || true; rm -f "$log"' EXIT
+  tier integration -m integration "$@"
   rc=0
-  .venv/bin/python -m pytest -m "$tier" "$@" || rc=$?
-  # 5: the extra arguments deselected every test of this tier
-  [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || failed+=("$tier (pytest exit $rc)")
-  echo "tier $tier: pytest exit $rc after $((SECONDS - start)) s"
-done
+  wait "$pure" || rc=$?
+  echo "=== tiers fast and slow (no root), run beside integration"
+  cat "$log"
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || failed+=("fast and slow without root (pytest exit $rc)")
+  echo "tiers fast and slow (no root): pytest exit $rc after $((SECONDS - start)) s"
+  tier "slow (root: the launchers)" -m "slow and root" "$@"
+fi
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "test.sh: failed tiers: ${failed[*]}" >&2
   exit 1
