@@ -44,6 +44,9 @@ INCONCLUSIVE = intervals.INCONCLUSIVE
 NOT_REGIME = "not in the paper's regime"
 NOT_MEASURED = "not measured"
 NOT_TRUSTED = "run not trusted"
+#: each verdict's colour, on the report page and in the headline figures alike
+COLOURS = {HOLDS: "#1a7f37", FAILS: "#cf222e", INCONCLUSIVE: "#8250df",
+           NOT_REGIME: "#0969da", NOT_MEASURED: "#6e7781", NOT_TRUSTED: "#9a6700"}
 #: the verdict vocabulary, in the order tables count it
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_REGIME, NOT_MEASURED, NOT_TRUSTED)
 #: the backends a claim can be judged on, in the order their views are shown, and their

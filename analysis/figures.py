@@ -138,7 +138,7 @@ def headline_plot(path: Path, config: dict[str, Any], verdicts: list[Any],
     our statistic per repetition (grey dots), their mean with its 95 % interval (black), and
     the paper's value (red diamond) where it gives one; the verdict in the row's title.
     ``paper_values``: claim key -> the paper's number or None."""
-    from .report import COLOURS  # the page's verdict colours, so figure and page agree
+    from .claims import COLOURS  # the page's verdict colours (claims imports the model: late)
     rows = [v for v in verdicts if v.bounds is not None]
     fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.55 + 1.05 * len(rows)),
                              squeeze=False)

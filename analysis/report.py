@@ -23,6 +23,7 @@ come from analysis.claims.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import json
 import os
@@ -36,6 +37,7 @@ from typing import Any
 from store import papers, registry
 
 from .claims import (
+    COLOURS,
     NOT_MEASURED,
     NOT_REGIME,
     VERDICTS,
@@ -53,9 +55,6 @@ from .figures import HEADLINES, NOTES
 #: what marks a folder as a report this command wrote (it may then be replaced)
 MARKER = "verdicts.json"
 #: the colours of the four verdicts (page and legend)
-COLOURS = {"holds": "#1a7f37", "does not hold": "#cf222e", "inconclusive": "#8250df",
-           "not in the paper's regime": "#0969da", "not measured": "#6e7781",
-           "run not trusted": "#9a6700"}
 MEANING = {"holds": "the criterion is met (an interval claim: its 95 % interval lies inside "
                     "the band)",
            "does not hold": "measured, and the criterion is not met (an interval claim: its "
@@ -89,6 +88,11 @@ class Report:
     root: Path                      # the results root (default output: root/report)
     sources: list[list[Run]]
     sections: list[Section]
+
+    @functools.cached_property
+    def headline_claims(self) -> list[tuple[papers.Paper, Verdict, dict[str, list[Verdict]]]]:
+        """headlines(self), worked out once (every page, table and figure asks for it)."""
+        return headlines(self)
 
     @property
     def skipped(self) -> list[str]:
@@ -381,7 +385,7 @@ def headline_table(report: Report) -> str:
     interval (per condition when the paper's regime has several)."""
     lines = ["| paper | headline claim | paper's value | emulated | ns-3 | flow model |",
              "|---|---|---|---|---|---|"]
-    for paper, first, views in headlines(report):
+    for paper, first, views in report.headline_claims:
         cond = first.condition if first.condition != "emulated" else ""
         text = first.text + (f" [{cond}]" if cond and len(views.get("emulated", [])) < 2
                              else "")
@@ -547,7 +551,7 @@ def _headlines_html(report: Report) -> str:
     """The headline claims first: per paper, each view's verdict with its 95 % interval,
     linked to the experiment's section where every claim and figure is."""
     rows = []
-    for paper, first, views in headlines(report):
+    for paper, first, views in report.headline_claims:
         cells = "".join(
             "<td>" + "<br>".join(
                 (f"{_e(v.condition)}: " if len(vs) > 1 and v.condition else "")

@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     rerun.add_argument("run_dir", help="results/<experiment>/<run id>")
     rerun.add_argument("--out", default=None,
                        help="results root folder (default: the one RUN_DIR is in)")
+    rerun.add_argument("--seed", type=int, default=None,
+                       help="a replication: every parameter of the run but this seed (the "
+                            "old and new seeds are recorded in config.json's rerun_of)")
     plot = sub.add_parser("plot", help="(re)draw the figures of a run folder (no root needed)")
     plot.add_argument("run_dir", help="results/<experiment>/<run id>")
     rep = sub.add_parser("report", help="which of the papers' claims hold: one page "
@@ -261,6 +264,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     try:
         config = params_of(src, EXPERIMENTS)
         mod = _module(config["experiment"])
+        seed = {}
+        if args.seed is not None:
+            if "seed" not in config["params"]:
+                raise ValueError(f"{config['experiment']} takes no seed: --seed cannot apply")
+            seed = {"seed_was": config["params"]["seed"], "seed": args.seed}
+            config["params"]["seed"] = args.seed
         params = checked(mod, config["params"])
         out = Path(args.out) if args.out else src.resolve().parent.parent
         _check_writable(out)
@@ -272,7 +281,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"dcrepro: rerun differs: {line}", file=sys.stderr)
     return _execute(mod, params, out, rerun_of={"run_dir": str(src.resolve()),
                                                 "run_id": config.get("run_id"),
-                                                "differences": diff})
+                                                "differences": diff, **seed})
 
 
 def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: object) -> int:

@@ -5,8 +5,9 @@
 #                               tiers fast, integration and slow (root: real networks).  The
 #                               pure tests (fast, and slow's ns-3, redraw and browser tests)
 #                               run at nice 19 beside the integration tier, whose networks
-#                               leave most of the CPU idle (docs/testing.md#schedule); slow's
-#                               launcher tests, which emulate, run after it, alone
+#                               leave most of the CPU idle (docs/testing.md#schedule), with
+#                               their own run registry; slow's tests that emulate (the
+#                               launchers') run after it, alone
 #   ./scripts/test.sh --fast    the code checks and the fast tier only, one pytest-xdist
 #                               worker per core (up to 4): pure code, no root, no setup.sh
 #                               extras (a .venv from one ./setup.sh is enough)
@@ -67,19 +68,23 @@ else
   start=$SECONDS
   # (their own --basetemp: pytest's cleanup of old temporary folders must not meet the
   # integration session's; it is emptied at the next start, kept until then to look into)
-  nice -n 19 .venv/bin/python -m pytest -m "fast or (slow and not root)" -p no:xdist \
-    --basetemp /tmp/dcrepro-test-pure "$@" >"$log" 2>&1 &
+  # (and their own run registry: their model runs, as root, would otherwise mark the
+  # integration tier's SIGKILLed runs killed before its tests' next run does)
+  rm -rf /tmp/dcrepro-test-pure-state
+  DCREPRO_STATE_DIR=/tmp/dcrepro-test-pure-state nice -n 19 .venv/bin/python -m pytest \
+    -m "fast or (slow and not emulates)" -p no:xdist --basetemp /tmp/dcrepro-test-pure \
+    "$@" >"$log" 2>&1 &
   pure=$!
   # Ctrl-C or an error here stops the pure tests too, and nothing stays in /tmp
-  trap 'kill "$pure" 2>/dev/null || true; rm -f "$log"' EXIT
+  trap 'kill "$pure" 2>/dev/null || true; rm -rf "$log" /tmp/dcrepro-test-pure-state' EXIT
   tier integration -m integration "$@"
   rc=0
   wait "$pure" || rc=$?
-  echo "=== tiers fast and slow (no root), run beside integration"
+  echo "=== tiers fast and slow (what does not emulate), run beside integration"
   cat "$log"
-  [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || failed+=("fast and slow without root (pytest exit $rc)")
-  echo "tiers fast and slow (no root): pytest exit $rc after $((SECONDS - start)) s"
-  tier "slow (root: the launchers)" -m "slow and root" "$@"
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || failed+=("fast and slow, not emulating (pytest exit $rc)")
+  echo "tiers fast and slow (not emulating): pytest exit $rc after $((SECONDS - start)) s"
+  tier "slow (emulating: the launchers)" -m "slow and emulates" "$@"
 fi
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "test.sh: failed tiers: ${failed[*]}" >&2

@@ -66,6 +66,7 @@ def _runone_pids(rid: str) -> list[int]:
     return pids
 
 
+@pytest.mark.emulates
 def test_parallel_relaunch_redoes_only_the_run_killed_mid_emulation(tmp_path):
     # two runs: the first completes, the second is killed mid-emulation
     p = _sweep(tmp_path, "par", "seed=1/2", "--engine", "parallel")
@@ -139,6 +140,7 @@ def _interval(run: Path) -> tuple[float, float]:
     return start, (run / "fingerprint.json").stat().st_mtime
 
 
+@pytest.mark.emulates
 def test_slurm_array_runs_one_at_a_time_and_a_resubmission_redoes_nothing(slurm, tmp_path):
     # two runs at concurrency 1: enough to see the second start after the first ended
     rc, out = _finish(_sweep(tmp_path, "sl", "seed=1/2", "--engine", "slurm",

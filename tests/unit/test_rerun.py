@@ -28,6 +28,16 @@ def test_rerun_repeats_the_run_with_its_parameters(tmp_path, capsys):
     assert (second / "transfers.csv").read_text() == (first / "transfers.csv").read_text()
 
 
+def test_rerun_with_a_fresh_seed_keeps_every_other_parameter(tmp_path):
+    """A replication (issue #52): the flags from the folder, not from prose; only the seed."""
+    first = _model_run(tmp_path)
+    assert cli.main(["rerun", str(first), "--seed", "7", "--out", str(tmp_path / "b")]) == 0
+    second = next((tmp_path / "b" / "orca").iterdir())
+    old, new = (json.loads((d / "config.json").read_text()) for d in (first, second))
+    assert new["params"] == {**old["params"], "seed": 7} and old["params"]["seed"] != 7
+    assert (new["rerun_of"]["seed_was"], new["rerun_of"]["seed"]) == (old["params"]["seed"], 7)
+
+
 def test_rerun_into_the_same_results_root_by_default(tmp_path):
     first = _model_run(tmp_path)
     assert cli.main(["rerun", str(first)]) == 0
