@@ -17,7 +17,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,6 +55,24 @@ DEFAULT_DATAPLANE = "bpf"
 #: next 0.2-s watch; this slower look is the safety net for a missed event
 LINK_LOOK_S = 2.0
 RTMGRP_LINK = 1
+
+
+def restore_sysctls(saved: dict[str, str], set_to: dict[str, str],
+                    read: Callable[[str], str] = read_sysctl,
+                    write: Callable[[str, str], object] | None = None) -> list[str]:
+    """Put each root-namespace sysctl the run set back to its value from before the run, and
+    return one line for each that something else changed while the run held it: it is
+    restored all the same (the run leaves the machine as it found it), but not silently."""
+    write = write or (lambda n, v: subprocess.run(["sysctl", "-qw", f"{n}={v}"], check=False,
+                                                  timeout=10))
+    lines = []
+    for name, old in saved.items():
+        now = read(name)
+        if name in set_to and now and now != set_to[name]:
+            lines.append(f"{name} was {now} at teardown, not the {set_to[name]} this run set: "
+                         f"something else changed it during the run; restored to {old}")
+        write(name, old)
+    return lines
 
 
 def link_event_socket() -> socket.socket | None:
@@ -216,6 +234,7 @@ class Emulation:
         self._diag: dict[str, socket.socket] = {}
         #: root-namespace sysctls the run changed -> their old values (_set_sysctl)
         self._saved_sysctls: dict[str, str] = {}
+        self._set_sysctls: dict[str, str] = {}   # what this run set them to
         self._cc_reg: ccs.Registration | None = None
         self.link_group = 4096 + secrets.randbelow(2**30)
 
@@ -286,6 +305,7 @@ class Emulation:
             self.registry.state["sysctl"][name] = old
             self.registry.save()
             self._saved_sysctls[name] = old
+            self._set_sysctls[name] = str(value)
             check(["sysctl", "-qw", f"{name}={value}"])
         return old
 
@@ -668,11 +688,11 @@ class Emulation:
                         "cgroups": [c for c in st.get("cgroups", []) if os.path.exists(c)]}):
                     LOG.warning("teardown sweep: %s", line)
                     keep_record = keep_record or line.startswith(NOT_DONE)
-            for name, old in self._saved_sysctls.items():
-                subprocess.run(["sysctl", "-qw", f"{name}={old}"], check=False, timeout=10)
+            for line in restore_sysctls(self._saved_sysctls, self._set_sysctls):
+                LOG.warning("teardown: %s", line)
             self.facts.cc_restored_to = self._saved_sysctls.get(
                 "net.ipv4.tcp_congestion_control", self.facts.cc_restored_to)
-            self._saved_sysctls = {}
+            self._saved_sysctls, self._set_sysctls = {}, {}
             if self._cc_reg is not None and self.facts.cc_bpf is not None:
                 try:
                     self.facts.cc_bpf["stats"] = self._cc_reg.stats()

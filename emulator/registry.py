@@ -120,8 +120,11 @@ def delete_bridges(bridges: list[str]) -> list[str]:
               *[a for b in bridges for a in ("--", "--if-exists", "del-br", b)]], timeout=30)
     left = list_bridges()
     if left is None:
-        return [f"{NOT_DONE} delete bridge {b}: Open vSwitch's database (ovsdb-server) does "
-                "not answer" for b in bridges]
+        # one line for all: the cause is one, and a line per bridge (20 on a k=4 fat tree)
+        # buried the run's own error line under them
+        names = bridges[0] if len(bridges) == 1 else f"{bridges[0]} ... {bridges[-1]}"
+        return [f"{NOT_DONE} delete {len(bridges)} bridge(s) ({names}): Open vSwitch's "
+                "database (ovsdb-server) does not answer"]
     return [f"deleted bridge {b}" if b not in left else
             f"{NOT_DONE} delete bridge {b}: {p.stderr.strip()[:200] or 'still listed'}"
             for b in bridges]

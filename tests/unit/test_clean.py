@@ -28,3 +28,28 @@ def test_an_unanswering_ovsdb_fails_clean_only_while_its_process_lives(
     done = registry.clean_all()
     assert any(line.startswith(registry.NOT_DONE) for line in done) is failed, done
     assert any("orphan bridges" in line for line in done), done
+
+
+def test_a_sysctl_changed_during_the_run_is_restored_and_named():
+    """Issue #56: a root congestion control changed during a run went back without a word."""
+    from emulator.emulation import restore_sysctls
+    now = {"net.ipv4.tcp_congestion_control": "cubic", "net.core.dev_weight": "16"}
+    written: list[tuple[str, str]] = []
+    lines = restore_sysctls({"net.ipv4.tcp_congestion_control": "bbr", "net.core.dev_weight": "64"},
+                            {"net.ipv4.tcp_congestion_control": "lia", "net.core.dev_weight": "16"},
+                            read=now.__getitem__, write=lambda n, v: written.append((n, v)))
+    assert written == [("net.ipv4.tcp_congestion_control", "bbr"), ("net.core.dev_weight", "64")]
+    assert len(lines) == 1 and "was cubic" in lines[0] and "not the lia this run set" in lines[0]
+    assert "restored to bbr" in lines[0]
+
+
+def test_bridges_a_dead_database_keeps_are_one_line(monkeypatch):
+    """Issue #56: after a dead ovsdb-server the run's cause came after 22 warning lines, one
+    per bridge; the cause is one, so is the line (and it still says nothing was done)."""
+    monkeypatch.setattr(registry, "_run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", ""))
+    monkeypatch.setattr(registry, "list_bridges", lambda: None)
+    import emulator.sysinfo as sysinfo
+    monkeypatch.setattr(sysinfo, "vswitchd_pid", lambda: 0)
+    lines = registry.delete_bridges([f"{i}_0_1" for i in range(20)])
+    assert lines == [f"{registry.NOT_DONE} delete 20 bridge(s) (0_0_1 ... 19_0_1): Open vSwitch's "
+                     "database (ovsdb-server) does not answer"]
