@@ -41,9 +41,10 @@ def note(path: Path, *text: str) -> Path:
     return Path(path)
 
 
-def save(fig: Any, path: Path) -> Path:
-    """Lay ``fig`` out, write it to ``path`` (PNG, 110 dpi: every run figure alike), free it."""
-    fig.tight_layout()
+def save(fig: Any, path: Path, rect: tuple[float, float, float, float] | None = None) -> Path:
+    """Lay ``fig`` out (within ``rect``, figure fractions, when a footer needs room), write it
+    to ``path`` (PNG, 110 dpi: every run figure alike), free it."""
+    fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -174,9 +175,7 @@ def headline_plot(path: Path, config: dict[str, Any], verdicts: list[Any],
     fig.suptitle(caption(config, "headline claims: ours (mean, 95 % interval) against the "
                                  "paper's band and value"), fontsize=9)
     fig.text(0.01, 0.005, conditions(config)[:110], fontsize=7.5, color="#59636e")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, rect=(0, 0.03, 1, 1))
     return note(path, "Each row is one headline claim judged on this run: the shaded span "
                       "is the criterion's band (written before the run), the grey dots the "
                       "statistic of each repetition, the black dot and bar their mean and "

@@ -71,12 +71,22 @@ else
   # (and their own run registry: their model runs, as root, would otherwise mark the
   # integration tier's SIGKILLed runs killed before its tests' next run does)
   rm -rf /tmp/dcrepro-test-pure-state
-  DCREPRO_STATE_DIR=/tmp/dcrepro-test-pure-state nice -n 19 .venv/bin/python -m pytest \
+  # (in a session of their own, with Ctrl-C's signal given back: bash starts a background
+  # job with SIGINT ignored, and pytest then could not tear its fixtures down, the Slurm
+  # daemons among them)
+  DCREPRO_STATE_DIR=/tmp/dcrepro-test-pure-state setsid nice -n 19 .venv/bin/python -c \
+    'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, [sys.executable, "-m", "pytest", *sys.argv[1:]])' \
     -m "fast or (slow and not emulates)" -p no:xdist --basetemp /tmp/dcrepro-test-pure \
     "$@" >"$log" 2>&1 &
   pure=$!
-  # Ctrl-C or an error here stops the pure tests too, and nothing stays in /tmp
-  trap 'kill "$pure" 2>/dev/null || true; rm -rf "$log" /tmp/dcrepro-test-pure-state' EXIT
+  # Ctrl-C or an error here stops the pure tests too (SIGINT: pytest tears down; what is
+  # still there 30 s later is killed), and nothing stays in /tmp
+  stop_pure() {
+    kill -INT -- "-$pure" 2>/dev/null || return 0
+    for _ in $(seq 60); do kill -0 "$pure" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL -- "-$pure" 2>/dev/null || true
+  }
+  trap 'stop_pure; rm -rf "$log" /tmp/dcrepro-test-pure-state' EXIT
   tier integration -m integration "$@"
   rc=0
   wait "$pure" || rc=$?
