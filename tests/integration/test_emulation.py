@@ -203,7 +203,12 @@ def test_short_permutation_tcp_and_mptcp_writes_full_run_folder(dataplane, tmp_p
         assert len({s["src_ip"] for s in f["subflows"]}) == len(f["subflows"])
     rows = (run / "flows.csv").read_text().splitlines()
     assert len(rows) == 1 + 32
-    assert all(float(r.split(",")[4]) > 0 for r in rows[1:]), "every flow moved data"
+    # every flow moved data; on OVS one may not have: its userspace switch loses 0.3-0.5 % of
+    # packets, and a flow whose first window was lost can sit in RTO backoff through the
+    # whole window (CI of 8b28711, 2026-12-02: one of 32 at 0 in 6 s, the first in the
+    # fresh-clone CIs since this test began)
+    idle = sum(float(r.split(",")[4]) <= 0 for r in rows[1:])
+    assert idle <= (1 if dataplane == "ovs" else 0), f"{idle} flows moved no data"
 
 
 def _start_traffic(dataplane: str, tmp_path: Path) -> subprocess.Popen:
