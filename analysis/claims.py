@@ -87,17 +87,63 @@ Sampler = Callable[[list["Run"], str], Samples]
 
 @dataclass(frozen=True)
 class Cause:
-    """Why a headline claim does not hold (or is inconclusive) here, in one sentence for the
-    paper's page.  No typed numbers: a number goes stale when the runs change, so the page
-    quotes only what it reads from folders.  ``ablation`` names the folder under
-    results/reference whose runs test the cause (one setting changed at a time); '' when
-    nothing has tested it, and the page then says "not ablated" (or "by construction", when
-    the view cannot do otherwise: a flow model without queues)."""
+    """Why a claim does not hold (or is inconclusive) in one view, in one sentence.  No typed
+    numbers: a number goes stale when the runs change, so a cause quotes only what is read
+    from folders, and its numbers live in the notebook entry of the ablation.  ``ablation``
+    names the folder(s) under results/reference whose runs test the cause (one setting
+    changed at a time); each folder's own fidelity check is read and printed beside the
+    cause wherever it is shown (``cause_words``), so a cause resting on flagged runs says
+    so.  '' when nothing has tested it ("not ablated"), or ``by_construction`` when the
+    view cannot do otherwise (a flow model without queues)."""
     text: str
-    ablation: str = ""
+    ablation: str | tuple[str, ...] = ""
     by_construction: bool = False
     #: the verdicts it explains (a cause of "does not hold" does not explain a "holds")
     applies: tuple[str, ...] = ("does not hold",)
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The ablation folders, relative to results/reference."""
+        return (self.ablation,) if isinstance(self.ablation, str) and self.ablation \
+            else tuple(self.ablation or ())
+
+
+#: the committed reference folders that causes name (Cause.ablation)
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
+
+
+def ablation_trust(folder: Path) -> str:
+    """'5 runs, none flagged' / '4 runs, 2 flagged: not yet evidence' / 'no run folder in
+    it' for an ablation folder: every run folder under it, its own fidelity check read."""
+    runs = []
+    for status in sorted(folder.rglob("status.json")):
+        try:
+            runs.append(Run.open(status.parent))
+        except ValueError:
+            continue
+    if not runs:
+        return "no run folder in it"
+    flagged = sum(1 for r in runs if r.suspects() or not r.ok)
+    return (f"{len(runs)} run{'s' if len(runs) > 1 else ''}, "
+            + ("none flagged" if not flagged else f"{flagged} flagged: not yet evidence"))
+
+
+def cause_words(cause: Cause, root: Path = REFERENCE,
+                link: Callable[[Path], str] | None = None) -> str:
+    """The cause with what tested it: '<text> (ablation: <folder> (5 runs, none flagged))',
+    '<text> (by construction)' or '<text> (not ablated)'.  ``link`` turns a folder into a
+    markdown link target (the results pages); plain folder names otherwise."""
+    if cause.by_construction:
+        return f"{cause.text} (by construction)"
+    if not cause.folders:
+        return f"{cause.text} (not ablated)"
+    tested = []
+    for name in cause.folders:
+        shown = f"[{name}]({link(root / name)})" if link else name
+        tested.append(f"{shown} ({ablation_trust(root / name)})")
+    return f"{cause.text} (ablation: {'; '.join(tested)})"
+
+
 #: the paper's regime: '' when the runs are in it, else why not, read from the runs' data
 Regime = Callable[[list["Run"], str], str]
 
@@ -513,14 +559,20 @@ def disagreements(verdicts: Iterable[Verdict]) -> list[str]:
     return out
 
 
-def _because(claim: Claim, runs: list[Run]) -> str:
-    """The explanation that belongs to the view these runs give: ``because`` names an
-    ablation of the emulation, and beside a simulated or modelled verdict it would explain
-    a result it was not measured on; those views have their own (``because_views``)."""
+def _because(claim: Claim, runs: list[Run], verdict: str) -> str:
+    """The cause that belongs to the view these runs give and to this verdict, with what
+    tested it (``cause_words``): a view's cause explains a result measured in that view
+    only, and a cause of "does not hold" never stands beside a "holds"."""
     backends = {r.backend for r in runs}
-    if backends == {"emulated"}:
-        return claim.because
-    return claim.because_views.get(backends.pop(), "") if len(backends) == 1 else ""
+    if len(backends) != 1:
+        return ""
+    view = backends.pop()
+    cause = claim.causes.get(view)
+    if cause is not None:
+        return cause_words(cause) if verdict in cause.applies else ""
+    if verdict != FAILS:
+        return ""
+    return claim.because if view == "emulated" else claim.because_views.get(view, "")
 
 
 def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Verdict]:
@@ -535,7 +587,7 @@ def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Ve
                        claim.quote, claim.paper, outcome.measured, claim.criterion, claim.reason,
                        verdict_, outcome.detail, basis if runs else "",
                        tuple(r.run_id for r in runs),
-                       _because(claim, runs) if verdict_ == FAILS else "",
+                       _because(claim, runs, verdict_),
                        headline=claim.headline, interval=interval, figure=claim.figure,
                        values=values,
                        bounds=None if numbers is None else (numbers.mean, numbers.lo,

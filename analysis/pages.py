@@ -23,7 +23,17 @@ from pathlib import Path
 
 from store import papers, registry
 
-from .claims import FAILS, HOLDS, INCONCLUSIVE, NOT_REGIME, VIEW_NAMES, Cause, Run, Verdict
+from .claims import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_REGIME,
+    VIEW_NAMES,
+    Cause,
+    Run,
+    Verdict,
+    cause_words,
+)
 from .figures import HEADLINES
 from .report import Report
 
@@ -66,22 +76,6 @@ def _band(v: Verdict) -> str:
     return v.detail[at + len("criterion "):].split(":")[0] if at >= 0 else v.criterion
 
 
-def ablation_trust(folder: Path) -> str:
-    """'5 runs, none flagged' / '4 runs, 2 flagged' / 'no run folder' for an ablation
-    folder: every run folder under it, its own fidelity check read."""
-    runs = []
-    for status in sorted(folder.rglob("status.json")):
-        try:
-            runs.append(Run.open(status.parent))
-        except ValueError:
-            continue
-    if not runs:
-        return "no run folder in it"
-    flagged = sum(1 for r in runs if r.suspects() or not r.ok)
-    return (f"{len(runs)} run{'s' if len(runs) > 1 else ''}, "
-            + ("none flagged" if not flagged else f"{flagged} flagged: not yet evidence"))
-
-
 def why(v: Verdict, view: str, root: Path, page_dir: Path) -> str:
     """One line on why a headline does not hold here, is inconclusive or outside the
     paper's regime ('' when it holds)."""
@@ -92,15 +86,7 @@ def why(v: Verdict, view: str, root: Path, page_dir: Path) -> str:
         return v.detail[at:].split(": ", 1)[-1] if at >= 0 else v.detail
     cause = _cause(v.experiment, v.key, view)
     if cause is not None and v.verdict in cause.applies:
-        if cause.by_construction:
-            tail = "by construction"
-        elif cause.ablation:
-            folder = root / cause.ablation
-            tail = (f"ablation: [{cause.ablation}]({_link(folder, page_dir)}) "
-                    f"({ablation_trust(folder)})")
-        else:
-            tail = "not ablated"
-        return f"{cause.text} ({tail})"
+        return cause_words(cause, root, lambda folder: _link(folder, page_dir))
     if v.verdict == INCONCLUSIVE:
         # the detail: '...; N repetition(s) left out: ...; criterion <band>: <why>'
         at = v.detail.rfind("criterion ")

@@ -838,36 +838,29 @@ def test_plts_claims_per_ecmp_queue_compare_the_same_sprays_with_each_ecmp(run_f
     assert all("ecmp=red" in v.reason and "set-up" in v.reason for v in got.values())
 
 
-def test_a_because_stays_with_emulated_verdicts(run_folder):
-    """A claim's 'because' is an ablation of the emulation: shown beside an emulated
-    'does not hold', never beside the ns-3 or model view's."""
+def test_a_cause_stays_with_its_own_view_and_verdict(run_folder):
+    """A cause explains a result measured in one view: the emulation's ablation is shown
+    beside an emulated 'does not hold', never beside the ns-3 or model view's, which show
+    their own (or none); never beside a 'holds'; beside 'inconclusive' only when the cause
+    says it applies there.  The words say what tested it."""
     claim = C.Claim(experiment="outcast-fattree", key="k", text="t", source="s", paper="p",
-                    criterion="c", reason="r", because="an ablation showed it",
-                    measure=lambda runs, cond: C.Outcome("x", False))
-    emulated = C.Run.open(run_folder("outcast-fattree", {}, params={}))
-    sim = C.Run.open(run_folder("outcast-fattree", {}, params={"backend": "sim"}))
-    got = C.evaluate(claim, [[emulated], [sim]])
-    assert [(v.view, v.verdict, v.because) for v in got] == [
-        ("emulated", C.FAILS, "an ablation showed it"), ("sim", C.FAILS, "")]
-    assert C.evaluate(claim, [[sim]])[0].because == ""
-
-
-def test_another_view_gets_its_own_because(run_folder):
-    """A simulated or modelled 'does not hold' shows that view's own explanation
-    (because_views), never the emulation's ablation; a view without one shows none."""
-    claim = C.Claim(experiment="outcast-fattree", key="k", text="t", source="s", paper="p",
-                    criterion="c", reason="r", because="an ablation showed it",
-                    because_views={"model": "no fluid model has a queue"},
+                    criterion="c", reason="r",
+                    causes={"emulated": C.Cause("an ablation showed it"),
+                            "model": C.Cause("no fluid model has a queue",
+                                             by_construction=True)},
                     measure=lambda runs, cond: C.Outcome("x", False))
     emulated = C.Run.open(run_folder("outcast-fattree", {}, params={}))
     sim = C.Run.open(run_folder("outcast-fattree", {}, params={"backend": "sim"}))
     model = C.Run.open(run_folder("outcast-fattree", {}, params={"backend": "model"}))
     got = C.evaluate(claim, [[emulated], [sim], [model]])
-    assert [(v.view, v.because) for v in got] == [
-        ("emulated", "an ablation showed it"), ("sim", ""),
-        ("model", "no fluid model has a queue")]
+    assert [(v.view, v.verdict, v.because) for v in got] == [
+        ("emulated", C.FAILS, "an ablation showed it (not ablated)"), ("sim", C.FAILS, ""),
+        ("model", C.FAILS, "no fluid model has a queue (by construction)")]
+    assert C.evaluate(claim, [[sim]])[0].because == ""
     holds = replace(claim, measure=lambda runs, cond: C.Outcome("x", True))
     assert C.evaluate(holds, [[model]])[0].because == ""
+    assert C.verdict_words(got[0]) == "does not hold, because an ablation showed it " \
+        "(not ablated)"
 
 
 def test_fairness_variant_causes_name_existing_variants():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import pages
+from analysis import claims, pages
 from analysis.claims import FAILS, HOLDS, INCONCLUSIVE, Cause, Verdict
 from dcrepro import cli
 from store import papers, registry
@@ -64,16 +64,31 @@ def test_a_cause_names_an_ablation_folder_that_exists():
     for e in registry.EXPERIMENTS:
         for c in registry.claims(e):
             for cause in c.causes.values():
-                assert not cause.ablation or (root / cause.ablation).is_dir(), cause.ablation
+                for folder in cause.folders:
+                    assert (root / folder).is_dir(), folder
 
 
 def test_the_ablation_trust_is_read_from_its_runs(run_folder, tmp_path):
     root = tmp_path / "ablation"
-    assert pages.ablation_trust(root) == "no run folder in it"
+    assert claims.ablation_trust(root) == "no run folder in it"
     run_folder("plts", {}, root=root / "a")
-    assert pages.ablation_trust(root) == "1 run, none flagged"
+    assert claims.ablation_trust(root) == "1 run, none flagged"
     run_folder("plts", {}, root=root / "b", suspect=["run 1: CPU saturated"])
-    assert pages.ablation_trust(root) == "2 runs, 1 flagged: not yet evidence"
+    assert claims.ablation_trust(root) == "2 runs, 1 flagged: not yet evidence"
+
+
+def test_a_cause_says_what_tested_it_and_how_far_to_trust_that(run_folder, tmp_path):
+    run_folder("plts", {}, root=tmp_path / "arm-a" / "r")
+    run_folder("plts", {}, root=tmp_path / "arm-b" / "r", suspect=["run 1: CPU saturated"])
+    two = Cause("queues differ", ablation=("arm-a", "arm-b"))
+    assert two.folders == ("arm-a", "arm-b")
+    assert claims.cause_words(two, tmp_path) == (
+        "queues differ (ablation: arm-a (1 run, none flagged); "
+        "arm-b (1 run, 1 flagged: not yet evidence))")
+    assert claims.cause_words(Cause("no queue", by_construction=True)) == \
+        "no queue (by construction)"
+    assert claims.cause_words(Cause("asserted")) == "asserted (not ablated)"
+    assert Cause("x").folders == ()
 
 
 def _verdict(verdict: str, detail: str = "", key: str = "k") -> Verdict:
