@@ -172,14 +172,6 @@ class Claim:
     quote: str = ""
     #: judged on every accepted run of the newest sweep (or the newest run alone when False)
     pools: bool = False
-    #: why it does not hold here, as an ablation measured it (what changed the outcome, and
-    #: where the evidence is); shown only beside a "does not hold" verdict, so that a
-    #: reader sees the cause next to the verdict and not only on a docs page
-    because: str = ""
-    #: why it does not hold in another view, by backend ('sim', 'model'): what that view
-    #: lacks or adds (by construction, or as measured there), with where the evidence is;
-    #: shown beside that view's "does not hold" only, as ``because`` is beside the emulation's
-    because_views: Mapping[str, str] = field(default_factory=dict)
     #: one of the 2-4 claims the paper's abstract and main figures stand on (the others
     #: support them)
     headline: bool = False
@@ -192,8 +184,9 @@ class Claim:
     repetitions: int = 5
     #: the precondition that makes the paper's number meaningful, checked on the runs
     regime: Regime | None = None
-    #: the one-sentence cause the paper's page shows beside a headline that falls short, by
-    #: view ('emulated', 'sim', 'model')
+    #: why it falls short here, by view ('emulated', 'sim', 'model'): one sentence with the
+    #: folders that test it, shown beside the verdicts it applies to (claims.md, the report,
+    #: the terminal, the paper's page), so a reader sees the cause next to the verdict
     causes: Mapping[str, Cause] = field(default_factory=dict)
     #: the figure of the run the claim is judged on (a file name in the run folder); the
     #: report links each claim row to it
@@ -241,7 +234,8 @@ class Verdict:
     detail: str
     basis: str                # measured | sim | model
     runs: tuple[str, ...]     # run ids used
-    because: str = ""         # the ablation's explanation, set for "does not hold" only
+    #: the cause beside this verdict with what tested it (cause_words), or ''
+    because: str = ""
     #: the backend whose runs gave this verdict, when the sources hold runs of more than one
     #: backend the claim accepts (one verdict per view, side by side); '' otherwise
     view: str = ""
@@ -568,11 +562,7 @@ def _because(claim: Claim, runs: list[Run], verdict: str) -> str:
         return ""
     view = backends.pop()
     cause = claim.causes.get(view)
-    if cause is not None:
-        return cause_words(cause) if verdict in cause.applies else ""
-    if verdict != FAILS:
-        return ""
-    return claim.because if view == "emulated" else claim.because_views.get(view, "")
+    return cause_words(cause) if cause is not None and verdict in cause.applies else ""
 
 
 def _evaluate(claim: Claim, sources: list[list[Run]], complete: bool) -> list[Verdict]:

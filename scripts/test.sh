@@ -87,7 +87,8 @@ else
     kill -KILL -- "-$pure" 2>/dev/null || true
   }
   trap 'stop_pure; rm -rf "$log" /tmp/dcrepro-test-pure-state' EXIT
-  tier integration -m integration "$@"
+  # its slowest tests are printed: the tier is the suite's floor, and this shows where it goes
+  tier integration -m integration --durations=15 --durations-min=5 "$@"
   rc=0
   wait "$pure" || rc=$?
   echo "=== tiers fast and slow (what does not emulate), run beside integration"

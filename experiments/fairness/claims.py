@@ -44,6 +44,18 @@ AGREE_TOLERANCE = 0.05
 #: the paper-scale networks (scripts/jellyfish-sweep.sh --paper: k=10 vs 125 switches)
 PAPER_FATTREE = "fattree,k=10"
 
+#: the run folders (under results/reference) whose runs test the causes below: the lia
+#: reference the reno arm is paired with (seed 1), the guarded lia reference whose model
+#: columns the k=4 causes were read from, the newer 10-repetition lia reference (seed 2),
+#: and the paper-scale model run
+LIA_A97041 = "fairness/20261127T035418Z-a97041"
+LIA_70C12B = "fairness/20261128T162420Z-70c12b"
+LIA_FA056B = "fairness/20261201T184410Z-fa056b"
+PAPER_SCALE = "fairness/20261128T100516Z-c66b83"
+#: the coupling ablation: lia against uncoupled reno subflows, first on seed 1 (the reno arm
+#: beside the lia reference), then interleaved per seed, s4..s8 (one folder per arm)
+COUPLING_ARMS = (LIA_A97041, "fairness-ablation/reno", "fairness-ablation-coupling")
+
 
 def _same_backend(runs: list[Run]) -> list[Run]:
     return [r for r in runs if r.backend == runs[0].backend]
@@ -202,23 +214,7 @@ BASE = [
                "MPTCP shares them about as independent subflows would: on the run's own "
                "traced paths only a pooled (coupled) allocation comes near the fat tree, "
                "and LIA as specified barely pools (its fluid equilibrium sits with the "
-               "independent subflows)", ablation="fairness-ablation")},
-           because="k-shortest paths and hashing put Jellyfish's subflows on shared links "
-                   "(98 % share one with a sibling of their connection, against 91 % in "
-                   "the fat tree; a subflow's rate follows how many share its busiest link, "
-                   "Spearman -0.56; reference 70c12b), and the emulated MPTCP shares "
-                   "them as independent subflows do: on the same traced paths max-min gives "
-                   "0.869 and the independent-subflow TCP-like model 0.880, only a pooled "
-                   "(coupled) allocation 0.947 (reference 70c12b; a97041: 0.865, 0.874, "
-                   "0.954); the ablation: uncoupled reno subflows in place of lia give "
-                   "0.846 against a97041's 0.830 (mean of 5 repetitions' ratios, paired by "
-                   "seed); BALIA in its place gave 0.812, 0.902 and 0.836 in three runs "
-                   "(the last two same-day with a lia at 0.841), OLIA 0.844: no emulated "
-                   "coupled control reliably lifts Jellyfish toward the pooled 0.95; LIA's "
-                   "own fluid equilibrium on the same paths gives 0.876 (a97041: 0.871), "
-                   "near the independent subflows' 0.870: LIA as specified barely pools "
-                   "(docs/notebook/000-permutation-fairness.md, "
-                   "results/reference/fairness-ablation)"),
+               "independent subflows)", ablation=COUPLING_ARMS)}),
     _claim(key="rank", text="Jellyfish + k-shortest paths matches the fat tree + ECMP at "
                             "every rank of flow",
            paper="curves together (no number)",
@@ -231,16 +227,13 @@ BASE = [
                   "within each run and averaged over runs rank by rank, as rank.png draws; "
                   "topologies with different flow counts are compared at equal fractions.",
            measure=rank_vs_fattree, select=_MEASURED,
-           because="the same subflow collisions as the mean's: on the run's own traced "
-                   "paths a model whose subflows share as independent flows gives Jellyfish's "
-                   "slowest connections the same deficit (in the lia run a97041, largest "
-                   "rank gap 0.361 TCP-like independent, 0.281 max-min, against 0.315 "
-                   "emulated), and only a pooled "
-                   "(coupled) allocation comes near the 0.10 (0.146); the ablation, uncoupled "
-                   "reno subflows in place of lia on the same seed: 0.281 emulated, 0.281 its "
-                   "independent model, 0.079 its coupled one (that run flagged in 2 of 10 "
-                   "networks; results/reference/fairness-ablation, "
-                   "docs/notebook/000-permutation-fairness.md)"),
+           causes={"emulated": Cause(
+               "the same subflow collisions as the mean's leave Jellyfish's slowest "
+               "connections short: on the run's own traced paths the models whose subflows "
+               "share as independent flows show the same deficit and only a pooled (coupled) "
+               "allocation comes near the fat tree, and with uncoupled reno subflows in "
+               "place of lia the emulated gap still sits with the independent-subflow model",
+               ablation=(LIA_A97041, "fairness-ablation/reno"))}),
     _claim(key="jain", text="Jellyfish's flows are as fairly shared as the fat tree's",
            paper="about equal (no number)",
            quote="Jellyfish maintains relatively good fairness with even a small number of "
@@ -290,51 +283,51 @@ MODEL_VARIANTS = (
 
 
 #: why a model variant does not hold, by (claim key, variant suffix): a model ablation on the
-#: same run's paths (another column of its flows.csv) that changes the outcome
-VARIANT_BECAUSE = {
-    ("mean", "tcp-k4"):
-        "at k=4 the Jellyfish (20 four-port switches, each connection on its 4 shortest "
-        "paths) carries a little less than the fat tree for the same permutations even "
-        "when every connection pools its paths: the coupled TCP-like model gives 0.947 and "
-        "pooled max-min (flows.csv norm_model_aggregate) 0.935 (reference "
-        "20261128T162420Z-70c12b; 0.954 and 0.941 in a97041, which this claim passed by "
-        "0.4 %); the ablation, the same model at the paper's scale (k=10 fat tree against "
-        "the 125-switch Jellyfish, reference 20261128T100516Z-c66b83): 0.997",
-    ("mean", "lia-k4"):
+#: same run's paths (another column of its flows.csv) or at another scale that changes the
+#: outcome; the same cause in either view (judged on an emulated run's model columns or on
+#: a model run)
+VARIANT_CAUSES: dict[tuple[str, str], Cause] = {
+    ("mean", "tcp-k4"): Cause(
+        "at k=4 a Jellyfish of four-port switches, each connection on its four shortest "
+        "paths, carries less than the fat tree for the same permutations even when every "
+        "connection pools its paths; the same model at the paper's scale (k=10 fat tree "
+        "against the 125-switch Jellyfish) brings the two level",
+        ablation=(LIA_70C12B, PAPER_SCALE)),
+    ("mean", "lia-k4"): Cause(
         "LIA keeps a window on every subflow in inverse proportion to its path's loss rate, "
-        "so Jellyfish's colliding subflows (ksp + hashing) keep their traffic on the shared "
-        "links; the ablation, pooling each connection over the same traced paths (the "
-        "coupled TCP-like model, norm_model_tcp_coupled), lifts LIA's 0.876 to 0.947, 5.3 % "
-        "from equal (reference 20261128T162420Z-70c12b; in the reference before the "
-        "ssthresh guard, a97041, 0.871 to 0.954, within 5 %)",
-    ("rank", "lia-k4"):
+        "so Jellyfish's colliding subflows (k-shortest paths and hashing) keep their traffic "
+        "on the shared links; pooling each connection over the same traced paths (the "
+        "coupled TCP-like model) lifts Jellyfish toward the fat tree",
+        ablation=LIA_70C12B),
+    # here and for rank/tcp-k4 the newer reference is cited beside the one the cause was
+    # read from: on its paths pooling narrows the largest rank gap but leaves it beyond the
+    # criterion (on 70c12b's it brings every rank within)
+    ("rank", "lia-k4"): Cause(
         "the same colliding subflows leave Jellyfish's slowest connections short, as in the "
-        "independent-subflow models (largest gap 0.266 TCP-like independent, 0.205 "
-        "max-min); the ablation, pooling each connection over the same traced paths with "
-        "max-min between connections (flows.csv norm_model_aggregate): largest rank gap "
-        "0.076 (reference 20261128T162420Z-70c12b; 0.073 in a97041)",
-    ("rank", "lia-paper"):
-        "LIA keeps traffic on colliding subflows, so at paper scale too a few Jellyfish "
-        "connections fall behind; the ablation, pooling each connection over the same paths "
-        "(the coupled TCP-like model, norm_model_tcp_coupled): largest rank gap 0.086, no "
-        "rank beyond 0.10 (reference 20261128T100516Z-c66b83)",
-    ("rank", "tcp-k4"):
+        "independent-subflow models; pooling each connection over the same traced paths, "
+        "with max-min between connections, narrows the largest rank gap",
+        ablation=(LIA_70C12B, LIA_FA056B)),
+    ("rank", "lia-paper"): Cause(
+        "LIA keeps traffic on colliding subflows, so at the paper's scale too a few "
+        "Jellyfish connections fall behind; pooling each connection over the same paths "
+        "(the coupled TCP-like model) brings every rank within the criterion",
+        ablation=PAPER_SCALE),
+    ("rank", "tcp-k4"): Cause(
         "the TCP-like model is proportionally fair: it gives a connection less for every "
-        "link its paths cross, and Jellyfish's slowest connections cross the most (6.0-6.5 "
-        "links per subflow against 5.85 over all its connections; Spearman rate-links "
-        "-0.29); the ablation, on the same traced paths with the same pooling "
-        "but max-min between connections (flows.csv norm_model_aggregate): largest rank "
-        "gap 0.076, no rank beyond 0.10 (reference 20261128T162420Z-70c12b; 0.073 in "
-        "a97041), so the gap is the model's "
-        "trade of the slowest connection's rate for total throughput, not a lack of "
-        "capacity on Jellyfish's paths",
-    ("rank", "maxmin-paper"):
+        "link its paths cross, and Jellyfish's slowest connections cross the most; with the "
+        "same pooling on the same traced paths but max-min between connections the largest "
+        "rank gap narrows, so part of the gap is the model's trade of the slowest "
+        "connection's rate for total throughput",
+        ablation=(LIA_70C12B, LIA_FA056B)),
+    # the paper-scale model run the claim is judged on; its model columns equal those of
+    # the earlier 20261126T151456Z-d553f5 the old text cited
+    ("rank", "maxmin-paper"): Cause(
         "max-min over independent subflows gives each subflow an equal share of a link, so "
-        "a connection whose subflows collide cannot move its traffic to its free paths "
-        "(48 of 250 ranks beyond 0.10); the ablation, pooling each connection over the same "
-        "paths of the same run (the coupled TCP-like model, norm_model_tcp_coupled): "
-        "largest rank gap 0.086, no rank beyond 0.10 (reference 20261126T151456Z-d553f5; "
-        "pooled max-min itself is not computed at this scale, --aggregate auto)",
+        "a connection whose subflows collide cannot move its traffic to its free paths; "
+        "pooling each connection over the same paths (the coupled TCP-like model) brings "
+        "every rank within the criterion (pooled max-min itself is not computed at this "
+        "scale)",
+        ablation=PAPER_SCALE),
 }
 
 
@@ -342,17 +335,17 @@ def _variant(base: Any, suffix: str, cond: str, select: dict[str, tuple[str, ...
              metric: str | None, why: str) -> Any:
     measure = partial(base.measure, metric=metric) if metric else \
         partial(_tcp_like, measure=base.measure)
-    cause = VARIANT_BECAUSE.get((base.key, suffix), "")
+    cause = VARIANT_CAUSES.get((base.key, suffix))
     return _claim(key=f"{base.key}-{suffix}", text=base.text, paper=base.paper,
                   quote=base.quote, criterion=base.criterion,
                   reason=f"{base.reason.split('  ')[0]}  {why}  Criterion written before "
                          "the data, as the measured claim's.",
                   measure=measure, select=select, condition=cond,
                   needs="run fairness with --tcp-model propfair (or mpd)" if metric is None
-                  or metric in RENO_MODELS else "", because=cause,
+                  or metric in RENO_MODELS else "",
                   # judged on an emulated run's model columns or on a model run: the same
                   # explanation, a model's, in either view
-                  because_views={"model": cause} if cause else {})
+                  causes={"emulated": cause, "model": cause} if cause else {})
 
 
 CLAIMS = [
@@ -378,25 +371,18 @@ CLAIMS = [
                   "where the coupled model is the pooled one it only moves toward (solved "
                   "from the run's subflows.csv when the run predates the model).",
            measure=agrees_with_model, select=_MEASURED,
-           because="the coupled model is the pooled allocation, and LIA by design does not "
-                   "reach it: RFC 6356 keeps each subflow's window in inverse proportion to "
-                   "its path's loss rate, so on the same traced paths LIA's own fluid "
-                   "equilibrium (model.lia_rates) gives Jellyfish / fat tree 0.876 against "
-                   "the pooled 0.947 and Reno's independent subflows 0.870 (reference "
-                   "70c12b): LIA barely pools here, and the emulation (0.852) sits 2.7 % "
-                   "under LIA's equilibrium and 1.9 % under max-min, within 5 % of both; "
-                   "every run of a coupled control since the ssthresh-fault guard "
-                   "(docs/transports.md) lies within 3.8 % of LIA's equilibrium (lia 2.7 % "
-                   "clean, 3.1 % and 3.8 % flagged; balia, olia flagged: -0.8 %, +1.1 %), "
-                   "the two clean lia runs before it 5.4 % and 4.8 % under; whether the "
-                   "guard closed that gap is not resolved (the criterion asked for half of "
-                   "5.1 %, the guarded reference closes 47 %, and paired by repetition the "
-                   "runs differ by +0.026, sd 0.056); of what is left, about a third is "
-                   "capacity idle on congested fabric links (0.91-0.94 of the wire), and it "
-                   "is not Reno's RTT bias (with each subflow's measured RTT, LIA's "
-                   "equilibrium moves away, 0.888) "
-                   "(docs/notebook/000-permutation-fairness.md, results/reference/"
-                   "fairness-ablation)",
+           # the judged run's own model columns (LIA's equilibrium against the pooled model)
+           # and the runs of each coupled control since the ssthresh-fault guard
+           causes={"emulated": Cause(
+               "the coupled model is the pooled allocation, which LIA by design does not "
+               "reach: RFC 6356 keeps each subflow's window in inverse proportion to its "
+               "path's loss rate, so on the same traced paths LIA's own fluid equilibrium "
+               "sits with the independent subflows, far from the pooled one.  The emulation "
+               "follows LIA's equilibrium and max-min instead, under lia and with BALIA or "
+               "OLIA in its place",
+               ablation=(LIA_70C12B, "fairness-ablation/lia-guarded-cc",
+                         "fairness-ablation/balia-guarded-cc",
+                         "fairness-ablation/olia-guarded-cc"))},
            conditions=agreement_conditions,
            needs="an emulated fairness run with --tcp-model propfair (or mpd)"),
 ]

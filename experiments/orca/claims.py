@@ -400,13 +400,6 @@ CLAIMS = [
                   "per-process rate against its NIC; its own numbers (4.16x with one "
                   "process, 1.85x with four) mean four processes sped unicast up 2.25x, not "
                   "4x.",
-           because="with one process per receiver unicast fills the link while multicast's "
-                   "one capped process does not, so the ratio is about 4 r_m / link: the "
-                   "caps are the ablation, 0.025 / 0.05 / 0.1 cores a process gave 1.00x / "
-                   "1.39x / 3.11x against the predicted 0.85 / 1.39 / 3.22 (2026-11-26), "
-                   "and 0.95x / 1.84x at 0.025 / 0.05 with the CPUs kept awake "
-                   "(--idle-cpus spin, 2026-11-27; at 0.1 one process nearly fills the "
-                   "link) (docs/notebook/001-orca.md#fig-8-with-a-cpu-bound-sender)",
            measure=procs_gain_cpu, headline=True, samples=partial(rep_ratios, many=True),
            band=PROCS_BAND, regime=cpu_bound),
     _precondition("multicast-once", "multicast carries each file byte at most once on the "

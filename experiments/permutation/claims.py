@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.claims import (
+    Cause,
     Missing,
     Outcome,
     Run,
@@ -169,6 +170,18 @@ def htsim_jain(runs: list[Run], _cond: str) -> Outcome:
                    abs(off) <= HTSIM_TOLERANCE, "mean over repetitions of each one's Jain index")
 
 
+#: why bwm-ng reads more than iperf3 for MPTCP: the pairing ablation (no receiver's port
+#: carries a reverse flow's ACKs) tests the ACK part; the DSS option is counted, not ablated
+TOOLS_CAUSE = Cause(
+    "bwm-ng counts every frame the receiver's switch port carries, the ACKs of the host's "
+    "own outgoing flow among them, and MPTCP adds to both: a DSS option in every data "
+    "segment and about one ACK, with a data-ACK option, per data segment, where TCP sends "
+    "fewer and smaller ones.  With half the hosts only sending and half only receiving "
+    "(--pattern pairing) no measured port carries a reverse flow's ACKs, and MPTCP's "
+    "bwm-ng / iperf3 falls to within the claim's tolerance of the framing ratio",
+    ablation=("permutation-ablation/permutation", "permutation-ablation/pairing"))
+
+
 #: the claims are the permutation's: a run of the `--pattern pairing` ablation (or one from
 #: before the flag, which has no such parameter and was a permutation) judges none of them
 _PATTERN = {"pattern": ("permutation", None)}
@@ -218,47 +231,32 @@ CLAIMS = [
                   "tolerance about the size of the framing overhead itself.  Emulated runs "
                   "only: the model measures nothing.",
            measure=tools_agree, needs="an emulated run (the model has no measuring tools)",
-           because="bwm-ng reads every frame the receiver's port carries, the ACKs of the "
-                   "host's own outgoing flow too, and MPTCP adds to both: each data segment "
-                   "carries a DSS option (24-28 B of the 40-B option space, so 1420-1424 B "
-                   "of payload per 1514-B frame) and the receivers send about one ACK, with "
-                   "a data-ACK option (74-78 B frames), per data segment (the run's stack "
-                   "counters: 0.95-1.00 ACKs per data segment, TCP 0.56-0.60); counted, "
-                   "that gives 1.12-1.13 against 1.128 measured (pooled); the ablation is "
-                   "the transport: single-path TCP in the same run reads 1.072 against 1.075 "
-                   "counted the same way (docs/notebook/000-permutation-fairness.md)"),
+           causes={"emulated": TOOLS_CAUSE}),
 ]
 
 
 #: why MPTCP-8 falls short of the model (and so of 1.5x and of htsim's mean), per control:
-#: the wire-bytes ablation, run once for each (its numbers differ: under lia the ACKs'
-#: effect is three times their bytes' share)
-WIRE_BECAUSE = {
-    "cubic": ("on the max-min model of the run's own traced paths MPTCP-8 gets 0.8945 and TCP "
-              "0.5958 (1.50x), but MPTCP-8 reaches 0.90 of that model in every repetition and "
-              "TCP 1.02: MPTCP puts more bytes on the wire per payload byte than the model "
-              "(and TCP) do, a DSS option in every data frame (1420-1424 B of payload per "
-              "1514 B) and about one 74-78 B ACK per data segment (TCP 0.58 of a 66 B one), "
-              "and in a permutation those ACKs share each host's access link with the data "
-              "it sends; the ablation: with --pattern pairing (half the hosts send, half "
-              "receive, no access link carries both) MPTCP-8 rises from 0.901 to 0.943 of "
-              "its model and TCP from 0.997 to 1.014 (5 repetitions each, same session; "
-              "results/reference/permutation-ablation, docs/notebook/000-permutation-"
-              "fairness.md); the rest is the DSS option (1.8 % of each frame) and the "
-              "retransmissions (1.1-1.5 % of data segments)"),
-    "lia": ("on the max-min model of each repetition's traced paths MPTCP-8 gets 0.876-0.907 "
-            "(htsim's 0.877), but the emulated lia reaches only 0.82-0.86 of it while "
-            "single-path TCP reaches 1.01-1.04 of its own (means over the repetitions of "
-            "each of the four lia runs of 2026-11-27/28, the guarded one included); the "
-            "ablation: "
-            "with --pattern pairing (half the hosts send, half receive, so no access link "
-            "carries one flow's data and another's ACKs) MPTCP-8 rises from 0.851 to 0.986 of "
-            "its model (mean 0.771 -> 0.909; TCP 0.993 -> 1.022; 5 repetitions each, same "
-            "session; results/reference/permutation-ablation-lia; repeated on later code, "
-            "0.859 -> 0.953): the reverse flows' ACKs, "
-            "about one 74-78 B ACK per data segment, cost three times their bytes' share, so "
-            "most of it is read as their wait behind data in the same tail-drop queue "
-            "(not separately ablated; docs/notebook/000-permutation-fairness.md)"),
+#: the wire-bytes ablation (--pattern pairing against the permutation), run once for each;
+#: under lia it moved far more than the ACKs' bytes, hence a cause of its own
+WIRE_CAUSES = {
+    "cubic": Cause(
+        "on the run's own traced paths the max-min model gives MPTCP-8 about htsim's mean "
+        "and ratio over TCP, but MPTCP-8 falls short of that model while TCP reaches it: "
+        "MPTCP puts more bytes on the wire per payload byte, a DSS option in every data "
+        "segment and about one ACK per data segment, and in a permutation those ACKs share "
+        "each host's access link with the data it sends.  With half the hosts only sending "
+        "and half only receiving (--pattern pairing) MPTCP-8 comes closer to its model; the "
+        "DSS option and the retransmissions are counted for the rest, not ablated",
+        ablation=("permutation-ablation/permutation", "permutation-ablation/pairing")),
+    "lia": Cause(
+        "on each repetition's traced paths the max-min model puts MPTCP-8 about at htsim's "
+        "mean, but the emulated lia falls short of that model while TCP reaches its own: "
+        "the reverse flows' ACKs, about one per data segment, share each sender's access "
+        "queue with its data.  With half the hosts only sending and half only receiving "
+        "(--pattern pairing) lia comes near its model, by far more than the ACKs' bytes "
+        "account for, so most of it is read as their wait behind data in the same tail-drop "
+        "queue (not separately ablated)",
+        ablation=("permutation-ablation-lia/permutation", "permutation-ablation-lia/pairing")),
 }
 
 
@@ -276,7 +274,7 @@ def _per_cc(cc: str) -> list[Any]:
              "goodput over the link rate, as the other claims: at most 1448/1514 = 0.957, "
              "so if htsim counts whole packets our value reads up to 4.4 % lower for the "
              "same network.  ")
-    wire = WIRE_BECAUSE.get(cc, "")
+    wire = {"emulated": WIRE_CAUSES[cc]} if cc in WIRE_CAUSES else {}
     return [
         _claim(key=f"fig4-ratio-{cc}", text="MPTCP's mean throughput is about 1.5x "
                                              "single-path TCP's, against htsim",
@@ -293,7 +291,7 @@ def _per_cc(cc: str) -> list[Any]:
                       "htsim), so 5 permutations leave a few percent of uncertainty in the "
                       "denominator, and a band much narrower than that would judge the "
                       "draw rather than the network.  iperf3 goodput, every flow of every "
-                      "repetition.", measure=fig4_ratio, because=wire,
+                      "repetition.", measure=fig4_ratio, causes=wire,
                headline=cc == "lia", samples=rep_ratios, paper_value=HTSIM_RATIO,
                band=Band(FIG4_RATIO * (1 - FIG4_TOLERANCE), FIG4_RATIO * (1 + FIG4_TOLERANCE)),
                regime=multipath, **common),
@@ -301,7 +299,7 @@ def _per_cc(cc: str) -> list[Any]:
                where="Fig. 4, against htsim (k=4, LIA)", paper=f"htsim {HTSIM_MEAN}",
                criterion=f"|mean / {HTSIM_MEAN} - 1| <= {HTSIM_TOLERANCE:g}",
                reason=htsim + "Mean over every MPTCP flow of every repetition.",
-               measure=htsim_mean, because=wire, **common),
+               measure=htsim_mean, causes=wire, **common),
         _claim(key=f"htsim-jain-{cc}", text="MPTCP-8's Jain index matches htsim's",
                where="Fig. 4, against htsim (k=4, LIA)", paper=f"htsim {HTSIM_JAIN}",
                criterion=f"|Jain / {HTSIM_JAIN} - 1| <= {HTSIM_TOLERANCE:g}",

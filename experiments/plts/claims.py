@@ -14,7 +14,7 @@ runs are not pooled.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -244,50 +244,65 @@ _POINT = ("A point estimate read off a bar chart: within +-5 points of the paper
           "points).  Mean over every flow of every run.")
 
 
-#: why a spray's throughput claim fails in the flow model's view: what it lacks (not an
-#: ablation of the emulation; analysis.claims.Claim.because_views)
-_MODEL_NO_REORDERING = (
+#: why a spray's throughput claims fail in the flow model's view: what it lacks
+MODEL_NO_REORDERING = Cause(
     "the flow model has no reordering, no queue and no TCP: a spray's flows take their "
-    "max-min rates, the ideal, by construction (every spray 100 %), so a spray's shortfall "
-    "from the ideal and the order of the sprays, which come from TCP's reaction to "
-    "reordered segments, are not in it (docs/notebook/004-plts.md, the flow model's view)")
+    "max-min rates, the ideal, so a spray's shortfall from the ideal and the order of the "
+    "sprays, which come from TCP's reaction to reordered segments, are not in it",
+    by_construction=True)
 
 
-#: why RR's % of ideal is above the paper's in the ns-3 view (an ablation run there, criterion
-#: written before it: docs/notebook/004-plts.md, "RR alone, five pairings")
-_SIM_NO_TIMING_NOISE = (
+#: why RR's % of ideal is above the paper's band in the emulation (the page's sentence)
+RR_CAUSE = Cause(
+    "every sprayed path of the k=6 fat tree has the same length and rate, so round-robin "
+    "segments arrive nearly in order and TCP rarely backs off; in ns-3 random jitter of up "
+    "to one frame's time on every link brought RR into the paper's band, but the emulation "
+    "has not been run with it")
+#: the same in the ns-3 view, where it was ablated (criterion written before the runs:
+#: docs/notebook/004-plts.md, "RR alone, five pairings")
+SIM_NO_TIMING_NOISE = Cause(
     "ns-3's links are exact and every sprayed path of the k=6 fat tree has the same length "
-    "and rate, so round-robin segments arrive nearly in order and TCP hardly backs off; the "
-    "ablation: every packet on every link delayed by a uniform random extra of up to one "
-    "frame's time (--pkt-jitter-us 2400 at 5 Mb/s, a link never reordering its own "
-    "packets) takes RR from 99.91 to 90.49 % of ideal (5 pairings, lower in each), inside "
-    "the paper's 92 +- 5 (results/reference/plts-ablation/sim-jitter-0 and -2400)")
+    "and rate, so round-robin segments arrive nearly in order and TCP hardly backs off; "
+    "delaying every packet on every link by a random extra of up to one frame's time (too "
+    "little for a link to reorder its own packets) lowers RR in every pairing, into the "
+    "paper's band",
+    ablation=("plts-ablation/sim-jitter-0", "plts-ablation/sim-jitter-2400"))
 
 
-#: why CNT's % of ideal is above the paper's in the ns-3 view (criterion written before the
-#: runs: docs/notebook/004-plts.md, "CNT in ns-3: what it counts")
-_SIM_CNT_COUNTS = (
+#: why CNT's % of ideal is above the paper's in the emulation (criterion written before the
+#: runs: docs/notebook/004-plts.md, "the counter ablation"); the undo run tested, and
+#: refuted, the other candidate the sentence names
+CNT_COUNTS = Cause(
+    "dcrepro's CNT sends each packet out of the port that has sent the fewest bytes, and the "
+    "paper's 'local port counters' do not say what they count; counting packets instead (a "
+    "bare ACK then weighs as much as a full segment, so the links carry unequal bytes) brings "
+    "CNT down into the paper's band with RR nearly unchanged, while never undoing a spurious "
+    "retransmission's window cut does not lower it",
+    ablation=("plts-ablation/counter-bytes", "plts-ablation/counter-packets",
+              "plts-ablation/noundo"))
+
+
+#: the same in the ns-3 view (criterion written before the runs: docs/notebook/004-plts.md,
+#: "CNT in ns-3: what it counts")
+SIM_CNT_COUNTS = Cause(
     "the simulated CNT balances bytes per port, as dcrepro's BPF switch does; balancing "
-    "packets instead (--dataplane bpf,cnt=packets, which the simulated switches honour) "
-    "takes it from 92.92 to 89.64 % of ideal over 5 pairings, lower in each, the direction "
-    "of the paper's 81 though still 8.6 points above it (the emulation's same ablation: "
-    "88.9 to 84.0); with exact links (RR's cause) the rest is not reached "
-    "(results/reference/plts-ablation/sim-cnt-bytes and -packets)")
+    "packets instead, which the simulated switches honour, lowers it in every pairing toward "
+    "the paper's value, as in the emulation, but not into its band: the exact links that keep "
+    "RR near the ideal remain",
+    ablation=("plts-ablation/sim-cnt-bytes", "plts-ablation/sim-cnt-packets"))
 
 
-def _pct(scheme: str, quote: str, because: str = "", sim_because: str = "") -> Claim:
+def _pct(scheme: str, quote: str, causes: Mapping[str, Cause]) -> Claim:
     """A spray's mean % of ideal within PCT_TOLERANCE points of the paper's (Fig. 1(a))."""
     paper = PAPER_PCT[scheme]
-    views = {"model": _MODEL_NO_REORDERING, **({"sim": sim_because} if sim_because else {})}
     return _claim(key=f"{scheme}-pct", text=f"{scheme.upper()} % of ideal",
                   where="Fig. 1(a), section 3", paper=f"{paper:g} %", quote=quote,
                   criterion=f"per repetition the mean % of ideal of its {scheme} flows; the "
                             f"95 % interval of its mean within {paper:g} +- "
                             f"{PCT_TOLERANCE:g} points",
-                  reason=_POINT, measure=pct_of_ideal(scheme), because=because,
-                  because_views=views, headline=scheme == "rr", samples=rep_pct(scheme),
-                  paper_value=paper,
-                  causes={"emulated": RR_CAUSE} if scheme == "rr" else {},
+                  reason=_POINT, measure=pct_of_ideal(scheme), headline=scheme == "rr",
+                  samples=rep_pct(scheme), paper_value=paper,
+                  causes={"model": MODEL_NO_REORDERING, **causes},
                   band=Band(paper - PCT_TOLERANCE, paper + PCT_TOLERANCE),
                   regime=paper_regime)
 
@@ -310,12 +325,58 @@ LATENCY_CAUSE = Cause(
     "stay nearly empty, so the sprays' latency is a far smaller fraction of ECMP's than the "
     "paper's; how deep ECMP's queue runs is set by the queue size and link rate, which the "
     "paper does not state")
-#: why RR's % of ideal is above the paper's band in the emulation (the page's sentence)
-RR_CAUSE = Cause(
-    "every sprayed path of the k=6 fat tree has the same length and rate, so round-robin "
-    "segments arrive nearly in order and TCP rarely backs off; in ns-3 random jitter of up "
-    "to one frame's time on every link brought RR into the paper's band, but the emulation "
-    "has not been run with it")
+
+#: the judged pairings' draw: the flow model over many drawn pairings and hashes (the
+#: ablation of the draw), and the emulated ECMP networks of the reference and the undo run
+#: against the model on their own traced paths (each network its own hash draw)
+_DRAWS = "plts-ablation/draws"
+_EMULATED_NETWORKS = ("plts/20261127T071454Z-200b2d", "plts-ablation/noundo")
+#: the ns-3 reference: ECMP on RED and on drop-tail beside the sprays, each with its flow
+#: model on the simulated paths
+_SIM_REFERENCE = "plts/20261126T210554Z-45d2c6"
+
+#: why spray/ECMP throughput falls short of the paper's factor, by view
+SPRAY_OVER_ECMP_CAUSES: Mapping[str, Cause] = {
+    "emulated": Cause(
+        "ECMP gets what its hash collisions leave it, and that is a draw of the pairing and "
+        "the hash: over many drawn pairings the flow model's ECMP share spreads widely and "
+        "gives the paper's factor, beside the emulated sprays, in a minority of draws only; "
+        "the emulated ECMP networks sit near the model on their own traced paths and their "
+        "ratio follows that draw (the paper ran one pairing)",
+        ablation=(_DRAWS, *_EMULATED_NETWORKS)),
+    "model": Cause(
+        "the model's ECMP gets what the pairing's hash collisions leave it, and with the "
+        "sprays at the ideal the paper's factor needs ECMP near two thirds of the ideal; "
+        "drawn pairings and hashes spread ECMP's share widely around that, so whether a "
+        "pairing gives the paper's factor is a draw",
+        ablation=_DRAWS),
+    "sim": Cause(
+        "ns-3's ECMP on RED sits on its flow model, so the gap below the paper's factor is the "
+        "pairing's draw of collisions, as in the model's view, and RND's reordering, with no "
+        "drop in the sprays' fabric",
+        ablation=(_SIM_REFERENCE, _DRAWS)),
+}
+
+#: why ECMP's best and worst flows do not differ by an order of magnitude, by view
+ECMP_SPREAD_CAUSES: Mapping[str, Cause] = {
+    # the runs with ECMP on both queues: the notebook's numbers are the flagged run's (CPU);
+    # the unflagged reference repeats the direction
+    "emulated": Cause(
+        "ECMP's hash collisions put only a few of these flows on one link, and a queue that "
+        "shares a collided link evenly keeps the spread near the flow model's on the traced "
+        "paths; the claim's other ECMP queue, drop-tail, widens it through lockout",
+        ablation=("plts/20261126T111627Z-48d96f", "plts/20261127T071454Z-200b2d")),
+    "model": Cause(
+        "a fluid max-min model splits a collided link evenly, and ECMP's hash collisions put "
+        "only a few of these flows on one link, so its spread stays small; an order of "
+        "magnitude needs a queue that shares a collided link unevenly",
+        by_construction=True),
+    "sim": Cause(
+        "on RED the flows of a collided link share it evenly in ns-3 too, as in the emulation, "
+        "with only a few of these flows on one link; on drop-tail ns-3's lockout gives the "
+        "spread",
+        ablation=_SIM_REFERENCE),
+}
 
 
 def _latency(pct: str, ratio: float, quote: str, reason: str) -> Claim:
@@ -332,24 +393,16 @@ def _latency(pct: str, ratio: float, quote: str, reason: str) -> Claim:
 
 CLAIMS = [
     _pct("rr", "PLTS-RR is able to achieve almost 92% of the ideal throughput",
-         sim_because=_SIM_NO_TIMING_NOISE),
+         {"emulated": RR_CAUSE, "sim": SIM_NO_TIMING_NOISE}),
     _pct("cnt", "PLTS-CNT attains around 81% of the ideal throughput",
-         because="dcrepro's CNT sends each packet out of the port that has sent the fewest "
-                 "bytes; the paper's 'local port counters' do not say what they count, and "
-                 "counting packets (a 66-B ACK weighs as much as a full segment, so the "
-                 "links carry unequal bytes) is the ablation: with --dataplane "
-                 "bpf,cnt=packets CNT falls from 88.9 to 84.0 % of ideal (5 pairings each, "
-                 "back to back; RR 96.6 and 95.8, unchanged), within 5 points of the "
-                 "paper's 81; undoing spurious retransmissions is not it (--recovery "
-                 "noundo: 89.8) (results/reference/plts-ablation, docs/notebook/004-plts.md)",
-         sim_because=_SIM_CNT_COUNTS),
+         {"emulated": CNT_COUNTS, "sim": SIM_CNT_COUNTS}),
     _claim(key="rnd-lowest", text="RND lowest of the three sprays",
            where="Fig. 1(a), section 3",
            paper="yes", quote="Among packet-level traffic splitting, PLTS-RND attains the "
                                 "least throughput",
            criterion="rnd mean < cnt and rr means",
            reason="An ordering in the text; the means of % of ideal are compared as they are.",
-           measure=rnd_lowest, because_views={"model": _MODEL_NO_REORDERING}),
+           measure=rnd_lowest, causes={"model": MODEL_NO_REORDERING}),
     _claim(key="sprays-above-ecmp", text="every spray above ECMP",
            where="Fig. 1(a), section 3",
            paper="yes",
@@ -371,28 +424,7 @@ CLAIMS = [
                   "'at least 1.5').",
            measure=spray_over_ecmp, headline=True, paper_value=PAPER_SPRAY_OVER_ECMP,
            samples=rep_spray_over_ecmp,
-           band=SPRAY_BAND, regime=paper_regime,
-           because="ECMP gets what its hash collisions leave it, and that is a draw: over "
-                   "100 drawn pairings and hashes the flow model gives ECMP 52-82 % of ideal "
-                   "(median 64.8), and 1.5x with the reference's sprays (89.7 %) needs "
-                   "ECMP <= 59.8 %, which 18 of the 100 draws give; the 15 emulated ECMP "
-                   "networks of the reference and the ablation run sit within 2 points of "
-                   "the model on their own traced paths (12 of 15), their ratio follows "
-                   "that draw (Spearman -0.88), and the three that drew 60-61 % reached "
-                   "1.42-1.49 (the paper ran one pairing; results/reference/plts-ablation, "
-                   "docs/notebook/004-plts.md)",
-           because_views={
-               "model": "the model's ECMP gets what this pairing's hash collisions leave it, "
-                        "and 1.5x over sprays at the ideal needs ECMP at 66.7 % of ideal or "
-                        "less: over 100 drawn pairings and hashes the model gives ECMP "
-                        "52-82 % (median 64.8), so 1.5x is a draw, and this one is not it "
-                        "(docs/notebook/004-plts.md)",
-               "sim": "ns-3's ECMP on RED sits on its flow model (at 10 Mb/s 68.0 against "
-                      "67.6 % of ideal), so the gap below 1.5 is this pairing's draw of "
-                      "collisions "
-                      "(as in the model's view) and RND's reordering (85.8 % of ideal with "
-                      "no drop in the sprays' fabric; docs/notebook/004-plts.md, the "
-                      "simulated view)"}),
+           band=SPRAY_BAND, regime=paper_regime, causes=SPRAY_OVER_ECMP_CAUSES),
     _latency("p90", PAPER_P90_RATIO,
              "A packet in PLTS experiences only one-third of the packet latency of ECMP with "
              "RED/ECN at the 90th percentile",
@@ -411,23 +443,7 @@ CLAIMS = [
            reason="An order of magnitude is a factor 10.  Per run (one run is one "
                   "realisation of the paper's single experiment), median over runs, so that "
                   "runs are not mixed.",
-           measure=ecmp_spread,
-           because="ECMP's hash collisions on these 27 flows put at most three on one link "
-                   "(the flow model's max/min on the traced paths is 2-3), and a queue that "
-                   "shares a collided link evenly keeps the spread there; the ablation is "
-                   "the claim's other ECMP queue: drop-tail widens it through lockout "
-                   "(median 8.7, single runs 12-19, against 5.0 on RED; "
-                   "docs/notebook/004-plts.md)",
-           because_views={
-               "model": "a fluid max-min model splits a collided link evenly, and ECMP's "
-                        "hash collisions on these 27 flows put at most three on one link, so "
-                        "its max/min is 2-3 by construction; an order of magnitude needs a "
-                        "queue that shares a collided link unevenly (the emulation's "
-                        "drop-tail ablation, docs/notebook/004-plts.md)",
-               "sim": "on RED the flows of a collided link share it evenly in ns-3 too, "
-                      "as in the emulation, with at most three of these flows on one "
-                      "link; on drop-tail ns-3's lockout gives the spread "
-                      "(docs/notebook/004-plts.md, the simulated view)"}),
+           measure=ecmp_spread, causes=ECMP_SPREAD_CAUSES),
     _claim(key="spray-spread", figure="flows_rank.png", text="spray per-flow max/min < 10",
            where="Fig. 1(c), section 3",
            paper=f"< {PAPER_SPREAD:g}",

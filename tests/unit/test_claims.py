@@ -867,9 +867,10 @@ def test_fairness_variant_causes_name_existing_variants():
     # a cause written for a variant that does not exist would never be shown
     from experiments.fairness import claims as fc
     keys = {c.key: c for c in fc.CLAIMS}
-    for base, suffix in fc.VARIANT_BECAUSE:
+    for (base, suffix), cause in fc.VARIANT_CAUSES.items():
         c = keys[f"{base}-{suffix}"]
-        assert c.because and c.because_views["model"] == c.because
+        # the same model's cause in either view it can be judged in
+        assert c.causes == {"emulated": cause, "model": cause}
 
 
 def test_outcast_outside_tail_drop_or_the_kernels_timer_is_not_the_papers_regime(run_folder,
