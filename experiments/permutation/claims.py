@@ -256,7 +256,11 @@ WIRE_CAUSES = {
         "(--pattern pairing) lia comes near its model, by far more than the ACKs' bytes "
         "account for, so most of it is read as their wait behind data in the same tail-drop "
         "queue (not separately ablated)",
-        ablation=("permutation-ablation-lia/permutation", "permutation-ablation-lia/pairing")),
+        # the pair rerun on 2026-12-02 with both arms trusted (the first pair, of
+        # 2026-11-27, was flagged for the switch's loss; docs/notebook/2026-12-01-headlines.md
+        # run 10)
+        ablation=("permutation-ablation-lia-2/permutation",
+                  "permutation-ablation-lia-2/pairing")),
 }
 
 
