@@ -359,13 +359,14 @@ SPRAY_OVER_ECMP_CAUSES: Mapping[str, Cause] = {
 
 #: why ECMP's best and worst flows do not differ by an order of magnitude, by view
 ECMP_SPREAD_CAUSES: Mapping[str, Cause] = {
-    # the runs with ECMP on both queues: the notebook's numbers are the flagged run's (CPU);
-    # the unflagged reference repeats the direction
+    # the run with ECMP on both queues, the same pairings (RED: run-median max/min about
+    # half drop-tail's); the notebook's older numbers are from a run its CPU check flagged
+    # (48d96f), so that one is not cited
     "emulated": Cause(
         "ECMP's hash collisions put only a few of these flows on one link, and a queue that "
         "shares a collided link evenly keeps the spread near the flow model's on the traced "
         "paths; the claim's other ECMP queue, drop-tail, widens it through lockout",
-        ablation=("plts/20261126T111627Z-48d96f", "plts/20261127T071454Z-200b2d")),
+        ablation="plts/20261127T071454Z-200b2d"),
     "model": Cause(
         "a fluid max-min model splits a collided link evenly, and ECMP's hash collisions put "
         "only a few of these flows on one link, so its spread stays small; an order of "
