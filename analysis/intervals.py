@@ -29,16 +29,19 @@ INCONCLUSIVE = "inconclusive"
 @dataclass(frozen=True)
 class Band:
     """Where the claim's statistic must lie: [lo, hi]; an open side is +-inf (a paper's
-    'at least' or 'at most')."""
+    'at least' or 'at most').  ``digits``: the decimals its text shows by default (a band
+    of small fractions, e.g. [0.0595, 0.0805], needs more than two)."""
     lo: float = -math.inf
     hi: float = math.inf
+    digits: int = 2
 
     def __post_init__(self) -> None:
         if not self.lo <= self.hi:
             raise ValueError(f"band [{self.lo}, {self.hi}] is empty")
 
-    def text(self, digits: int = 2) -> str:
-        """'[1.35, 1.65]', '>= 1.8' or '<= 0.5'."""
+    def text(self, digits: int | None = None) -> str:
+        """'[1.35, 1.65]', '>= 1.8' or '<= 0.5' (``digits`` decimals, else the band's)."""
+        digits = self.digits if digits is None else digits
         if math.isinf(self.lo):
             return f"<= {self.hi:.{digits}f}"
         if math.isinf(self.hi):

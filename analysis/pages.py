@@ -114,14 +114,17 @@ def rows_of(report: Report, paper: papers.Paper) -> list[list[Row]]:
 
 
 def judged_run(report: Report, experiment: str) -> Run | None:
-    """The run that judged the experiment's emulated headlines (the newest if several)."""
+    """The run that judged the experiment's headlines (the newest if several): the emulated
+    view's, else, for an experiment with no emulated view (grin-hops: the model only), the
+    first view's that has one."""
     by_id = _runs_by_id(report)
     for _p, first, views in report.headline_claims:
         if first.experiment == experiment:
-            for v in views.get("emulated", []):
-                for rid in v.runs:
-                    if rid in by_id:
-                        return by_id[rid]
+            for view in ("emulated", *(v for v in views if v != "emulated")):
+                for v in views.get(view, []):
+                    for rid in v.runs:
+                        if rid in by_id:
+                            return by_id[rid]
     return None
 
 

@@ -4,7 +4,8 @@ Run: .venv/bin/python bench/bench_grin_model.py [--racks 6 --servers 20 ...]
 Prints one row per (degree, pattern, active %): mean total flows over the
 seeds (optimum, h1/h2 by LP, h1/h2 by path sampling) and h1/opt, h2/opt as
 "mean/worst" over the seeds, then the headline numbers beside the paper's.
-Asserts nothing: it is a measurement, not a test.
+Asserts nothing: it is a measurement, not a test.  The same instances (one loop,
+model.grin.hop_instances) as a run folder whose claims are judged: `dcrepro run grin-hops`.
 """
 
 import onecore  # noqa: F401 - first: one BLAS thread, the checkout on sys.path

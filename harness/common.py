@@ -101,10 +101,12 @@ BACKEND_HELP = {
 
 
 def add_backend(p: Any, choices: tuple[str, ...] = ("emulated", "model")) -> None:
-    """The --backend flag, offering the backends an experiment has."""
+    """The --backend flag, offering the backends an experiment has (its default: emulated
+    where it has it, else its only one)."""
+    default = "emulated" if "emulated" in choices else choices[0]
     p.add_argument("--backend", default=None, choices=list(choices),
                    help="; ".join(f"{b}: {BACKEND_HELP[b]}" for b in choices) +
-                        " (default: emulated)")
+                        f" (default: {default})")
 
 
 def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],

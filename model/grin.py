@@ -59,7 +59,7 @@ from __future__ import annotations
 import itertools
 import random
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,8 @@ __all__ = [
     "sampled_flow",
     "InstanceResult",
     "evaluate_instance",
+    "HopInstance",
+    "hop_instances",
     "HopRow",
     "hop_count_table",
     "summarize",
@@ -611,6 +613,12 @@ class InstanceResult:
     sampled_h2: float
     seconds: float
 
+    def ratio(self, attr: str) -> float:
+        """``attr`` (h1, h2, sampled_h1, sampled_h2) over the optimum; 1.0 when the optimum
+        is 0 (nothing can flow, so nothing is missed)."""
+        value: float = getattr(self, attr)
+        return value / self.opt if self.opt > 0 else 1.0
+
 
 def evaluate_instance(
     topo: GrinTopology,
@@ -657,7 +665,7 @@ class HopRow:
 
 def _row(degree: int, pattern: str, pct: float, res: list[InstanceResult]) -> HopRow:
     def ratios(attr: str) -> np.ndarray:
-        return np.array([getattr(r, attr) / r.opt if r.opt > 0 else 1.0 for r in res])
+        return np.array([r.ratio(attr) for r in res])
 
     def mean(attr: str) -> float:
         return float(np.mean([getattr(r, attr) for r in res]))
@@ -672,6 +680,55 @@ def _row(degree: int, pattern: str, pct: float, res: list[InstanceResult]) -> Ho
         float(rs["sampled_h2"].mean()), float(rs["sampled_h2"].min()),
         float(sum(r.seconds for r in res)),
     )
+
+
+@dataclass(frozen=True)
+class HopInstance:
+    """One instance of the section 5.1 grid: its seed and cell, the number of active
+    servers, and what :func:`evaluate_instance` found."""
+
+    seed: int
+    degree: int
+    pattern: str
+    active_pct: float
+    active: int
+    result: InstanceResult
+
+
+def hop_instances(
+    racks: int = 6,
+    servers_per_rack: int = 20,
+    degrees: Sequence[int] = (1, 2, 3, 4, 5, 6),
+    patterns: Sequence[str] = PATTERNS,
+    active_pcts: Sequence[float] = (10, 30, 50, 70),
+    seeds: Sequence[int] = (0, 1, 2),
+    *,
+    placement: str = "rack",
+    n_paths: int = N_PATHS,
+    group_size: int = GROUP_SIZE,
+    a2a_cap: int = A2A_CAP,
+    formulation: str = "auto",
+) -> Iterator[HopInstance]:
+    """The section 5.1 instances, one at a time, degree by pattern by active share by seed
+    (the seeds of one cell in a row).
+
+    Seed i draws the overlay, the active servers, the traffic matrix and the sampled
+    paths: the same seed gives the same instance whichever grid it is part of.
+    """
+    for degree in degrees:
+        for pattern in patterns:
+            for pct in active_pcts:
+                for seed in seeds:
+                    topo = grin_topology(racks, servers_per_rack, degree,
+                                         placement=placement, seed=seed)
+                    rng = random.Random(f"grin-traffic-{seed}-{pattern}-{pct}")
+                    act = active_servers(topo.n_servers, pct, rng)
+                    conns = make_traffic(pattern, act, rng, **pattern_options(
+                        pattern, group_size=group_size, a2a_cap=a2a_cap))
+                    assert isinstance(conns, list), "GRIN's patterns are unicast pairs"
+                    yield HopInstance(seed, degree, pattern, pct, len(act),
+                                      evaluate_instance(topo, conns, n_paths=n_paths,
+                                                        seed=seed, formulation=formulation))
 
 
 def hop_count_table(
@@ -691,29 +748,20 @@ def hop_count_table(
 ) -> list[HopRow]:
     """Section 5.1 rows: h1 and h2 against the optimum, by LP and by path sampling.
 
-    Seed i draws the overlay, the active servers, the traffic matrix and the
-    sampled paths; each row aggregates the seeds 0..seeds-1. ``on_row`` (if
-    given) is called with each row as soon as it is done.
+    Each row aggregates the instances (:func:`hop_instances`) of seeds 0..seeds-1 of one
+    (degree, pattern, active %) cell. ``on_row`` (if given) is called with each row as
+    soon as it is done.
     """
     rows = []
-    for degree in degrees:
-        for pattern in patterns:
-            for pct in active_pcts:
-                res = []
-                for seed in range(seeds):
-                    topo = grin_topology(racks, servers_per_rack, degree,
-                                         placement=placement, seed=seed)
-                    rng = random.Random(f"grin-traffic-{seed}-{pattern}-{pct}")
-                    act = active_servers(topo.n_servers, pct, rng)
-                    conns = make_traffic(pattern, act, rng, **pattern_options(
-                        pattern, group_size=group_size, a2a_cap=a2a_cap))
-                    assert isinstance(conns, list), "GRIN's patterns are unicast pairs"
-                    res.append(evaluate_instance(topo, conns, n_paths=n_paths, seed=seed,
-                                                 formulation=formulation))
-                row = _row(degree, pattern, pct, res)
-                rows.append(row)
-                if on_row is not None:
-                    on_row(row)
+    found = hop_instances(racks, servers_per_rack, degrees, patterns, active_pcts,
+                          range(seeds), placement=placement, n_paths=n_paths,
+                          group_size=group_size, a2a_cap=a2a_cap, formulation=formulation)
+    for (degree, pattern, pct), cell in itertools.groupby(
+            found, key=lambda x: (x.degree, x.pattern, x.active_pct)):
+        row = _row(degree, pattern, pct, [x.result for x in cell])
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
     return rows
 
 

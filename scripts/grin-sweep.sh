@@ -3,7 +3,9 @@
 # claims.md): per-server throughput vs % of active servers, original vs GRIN1/2/3 vs
 # dual-homing (--multihomed), MPTCP over horizontal server-to-server links, beside the
 # paper's h1 optimum.  The hop-count
-# table of section 5.1 comes from `.venv/bin/python bench/bench_grin_model.py`.
+# study of section 5.1 is its own experiment, `.venv/bin/dcrepro run grin-hops` (flow model,
+# no root; reproduce.sh runs it with --quick), and `.venv/bin/python bench/bench_grin_model.py`
+# prints the same table.
 # Flags pass through to `dcrepro run grin` (see --help), e.g.:
 #   scripts/grin-sweep.sh --quick
 #   scripts/grin-sweep.sh --placement cross

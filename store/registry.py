@@ -29,6 +29,7 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
     "plts": ("experiments.plts.experiment", "experiments.plts.figures:plot_plts"),
     "orca": ("experiments.orca.experiment", "experiments.orca.figures:plot_orca"),
     "grin": ("experiments.grin.experiment", "experiments.grin.figures:plot_grin"),
+    "grin-hops": ("experiments.grin.hops", "experiments.grin.figures:plot_grin_hops"),
 }
 
 
@@ -59,15 +60,18 @@ def claims(name: str) -> list[Any]:
 def backends(name: str, dataplanes: Mapping[str, frozenset[str]]) -> str:
     """The backends column: emulated on the dataplanes (name -> capabilities, as
     emulator.dataplanes.capabilities() gives them) that offer everything the experiment
-    ``NEEDS``, and the model and the ns-3 simulation where it has them."""
+    ``NEEDS``, and the model and the ns-3 simulation where it has them; a model-only
+    experiment (``BACKENDS = ("model",)``) is 'model' alone."""
     mod = module(name)
     needs = frozenset(getattr(mod, "NEEDS", ()))
     dps = ", ".join(f"`{d}`" for d, offers in dataplanes.items() if needs <= offers)
-    # an experiment names its backends (BACKENDS); older ones have the model iff --backend
+    # an experiment names its backends (BACKENDS); older ones are emulated, and have the
+    # model iff --backend
     has = getattr(mod, "BACKENDS",
-                  ("emulated", "model") if "backend" in mod.PARAMS.defaults() else ())
-    return f"emulated ({dps})" + (", model" if "model" in has else "") + \
-        (", sim (ns-3)" if "sim" in has else "")
+                  ("emulated", "model") if "backend" in mod.PARAMS.defaults() else
+                  ("emulated",))
+    return ", ".join([f"emulated ({dps})"] * ("emulated" in has) +
+                     ["model"] * ("model" in has) + ["sim (ns-3)"] * ("sim" in has))
 
 
 def markdown_table(dataplanes: Mapping[str, frozenset[str]]) -> str:

@@ -65,7 +65,7 @@ PAPER = ('`003_…` Figs. 6/7 style: servers wired to neighbours (GRIN degree 0�
          "multihomed baseline, on racks or a fat tree, h1 routing by the paper's "
          'addressing, MPTCP over every horizontal link; per-server throughput vs % of '
          "active servers against the paper's h1 optimum and an independent-subflow model; "
-         'the §5.1 hop-count table by `bench/bench_grin_model.py`')
+         'the §5.1 hop-count study is `grin-hops`')
 #: what scripts/reproduce.sh runs for the figure (with --quick unless --full)
 SWEEP = "scripts/grin-sweep.sh"
 
