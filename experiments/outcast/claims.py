@@ -178,10 +178,15 @@ OTHER_CAUSES: Mapping[str, Cause] = {
 #: the fat tree's: the jitter sweep ran on the linear topology only
 FATTREE_CAUSES: Mapping[str, Cause] = {
     "model": OTHER_CAUSES["model"],
+    # the jitter sweep on the sim references' own flags (run 11 of
+    # docs/notebook/2026-12-01-headlines.md): J = 300, 600, 1200 us, both routings
     "sim": Cause("ns-3 without jitter is deterministic: a tail-drop port locks out all "
-                 "senders but one, and the same one wins every run; arrival jitter, which "
-                 "turns the Outcast on in ns-3's linear set-up, is not yet tried on the fat "
-                 "tree"),
+                 "senders but one, and the same one (here the local sender) wins every "
+                 "run; with random arrival jitter of a quarter of a packet's time or more "
+                 "on every link the local sender is the outcast in nearly every seed under "
+                 "spanning-tree routing and in most under hashed routing, as in the "
+                 "emulator",
+                 ablation="outcast-fattree-ablation-jitter"),
 }
 #: why the lone flow's share does not fall at every step of N in the emulation: the queue's
 #: size, the one setting of the ablation that turns the order around (the default arm beside
