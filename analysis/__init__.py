@@ -33,3 +33,42 @@ def plot(run_dir: str | Path) -> list[Path]:
             figures.append(headline_plot(path / HEADLINES, config, heads,
                                          {c.key: c.paper_value for c in found}))
     return figures
+
+
+def judge(run_dir: str | Path, force: bool = False) -> str:
+    """Judge the paper's claims again on a finished run folder, from its tables alone:
+    claims.csv and claims.md rewritten, nothing else (after a claim's criterion, cause or
+    regime changed).  Returns one line saying what changed.  A folder where a claim would
+    now measure a different value (a table it reads is gone, as the per-repetition traces
+    of the committed replications are, or changed) is left as it was unless ``force``,
+    and the line says so: a new criterion changes verdicts, not measurements."""
+    import csv
+
+    from store import plottable, status_of
+    from store.registry import EXPERIMENTS, claims
+
+    from .claims import Run, evaluate_all, write_run_claims
+    path = Path(run_dir)
+    status = status_of(path)
+    if not plottable(status):
+        return f"{path}: skipped, run is '{status['status']}'"
+    experiment = json.loads((path / "config.json").read_text())["experiment"]
+    found = claims(experiment) if experiment in EXPERIMENTS else []
+    if not found:
+        return f"{path}: skipped, {experiment} has no claims"
+    before: dict[str, tuple[str, str]] = {}
+    if (path / "claims.csv").exists():
+        with open(path / "claims.csv", newline="") as fh:
+            before = {f"{r['claim']} [{r['condition']}]": (r["verdict"], r["measured"])
+                      for r in csv.DictReader(fh)}
+    after = {f"{v.text} [{v.condition}]": (v.verdict, str(v.measured))
+             for v in evaluate_all(found, [[Run.open(path)]], complete=False)}
+    moved = [k for k, (_, m) in after.items() if k in before and before[k][1] != m]
+    if moved and not force:
+        k = moved[0]
+        return (f"{path}: kept as it was: {len(moved)} claim(s) would measure differently "
+                f"(a table they read is gone or changed), e.g. {k}: {before[k][1]!r} -> "
+                f"{after[k][1]!r}; --force rewrites it")
+    write_run_claims(path, found)
+    changed = sum(1 for k, (v, _) in after.items() if before.get(k, ("",))[0] != v)
+    return f"{path}: {len(after)} verdicts, {changed} changed"

@@ -230,8 +230,8 @@ def _supporting(report: Report, paper: papers.Paper) -> str:
         c: dict[str, int] = {}
         for v in vs:
             c[v.verdict] = c.get(v.verdict, 0) + 1
-        parts.append(f"`{s.experiment}`: {len(vs)} supporting claim rows, "
-                     + ", ".join(f"{n} {k}" for k, n in c.items()))
+        parts.append(f"`{s.experiment}`: {len(vs)} supporting claim rows"
+                     + "".join(f", {n} {k}" for k, n in c.items()))
     return ("; ".join(parts) + ". They support the headlines (premises, orderings, other "
             "views and scales); `dcrepro report results/reference` shows each with its "
             "figure, and the report's page lists them by experiment.")

@@ -1,5 +1,5 @@
-"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | report | list |
-clean | calibrate | env."""
+"""The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | judge | report |
+list | clean | calibrate | env."""
 from __future__ import annotations
 
 import argparse
@@ -67,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
                             "old and new seeds are recorded in config.json's rerun_of)")
     plot = sub.add_parser("plot", help="(re)draw the figures of a run folder (no root needed)")
     plot.add_argument("run_dir", help="results/<experiment>/<run id>")
+    judge = sub.add_parser("judge", help="judge the paper's claims again on finished run "
+                           "folders (claims.csv, claims.md; no figures, no root)",
+                           description="Rewrite claims.csv and claims.md of every run "
+                           "folder under the paths, from their tables, after a claim's "
+                           "criterion, cause or regime changed; one line per folder.  A "
+                           "folder where a claim would measure a different value (a table "
+                           "stripped or changed) is kept as it was, unless --force.")
+    judge.add_argument("paths", nargs="+", metavar="RUN_OR_FOLDER",
+                       help="run folders, or folders searched for them (results/reference)")
+    judge.add_argument("--force", action="store_true",
+                       help="also rewrite a folder where a claim would measure a different "
+                            "value (its tables changed, or a claim's statistic did)")
     rep = sub.add_parser("report", help="which of the papers' claims hold: one page "
                          "(index.html), report.md and verdicts.json, and one line per claim",
                          description="Judge every experiment's paper claims on the newest "
@@ -566,6 +578,31 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return _plot(where)
 
 
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Judge the claims again on every run folder under the paths (analysis.judge)."""
+    import analysis
+    folders: list[Path] = []
+    for given in map(Path, args.paths):
+        if (given / "status.json").is_file():
+            folders.append(given)
+        elif given.is_dir():
+            folders += sorted(s.parent for s in given.rglob("status.json"))
+        else:
+            print(f"dcrepro: error: {given}: no such folder", file=sys.stderr)
+            return 2
+    if not folders:
+        print(f"dcrepro: error: no run folder under {' '.join(args.paths)}", file=sys.stderr)
+        return 2
+    failed = 0
+    for folder in folders:
+        try:
+            print(analysis.judge(folder, force=args.force))
+        except (ValueError, OSError, KeyError) as exc:
+            failed += 1
+            print(f"dcrepro: error: {folder}: {exc}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     """Print the environment report of this machine (emulator.sysinfo)."""
     from emulator.sysinfo import environment
@@ -576,8 +613,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 #: each subcommand of build_parser and the function that runs it (its exit code)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "rerun": cmd_rerun, "sweep": cmd_sweep, "run-one": cmd_run_one,
-    "collect": cmd_collect, "plot": cmd_plot, "report": cmd_report, "list": cmd_list,
-    "clean": cmd_clean, "calibrate": cmd_calibrate, "env": cmd_env,
+    "collect": cmd_collect, "plot": cmd_plot, "report": cmd_report, "judge": cmd_judge,
+    "list": cmd_list, "clean": cmd_clean, "calibrate": cmd_calibrate, "env": cmd_env,
 }
 
 

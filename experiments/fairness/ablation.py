@@ -95,6 +95,8 @@ def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:
                   "repetition (the agreement claim's measure).", "", *head]
         lines += [f"| {w['label']} | " + " | ".join(f"{float(w[c]):.3f}" for c in MEASURES)
                   + " |" for w in whole]
+    if whole and (by_seed := seed_pairs(whole)):
+        return lines + ["", by_seed]
     base = {r["run"]: r["norm_iperf"] for r in rows if r["label"] == labels[0]}
     for lab in labels[1:]:
         diffs = [base[r["run"]] - r["norm_iperf"] for r in rows
@@ -105,6 +107,33 @@ def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:
                       + f"; mean {st.mean(diffs):+.3f}"
                       + (f" (sd {st.stdev(diffs):.3f})" if len(diffs) > 1 else "")]
     return lines
+
+
+def seed_pairs(whole: Sequence[Row]) -> str:
+    """For folders labelled ARM-sSEED in exactly two arms (one run folder per arm and seed,
+    as the interleaved coupling ablations are): per seed, the first arm's measured ratio
+    of means minus the second's, their mean and its Student-t 95 % interval; '' for any
+    other labelling (folders are then paired by repetition with the first)."""
+    arms: dict[str, dict[str, float]] = defaultdict(dict)
+    for w in whole:
+        arm, sep, seed = str(w["label"]).rpartition("-s")
+        if not sep or not arm or not seed.isdigit():
+            return ""
+        arms[arm][seed] = float(w["norm_iperf"])
+    if len(arms) != 2:
+        return ""
+    (a, first), (b, second) = arms.items()
+    seeds = sorted(set(first) & set(second), key=int)
+    diffs = [first[s] - second[s] for s in seeds]
+    if len(diffs) < 2:
+        return ""
+    from scipy import stats
+    mean = st.mean(diffs)
+    half = float(stats.t.ppf(0.975, len(diffs) - 1)) * st.stdev(diffs) / len(diffs) ** 0.5
+    return (f"Paired by seed ({', '.join(seeds)}), measured {a} minus {b}: "
+            + ", ".join(f"{d:+.3f}" for d in diffs)
+            + f"; mean {mean:+.3f}, 95 % interval [{mean - half:+.3f}, {mean + half:+.3f}] "
+            f"(Student t, {len(diffs)} pairs)")
 
 
 #: the models plotted beside the measurement: column, marker, label

@@ -44,17 +44,17 @@ AGREE_TOLERANCE = 0.05
 #: the paper-scale networks (scripts/jellyfish-sweep.sh --paper: k=10 vs 125 switches)
 PAPER_FATTREE = "fattree,k=10"
 
-#: the run folders (under results/reference) whose runs test the causes below: the lia
-#: reference the reno arm is paired with (seed 1), the guarded lia reference whose model
-#: columns the k=4 causes were read from, the newer 10-repetition lia reference (seed 2),
-#: and the paper-scale model run
-LIA_A97041 = "fairness/20261127T035418Z-a97041"
+#: the run folders (under results/reference) whose runs test the causes below: the guarded
+#: lia reference whose model columns the k=4 causes were read from, the newer
+#: 10-repetition lia reference (seed 2), and the paper-scale model run
 LIA_70C12B = "fairness/20261128T162420Z-70c12b"
 LIA_FA056B = "fairness/20261201T184410Z-fa056b"
 PAPER_SCALE = "fairness/20261128T100516Z-c66b83"
-#: the coupling ablation: lia against uncoupled reno subflows, first on seed 1 (the reno arm
-#: beside the lia reference), then interleaved per seed, s4..s8 (one folder per arm)
-COUPLING_ARMS = (LIA_A97041, "fairness-ablation/reno", "fairness-ablation-coupling")
+#: the coupling ablation: lia against uncoupled reno subflows, interleaved per seed, s4..s8
+#: (one folder per arm and seed, at fa056b's flags; run 8c of docs/notebook/
+#: 2026-12-01-headlines.md, the first attempt whose runs were all unflagged; its
+#: ablation.md holds the per-seed differences and the models on each run's paths)
+COUPLING_ARMS = ("fairness-ablation-coupling-2",)
 
 
 def _same_backend(runs: list[Run]) -> list[Run]:
@@ -210,11 +210,12 @@ BASE = [
            measure=mean_vs_fattree, select=_MEASURED, headline=True,
            samples=rep_mean_ratios, band=Band(1 - MEAN_TOLERANCE, 1 + MEAN_TOLERANCE),
            causes={"emulated": Cause(
-               "k-shortest paths put Jellyfish's subflows on shared links, and the emulated "
-               "MPTCP shares them about as independent subflows would: on the run's own "
+               "k-shortest paths put Jellyfish's subflows on shared links: on the runs' own "
                "traced paths only a pooled (coupled) allocation comes near the fat tree, "
                "and LIA as specified barely pools (its fluid equilibrium sits with the "
-               "independent subflows)", ablation=COUPLING_ARMS)}),
+               "independent subflows).  Whether the emulated coupling moves the ratio is "
+               "undecided: lia against uncoupled reno subflows, seed by seed, gives an "
+               "interval wider than the band", ablation=COUPLING_ARMS)}),
     _claim(key="rank", text="Jellyfish + k-shortest paths matches the fat tree + ECMP at "
                             "every rank of flow",
            paper="curves together (no number)",
@@ -229,11 +230,10 @@ BASE = [
            measure=rank_vs_fattree, select=_MEASURED,
            causes={"emulated": Cause(
                "the same subflow collisions as the mean's leave Jellyfish's slowest "
-               "connections short: on the run's own traced paths the models whose subflows "
+               "connections short: on the runs' own traced paths the models whose subflows "
                "share as independent flows show the same deficit and only a pooled (coupled) "
-               "allocation comes near the fat tree, and with uncoupled reno subflows in "
-               "place of lia the emulated gap still sits with the independent-subflow model",
-               ablation=(LIA_A97041, "fairness-ablation/reno"))}),
+               "allocation comes near the fat tree; whether the emulated coupling matters is "
+               "undecided, as for the mean", ablation=COUPLING_ARMS)}),
     _claim(key="jain", text="Jellyfish's flows are as fairly shared as the fat tree's",
            paper="about equal (no number)",
            quote="Jellyfish maintains relatively good fairness with even a small number of "
@@ -372,17 +372,16 @@ CLAIMS = [
                   "from the run's subflows.csv when the run predates the model).",
            measure=agrees_with_model, select=_MEASURED,
            # the judged run's own model columns (LIA's equilibrium against the pooled model)
-           # and the runs of each coupled control since the ssthresh-fault guard
+           # and BALIA and OLIA on the same draws, with the ssthresh-fault guard (run 13 of
+           # docs/notebook/2026-12-01-headlines.md, its criterion written before it)
            causes={"emulated": Cause(
                "the coupled model is the pooled allocation, which LIA by design does not "
                "reach: RFC 6356 keeps each subflow's window in inverse proportion to its "
                "path's loss rate, so on the same traced paths LIA's own fluid equilibrium "
                "sits with the independent subflows, far from the pooled one.  The emulation "
-               "follows LIA's equilibrium and max-min instead, under lia and with BALIA or "
-               "OLIA in its place",
-               ablation=(LIA_70C12B, "fairness-ablation/lia-guarded-cc",
-                         "fairness-ablation/balia-guarded-cc",
-                         "fairness-ablation/olia-guarded-cc"))},
+               "follows LIA's equilibrium instead, under lia and with BALIA in its place; "
+               "with OLIA it falls below even that, further still from the pooled one",
+               ablation=(LIA_70C12B, "fairness-ablation-guarded-2"))},
            conditions=agreement_conditions,
            needs="an emulated fairness run with --tcp-model propfair (or mpd)"),
 ]

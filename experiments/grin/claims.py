@@ -143,15 +143,19 @@ _CLOSE_TO = {"grin1": "close to 2x", "grin2": "close to 3x", "grin3": "close to 
 #: why a degree whose mesh exceeds the kernel's subflow limit falls short (issue #28 part 5).
 #: Tested twice: by the model rows of the last run that judged GRIN3 on the star (the
 #: independent-subflow model on the star's paths against the h1 optimum over every path),
-#: and by the two path managers on the same draws (grin-pm: only the subflow limit changed)
+#: and by the two path managers on the same draws (grin-pm-2, run 12 of docs/notebook/
+#: 2026-12-01-headlines.md: only the subflow limit changed; its criteria of 2026-11-26 on
+#: how far the mesh rises above the star failed on its fresh draws, and the text says how)
 STAR_CAUSE = Cause(
     "each connection runs the star of 1 + 2d subflows, not the full mesh of (1 + d)^2 that "
     "the h1 optimum spreads over, since upstream MPTCP's in-kernel path manager opens at "
     f"most 1 + {KERNEL_SUBFLOW_LIMIT}.  Independent subflows on the star's paths fall short "
-    "as the emulation does while the h1 optimum over every path does not, and the full "
-    "mesh opened by a userspace path manager on the same draws brings GRIN3 far above the "
-    "star, near the paper's gain",
-    ablation=("grin/20261127T040153Z-734227", "grin-pm/kernel", "grin-pm/userspace"))
+    "as the emulation does, draw by draw, while the h1 optimum over every path does not.  "
+    "The full mesh, opened by a userspace path manager on the same draws, lifts GRIN3 above "
+    "the star on every draw and near the paper's gain, but by less than the ablation's "
+    "criterion asked where both active servers share a rack (the star then reaches more "
+    "of the mesh's capacity)",
+    ablation=("grin/20261127T040153Z-734227", "grin-pm-2/kernel", "grin-pm-2/userspace"))
 #: why GRIN1 is level with multihoming where the paper has multihoming ahead: the judged
 #: run's own h1 optimum shows the level at the lowest share, and the reference sweep over
 #: the active share (permutation traffic) shows the order turning as the paper says

@@ -85,6 +85,20 @@ def test_a_claim_is_judged_on_the_newest_complete_run_it_accepts(run_folder, jud
     assert only.verdict == C.NOT_MEASURED and "'failed' (test failure)" in only.detail
 
 
+def test_per_hop_ecmp_is_judged_on_ecmp_runs_only(run_folder, judge):
+    """ecmp-outcast, a supporting claim: the hashed claim's test on --routing ecmp runs."""
+    st = _fattree(run_folder, "st", [0.1, 0.1, 0.1, 0.1, 0.1])
+    (v,) = [v for v in judge("outcast-fattree", st).values() if v.key == "ecmp-outcast"]
+    assert v.verdict == C.NOT_MEASURED and "-r ecmp" in v.detail
+    ecmp = _fattree(run_folder, "ecmp", [0.2, 0.3, 0.25, 0.2, 0.3])
+    got = {v.key: v for v in judge("outcast-fattree", st, ecmp).values()}
+    assert got["ecmp-outcast"].verdict == C.HOLDS and not got["ecmp-outcast"].headline
+    assert got["ecmp-outcast"].runs == (ecmp.name,) and got["st-outcast"].runs == (st.name,)
+    high = _fattree(run_folder, "ecmp", [0.9, 0.8, 0.85, 0.9, 0.8])
+    (v,) = [v for v in judge("outcast-fattree", high).values() if v.key == "ecmp-outcast"]
+    assert v.verdict == C.FAILS
+
+
 def test_a_flagged_run_is_not_trusted_but_its_value_is_shown(run_folder, judge):
     path = _fattree(run_folder, "st", [0.1, 0.2, 0.3],
                     suspect=["run 0: CPU above 90 % in 40% of samples", "run 1: lost"])
@@ -136,15 +150,16 @@ def test_run_claims_files_and_terminal_lines(run_folder):
     path = _fattree(run_folder, "st", [0.1, 0.2, 0.3, 0.2, 0.1])
     found = C.write_run_claims(path, registry.claims("outcast-fattree"))
     rows = read_csv(path / "claims.csv")
-    assert [r["verdict"] for r in rows] == [C.HOLDS, C.NOT_MEASURED]
+    # st judged; hashed and per-hop ECMP need runs of their own routing
+    assert [r["verdict"] for r in rows] == [C.HOLDS, C.NOT_MEASURED, C.NOT_MEASURED]
     assert list(rows[0])[:2] == ["claim", "condition"]
     md = (path / "claims.md").read_text()
     assert "| 0.18 [0.0761, 0.284] 95 %, n=5 repetitions |" in md
-    assert "backend=emulated: measured.  1 holds, 1 not measured." in md
+    assert "backend=emulated: measured.  1 holds, 2 not measured." in md
     line = C.terminal_line(found[0])
     assert line.startswith("holds ") and "outcast-fattree" in line and "measured 0.18 [" in line
     assert C.summary_line("outcast-fattree", found) == (
-        "outcast-fattree: 2 claims: 1 holds, 1 not measured")
+        "outcast-fattree: 3 claims: 1 holds, 2 not measured")
 
 
 # -- permutation ------------------------------------------------------------------------------

@@ -31,6 +31,17 @@ def test_the_summary_pairs_each_folder_with_the_first_by_repetition(labelled_abl
     assert "measured lia minus reno: +0.100, +0.000; mean +0.050 (sd 0.071)" in md
 
 
+def test_interleaved_arms_are_paired_by_seed_with_a_t_interval():
+    whole = [{"label": f"{arm}-s{s}", "norm_iperf": v} for arm, vals in
+             (("lia", (0.8, 0.9, 1.0)), ("reno", (0.9, 0.9, 0.9))) for s, v in zip((4, 5, 6), vals)]
+    # differences -0.1, 0, +0.1: mean 0, sd 0.1, t(0.975, 2) = 4.303
+    assert ablation.seed_pairs(whole) == (
+        "Paired by seed (4, 5, 6), measured lia minus reno: -0.100, +0.000, +0.100; mean "
+        "+0.000, 95 % interval [-0.248, +0.248] (Student t, 3 pairs)")
+    assert ablation.seed_pairs(whole[:3]) == ""                 # one arm
+    assert ablation.seed_pairs([{"label": "lia", "norm_iperf": 1.0}] * 2) == ""
+
+
 def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):
     """Two connections on a k=4 fat tree, one with two subflows: the column is filled from
     subflows.csv with the link rate of config.json, as model.lia_rates gives it on the

@@ -164,3 +164,25 @@ def test_fewer_seeds_than_the_criterion_decide_nothing(run_folder, judge):
     assert got[H1_MEAN].verdict == INCONCLUSIVE
     assert "not the criterion's fresh seeds 101-105" in got[H1_MEAN].detail
     assert got[WORST].verdict == NOT_MEASURED and "5 seeds" in got[WORST].detail
+
+
+def test_judge_rewrites_the_claims_and_keeps_a_folder_whose_table_is_gone(tmp_path, capsys):
+    """`dcrepro judge`: the claims judged again from the folder's tables, one line per
+    folder; a folder whose table a claim read is gone is left as it was; bad paths exit 2."""
+    out = tmp_path / "results"
+    assert cli.main(["run", "grin-hops", *TINY, "--out", str(out)]) == 0
+    (run_dir,) = (out / "grin-hops").iterdir()
+    capsys.readouterr()
+    assert cli.main(["judge", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"{run_dir}: 3 verdicts, 0 changed"
+    before = (run_dir / "claims.md").read_text()
+    (run_dir / "hops.csv").unlink()
+    assert cli.main(["judge", str(run_dir)]) == 0
+    assert "kept as it was: 3 claim(s) would measure differently" in capsys.readouterr().out
+    assert (run_dir / "claims.md").read_text() == before
+    assert cli.main(["judge", str(tmp_path / "nowhere")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert cli.main(["judge", str(tmp_path)]) == 0     # searched: the run folder under it
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["judge", str(tmp_path / "empty")]) == 2
+    assert "no run folder under" in capsys.readouterr().err

@@ -229,8 +229,9 @@ def test_newest_complete_run_by_default_and_failed_runs_are_named(run_folder, tm
     sec = next(s for s in judged.sections if s.experiment == "outcast-fattree")
     assert [r.run_id for r in sec.runs] == [new.name]
     assert {r.run_id for r in sec.others} >= {old.name}
-    st, hashed = sec.verdicts
+    st, hashed, ecmp = sec.verdicts
     assert st.verdict == "does not hold" and hashed.verdict == "not measured"
+    assert ecmp.verdict == "not measured" and ecmp.key == "ecmp-outcast"
     assert "'failed' (test failure)" in hashed.detail
     # every registry experiment has a section: the ones without runs say so
     perm = next(s for s in judged.sections if s.experiment == "permutation")
