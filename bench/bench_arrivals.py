@@ -6,8 +6,9 @@
 One outcast point (lone flow vs N flows), run ``--reps`` times with the tracer and as often
 without it, alternating (on, off, on, off, ...) so that a drift of the machine falls on
 both; per run the machine's mean CPU over the measurement window and its CPU per
-packet-hop (harness/traffic.run_iperf's figures), the records traced and the lone flow's
-share of its fair share.
+packet-hop (harness/traffic.run_iperf's figures), the records traced, the share of the
+root qdisc's releases the tracer missed (skipped BPF runs) and the lone flow's share of its
+fair share.
 """
 from __future__ import annotations
 
@@ -43,10 +44,15 @@ def one(params: object, n: int, traced: bool, rep: int, work: Path) -> dict:
     assert lone.flow is not None
     fair = params.bw / (n + 1)  # type: ignore[attr-defined]
     arr = meas.get("arrivals", {})
+    chk = arr.get("check", {})
     return {"traced": traced, "cpu_mean": meas["cpu_mean"],
             "cpu_us_per_packet_hop": meas["cpu_us_per_packet_hop"],
-            "records": arr.get("records"), "drops_agree": arr.get("check", {}).get(
-                "drops_agree"), "lone_share": round(lone.flow.iperf_mbps / fair, 3)}
+            "records": arr.get("records"), "drops_agree": chk.get("drops_agree"),
+            # releases the tracer missed (skipped BPF runs) and lists it cut short
+            "released_missed": chk.get("released_missed"),
+            "released_of": chk.get("qdisc_released"),
+            "released_unlisted": chk.get("released_unlisted"),
+            "lone_share": round(lone.flow.iperf_mbps / fair, 3)}
 
 
 def main() -> None:
@@ -78,6 +84,12 @@ def main() -> None:
               f"({', '.join(str(r['cpu_mean']) for r in mine)}), cpu per packet-hop "
               f"{statistics.mean(r['cpu_us_per_packet_hop'] for r in mine):.2f} us "
               f"({', '.join(str(r['cpu_us_per_packet_hop']) for r in mine)})")
+    on = [r for r in rows if r["traced"] and r["released_of"]]
+    if on:
+        shares = sorted(100 * r["released_missed"] / r["released_of"] for r in on)
+        print(f"releases missed: median {statistics.median(shares):.2f} % "
+              f"(range {shares[0]:.2f}-{shares[-1]:.2f} %), lists cut short: "
+              f"{sum(r['released_unlisted'] or 0 for r in on)} packets")
 
 
 if __name__ == "__main__":

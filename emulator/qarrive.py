@@ -42,8 +42,8 @@ PROGRAMS = ("on_enqueue", "on_free", "on_dequeue")
 # mirrors of qarrive.bpf.c
 MAX_PORTS = 64
 WATCH_KEY = struct.Struct("<II")            # ifindex, netns inode -> slot (u32)
-COUNTS = struct.Struct("<5Q")         # accepted, dropped, ring_full, not_ipv4, released
-COUNT_NAMES = ("accepted", "dropped", "ring_full", "not_ipv4", "released")
+COUNTS = struct.Struct("<6Q")   # accepted, dropped, ring_full, not_ipv4, released, unlisted
+COUNT_NAMES = ("accepted", "dropped", "ring_full", "not_ipv4", "released", "unlisted")
 RELEASED = 0xFFFFFFFF                 # the reason of a release record (qdisc_dequeue)
 ARRIVAL = struct.Struct("<Q4s4sHHIIIIIIHHBBBBI")
 FIELDS = ("ts_ns", "saddr", "daddr", "sport", "dport", "seq", "qlen", "q_drops", "q_sent",
@@ -178,6 +178,7 @@ def check_counts(traced: dict[str, int], before: dict[str, int],
             # releases are packets (skbs); HTB's counter counts segments (GSO skbs: fewer)
             "qdisc_released": q_sent, "traced_released": released,
             "released_missed": None if released is None else q_sent - released,
+            "released_unlisted": traced.get("unlisted", 0),
             "ring_full": traced["ring_full"], "not_ipv4": traced["not_ipv4"],
             "drops_agree": q_drops == traced["dropped"]}
 

@@ -17,7 +17,7 @@
  *
  * Released: the qdisc:qdisc_dequeue tracepoint (fired by dequeue_skb() for the root qdisc on
  * every dequeue attempt) with a packet: one record per packet of the list the root handed
- * out (at most MAX_LIST), marked by reason RELEASED, so that the queue's service times are
+ * out (at most MAX_LIST; ``unlisted`` counts the rest), marked by reason RELEASED, so that the queue's service times are
  * known beside its arrivals (who got the slot each release freed).  A packet the stack
  * requeued and hands out again is recorded again (rare on veth; qgap.bpf.c counts them).
  *
@@ -48,7 +48,9 @@
 #define ETH_P_8021Q 0x8100
 #define ETH_P_8021AD 0x88A8
 #define RELEASED 0xffffffffu /* reason of a release record (no drop reason is this) */
-#define MAX_LIST 8	     /* packets of one bulk dequeue recorded */
+/* packets of one bulk dequeue recorded: the stack's slow bulk path (a device with several tx
+ * queues, as veth has) hands out at most 1 + 8; ``unlisted`` counts any past this */
+#define MAX_LIST 16
 
 struct watch_key {
 	__u32 ifindex;
@@ -61,6 +63,7 @@ struct counts {
 	__u64 ring_full; /* records lost because the ring buffer had no room */
 	__u64 not_ipv4;
 	__u64 released; /* packets the root qdisc handed out (release records) */
+	__u64 unlisted; /* packets of a handed-out list past MAX_LIST (no record) */
 };
 
 struct arrival {
@@ -227,6 +230,12 @@ int BPF_PROG(on_dequeue, struct Qdisc *q, const struct netdev_queue *txq, int pa
 	for (i = 0; i < MAX_LIST && i < packets && skb; i++) {
 		record(slot, q, skb, RELEASED);
 		skb = BPF_CORE_READ(skb, next);
+	}
+	if (i < packets) {
+		struct counts *c = bpf_map_lookup_elem(&counts, slot);
+
+		if (c)
+			__sync_fetch_and_add(&c->unlisted, packets - i);
 	}
 	return 0;
 }

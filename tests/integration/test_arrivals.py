@@ -4,14 +4,17 @@ the pfifo's own drop counter over the same window; the packets it saw released, 
 qdisc's packet counter; the per-sender counts of flows.csv agree exactly with
 arrivals.csv over the measured window.
 
-Tolerance: drops traced may fall short of the counter by at most max(2, 5 %): BPF runs on
+Tolerance: drops and releases traced may fall short of the counters by at most max(2, 5 %): BPF runs on
 tracepoints are occasionally skipped on this machine (emulator/bpf/qgap.bpf.c) and the
 check counts them as missed rather than assuming none.  The skipped share grows with host
 load: of 2026-12-01's Outcast reference networks, the 29 whose log warned of a difference
 missed at worst 5 of 173 drops (2.9 %), and the fresh-clone CI of de47c22, on a busy VM,
 missed 5 of 159 (3.1 %) here against the earlier 1 %; 5 % keeps a margin of 1.6x over the
-worst seen.  Accepted packets are counted by the qdisc, not traced, so they keep
-1 % (the root's released packets plus what it still holds).
+worst seen.  Releases miss for the same reason, about 10 a second: 0.31-0.67 % in three quiet
+runs of this test on ovs (2026-12-02), and 1.08 % (52 of 4,809) in a fresh-clone CI of
+3cebb81 that failed the earlier 1 % allowance; no list was cut short of its records
+(``released_unlisted`` 0, checked exactly).  Accepted packets are counted by the qdisc, not
+traced, so they keep 1 % (the root's released packets plus what it still holds).
 """
 from __future__ import annotations
 
@@ -53,7 +56,8 @@ def test_arrivals_traced_and_drops_match_the_qdisc_counter(tmp_path, dataplane):
     assert abs(check["accepted_missed"]) <= 0.01 * check["qdisc_accepted"] + 2, check
     assert check["ring_full"] == 0, check
     # every packet the bottleneck released, with its time (releases.csv)
-    assert 0 <= check["released_missed"] <= 0.01 * check["qdisc_released"] + 2, check
+    assert check["released_unlisted"] == 0, check
+    assert 0 <= check["released_missed"] <= max(2, 0.05 * check["qdisc_released"]), check
     released = read_csv(point / "releases.csv")
     assert len(released) == arr["releases"] == check["traced_released"] > 1000
     assert {r["port"] for r in released} >= {"s1 port 2 (lone)", "s1 port 3 (from s2, 6 flows)"}
