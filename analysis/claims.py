@@ -161,6 +161,9 @@ class Claim:
     measure: Measure          # runs, condition -> Outcome; raises Missing when inputs lack
     #: run parameters a run must have to be used: name -> accepted values
     select: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: a further test of a run's parameters that ``select``'s values cannot say (e.g. which
+    #: shares a comma list holds); ``needs`` says in words what it asks
+    admit: Callable[[Mapping[str, Any]], bool] | None = None
     #: one verdict per condition the runs hold (e.g. plts' TCP loss recoveries), or one
     conditions: Callable[[list[Run]], list[str]] | None = None
     #: the one fixed condition of a claim that is one of several variants judged on
@@ -202,7 +205,8 @@ class Claim:
     def accepts(self, params: Mapping[str, Any]) -> bool:
         """True when a run with these parameters can judge the claim."""
         return all(str(params.get(k)) in {str(v) for v in vals}
-                   for k, vals in self.select.items())
+                   for k, vals in self.select.items()) and (
+                       self.admit is None or self.admit(params))
 
 
 def claim_maker(paper: str, **common: Any) -> Callable[..., Claim]:

@@ -753,8 +753,9 @@ def _grin(run_folder, rows, pattern="all-to-all", reps=5):
     flows.csv, and their summary."""
     from experiments.grin import figures as agrin
     flows = [{**r, "run": k, "network": agrin.network_of(r)} for k in range(reps) for r in rows]
+    shares = sorted({float(r["active_pct"]) for r in rows})
     return run_folder("grin", {"summary.csv": agrin.summarize(rows), "flows.csv": flows},
-                      params={"pattern": pattern})
+                      params={"pattern": pattern, "active": ",".join(f"{a:g}" for a in shares)})
 
 
 def _grin_rows(active):
@@ -772,7 +773,7 @@ def _grin_rows(active):
 def test_grin_claims_judge_the_lowest_activity(run_folder, judge):
     got = {(v.key, v.condition): v for v in judge("grin", _grin(
         run_folder, _grin_rows("4"))).values()}
-    assert len(got) == 13
+    assert len(got) == 15     # the crossover's two claims: not measured (all-to-all)
     # no GRIN3 network in the run: its claim is not measured and says which flag adds it
     v = got[("grin3-original", "emulated")]
     assert v.verdict == C.NOT_MEASURED and "--degrees" in v.detail and not v.because
@@ -807,6 +808,46 @@ def test_grin_claims_judge_the_lowest_activity(run_folder, judge):
                                                                 pattern="random")).values()}
     v = got[("grin2-multihomed", "emulated")]
     assert v.verdict == C.NOT_MEASURED and "--multihomed 1" in v.detail
+
+
+def _cross_rows(g2_low: float, g2_high: float) -> list[dict[str, str]]:
+    """30 and 60 % active: the original, GRIN2 and dual-homing (mh1 18 then 10 Mb/s)."""
+    rows = []
+    for share, active, g0, g2, mh in (("30", "12", 9.0, g2_low, 18.0),
+                                      ("60", "24", 5.0, g2_high, 10.0)):
+        for net, deg, m in (("grin0", "0", g0), ("grin2", "2", g2), ("mh1", "", mh)):
+            rows.append({"network": net, "degree": deg, "active_pct": share, "active": active,
+                         "mbps": str(m), "uncoupled_model_mbps": str(m),
+                         "h1_optimum_mbps": str(m)})
+    return rows
+
+
+def test_grin_crossover_at_40_percent_judges_each_side_on_a_run_across_it(run_folder, judge):
+    """Fig. 6: GRIN2 better than dual-homing below 40 % active, level with it (within 10 %)
+    above; judged only on random-traffic runs with shares on both sides of 40 %, and never
+    standing in for the lowest-share claim's 10 %."""
+    below, above = "grin2-multihomed-below-40", "grin2-multihomed-above-40"
+    got = {(v.key, v.condition): v for v in judge("grin", _grin(
+        run_folder, _cross_rows(20.0, 9.5), pattern="random")).values()}
+    assert got[(below, "emulated")].verdict == C.HOLDS                 # 20 / 18 = 1.11
+    assert got[(below, "emulated")].measured.startswith("1.11 [1.11, 1.11] 95 %, n=5")
+    assert got[(above, "emulated")].verdict == C.HOLDS                 # 9.5 / 10 in [0.9, 1.1]
+    assert "0.95x at 60 %" in got[(above, "emulated")].detail
+    # the run starts at 30 %: the 10 % claim does not read it, and says what it needs
+    v = got[("grin2-multihomed", "")]
+    assert v.verdict == C.NOT_MEASURED and "lowest active share is 10 %" in v.detail
+    # below 1 below 40 %, and far above dual-homing after it: neither side holds
+    got = {(v.key, v.condition): v for v in judge("grin", _grin(
+        run_folder, _cross_rows(16.0, 12.0), pattern="random")).values()}
+    assert got[(below, "emulated")].verdict == C.FAILS                 # 0.89
+    assert got[(above, "emulated")].verdict == C.FAILS                 # 1.2 > 1.1
+    # a run of 10 % only (Fig. 6's first point) judges neither side
+    ten = [r for r in _grin_rows("4") if r["active_pct"] == "10"]
+    got = {(v.key, v.condition): v for v in judge("grin", _grin(
+        run_folder, ten, pattern="random")).values()}
+    for key in (below, above):
+        v = got[(key, "")]
+        assert v.verdict == C.NOT_MEASURED and "both sides of 40 %" in v.detail
 
 
 def test_grin3_short_of_its_goal_names_the_star_as_the_cause(run_folder, judge):
