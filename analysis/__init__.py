@@ -61,14 +61,14 @@ def judge(run_dir: str | Path, force: bool = False) -> str:
         with open(path / "claims.csv", newline="") as fh:
             before = {f"{r['claim']} [{r['condition']}]": (r["verdict"], r["measured"])
                       for r in csv.DictReader(fh)}
-    after = {f"{v.text} [{v.condition}]": (v.verdict, str(v.measured))
-             for v in evaluate_all(found, [[Run.open(path)]], complete=False)}
+    verdicts = evaluate_all(found, [[Run.open(path)]], complete=False)
+    after = {f"{v.text} [{v.condition}]": (v.verdict, str(v.measured)) for v in verdicts}
     moved = [k for k, (_, m) in after.items() if k in before and before[k][1] != m]
     if moved and not force:
         k = moved[0]
         return (f"{path}: kept as it was: {len(moved)} claim(s) would measure differently "
                 f"(a table they read is gone or changed), e.g. {k}: {before[k][1]!r} -> "
                 f"{after[k][1]!r}; --force rewrites it")
-    write_run_claims(path, found)
+    write_run_claims(path, found, verdicts)
     changed = sum(1 for k, (v, _) in after.items() if before.get(k, ("",))[0] != v)
     return f"{path}: {len(after)} verdicts, {changed} changed"

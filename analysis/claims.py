@@ -716,11 +716,14 @@ COLUMNS = ("condition", "text", "paper", "measured", "criterion", "verdict", "de
            "basis", "source", "because")
 
 
-def write_run_claims(run_dir: Path, claims: list[Claim]) -> list[Verdict]:
+def write_run_claims(run_dir: Path, claims: list[Claim],
+                     found: list[Verdict] | None = None) -> list[Verdict]:
     """claims.csv and claims.md of one run folder, judged on that run alone (called once
-    its tables are written, before its final status)."""
+    its tables are written, before its final status); ``found``: its verdicts, when the
+    caller has judged them already."""
     run = Run.open(run_dir)
-    found = evaluate_all(claims, [[run]], complete=False)
+    if found is None:
+        found = evaluate_all(claims, [[run]], complete=False)
     write_csv(run_dir / "claims.csv", [{"claim": v.text, **{k: getattr(v, k) for k in COLUMNS
                                                              if k != "text"}}
                                        for v in found])

@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt
 
 from analysis.ablation import labelled_runs, write
 from analysis.figures import save
+from analysis.intervals import mean_interval
 from store import cell, read_csv
 
 from .figures import remodel
@@ -127,12 +128,10 @@ def seed_pairs(whole: Sequence[Row]) -> str:
     diffs = [first[s] - second[s] for s in seeds]
     if len(diffs) < 2:
         return ""
-    from scipy import stats
-    mean = st.mean(diffs)
-    half = float(stats.t.ppf(0.975, len(diffs) - 1)) * st.stdev(diffs) / len(diffs) ** 0.5
+    iv = mean_interval(diffs)
     return (f"Paired by seed ({', '.join(seeds)}), measured {a} minus {b}: "
             + ", ".join(f"{d:+.3f}" for d in diffs)
-            + f"; mean {mean:+.3f}, 95 % interval [{mean - half:+.3f}, {mean + half:+.3f}] "
+            + f"; mean {iv.mean:+.3f}, 95 % interval [{iv.lo:+.3f}, {iv.hi:+.3f}] "
             f"(Student t, {len(diffs)} pairs)")
 
 

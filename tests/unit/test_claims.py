@@ -941,3 +941,19 @@ def test_outcast_outside_tail_drop_or_the_kernels_timer_is_not_the_papers_regime
         got = {v.key: v for v in judge("outcast", run_folder(
             "outcast", {"summary.csv": summary, "flows.csv": []}, params=params)).values()}
         assert got["lone-n6"].verdict == C.NOT_REGIME and words in got["lone-n6"].detail
+
+
+def test_no_cause_cites_a_flagged_or_missing_folder():
+    """#52's goal '0 causes that rest on flagged runs', on the committed references: every
+    folder a cause cites holds run folders, and the fidelity check flagged none of them."""
+    from store.registry import EXPERIMENTS, claims
+    seen: dict[str, str] = {}
+    bad = []
+    for exp in EXPERIMENTS:
+        for c in claims(exp):
+            for view, cause in c.causes.items():
+                for f in cause.folders:
+                    trust = seen.setdefault(f, C.ablation_trust(C.REFERENCE / f))
+                    if "flagged:" in trust or "no run" in trust:
+                        bad.append(f"{exp}/{c.key} [{view}] cites {f}: {trust}")
+    assert seen and not bad, bad
