@@ -33,27 +33,22 @@ import json
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from criteria import criterion, integration
 
-from criteria import criterion, tests_on_path  # noqa: E402
+import routing
+import topos
+from dataplanes.bpf.switch import bpf_stats, prog_id, prog_stats
+from emulator.emulation import Emulation
+from emulator.proc import in_ns, install_signal_handlers
+from emulator.shaping import LinkSpec, queue_lengths
+from harness.sampling import Sampler
+from harness.traffic import Flow, run_iperf
 
-tests_on_path()
-from test_aqm import pairs_sampler  # noqa: E402
-
-import routing  # noqa: E402
-import topos  # noqa: E402
-from dataplanes.bpf.switch import bpf_stats, prog_id, prog_stats  # noqa: E402
-from emulator.emulation import Emulation  # noqa: E402
-from emulator.proc import in_ns, install_signal_handlers  # noqa: E402
-from emulator.shaping import LinkSpec, queue_lengths  # noqa: E402
-from harness.sampling import Sampler  # noqa: E402
-from harness.traffic import Flow, run_iperf  # noqa: E402
+pairs_sampler = integration("test_aqm").pairs_sampler
 
 SRC, DST, BOTTLENECK = "0_0_2", "1_0_2", "0_0_1-eth2"
 

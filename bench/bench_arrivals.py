@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import routing  # noqa: E402
-import topos  # noqa: E402
-from emulator.proc import install_signal_handlers  # noqa: E402
-from experiments.outcast import experiment as outcast  # noqa: E402
-from harness.common import checked, resolve, run_rng  # noqa: E402
+import routing
+import topos
+from emulator.proc import install_signal_handlers
+from experiments.outcast import experiment as outcast
+from harness.common import checked, resolve, run_rng
 
 
 def one(params: object, n: int, traced: bool, rep: int, work: Path) -> dict:

@@ -22,8 +22,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from emulator.proc import install_signal_handlers, stop_all
 
 #: the nice tried for dcrepro's own threads (c97ece6) and its session's group (b38e08d)

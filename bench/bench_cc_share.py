@@ -32,21 +32,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from criteria import criterion, tests_on_path
+from criteria import criterion, integration
 
-tests_on_path()
-
-from test_cc import (  # noqa: E402
-    BENCH_WARM,
-    BENCH_WINDOW,
-    QUEUE,
-    RATE,
-    SHARED_QUEUE,
-    disjoint_paths,
-    ecn_flow,
-    emulated_lia,
-    shared_bottleneck,
-)
+test_cc = integration("test_cc")
 
 COUPLED = ("lia", "balia", "olia")
 
@@ -68,7 +56,7 @@ def shared(ccs: list[str], queues: list[int], repeat: int) -> None:
         runs: dict[str, list[dict[str, Any]]] = {cc: [] for cc in ccs}
         for rep in range(repeat):
             for cc in ccs:
-                r = shared_bottleneck(cc, q, BENCH_WARM, BENCH_WINDOW)
+                r = test_cc.shared_bottleneck(cc, q, test_cc.BENCH_WARM, test_cc.BENCH_WINDOW)
                 r["rep"] = rep
                 r["excluded"] = faults(r)
                 runs[cc].append(r)
@@ -84,16 +72,16 @@ def shared(ccs: list[str], queues: list[int], repeat: int) -> None:
                   f"{sorted(r['ratio'] for r in rs)}; ssthresh fault in {nf}, missing "
                   f"subflow in {ns}", flush=True)
             criterion(f"link used (mptcp+tcp)/rate > 0.85 ({cc}, queue {q})",
-                      [(r["mptcp_mbps"] + r["tcp_mbps"]) / RATE for r in rs],
+                      [(r["mptcp_mbps"] + r["tcp_mbps"]) / test_cc.RATE for r in rs],
                       lambda v: v > 0.85)
-            if q != SHARED_QUEUE:
+            if q != test_cc.SHARED_QUEUE:
                 continue
             ratios = [r["ratio"] for r in clean]
             if cc in COUPLED:
                 criterion(f"mptcp/tcp <= 1.2 ({cc})", ratios, lambda v: v <= 1.2, ex)
             elif cc == "reno":
                 criterion(f"mptcp/tcp >= 1.4 ({cc})", ratios, lambda v: v >= 1.4, ex)
-        if q == SHARED_QUEUE and "reno" in runs:
+        if q == test_cc.SHARED_QUEUE and "reno" in runs:
             for cc in (c for c in ccs if c in COUPLED):
                 pairs = [(a, b) for a, b in zip(runs[cc], runs["reno"])
                          if not a["excluded"] and not b["excluded"]]
@@ -107,7 +95,8 @@ def disjoint(ccs: list[str], repeat: int) -> None:
     runs: dict[str, list[dict[str, Any]]] = {cc: [] for cc in ccs}
     for _ in range(repeat):
         for cc in ccs:
-            r = disjoint_paths(cc, QUEUE, BENCH_WARM, BENCH_WINDOW)
+            r = test_cc.disjoint_paths(cc, test_cc.QUEUE, test_cc.BENCH_WARM,
+                                       test_cc.BENCH_WINDOW)
             runs[cc].append(r)
             print(json.dumps({"what": "disjoint", **r}), flush=True)
     for cc in ccs:
@@ -124,10 +113,10 @@ def disjoint(ccs: list[str], repeat: int) -> None:
 def ecn(repeat: int) -> None:
     mbps, windows = [], []
     for _ in range(repeat):
-        sender, receiver, stats = ecn_flow("dctcp", warm=1.0, window=2.0)
+        sender, receiver, stats = test_cc.ecn_flow("dctcp", warm=1.0, window=2.0)
         print(json.dumps({"what": "ecn", "sender": sender, "receiver": receiver,
                           "stats": stats}), flush=True)
-        mbps.append(receiver["mbps"] / RATE)
+        mbps.append(receiver["mbps"] / test_cc.RATE)
         windows.append(float(stats.get("windows", 0)))
     criterion("dctcp receiver/rate > 0.8", mbps, lambda v: v > 0.8)
     criterion("dctcp alpha windows > 10 (3-s transfer)", windows, lambda v: v > 10)
@@ -137,12 +126,12 @@ def emulated(repeat: int) -> None:
     rates = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bench-cc-") as tmp:
-            r = emulated_lia(Path(tmp), duration=10, trim=2)
+            r = test_cc.emulated_lia(Path(tmp), duration=10, trim=2)
         f = r["flow"]
         print(json.dumps({"what": "emulated", "mbps": f.iperf_mbps,
                           "subflows": len(f.subflows),
                           "stats": (r["facts"].cc_bpf or {}).get("stats")}), flush=True)
-        rates.append(f.iperf_mbps / RATE)
+        rates.append(f.iperf_mbps / test_cc.RATE)
     criterion("emulated lia flow/rate > 0.8", rates, lambda v: v > 0.8)
 
 
@@ -150,7 +139,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--what", default="shared,disjoint,ecn,emulated",
                     help="setups to run: shared, disjoint, ecn, emulated")
-    ap.add_argument("--queues", default=str(SHARED_QUEUE),
+    ap.add_argument("--queues", default=str(test_cc.SHARED_QUEUE),
                     help="pfifo sizes of the shared bottleneck, packets (e.g. 20,50,100)")
     ap.add_argument("--ccs", default="lia,balia,olia,reno",
                     help="congestion controls of the shared (and disjoint: coupled) runs")

@@ -20,14 +20,11 @@ from pathlib import Path
 
 import criteria
 
+from emulator.proc import install_signal_handlers
+from model.flowmodel import goodput_capacity
+
 criterion = functools.partial(criteria.criterion, digits=3)
-
-criteria.tests_on_path()
-
-from test_cpu_cuts import lowat_flows, tbf_flow  # noqa: E402
-
-from emulator.proc import install_signal_handlers  # noqa: E402
-from model.flowmodel import goodput_capacity  # noqa: E402
+test_cpu_cuts = criteria.integration("test_cpu_cuts")
 
 
 def main() -> int:
@@ -39,12 +36,12 @@ def main() -> int:
     tbf, lowat_sum, lowat_max = [], [], []
     for rep in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="bench-cuts-") as tmp:
-            _found, flow = tbf_flow(Path(tmp), duration=8, trim=2)
+            _found, flow = test_cpu_cuts.tbf_flow(Path(tmp), duration=8, trim=2)
         tbf.append(flow.iperf_mbps / cap)
         print(json.dumps({"what": "tbf", "rep": rep, "mbps": flow.iperf_mbps,
                           "of_ceiling": round(tbf[-1], 4)}), flush=True)
         with tempfile.TemporaryDirectory(prefix="bench-cuts-") as tmp:
-            got = lowat_flows(Path(tmp), duration=6, trim=1)
+            got = test_cpu_cuts.lowat_flows(Path(tmp), duration=6, trim=1)
         if got is None:
             print("no cgroup v2 hierarchy is mounted: --rcvlowat not measured", flush=True)
             continue

@@ -28,14 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import routing
+import topos
+from emulator.emulation import Emulation
+from emulator.proc import install_signal_handlers
+from emulator.shaping import LinkSpec
 
-import routing  # noqa: E402
-import topos  # noqa: E402
-from emulator.emulation import Emulation  # noqa: E402
-from emulator.proc import install_signal_handlers  # noqa: E402
-from emulator.shaping import LinkSpec  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def bringup_teardown(spec: str, dataplane: str, reps: int) -> None:

@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from criteria import integration
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 
 def sweep(out: Path, engine: str, grid: list[str], runs: int, env: dict | None,
@@ -50,16 +51,16 @@ def main() -> int:
     args = ap.parse_args()
     extra = ["--quick"] if args.emulated else ["--backend", "model"]
     grid = args.grid or ["seed=1/2/3/4"]
-    from slurmnode import SlurmNode, missing_programs
-    if missing_programs():
-        print(f"needs {', '.join(missing_programs())}: sudo ./setup.sh --with-slurm")
+    slurmnode = integration("slurmnode")
+    if slurmnode.missing_programs():
+        print(f"needs {', '.join(slurmnode.missing_programs())}: sudo ./setup.sh --with-slurm")
         return 2
     base = Path(tempfile.mkdtemp(prefix="bench-engines-"))
     took, tables = {}, {}
     for engine in ("local", "parallel"):
         took[engine] = sweep(base / engine, engine, grid, args.runs, None, extra)
         tables[engine] = table(base / engine)
-    with SlurmNode() as node:
+    with slurmnode.SlurmNode() as node:
         took["slurm"] = sweep(base / "slurm", "slurm", grid, args.runs, node.env, extra)
         tables["slurm"] = table(base / "slurm")
     ref = tables["local"]

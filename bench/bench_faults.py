@@ -38,11 +38,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from emulator.registry import BPFFS_DIR, machine_leftovers
+from emulator.sysinfo import ovsdb_pid, vswitchd_pid
 
-from emulator.registry import BPFFS_DIR, machine_leftovers  # noqa: E402
-from emulator.sysinfo import ovsdb_pid, vswitchd_pid  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": []}
 PHASES = ("bring-up", "traffic", "after traffic", "plotting")  # ("before": ahead of start)

@@ -8,7 +8,7 @@ Asserts nothing: it is a measurement, not a test.  The same instances (one loop,
 model.grin.hop_instances) as a run folder whose claims are judged: `dcrepro run grin-hops`.
 """
 
-import onecore  # noqa: F401 - first: one BLAS thread, the checkout on sys.path
+import onecore  # noqa: F401 - first: one BLAS thread
 
 # isort: split
 import argparse

@@ -1,6 +1,6 @@
 """Per-run overhead of each sweep launcher against the local one, on the same short runs.
 
-Run (root for Slurm's daemons): .venv/bin/python bench/bench_launchers.py [RUNS]
+Run (root for Slurm's daemons): .venv/bin/python bench/bench_launchers.py [RUNS]  (default 8)
 
 The runs are model-backend orca runs (``orca --backend model --quick``, a grid over seeds,
 about 1.5 s each as a process): the launchers' overhead does not depend on what a run does,
@@ -15,19 +15,18 @@ overhead a run.
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from criteria import integration
+
+from dcrepro.sweep import read_manifest
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-
-from dcrepro.sweep import read_manifest  # noqa: E402
-
 DCREPRO = [str(REPO / ".venv" / "bin" / "dcrepro")]
 RUN = ["orca", "--backend", "model", "--quick"]
 GOAL_S = 2.0
@@ -63,17 +62,19 @@ def runone_loop(out: Path, runs: int) -> float:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", type=int, nargs="?", default=8, help="runs per launcher")
+    runs = ap.parse_args().runs
     out = Path(tempfile.mkdtemp(prefix="dcrepro-bench-launch-"))
     results: dict[str, float] = {}
     results["local"] = sweep(out, "local", runs)
     results["run-one loop"] = runone_loop(out, runs)
     results["parallel -S :"] = sweep(out, "parallel", runs, "--engine", "parallel")
-    from slurmnode import SlurmNode, missing_programs
-    if missing_programs():
-        print(f"slurm: skipped (not installed: {', '.join(missing_programs())})")
+    slurmnode = integration("slurmnode")
+    if slurmnode.missing_programs():
+        print(f"slurm: skipped (not installed: {', '.join(slurmnode.missing_programs())})")
     else:
-        with SlurmNode() as node:
+        with slurmnode.SlurmNode() as node:
             results["slurm (1 node)"] = sweep(out, "slurm", runs, "--engine", "slurm",
                                               env=node.env)
     print(f"{runs} model-backend runs (orca --backend model --quick) per launcher; "

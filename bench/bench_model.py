@@ -5,9 +5,10 @@ Prints one line per measurement: name, median seconds of 3 runs, mean rate
 (fraction of a unit link; for max_concurrent_flow the lambda itself).
 """
 
-import onecore  # noqa: F401 - first: one BLAS thread, the checkout on sys.path
+import onecore  # noqa: F401 - first: one BLAS thread
 
 # isort: split
+import argparse
 import random
 import statistics
 import time
@@ -167,6 +168,7 @@ def bench_jellyfish(seed=1, switches=98, ports=14, servers_per_switch=7, kpaths=
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     t_start = time.perf_counter()
     times, _, _, _ = bench_fat_tree(16)
     worst = max(times)

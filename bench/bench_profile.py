@@ -41,11 +41,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from emulator.proc import stop_process
+from emulator.sysinfo import cpu_model, mitigations
 
-from emulator.proc import stop_process  # noqa: E402  (after the path is set)
-from emulator.sysinfo import cpu_model, mitigations  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 #: (component, frame pattern, caller pattern or None), tried on every frame from the leaf up
 RULES: list[tuple[str, str, str | None]] = [

@@ -21,13 +21,11 @@ import argparse
 import json
 import sys
 
-from criteria import criterion, tests_on_path
+from criteria import criterion, integration
 
-tests_on_path()
+from emulator.qgap import summarize
 
-from test_qgap import _single_and_bursts, measure  # noqa: E402
-
-from emulator.qgap import summarize  # noqa: E402
+test_qgap = integration("test_qgap")
 
 
 def main() -> int:
@@ -39,10 +37,10 @@ def main() -> int:
     bursts: list[dict] = []
     for rep in range(args.repeat):
         for shaper in bulk:
-            s = measure(10, seconds=args.seconds, shaper=shaper)
+            s = test_qgap.measure(10, seconds=args.seconds, shaper=shaper)
             print(json.dumps({"what": "bulk", "rep": rep, "shaper": shaper, **s}), flush=True)
             bulk[shaper].append(s)
-        _single, _first, b, released = _single_and_bursts()
+        _single, _first, b, released = test_qgap._single_and_bursts()
         full = summarize(b)["full_size"]
         row = {"what": "bursts", "rep": rep, "samples": b.full.samples,
                "released": released, **full}

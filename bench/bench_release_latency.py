@@ -33,13 +33,9 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.bench_profile import add_traffic_args, dcrepro_run, first_client  # noqa: E402
+from bench_profile import add_traffic_args, dcrepro_run, first_client
 
 SCRIPT = r"""
 tracepoint:timer:hrtimer_start /args->function == kaddr("qdisc_watchdog")/ {

@@ -25,17 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from criteria import criterion, tests_on_path
+from criteria import criterion, integration
 
-tests_on_path()
+from emulator.proc import install_signal_handlers
+from experiments.outcast import experiment as outcast
+from harness.common import checked, resolve
+from harness.runfolder import RunFolder
+from store import read_csv
 
-from test_sender_socket import chain_flow  # noqa: E402
-
-from emulator.proc import install_signal_handlers  # noqa: E402
-from experiments.outcast import experiment as outcast  # noqa: E402
-from harness.common import checked, resolve  # noqa: E402
-from harness.runfolder import RunFolder  # noqa: E402
-from store import read_csv  # noqa: E402
+chain_flow = integration("test_sender_socket").chain_flow
 
 
 def chain(repeat: int) -> None:

@@ -45,10 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from criteria import integration
+
 ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT, ROOT / "tests" / "integration"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
 
 #: a criterion: (name, figure key in the run's record, predicate on the figure)
 Criterion = tuple[str, str, Callable[[float], bool]]
@@ -147,40 +146,41 @@ def outcast(tmp: Path) -> dict[str, Any]:
 
 
 def cgroup_cap(tmp: Path) -> dict[str, Any]:
-    from test_cgroup import BUSY, _busy_cores
-
     from emulator import cgroup
+    t = integration("test_cgroup")
     hier = cgroup.find_hierarchy()
     assert hier is not None, "no cpu controller on this machine"
     cap = cgroup.CpuCap(hier, f"bench{os.getpid()}+busy")
     cap.create()
     try:
         cap.set(0.2)
-        capped = _busy_cores(cgroup.wrap([sys.executable, "-c", BUSY], cap.procs_file, pin=0))
-        free = _busy_cores([sys.executable, "-c", BUSY])
+        capped = t._busy_cores(cgroup.wrap([sys.executable, "-c", t.BUSY], cap.procs_file,
+                                           pin=0))
+        free = t._busy_cores([sys.executable, "-c", t.BUSY])
     finally:
         cgroup.remove(cap.path)
     return {"capped_cores": capped, "free_cores": free, "free_over_capped": free / capped}
 
 
 def bpf_switch_plain(tmp: Path) -> dict[str, Any]:
-    from test_bpf_switch import Net, bs, tcp_transfer
-    net = Net(bs.build_program(tmp))
+    from dataplanes.bpf import switch as bs
+    t = integration("test_bpf_switch")
+    net = t.Net(bs.build_program(tmp))
     try:
         net.create()
         net.ping("h1", "h2")
-        got, secs = tcp_transfer(net, "h1", "h2", 1_000_000)
+        got, secs = t.tcp_transfer(net, "h1", "h2", 1_000_000)
     finally:
         net.destroy()
     return {"bytes": got, "mbps": 8 * got / secs / 1e6}
 
 
 def fault_surface(tmp: Path) -> dict[str, Any]:
-    from test_faults import _pids, _start, _wait_traffic
-    p = _start(tmp, "bpf")
-    _wait_traffic(p, tmp)
+    faults = integration("test_faults")
+    p = faults._start(tmp, "bpf")
+    faults._wait_traffic(p, tmp)
     t = time.monotonic()
-    os.kill(_pids("iperf3 -c")[0], signal.SIGKILL)
+    os.kill(faults._pids("iperf3 -c")[0], signal.SIGKILL)
     p.communicate(timeout=60)
     return {"exit": p.returncode, "took_s": time.monotonic() - t}
 

@@ -1,22 +1,34 @@
 """What every bench that took a check over from the test suite prints for a criterion: how
 many runs met it, with the median and the range (docs/testing.md#tiers).  Benches assert
-nothing; a reader compares the line with the criterion."""
+nothing; a reader compares the line with the criterion.  And how such a bench reaches the
+test module whose set-up it runs (``integration``).
+
+A bench runs as ``.venv/bin/python bench/<name>.py`` from the checkout: dcrepro is installed
+(editable) in .venv, and Python puts the script's own folder, bench/, first on sys.path, so
+this module and bench_profile import by name."""
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+INTEGRATION = Path(__file__).resolve().parents[1] / "tests" / "integration"
 
 
-def tests_on_path() -> None:
-    """The checkout and tests/integration importable: a bench runs a test module's setup
-    with its own, longer windows."""
-    for p in (ROOT, ROOT / "tests" / "integration"):
-        if str(p) not in sys.path:
-            sys.path.insert(0, str(p))
+def integration(name: str) -> ModuleType:
+    """tests/integration/<name>.py, loaded by its path (tests/ is no package): a bench runs
+    a test module's set-up with its own, longer windows."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, INTEGRATION / f"{name}.py")
+    assert spec and spec.loader, name
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module          # before it runs: dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def criterion(text: str, values: list[float], ok: Callable[[float], bool],

@@ -1,11 +1,7 @@
 """Imported first by the model benches: one core for BLAS / OpenMP pools (set before numpy
-loads, or the pools have already sized themselves), and the checkout on sys.path."""
+loads, or the pools have already sized themselves)."""
 
 import os
-import sys
-from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

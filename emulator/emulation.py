@@ -145,7 +145,7 @@ SOFTIRQ_SYSCTLS = ("net.core.dev_weight", "net.core.netdev_budget")
 #: while the hosts are created; Linux 6.1+).  By default every namespace shares the root
 #: one's table (262,144 buckets on this machine), and a sock_diag dump walks all of it,
 #: whichever namespace asks: 0.37 ms a dump on an idle machine against 0.013 ms with a
-#: table of its own (bench/bench_sockdiag.py, docs/measured.md).  The run's tcp_info sampler
+#: table of its own (bench/archive/bench_sockdiag.py, docs/measured.md).  The run's tcp_info sampler
 #: dumps every sender every half second (k=6: 54 dumps, about 20 ms of kernel time a round),
 #: and so does every look at the subflows.  A host holds a few dozen sockets at most.
 HOST_TCP_EHASH = 1024

@@ -2,7 +2,7 @@
 
 Bring-up used to fork an ``ethtool``/``ping`` for every interface and host pair: at k=6 (54
 hosts, 324 interfaces) that was 1.0 s of offload settings and 2.7 s of all-pairs pings per
-network (bench/bench_bringup.py).  Here one short-lived thread enters each namespace in turn
+network (bench/archive/bench_bringup.py).  Here one short-lived thread enters each namespace in turn
 (``setns`` changes only the calling thread's namespace, so the process and its other threads
 never leave the root one), opens a socket there, and returns; a socket keeps the namespace
 it was made in, so the sockets are then used from any thread.

@@ -230,11 +230,6 @@ def netns_sockets(pids: list[int]) -> list[socket.socket]:
         socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG), timeout=10)
 
 
-def netns_socket(pid: int) -> socket.socket:
-    """netns_sockets for one process."""
-    return netns_sockets([pid])[0]
-
-
 def dump(sock: socket.socket, states: int = 1 << TCP_ESTABLISHED,
          timeout: float = 5.0, mptcp: bool = False) -> list[SockInfo]:
     """Every IPv4 TCP socket in ``states`` of the namespace ``sock`` was made in; ``mptcp``:

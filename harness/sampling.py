@@ -147,11 +147,6 @@ def cpu_times() -> dict[str, float]:
             "steal": steal / tick, "total": sum(vals[:8]) / tick}
 
 
-def busy_cpu_seconds() -> float:
-    """CPU seconds this machine has spent busy since boot (cpu_times' ``busy``)."""
-    return cpu_times()["busy"]
-
-
 def cpu_shares(before: dict[str, float], after: dict[str, float]) -> dict[str, float | None]:
     """Between two cpu_times: the shares of the machine's CPU time that were niced work and
     steal (None over no time)."""

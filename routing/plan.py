@@ -35,8 +35,6 @@ LABEL_ANY = 0xFFFF
 MAX_LABEL = 4094
 MAX_CHOICES = 16
 SELECT_MODES = ("hash", "rnd", "rr", "cnt")
-#: modes that decide once per flow; the others spread one flow's packets over the choices
-PER_FLOW_MODES = ("hash",)
 OPS = ("forward", "select", "replicate")
 
 

@@ -24,11 +24,6 @@ from topos.base import Topology
 from .plan import LABEL_ANY, MAX_LABEL, Action, Choice, Match, Plan, SwitchPlan, switch_seed
 
 
-def hash_basis(switch: str) -> int:
-    """Per-switch hash seed (kept under its old name: the OVS multipath basis)."""
-    return switch_seed(switch)
-
-
 def _empty_plan(topo: Topology, routing: str) -> Plan:
     return Plan(topo.spec, routing,
                 {s: SwitchPlan(s, topo.node(s).dpid or 0, i + 1, switch_seed(s))

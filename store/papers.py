@@ -219,8 +219,3 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                      "fabric latency per scheme (Fig. 1(b))"),
           )),
 )}
-
-
-def of_source(source: str) -> Paper | None:
-    """The paper a claim's source ('<file>, Fig. 4') cites; None for an unknown file."""
-    return PAPERS.get(source.split(",")[0].strip())

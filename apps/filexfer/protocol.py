@@ -186,17 +186,6 @@ def content(rnd: int, seq: int, length: int) -> bytes:
 
 # --- NACK ranges ----------------------------------------------------------------------------
 
-def compress_ranges(seqs: list[int] | set[int]) -> list[tuple[int, int]]:
-    """Sorted half-open ranges covering exactly ``seqs``: [1,2,3,7] -> [(1,4),(7,8)]."""
-    out: list[tuple[int, int]] = []
-    for s in sorted(set(seqs)):
-        if out and out[-1][1] == s:
-            out[-1] = (out[-1][0], s + 1)
-        else:
-            out.append((s, s + 1))
-    return out
-
-
 def expand_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...],
                   total: int) -> list[int]:
     """The seqs in ``ranges``, clipped to ``0..total-1``, each once, in order."""

@@ -71,7 +71,6 @@ JITTER = [Setting(f"sim-jitter-{j}", ("--pkt-jitter-us", str(j)),
                   f"ns-3 with up to {j} us of random extra delay per packet and link"
                   + (" (deterministic: one sample)" if j == 0 else ""))
           for j in (0, 150, 300, 600, 1200)]
-BY_NAME = {s.name: s for s in SETTINGS + JITTER}
 
 
 def _quantile(values: list[float], q: float) -> float:

@@ -20,6 +20,7 @@ import numpy as np
 from analysis.arrivals import QUANTILES, parse_run_lengths
 from analysis.fidelity import validity_caption
 from analysis.figures import caption, note, save
+from model import jain_index
 from store import cell, read_csv, write_csv
 
 ARRIVALS_METHOD = ("every packet offered to the bottleneck's tail-drop queue, traced in the "
@@ -52,9 +53,9 @@ def _r(x: float, nd: int = 4) -> Any:
 
 
 def _jain(values: list[float]) -> float:
-    v = np.asarray([x for x in values if x == x], dtype=float)
-    return float(v.sum() ** 2 / (v.size * (v ** 2).sum())) if v.size and (v ** 2).sum() else \
-        float("nan")
+    """Jain's index of the measured values (NaN when none was measured, or all are zero)."""
+    v = [x for x in values if x == x]
+    return jain_index(v) if v else float("nan")
 
 
 def _extra(params: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> str:

@@ -6,8 +6,8 @@ import pytest
 
 import routing
 import topos
-from routing.plan import Plan
-from routing.strategies import hash_basis, k_shortest_paths
+from routing.plan import Plan, switch_seed
+from routing.strategies import k_shortest_paths
 from routing.walk import ETH_TYPE_ARP, WalkError, all_paths, first_choice, split, walk
 
 FT4 = topos.build("fattree,k=4")
@@ -85,7 +85,7 @@ def test_ecmp_decides_per_hop_with_per_switch_seed_hashed_only_at_ingress():
     ecmp = routing.make_plan(FT4, "ecmp")
     seeds = {sp.seed for sp in ecmp.switches.values() if _selects(sp)}
     # every edge and aggregation switch hashes, each with its own seed; cores never choose
-    assert seeds == {hash_basis(s) for s in FT4.switches()
+    assert seeds == {switch_seed(s) for s in FT4.switches()
                      if FT4.node(s).attrs["layer"] in ("edge", "agg")}
     assert len(seeds) == 16
     assert {a.mode for sp in ecmp.switches.values() for a in sp.table.values()} == {"", "hash"}

@@ -2,9 +2,9 @@
 // point-to-point links (host, H-1 routers, host), N TCP bulk flows from one end to the
 // other, global routing, a drop-tail device queue and no queue disc.  It prints one line:
 // the wall time of Simulator::Run, the packet transmissions (every device's PhyTxBegin:
-// data and ACKs, on every hop) and their ratio.  bench/bench_ns3_floor.py builds it against
-// each ns-3 it finds and runs them side by side; issue #24 asks whether any ns-3 build can
-// carry plts at 1 Gb/s in the time the goal gives.
+// data and ACKs, on every hop) and their ratio.  bench/archive/bench_ns3_floor.py builds it
+// against each ns-3 it finds and runs them side by side; issue #24 asks whether any ns-3
+// build can carry plts at 1 Gb/s in the time the goal gives.
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"

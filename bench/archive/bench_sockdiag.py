@@ -2,7 +2,8 @@
 shared (the kernel's default) or with a table of its own (root).  Prints figures, asserts
 nothing.
 
-    sudo .venv/bin/python bench/bench_sockdiag.py [--dumps 200] [--rounds 5] [--buckets 1024]
+    sudo .venv/bin/python bench/archive/bench_sockdiag.py [--dumps 200] [--rounds 5]
+        [--buckets 1024]
 
 Every round makes one network namespace of each kind (``net.ipv4.tcp_child_ehash_entries``
 0, then ``--buckets``; the sysctl is restored after), and times ``--dumps`` dumps of its

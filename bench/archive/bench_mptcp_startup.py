@@ -2,7 +2,7 @@
 and a Jellyfish of 16 hosts with 16 MPTCP connections of 8 subflows.  Prints figures,
 asserts nothing.
 
-    .venv/bin/python bench/bench_mptcp_startup.py [--runs 50] [--duration 8] [--trim 3]
+    .venv/bin/python bench/archive/bench_mptcp_startup.py [--runs 50] [--duration 8] [--trim 3]
 
 Per run: exit code, status, the connections started again because they were short of
 subflows or lost their control connection during set-up (``restarts`` in config.json), and
@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STARTUP_WORDS = ("subflows", "unable to receive parameters", "control socket",
                  "no socket snapshot")
 

@@ -1,14 +1,14 @@
 """ns-3's own cost per packet transmission, against what issue #24's wall-time goal needs.
 
-Builds bench/ns3_floor.cc (a chain of point-to-point links, TCP bulk flows end to end, no
-dcrepro code) against every ns-3 it finds: the PyPI wheel in .venv (`setup.sh --with-sim`,
-the one `--backend sim` uses) and Debian's libns3-dev, if installed.  Runs each variant
-REPEATS times, interleaved, pinned to one core, and prints the median µs per transmission
-beside the figure the goal needs: plts at k=6, 1 Gb/s, 10 simulated seconds of each of its
-five networks in 10 minutes.  The transmissions one simulated second of such a network
-makes come from a real run (docs/sim.md: RR, 19.6 M).
+Builds bench/archive/ns3_floor.cc (a chain of point-to-point links, TCP bulk flows end to
+end, no dcrepro code) against every ns-3 it finds: the PyPI wheel in .venv (`setup.sh
+--with-sim`, the one `--backend sim` uses) and Debian's libns3-dev, if installed.  Runs each
+variant REPEATS times, interleaved, pinned to one core, and prints the median µs per
+transmission beside the figure the goal needs: plts at k=6, 1 Gb/s, 10 simulated seconds of
+each of its five networks in 10 minutes.  The transmissions one simulated second of such a
+network makes come from a real run (docs/sim.md: RR, 19.6 M).
 
-  .venv/bin/python bench/bench_ns3_floor.py [--repeats 3] [--seconds 0.5]
+  .venv/bin/python bench/archive/bench_ns3_floor.py [--repeats 3] [--seconds 0.5]
 
 Needs g++ and at least one ns-3: `./setup.sh --with-sim`, and/or Debian's packages
 libns3-dev and libtcmalloc-minimal4 (apt-get install), which setup.sh does not install.
@@ -25,8 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "bench" / "ns3_floor.cc"
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = Path(__file__).resolve().parent / "ns3_floor.cc"
 MODULES = ("core", "network", "internet", "point-to-point", "applications", "traffic-control")
 #: plts k=6 at 1 Gb/s: packet transmissions in one simulated second (RR, docs/sim.md)
 PLTS_TX_PER_SIM_S = 19.6e6

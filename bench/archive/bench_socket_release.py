@@ -1,7 +1,7 @@
 """What releasing the sender's socket at the first switch costs per packet (root).  Prints
 figures, asserts nothing.
 
-    .venv/bin/python bench/bench_socket_release.py [--reps 3] [--bw 100] [--load 0.3]
+    .venv/bin/python bench/archive/bench_socket_release.py [--reps 3] [--bw 100] [--load 0.3]
         [--duration 20] [--topo fattree,k=4]
 
 The same constant-rate UDP workload runs on ``bpf`` (release: every packet from a host is
@@ -26,16 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import routing  # noqa: E402
-import topos  # noqa: E402
-from emulator.emulation import Emulation  # noqa: E402
-from emulator.proc import install_signal_handlers, stop_all  # noqa: E402
-from emulator.shaping import LinkSpec  # noqa: E402
-from harness.sampling import busy_cpu_seconds  # noqa: E402
-from topos.traffic import permutation  # noqa: E402
+import routing
+import topos
+from emulator.emulation import Emulation
+from emulator.proc import install_signal_handlers, stop_all
+from emulator.shaping import LinkSpec
+from harness.sampling import cpu_times
+from topos.traffic import permutation
 
 VARIANTS = ("bpf", "bpf,socket=keep")
 
@@ -72,9 +69,9 @@ def one(spec: str, dataplane: str, bw: float, load: float, duration: float, seed
                   for i, (s, d) in enumerate(pairs.items())]
         try:
             time.sleep(3.0)                      # every client sending
-            c0, (p0, f0), t0 = busy_cpu_seconds(), rx_packets(emu), time.monotonic()
+            c0, (p0, f0), t0 = cpu_times()["busy"], rx_packets(emu), time.monotonic()
             time.sleep(duration - 5.0)
-            c1, (p1, f1), t1 = busy_cpu_seconds(), rx_packets(emu), time.monotonic()
+            c1, (p1, f1), t1 = cpu_times()["busy"], rx_packets(emu), time.monotonic()
         finally:
             stop_all(procs)
     secs = t1 - t0

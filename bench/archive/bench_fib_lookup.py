@@ -1,7 +1,7 @@
 """The switch program's cost with and without the in_port fib lookup, in one run (root).
 Prints figures, asserts nothing.
 
-    .venv/bin/python bench/bench_fib_lookup.py [--topo fattree,k=4] [--routing ecmp]
+    .venv/bin/python bench/archive/bench_fib_lookup.py [--topo fattree,k=4] [--routing ecmp]
         [--bw 10] [--duration 60] [--phase 4]
 
 switch.bpf.c looks a packet up by (in_port, label) before (0, label) only on a switch whose
@@ -28,21 +28,18 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import routing  # noqa: E402
-import topos  # noqa: E402
-from dataplanes.bpf.switch import (  # noqa: E402
+import routing
+import topos
+from dataplanes.bpf.switch import (
     PORT_IN_RULES,
     bpf_stats,
     prog_stats,
 )
-from emulator.emulation import Emulation  # noqa: E402
-from emulator.proc import install_signal_handlers  # noqa: E402
-from emulator.shaping import LinkSpec  # noqa: E402
-from harness.traffic import Flow, run_iperf  # noqa: E402
-from topos.traffic import permutation  # noqa: E402
+from emulator.emulation import Emulation
+from emulator.proc import install_signal_handlers
+from emulator.shaping import LinkSpec
+from harness.traffic import Flow, run_iperf
+from topos.traffic import permutation
 
 WARMUP = 4.0    # s after the flows start: iperf3's connections are up by then
 

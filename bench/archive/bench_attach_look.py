@@ -1,7 +1,7 @@
 """What the BPF switch's attachment check costs per look (root). Prints figures, asserts
 nothing.
 
-    .venv/bin/python bench/bench_attach_look.py [--ports 270] [--looks 20]
+    .venv/bin/python bench/archive/bench_attach_look.py [--ports 270] [--looks 20]
 
 check_alive (dataplanes/bpf/dataplane.py) asks the kernel every ATTACH_LOOK_S whether the
 switch program still runs on every switch port.  This builds ``--ports`` veth ends in a
@@ -15,15 +15,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from dataplanes.bpf import switch as bs  # noqa: E402
+from dataplanes.bpf import switch as bs
 
 NS = "dcrepro-bench-attach"
 

@@ -1,7 +1,7 @@
 """Where a network's bring-up goes, and the two per-host steps done in this process
 (emulator/netns.py) against the programs they replaced, side by side on the same network.
 
-    .venv/bin/python bench/bench_bringup.py [--specs fattree,k=4 fattree,k=6] [--reps 5]
+    .venv/bin/python bench/archive/bench_bringup.py [--specs fattree,k=4 fattree,k=6] [--reps 5]
 
 Prints, per topology, the median bring-up (Emulation.__enter__) and teardown, then per
 step the median of ``reps`` alternating calls of each way:
@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import routing
 import topos

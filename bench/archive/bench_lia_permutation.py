@@ -1,7 +1,7 @@
 """MPTCP-8 on the k=4 permutation with coupled ``lia`` beside uncoupled ``cubic``, side by
 side in one run (issue #25, part 5; root).  Prints figures, asserts nothing.
 
-    .venv/bin/python bench/bench_lia_permutation.py [--bw 10] [--seeds 3] [--duration 30]
+    .venv/bin/python bench/archive/bench_lia_permutation.py [--bw 10] [--seeds 3] [--duration 30]
         [--trim 5] [--ccs lia,cubic] [--wmem default --wmem 4194304,4194304,4194304]
         [--rmem default --rmem 16777216,16777216,16777216] [--lock /tmp/dcrepro-heavy.lock]
 
@@ -43,7 +43,7 @@ from typing import Any
 from emulator.proc import RunError, held_lock, run_group
 from store import read_csv
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: htsim's numbers for this case (PLATFORM.md, from the Jellyfish reproduction's runs)
 HTSIM = {"mptcp_mean": 0.877, "mptcp_jain": 0.98, "tcp_mean": 0.574}
 
