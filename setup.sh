@@ -124,7 +124,7 @@ if not cc.bpf_cc_unavailable():
 PY
 
 .venv/bin/python - <<'PY'
-from emulator.sysinfo import environment
+from emulator.environment import environment
 e = environment()
 v = e["versions"]
 print(f"dcrepro environment: BPF dataplane {e['bpf_dataplane']}; OVS datapath={e['ovs_datapath']} "

@@ -38,7 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emulator.registry import BPFFS_DIR, machine_leftovers
+from emulator.cleanup import machine_leftovers
+from emulator.registry import BPFFS_DIR
 from emulator.sysinfo import ovsdb_pid, vswitchd_pid
 
 REPO = Path(__file__).resolve().parent.parent

@@ -485,7 +485,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Names and one-line help, the README table, or the sweep scripts, from the registry."""
     from store import registry
     if args.markdown:
-        from emulator.dataplanes import capabilities
+        from emulator.dataplane_registry import capabilities
         print(registry.markdown_table(capabilities()), end="")
     elif args.sweeps:
         print("\n".join(registry.sweep_commands()))
@@ -498,12 +498,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove leftovers of dead runs (resources recorded in /run/dcrepro)."""
-    from emulator.registry import clean_all
+    from emulator.cleanup import clean_all
     from harness.runfolder import mark_killed_runs
     if os.geteuid() != 0:
         print("dcrepro: error: clean needs root", file=sys.stderr)
         return 2
-    from emulator.registry import NOT_DONE
+    from emulator.cleanup import NOT_DONE
     done = clean_all(force=args.force) + mark_killed_runs()
     print("\n".join(done) if done else "nothing to clean")
     return 1 if any(line.startswith(NOT_DONE) for line in done) else 0
@@ -511,7 +511,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Validate, then measure and store the single-flow calibration."""
-    from emulator.dataplanes import resolve as resolve_dataplane
+    from emulator.dataplane_registry import resolve as resolve_dataplane
     from emulator.proc import RunError, exit_code
     from harness.common import validate
 
@@ -604,8 +604,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    """Print the environment report of this machine (emulator.sysinfo)."""
-    from emulator.sysinfo import environment
+    """Print the environment report of this machine (emulator.environment)."""
+    from emulator.environment import environment
     print(json.dumps(environment(), indent=1))
     return 0
 

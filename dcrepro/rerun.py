@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from emulator.sysinfo import environment, git_state
+from emulator.environment import environment
+from emulator.sysinfo import git_state
 from harness.runfolder import REPO
 
 

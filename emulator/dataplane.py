@@ -1,5 +1,5 @@
 """The one interface every dataplane implements (each is a folder of dataplanes/, listed in
-emulator/dataplanes.py).
+emulator/dataplane_registry.py, which also checks a dataplane against what a run needs).
 
 An ``Emulation`` (emulator/emulation.py) builds hosts, links and shaping the same way for
 every dataplane; a dataplane only decides what the switches are and how they forward:
@@ -20,11 +20,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from routing.plan import Plan
-
 from .proc import RunError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:       # annotations only: never imported at run time (no import circle)
     from topos.base import Topology
 
     from .emulation import Emulation
@@ -56,21 +54,6 @@ def follow(topo: Topology, src: str, dst: str, out_port: Callable[[str, int], in
         sw = peer
 
 
-def other_than(name: str, needs: list[str]) -> str:
-    """A registered dataplane that carries ``needs`` (for error messages)."""
-    from .dataplanes import REGISTRY, dataplane_class
-    for cand in REGISTRY:
-        if cand != name and set(needs) <= dataplane_class(cand).carries:
-            return cand
-    return "(none carries it)"
-
-
-def providing(needs: set[str]) -> str:
-    """The registered dataplanes that offer every capability in ``needs``, comma-separated."""
-    from .dataplanes import REGISTRY, dataplane_class
-    return ", ".join(n for n in REGISTRY if needs <= dataplane_class(n).capabilities)
-
-
 class Dataplane(ABC):
     """How the switches of one emulated network forward."""
 
@@ -89,26 +72,6 @@ class Dataplane(ABC):
     def unavailable(cls) -> str:
         """Why this dataplane cannot run on this machine ('' if it can)."""
         return ""
-
-    def check_modes(self, routing: str, modes: set[str]) -> None:
-        """Raise ValueError (one line, before anything is built) if routing needs more."""
-        missing = sorted(modes - self.carries)
-        if missing:
-            raise ValueError(f"routing '{routing}' needs {', '.join(missing)}, which the "
-                             f"{self.name} dataplane cannot carry; use --dataplane "
-                             f"{other_than(self.name, missing)}")
-
-    def check_needs(self, who: str, needs: frozenset[str] | set[str]) -> None:
-        """Raise ValueError (one line) if ``who`` needs capabilities this one lacks."""
-        missing = sorted(set(needs) - self.capabilities)
-        if missing:
-            raise ValueError(f"{who} needs {', '.join(missing)}, which the {self.name} "
-                             f"dataplane does not offer; use --dataplane "
-                             f"{providing(set(needs)) or '(none offers it)'}")
-
-    def check_plan(self, plan: Plan) -> None:
-        """check_modes for a built plan."""
-        self.check_modes(plan.routing, plan.modes())
 
     def prepare(self, emu: Emulation) -> None:
         """Work before the Mininet network is built (default: none)."""

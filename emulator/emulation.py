@@ -32,8 +32,9 @@ from . import hostnet, netns, shaping
 from .cgroup import CpuCap, find_hierarchy, rps_mask
 from .cgroup import remove as remove_cgroup
 from .cgroup import wrap as wrap_in_cgroup
+from .cleanup import NOT_DONE, clean_all, clean_state, list_bridges
 from .dataplane import Dataplane
-from .dataplanes import make
+from .dataplane_registry import check_needs, check_plan, make
 from .proc import (
     RunError,
     check,
@@ -43,7 +44,7 @@ from .proc import (
     signals_deferred,
     stop_all,
 )
-from .registry import BPFFS_DIR, NOT_DONE, STATE_DIR, Registry, clean_all, clean_state, list_bridges
+from .registry import BPFFS_DIR, STATE_DIR, Registry
 from .shaping import LinkSpec
 from .sockdiag import SockInfo, dump, netns_sockets
 from .sysinfo import read_sysctl
@@ -216,9 +217,9 @@ class Emulation:
         self.run_dir, self.run_id, self.cc = run_dir, run_id, cc
         self.ready_timeout = ready_timeout
         self.dataplane = make(dataplane) if isinstance(dataplane, str) else dataplane
-        self.dataplane.check_plan(plan)
+        check_plan(self.dataplane, plan)
         if link.aqm_spec.active:
-            self.dataplane.check_needs(f"--aqm {link.aqm}", {"aqm"})
+            check_needs(self.dataplane, f"--aqm {link.aqm}", {"aqm"})
         self.facts = Facts(cc_requested=cc, idle_cpus=self.idle_cpus,
                            cpuidle_driver=cpuidle_driver())
         self.net: Any = None

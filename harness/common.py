@@ -9,7 +9,7 @@ from typing import Any
 
 import routing
 import topos
-from emulator import dataplanes
+from emulator import dataplane_registry
 from emulator.shaping import LinkSpec
 
 from .params import Params, typed
@@ -123,7 +123,7 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
             params[key] = value
     params["quick"] = bool(args.quick)
     if "dataplane" in params:   # 'auto' becomes a name here, once, for the whole run
-        params["dataplane"] = dataplanes.resolve(params["dataplane"])
+        params["dataplane"] = dataplane_registry.resolve(params["dataplane"])
     if params.get("idle_cpus") == "auto":   # likewise: config.json records halt or spin
         from emulator.emulation import resolve_idle_cpus
         params["idle_cpus"] = resolve_idle_cpus("auto", str(params.get("backend") or
@@ -161,7 +161,8 @@ def validate(params: Mapping[str, Any]) -> None:
             raise ValueError(f"--aqm {link.aqm}: the flow model has no queues; AQM applies "
                              "to emulated runs only")
         if link.aqm_spec.active and "dataplane" in params:
-            dataplanes.make(params["dataplane"]).check_needs(f"--aqm {link.aqm}", {"aqm"})
+            dataplane_registry.check_needs(dataplane_registry.make(params["dataplane"]),
+                                           f"--aqm {link.aqm}", {"aqm"})
     if params.get("duration", 1) <= 0:
         raise ValueError(f"--duration must be > 0, got {params['duration']}")
     if "trim" in params and not 0 <= 2 * params["trim"] < params["duration"]:
@@ -178,10 +179,10 @@ def validate(params: Mapping[str, Any]) -> None:
         raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
                          f"'{params['backend']}'")
     if "dataplane" in params:
-        dp = dataplanes.make(params["dataplane"])
+        dp = dataplane_registry.make(params["dataplane"])
         if "routing" in params:
-            dp.check_modes(str(routing.parse(params["routing"])),
-                           routing.modes(params["routing"]))
+            dataplane_registry.check_modes(dp, str(routing.parse(params["routing"])),
+                                           routing.modes(params["routing"]))
     if "cc" in params:
         check_cc(str(params["cc"]))
     if "idle_cpus" in params:

@@ -10,9 +10,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from emulator.environment import environment
 from emulator.proc import pid_alive
 from emulator.registry import STATE_DIR
-from emulator.sysinfo import cpu_model, environment, git_state, mitigations
+from emulator.sysinfo import cpu_model, git_state, mitigations
 from store import FINAL
 
 REPO = Path(__file__).resolve().parent.parent

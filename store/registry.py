@@ -59,7 +59,7 @@ def claims(name: str) -> list[Any]:
 
 def backends(name: str, dataplanes: Mapping[str, frozenset[str]]) -> str:
     """The backends column: emulated on the dataplanes (name -> capabilities, as
-    emulator.dataplanes.capabilities() gives them) that offer everything the experiment
+    emulator.dataplane_registry.capabilities() gives them) that offer everything the experiment
     ``NEEDS``, and the model and the ns-3 simulation where it has them; a model-only
     experiment (``BACKENDS = ("model",)``) is 'model' alone."""
     mod = module(name)

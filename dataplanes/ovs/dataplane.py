@@ -22,9 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emulator.cleanup import delete_bridges
 from emulator.dataplane import Dataplane, TraceError, follow
 from emulator.proc import RunError, check, free_port, how_ended, pid_alive, run, stop_process
-from emulator.registry import delete_bridges
 from emulator.sysinfo import ovs_datapath, ovsdb_pid, vswitchd_answers, vswitchd_pid
 
 if TYPE_CHECKING:

@@ -69,7 +69,7 @@ import routing
 import topos
 from analysis.fidelity import model_is_exact, report
 from emulator import aqm as aqm_spec
-from emulator import dataplanes
+from emulator import dataplane_registry
 from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
 from emulator.netns import root_qlens
@@ -257,12 +257,12 @@ def validate(params: PltsParams) -> None:
                 raise ValueError(f"AQM {a}: ECN marking at a fixed threshold is not "
                                  "simulated; use droptail or red with --backend sim")
     if params.backend == "emulated":
-        dp = dataplanes.make(params.dataplane)
-        dp.check_needs("plts", NEEDS)
+        dp = dataplane_registry.make(params.dataplane)
+        dataplane_registry.check_needs(dp, "plts", NEEDS)
         if any(aqm_spec.parse(a, params.queue).active for _, a in variants(params)):
-            dp.check_needs(f"--ecmp-aqm {params.ecmp_aqm}", {"aqm"})
+            dataplane_registry.check_needs(dp, f"--ecmp-aqm {params.ecmp_aqm}", {"aqm"})
         for s in names:
-            dp.check_modes(SCHEMES[s], routing.modes(SCHEMES[s]))
+            dataplane_registry.check_modes(dp, SCHEMES[s], routing.modes(SCHEMES[s]))
     topo = topos.build(params.topo)
     if len(topo.hosts()) < 2:
         raise ValueError(f"--topo {params.topo} has fewer than two hosts")

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from emulator.cleanup import clean_all, machine_leftovers
 from emulator.proc import pid_alive
-from emulator.registry import STATE_DIR, clean_all, machine_leftovers
+from emulator.registry import STATE_DIR
 
 CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": [],
          "cgroups": []}

@@ -517,9 +517,9 @@ HOLDER_NO_LEDGER = HOLDER
 
 
 def test_clean_removes_a_registration_no_live_run_recorded():
-    """`dcrepro clean` (registry.clean_all) detaches a dcrepro control that no live run's
+    """`dcrepro clean` (cleanup.clean_all) detaches a dcrepro control that no live run's
     ledger names, here one held by a process that recorded nothing."""
-    from emulator.registry import clean_all
+    from emulator.cleanup import clean_all
     repo = Path(__file__).resolve().parents[2]
     p = subprocess.Popen([sys.executable, "-c", HOLDER_NO_LEDGER, "lia"], cwd=repo, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)

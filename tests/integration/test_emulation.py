@@ -13,9 +13,10 @@ import pytest
 
 import routing
 import topos
+from emulator.cleanup import machine_leftovers
 from emulator.emulation import SOFTIRQ_BATCH, SOFTIRQ_SYSCTLS, Emulation
 from emulator.proc import RunError, in_ns
-from emulator.registry import STATE_DIR, machine_leftovers
+from emulator.registry import STATE_DIR
 from emulator.shaping import LinkSpec
 from emulator.sysinfo import read_sysctl
 from harness.bwmng import host_port, series_by_interface, series_mean

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator import cgroup, registry
+from emulator import cgroup, cleanup, registry
 
 HYBRID = """\
 tmpfs /sys/fs/cgroup tmpfs rw 0 0
@@ -105,12 +105,12 @@ def test_clean_removes_recorded_and_orphan_cgroups_only(tmp_path, monkeypatch):
         {"run": "dead", "pid": 2 ** 22 + 1, "cgroups": [str(parent / "dead+sender")]}))
     (tmp_path / "state" / "alive.json").write_text(json.dumps(
         {"run": "alive", "pid": __import__("os").getppid(), "cgroups": []}))
-    monkeypatch.setattr(registry, "_run", lambda *a, **k: __import__("subprocess")
+    monkeypatch.setattr(cleanup, "_run", lambda *a, **k: __import__("subprocess")
                         .CompletedProcess(a, 1, "", ""))
     monkeypatch.setattr(registry, "bpf_mounts", lambda: [])
     import emulator.cc as cc
     monkeypatch.setattr(cc, "orphan_struct_ops", lambda live: [])
-    done = registry.clean_all()
+    done = cleanup.clean_all()
     assert f"removed cgroup {parent / 'dead+sender'}" in done
     assert f"removed orphan cgroup {parent / 'orphan+sender'}" in done
     assert (parent / "alive+sender").is_dir()

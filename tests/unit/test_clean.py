@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 import emulator.cc as cc
-from emulator import registry
+from emulator import cleanup, registry
 
 
 @pytest.mark.parametrize("alive,failed", [(False, False), (True, True)])
@@ -17,16 +17,16 @@ def test_an_unanswering_ovsdb_fails_clean_only_while_its_process_lives(
     # a pid that lives (this test's parent) or one above the kernel's pid limit
     (ovs_run / "ovsdb-server.pid").write_text(str(__import__("os").getppid() if alive
                                                   else 2 ** 22 + 1))
-    monkeypatch.setattr(registry, "OVS_RUN", ovs_run)
+    monkeypatch.setattr(cleanup, "OVS_RUN", ovs_run)
     monkeypatch.setattr(registry, "STATE_DIR", tmp_path / "state")
     (tmp_path / "state").mkdir()
-    monkeypatch.setattr(registry, "_run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", ""))
+    monkeypatch.setattr(cleanup, "_run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", ""))
     monkeypatch.setattr(registry, "bpf_mounts", lambda: [])
     monkeypatch.setattr(cc, "orphan_struct_ops", lambda live: [])
     import emulator.cgroup as cgroup
     monkeypatch.setattr(cgroup, "leftovers", lambda: [])
-    done = registry.clean_all()
-    assert any(line.startswith(registry.NOT_DONE) for line in done) is failed, done
+    done = cleanup.clean_all()
+    assert any(line.startswith(cleanup.NOT_DONE) for line in done) is failed, done
     assert any("orphan bridges" in line for line in done), done
 
 
@@ -46,10 +46,10 @@ def test_a_sysctl_changed_during_the_run_is_restored_and_named():
 def test_bridges_a_dead_database_keeps_are_one_line(monkeypatch):
     """Issue #56: after a dead ovsdb-server the run's cause came after 22 warning lines, one
     per bridge; the cause is one, so is the line (and it still says nothing was done)."""
-    monkeypatch.setattr(registry, "_run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", ""))
-    monkeypatch.setattr(registry, "list_bridges", lambda: None)
+    monkeypatch.setattr(cleanup, "_run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", ""))
+    monkeypatch.setattr(cleanup, "list_bridges", lambda: None)
     import emulator.sysinfo as sysinfo
     monkeypatch.setattr(sysinfo, "vswitchd_pid", lambda: 0)
-    lines = registry.delete_bridges([f"{i}_0_1" for i in range(20)])
-    assert lines == [f"{registry.NOT_DONE} delete 20 bridge(s) (0_0_1 ... 19_0_1): Open vSwitch's "
+    lines = cleanup.delete_bridges([f"{i}_0_1" for i in range(20)])
+    assert lines == [f"{cleanup.NOT_DONE} delete 20 bridge(s) (0_0_1 ... 19_0_1): Open vSwitch's "
                      "database (ovsdb-server) does not answer"]

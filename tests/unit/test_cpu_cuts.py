@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dataplanes.bpf import switch as bs
-from emulator import dataplanes, shaping
+from emulator import dataplane_registry, shaping
 from emulator.shaping import LinkSpec
 from harness.params import NetworkParams
 
@@ -54,16 +54,16 @@ def test_tbf_read_back_from_tc_json():
 
 
 def test_flows_sampled_is_a_bpf_option_only():
-    dp = dataplanes.make("bpf,flows=sampled")
+    dp = dataplane_registry.make("bpf,flows=sampled")
     assert dp.flows_sampled and not dp.keep_socket
-    assert dataplanes.make("bpf,cnt=packets").cnt_packets
-    assert not dp.cnt_packets and not dataplanes.make("bpf").cnt_packets
-    assert not dataplanes.make("bpf").flows_sampled
-    assert "flow_records" in dataplanes.make("bpf").facts()
+    assert dataplane_registry.make("bpf,cnt=packets").cnt_packets
+    assert not dp.cnt_packets and not dataplane_registry.make("bpf").cnt_packets
+    assert not dataplane_registry.make("bpf").flows_sampled
+    assert "flow_records" in dataplane_registry.make("bpf").facts()
     with pytest.raises(ValueError, match="takes no option"):
-        dataplanes.make("bpf,flows=some")
+        dataplane_registry.make("bpf,flows=some")
     with pytest.raises(ValueError, match="takes no option"):
-        dataplanes.make("ovs,flows=sampled")
+        dataplane_registry.make("ovs,flows=sampled")
 
 
 def test_profile_counts_samples_that_end_in_a_mitigation_thunk():

@@ -434,7 +434,7 @@ def test_the_plain_mininet_controller_names_a_bad_spec_in_one_line(capsys):
 def test_clean_names_only_what_it_removed(tmp_path):
     """Issue #56 part 8: a recorded bpffs that is not there any more is not 'removed'; one
     that is there is (an empty directory stands in for the mount)."""
-    from emulator.registry import clean_state
+    from emulator.cleanup import clean_state
     there = tmp_path / "run1+qgap"
     there.mkdir()
     done = clean_state({"bpffs": [str(tmp_path / "gone+qgap"), str(there)]})

@@ -10,7 +10,7 @@ import pytest
 
 from analysis.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, NOT_REGIME
 from dcrepro import cli
-from emulator.dataplanes import capabilities
+from emulator.dataplane_registry import capabilities
 from experiments.grin import claims as gclaims
 from harness.params import typed
 from model.grin import hop_count_table, hop_instances

@@ -18,7 +18,7 @@ ALLOWED = {
     "routing": {"store", "topos"},
     "model": {"store", "topos", "routing"},
     "analysis": {"store", "topos", "routing", "model"},
-    # the emulator names no dataplane: emulator/dataplanes.py imports them by name
+    # the emulator names no dataplane: emulator/dataplane_registry.py imports them by name
     "emulator": {"store", "topos", "routing", "model", "apps"},
     "dataplanes": {"store", "topos", "routing", "model", "apps", "emulator", "controller"},
     "controller": {"store", "topos", "routing"},
@@ -125,3 +125,61 @@ def test_no_import_circle_between_modules():
                          if not (REPO / m.replace(".", "/") / "__init__.py").exists())
     cycles = list(nx.simple_cycles(g))
     assert not cycles, cycles[:5]
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING") or
+        (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
+
+
+def _all_imports(path: Path, known: set[str]) -> set[str]:
+    """Every module of ours ``path`` imports, at its top level or inside a function: ``import
+    a.b`` is a.b; ``from P import S`` is P.S when that is a module, else P; relative imports
+    are resolved; a name that is no module counts as its longest module prefix.  Imports under
+    ``if TYPE_CHECKING:`` are left out: they never run (annotations only)."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+
+    def owner(name: str) -> str | None:
+        parts = name.split(".")
+        return next((m for i in range(len(parts), 0, -1)
+                     if (m := ".".join(parts[:i])) in known), None)
+
+    out: set[str | None] = set()
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and _is_type_checking(child):
+                todo.extend(child.orelse)
+                continue
+            todo.append(child)
+            if isinstance(child, ast.Import):
+                out |= {owner(a.name) for a in child.names}
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    up = package.split(".")
+                    up = up[:len(up) - child.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else owner(base)
+                        for a in child.names}
+    return {m for m in out if m is not None} - {me}
+
+
+def test_no_import_circle_between_files_function_level_imports_included():
+    """No module of ours imports itself through others, not even through an import inside a
+    function (issue #53 part 4: each such circle was a module doing another's job, and an
+    import-order trap).  Imports under ``if TYPE_CHECKING:`` are skipped: they never run (a
+    dataplane's hooks take the Emulation that calls them, emulator/dataplane.py)."""
+    import networkx as nx
+    paths = [p for pkg in OURS for p in (REPO / pkg).rglob("*.py")]
+    known = {_module_name(p) for p in paths}
+    g = nx.DiGraph()
+    for p in paths:
+        g.add_node(_module_name(p))
+        g.add_edges_from((_module_name(p), m) for m in _all_imports(p, known))
+    circles = sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
+    assert not circles, "import circles: " + "; ".join(", ".join(c) for c in circles)

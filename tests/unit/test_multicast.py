@@ -8,7 +8,7 @@ from controller.ofplan import Packet, openflow_groups, openflow_rules
 from controller.ofplan import simulate as of_simulate
 from dataplanes.bpf import plan as bpfplan
 from dataplanes.bpf.switch import PORT_IN_RULES
-from emulator.dataplanes import make
+from emulator.dataplane_registry import check_plan, make
 from routing.multicast import add_group, group_mac, tree_edges
 from routing.walk import WalkError, first_choice, step, tree
 
@@ -34,7 +34,7 @@ def test_every_member_gets_one_copy_and_nobody_else(members):
     assert got == {m: 1 for m in members}
     assert "replicate" in plan.modes() or len(members) == 1
     for name in ("bpf", "ovs"):
-        make(name).check_plan(plan)   # both dataplanes carry replication
+        check_plan(make(name), plan)   # both dataplanes carry replication
 
 
 def test_a_copy_entering_off_the_tree_is_dropped():

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from dcrepro import cli
-from emulator.dataplanes import capabilities
+from emulator.dataplane_registry import capabilities
 from store import read_csv, registry
 
 EXPERIMENT = '''

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.dataplanes import capabilities
+from emulator.dataplane_registry import capabilities
 from store import registry
 
 REPO = Path(__file__).resolve().parents[2]

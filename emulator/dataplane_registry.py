@@ -1,4 +1,6 @@
-"""The dataplanes, one line each (``--dataplane NAME``): name -> "module:Class".
+"""The dataplane registry, one line each (``--dataplane NAME``): name -> "module:Class";
+and the checks of a dataplane against what a run needs, which name the registered ones
+that would do.
 
 A dataplane is one folder of dataplanes/ holding a subclass of emulator.dataplane.Dataplane;
 adding one is that folder and one line here (tests/unit/test_new_dataplane.py shows it).
@@ -10,6 +12,8 @@ fidelity is the better one, docs/measured.md).
 from __future__ import annotations
 
 import importlib
+
+from routing.plan import Plan
 
 from .dataplane import Dataplane
 
@@ -73,3 +77,41 @@ def make(spec: str) -> Dataplane:
 def capabilities() -> dict[str, frozenset[str]]:
     """Every registered dataplane's capabilities (for the README's experiment table)."""
     return {name: dataplane_class(name).capabilities for name in REGISTRY}
+
+
+def other_than(name: str, needs: list[str]) -> str:
+    """A registered dataplane that carries ``needs`` (for error messages)."""
+    for cand in REGISTRY:
+        if cand != name and set(needs) <= dataplane_class(cand).carries:
+            return cand
+    return "(none carries it)"
+
+
+def providing(needs: set[str]) -> str:
+    """The registered dataplanes that offer every capability in ``needs``, comma-separated."""
+    return ", ".join(n for n in REGISTRY if needs <= dataplane_class(n).capabilities)
+
+
+def check_modes(dp: Dataplane, routing: str, modes: set[str]) -> None:
+    """Raise ValueError (one line, before anything is built) if routing needs more than
+    ``dp`` carries, naming a dataplane that carries it."""
+    missing = sorted(modes - dp.carries)
+    if missing:
+        raise ValueError(f"routing '{routing}' needs {', '.join(missing)}, which the "
+                         f"{dp.name} dataplane cannot carry; use --dataplane "
+                         f"{other_than(dp.name, missing)}")
+
+
+def check_needs(dp: Dataplane, who: str, needs: frozenset[str] | set[str]) -> None:
+    """Raise ValueError (one line) if ``who`` needs capabilities ``dp`` lacks, naming the
+    dataplanes that offer them."""
+    missing = sorted(set(needs) - dp.capabilities)
+    if missing:
+        raise ValueError(f"{who} needs {', '.join(missing)}, which the {dp.name} "
+                         f"dataplane does not offer; use --dataplane "
+                         f"{providing(set(needs)) or '(none offers it)'}")
+
+
+def check_plan(dp: Dataplane, plan: Plan) -> None:
+    """check_modes for a built plan."""
+    check_modes(dp, plan.routing, plan.modes())
