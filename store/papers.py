@@ -189,10 +189,7 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                      "h1 and h2 below the maximum multi-commodity flow by GRIN degree, per "
                      "traffic pattern, beside the paper's 7 % and 32 % (section 5.1)"),
           ),
-          unjudged=(
-              "Fig. 6's 'better than multihoming until 40 % of servers are active': the "
-              "judged runs are at 10 % active only, so the crossover is not measured.",
-          )),
+          ),
     Paper("004_a477753408ad7b79.txt", "Packet spraying",
           "On the Efficacy of Fine-Grained Traffic Splitting Protocols in Data Center "
           "Networks", "A. Dixit, P. Prakash and R. R. Kompella, ACM SIGCOMM 2011 (poster)",
