@@ -82,6 +82,17 @@ def test_every_experiment_is_one_folder_in_the_registry():
         assert plot.split(":")[0].rsplit(".", 1)[0] == mod.rsplit(".", 1)[0]
 
 
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` names, relative levels resolved against
+    the importing file's package."""
+    base = node.module or ""
+    if node.level:
+        up = package.split(".")
+        up = up[:len(up) - node.level + 1]
+        base = ".".join([*up, base] if base else up)
+    return base
+
+
 def _module_name(path: Path) -> str:
     rel = path.relative_to(REPO).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
@@ -100,11 +111,7 @@ def _module_imports(path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".")
-                up = up[:len(up) - node.level + 1]
-                base = ".".join([*up, base] if base else up)
+            base = _from_module(node, package)
             names = [base] + [f"{base}.{a.name}" for a in node.names]
         out |= {n for n in names if n in known}
     return out - {me}
@@ -159,11 +166,7 @@ def _all_imports(path: Path, known: set[str]) -> set[str]:
             if isinstance(child, ast.Import):
                 out |= {owner(a.name) for a in child.names}
             elif isinstance(child, ast.ImportFrom):
-                base = child.module or ""
-                if child.level:
-                    up = package.split(".")
-                    up = up[:len(up) - child.level + 1]
-                    base = ".".join([*up, base] if base else up)
+                base = _from_module(child, package)
                 out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else owner(base)
                         for a in child.names}
     return {m for m in out if m is not None} - {me}
