@@ -207,9 +207,14 @@ def test_only_queued_packets_make_samples():
     # the tracepoint are now and then skipped on this guest (qgap.bpf.c), and the 500-vs-501
     # failures of the exact equality were such a miss.  Once in a while one of the 500
     # datagrams never reaches the qdisc: the probe must agree with HTB, not with the sender.
+    # The probe reconciles HTB's counter with its hits at each hit it sees, so a skipped
+    # run on the very last release is counted nowhere: one short at most, by construction
+    # (CI of a1c4dae, 2026-12-02: 500 seen of 501, untraced 0, after the permanent ARP and
+    # no IPv6 above had removed every other packet)
     seen = (bursts.diag["releases"] - first["releases"]
             + bursts.diag["untraced"] - first["untraced"])
-    assert seen == released >= 490, (first, bursts.diag, released)
+    assert released - 1 <= seen <= released and released >= 490, \
+        (first, bursts.diag, released)
     assert bursts.diag["untraced"] - first["untraced"] <= 20, bursts.diag
     assert bursts.diag["qlen_backlog_disagree"] == 0
     # queued packets made samples; at most 9 gaps per burst of 10 (the first finds none)
