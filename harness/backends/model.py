@@ -5,8 +5,10 @@ connection's total (coupled, as LIA aims at)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from harness.workload import FlowResult, Measurement, Workload, register
+from harness.runfolder import RunFolder
+from harness.workload import FlowResult, Measurement, Phase, Workload, register
 from model.network import (
     rates_on_paths,
     route_by_hash,
@@ -15,33 +17,32 @@ from model.network import (
 )
 
 
+def model_phase(w: Workload, phase: Phase) -> Measurement:
+    """The model's rates for every flow of one phase (draws its port numbers from
+    ``w.rng``)."""
+    pairs = phase.pairs()
+    n = phase.subflows
+    routed = route_by_hash(w.topo, w.plan, pairs, synthetic_subflows(w.topo, pairs, n, w.rng))
+    maxmin = rates_on_paths(w.topo, w.bw, pairs, routed)
+    tcp = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed)
+    coupled = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed, coupled=True) \
+        if n > 1 else tcp
+    flows = tuple(FlowResult(f, maxmin[f.src], maxmin[f.src], n,
+                             {"model_tcp": tcp[f.src], "model_tcp_coupled": coupled[f.src]})
+                  for f in phase.flows)
+    return Measurement("model", phase, flows)
+
+
 class ModelBackend:
+    """Seconds for networks far beyond one machine (``--topo fattree,k=16``)."""
     name = "model"
 
-    def run(self, w: Workload, out: Path) -> Measurement:
-        """The model's rates for every flow of ``w`` (``out`` is not written)."""
-        pairs = {f.src: f.dst for f in w.flows}
-        if len(pairs) != len(w.flows):
-            raise ValueError("the model backend keys connections by source: one flow per "
-                             "source host")
-        counts = {f.subflows for f in w.flows}
-        if len(counts) != 1:
-            raise ValueError("the model backend draws one subflow count for every flow")
-        n = counts.pop()
-        routed = route_by_hash(w.topo, w.plan, pairs,
-                               synthetic_subflows(w.topo, pairs, n, w.rng))
-        maxmin = rates_on_paths(w.topo, w.bw, pairs, routed)
-        tcp = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed)
-        coupled = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed, coupled=True) \
-            if n > 1 else tcp
-        paths: dict[str, list[tuple[str, ...]]] = {}
-        for r in routed:
-            paths.setdefault(r["src"], []).append(tuple(r["path"]))
-        flows = tuple(FlowResult(f, maxmin[f.src], tuple(paths[f.src]),
-                                 extra={"model_tcp": tcp[f.src],
-                                        "model_tcp_coupled": coupled[f.src]})
-                      for f in w.flows)
-        return Measurement(self.name, flows, tuple(maxmin[f.src] for f in w.flows))
+    def __init__(self, params: Any, folder: RunFolder) -> None:
+        self.params, self.folder = params, folder
+
+    def run(self, w: Workload, out: Path) -> list[Measurement]:
+        """Every phase's model rates (nothing is written to ``out``)."""
+        return [model_phase(w, p) for p in w.phases]
 
 
 register("model")(ModelBackend)
