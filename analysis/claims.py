@@ -35,6 +35,7 @@ from typing import Any
 
 from analysis import intervals
 from analysis.intervals import Band, Interval
+from analysis.summaries import with_goodput
 from model import jain_index
 from store import cell, read_csv, write_csv
 
@@ -331,7 +332,8 @@ class Run:
         return str(self.config.get("started_utc") or self.status.get("time_utc") or "")
 
     def table(self, name: str) -> list[dict[str, str]]:
-        """Rows of a CSV file of the run ([] when it has none)."""
+        """Rows of a CSV file of the run ([] when it has none); flows.csv with the goodput
+        columns, an older folder's read from its backend's column (summaries.with_goodput)."""
         if name not in self._cache:
             path = self.path / name
             try:
@@ -342,6 +344,8 @@ class Run:
                                       if isinstance(exc, UnicodeDecodeError)
                                       else f"unreadable ({type(exc).__name__}: {exc})")
                 got = []
+            if name == "flows.csv":
+                got = with_goodput(got, self.backend)
             self._cache[name] = [r for r in got if _rep_id(r.get("run")) not in self.drop] \
                 if self.drop else got
         return self._cache[name]

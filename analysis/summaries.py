@@ -10,8 +10,35 @@ import numpy as np
 from model import jain_index
 from store import write_csv
 
-MEASURES = ("norm_iperf", "norm_bwm", "norm_acked", "norm_msk_acked", "norm_msk_received",
-            "norm_sim", "norm_model", "norm_model_tcp", "norm_model_tcp_coupled")
+#: (norm_iperf and norm_sim: the experiments not yet on harness.workload, fairness's rows)
+MEASURES = ("norm_goodput", "norm_iperf", "norm_bwm", "norm_acked", "norm_msk_acked",
+            "norm_msk_received", "norm_sim", "norm_model", "norm_model_tcp",
+            "norm_model_tcp_coupled")
+
+#: the column each backend wrote its measured rate to before ``goodput`` (the flows.csv of
+#: folders written before issue #53): read as goodput, so claims and figures read one field
+LEGACY_GOODPUT = {"emulated": "iperf", "sim": "sim", "model": "model"}
+
+
+#: what goodput is in each view, for captions
+GOODPUT_MEANS = {"emulated": "iperf3 goodput at the receiver",
+                 "sim": "simulated (ns-3) payload goodput at the receiver",
+                 "model": "flow-model max-min rates on the routing plan's paths"}
+
+
+def goodput_means(backend: str) -> str:
+    """What goodput is in the view ``backend`` (a caption's words)."""
+    return GOODPUT_MEANS.get(backend, GOODPUT_MEANS["model"])
+
+
+def with_goodput(rows: list[dict[str, str]], backend: str) -> list[dict[str, str]]:
+    """``rows`` of a flows.csv with goodput_mbps and norm_goodput added from the backend's
+    old column, where a folder written before them has that column instead."""
+    old = LEGACY_GOODPUT.get(backend)
+    if not rows or "norm_goodput" in rows[0] or old is None or f"norm_{old}" not in rows[0]:
+        return rows
+    return [{**r, "goodput_mbps": r.get(f"{old}_mbps", ""), "norm_goodput": r[f"norm_{old}"]}
+            for r in rows]
 
 
 def group_stats(values: Iterable[float]) -> dict[str, float]:
@@ -33,7 +60,7 @@ def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
                               params: Mapping[str, Any], key: str = "transport",
                               reports: list[dict[str, Any]] | None = None) -> None:
     """flows.csv (one row per flow) and summary.csv (per group and measure, per run and
-    over all runs), with the fidelity verdict of emulated groups beside the iperf3 rows."""
+    over all runs), with the fidelity verdict of emulated groups beside the goodput rows."""
     write_csv(run_dir / "flows.csv", rows)
     reports = reports or []
     out = []
@@ -51,7 +78,7 @@ def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
                        "cpu_mean": _mean([r.get("cpu_mean") for r in sel], 1),
                        "cpu_saturated_share": _mean([r.get("cpu_saturated_share")
                                                      for r in sel], 3)}
-                if metric == "norm_iperf" and fids:
+                if metric in ("norm_goodput", "norm_iperf") and fids:
                     row["fidelity_aggregate_ratio"] = _mean([f["aggregate_ratio"]
                                                              for f in fids], 3)
                     row["fidelity_median_error"] = _mean([f["median_abs_error"]

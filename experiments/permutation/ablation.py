@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt
 
 from analysis.ablation import labelled_runs, write
 from analysis.figures import save
+from analysis.summaries import with_goodput
 from store import cell, read_csv
 
 Row = dict[str, Any]
@@ -58,7 +59,7 @@ def per_run(flows: list[dict[str, str]], fidelity: dict[str, Any], label: str) -
     count = counters(fidelity)
     out = []
     for (run, transport), rows in sorted(by.items()):
-        got = [(cell(r["norm_iperf"]), cell(r["norm_model"])) for r in rows]
+        got = [(cell(r["norm_goodput"]), cell(r["norm_model"])) for r in rows]
         got = [(e, m) for e, m in got if e == e and m == m]
         if not got:
             continue
@@ -124,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     for label, folder in runs:
         fid = folder / "fidelity.json"
         fidelity = json.loads(fid.read_text()) if fid.is_file() else {}
-        rows += per_run(read_csv(folder / "flows.csv"), fidelity, label)
+        # emulated folders (the ablation's), those from before the goodput column too
+        rows += per_run(with_goodput(read_csv(folder / "flows.csv"), "emulated"), fidelity,
+                        label)
     print(write(out, rows, summary(rows), lambda o: plot(o, rows)))
     return 0
 

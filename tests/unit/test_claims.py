@@ -196,12 +196,14 @@ def test_permutation_claims(run_folder, judge):
     got = {v.key: v.verdict for v in judge("permutation", bad).values()}
     assert {k: got[k] for k in ("mptcp-mean", "mptcp-jain", "tools-agree")} == {
         "mptcp-mean": C.FAILS, "mptcp-jain": C.FAILS, "tools-agree": C.FAILS}
-    # the model measures nothing with tools; and a run without TCP cannot compare
-    model = run_folder("permutation", {"flows.csv": [r for r in _perm_rows(
-        [[0.5]], [[0.9]]) if r["transport"] == "mptcp"]}, params={"backend": "model"})
+    # the model measures nothing with tools (its rows have no wire rate: harness/backends/
+    # model.py); and a run without TCP cannot compare
+    model_rows = [{"run": 0, "transport": "mptcp", "src": "h0", "goodput_mbps": 9.0,
+                   "norm_goodput": 0.9, "model_mbps": 9.0, "norm_model": 0.9}]
+    model = run_folder("permutation", {"flows.csv": model_rows}, params={"backend": "model"})
     got = {v.key: v for v in judge("permutation", model).values()}
     assert got["tools-agree"].verdict == C.NOT_MEASURED
-    assert "neither iperf3 nor bwm-ng" in got["tools-agree"].detail
+    assert "measures no wire rate" in got["tools-agree"].detail
     assert got["mptcp-mean"].verdict == C.NOT_MEASURED and "no tcp flows" in \
         got["mptcp-mean"].detail
     assert got["mptcp-mean"].basis == "model"

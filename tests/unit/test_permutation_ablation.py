@@ -7,7 +7,7 @@ from store import write_csv
 
 def _flows(run, transport, pairs):
     """One flows.csv row per (measured, model) pair, normalized to the link rate."""
-    return [{"run": str(run), "transport": transport, "src": f"h{i}", "norm_iperf": e,
+    return [{"run": str(run), "transport": transport, "src": f"h{i}", "norm_goodput": e,
              "norm_model": m} for i, (e, m) in enumerate(pairs)]
 
 

@@ -1,0 +1,1 @@
+"""The backends that run a harness.workload.Workload: each module registers one."""

@@ -1,0 +1,48 @@
+"""The flow model as a backend: each (sub)flow's path through the plan chosen by a seeded
+hash of the 5-tuple the emulator would use, then max-min rates on those paths (goodput),
+beside the TCP-like (proportionally fair) rates, over independent subflows and over each
+connection's total (coupled, as LIA aims at)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.runfolder import RunFolder
+from harness.workload import FlowResult, Measurement, Phase, Workload, register
+from model.network import (
+    rates_on_paths,
+    route_by_hash,
+    synthetic_subflows,
+    tcp_like_rates_on_paths,
+)
+
+
+def model_phase(w: Workload, phase: Phase) -> Measurement:
+    """The model's rates for every flow of one phase (draws its port numbers from
+    ``w.rng``)."""
+    pairs = phase.pairs()
+    n = phase.subflows
+    routed = route_by_hash(w.topo, w.plan, pairs, synthetic_subflows(w.topo, pairs, n, w.rng))
+    maxmin = rates_on_paths(w.topo, w.bw, pairs, routed)
+    tcp = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed)
+    coupled = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed, coupled=True) \
+        if n > 1 else tcp
+    flows = tuple(FlowResult(f, maxmin[f.src], maxmin[f.src], n,
+                             {"model_tcp": tcp[f.src], "model_tcp_coupled": coupled[f.src]})
+                  for f in phase.flows)
+    return Measurement("model", phase, flows)
+
+
+class ModelBackend:
+    """Seconds for networks far beyond one machine (``--topo fattree,k=16``)."""
+    name = "model"
+
+    def __init__(self, params: Any, folder: RunFolder) -> None:
+        self.params, self.folder = params, folder
+
+    def run(self, w: Workload, out: Path) -> list[Measurement]:
+        """Every phase's model rates (nothing is written to ``out``)."""
+        return [model_phase(w, p) for p in w.phases]
+
+
+register("model")(ModelBackend)

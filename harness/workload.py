@@ -1,0 +1,169 @@
+"""One repetition's traffic, said once, and what a backend measured of it (issue #53).
+
+An experiment builds a ``Workload`` per repetition from its parameters: the network (topology
+and routing plan), the link rate, the traffic in phases, the measurement window and the
+seed.  A phase is the flows measured together, with one transport; a workload's phases run
+one after another on the same network (permutation: TCP, then MPTCP).  A backend (``make``:
+emulated, sim, model) runs it and returns one ``Measurement`` per phase: per flow, the
+goodput over the window, the paths it took, the flow model's max-min rate on those paths,
+and the backend's further numbers.  Their fields are named once, so a claim reads
+``norm_goodput`` whatever view made it; ``flow_rows`` writes them as flows.csv rows with the
+same columns for every backend.
+
+Pure: no emulator import here.  The backends live in ``harness/backends/`` and register
+themselves; this module names them, it does not import them.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from routing.plan import Plan
+from topos.base import Topology
+
+if TYPE_CHECKING:
+    from harness.runfolder import RunFolder
+
+Transport = Literal["tcp", "mptcp", "udp"]
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One connection: who sends to whom."""
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Flows measured together, all with one transport (MPTCP: ``subflows`` each)."""
+    transport: Transport
+    flows: tuple[FlowSpec, ...]
+    subflows: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.flows:
+            raise ValueError(f"the {self.transport} phase has no flow")
+        if self.subflows < 1:
+            raise ValueError(f"the {self.transport} phase: subflows must be at least 1")
+        if self.transport != "mptcp" and self.subflows != 1:
+            raise ValueError(f"the {self.transport} phase: {self.transport} has one path")
+
+    def pairs(self) -> dict[str, str]:
+        """Source -> destination (a phase has one flow per source host)."""
+        got = {f.src: f.dst for f in self.flows}
+        if len(got) != len(self.flows):
+            raise ValueError(f"the {self.transport} phase: one flow per source host")
+        return got
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything one repetition runs, whatever the backend."""
+    topo: Topology
+    plan: Plan
+    bw: float                 # every link's rate, Mb/s
+    phases: tuple[Phase, ...]
+    duration: float           # s of traffic per phase
+    trim: float               # s left out at each end of the window
+    seed: int
+    rep: int                  # the repetition's index
+    #: the repetition's random stream (harness.common.run_rng), as the experiment left it
+    #: after drawing the traffic: a backend's own draws (the model's port numbers, ns-3's
+    #: start order) follow on it, so a ported experiment draws exactly what it drew before
+    rng: random.Random = field(compare=False, repr=False, default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        if not self.phases:
+            raise ValueError("a workload needs at least one phase")
+        if not 0 <= 2 * self.trim < self.duration:
+            raise ValueError(f"trim {self.trim:g} s leaves no window of {self.duration:g} s")
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """What a backend measured of one flow."""
+    spec: FlowSpec
+    #: payload goodput at the receiver over the window (Mb/s): iperf3's (emulated), the
+    #: simulated receiver's (sim), the max-min rate (model)
+    goodput_mbps: float
+    #: the flow model's max-min rate on the paths this flow took (Mb/s): the fidelity
+    #: comparison's reference, equal to goodput in the model view
+    model_mbps: float
+    #: (sub)flows that carried the connection (measured: emulated; asked: the others)
+    subflows: int = 1
+    #: the backend's further rates (Mb/s), named once per backend (emulated: bwm, acked,
+    #: msk_acked, msk_received; model: model_tcp, model_tcp_coupled), written as
+    #: <name>_mbps and norm_<name> columns
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One backend's run of one phase of a workload."""
+    backend: str
+    phase: Phase
+    flows: tuple[FlowResult, ...]
+    #: written on every row of this phase (emulated: cpu_mean; sim: sim_wall_s)
+    row_facts: Mapping[str, object] = field(default_factory=dict)
+    #: the emulated phase's fidelity report (analysis.fidelity.report), judged already
+    report: Mapping[str, Any] | None = None
+
+
+class Backend(Protocol):
+    """Runs a workload: the emulator, ns-3 or the flow model."""
+    name: str
+
+    def run(self, w: Workload, out: Path) -> list[Measurement]:
+        """Every phase of ``w``, in order; ``out``: the repetition's folder."""
+        ...
+
+
+#: backend name -> how to make it for one run (its parameters, its folder)
+BACKENDS: dict[str, Callable[[Any, RunFolder], Backend]] = {}
+
+
+def register(name: str) -> Callable[[Callable[[Any, RunFolder], Backend]],
+                                    Callable[[Any, RunFolder], Backend]]:
+    def add(make: Callable[[Any, RunFolder], Backend]) -> Callable[[Any, RunFolder], Backend]:
+        BACKENDS[name] = make
+        return make
+    return add
+
+
+#: (backend, transport) -> why that view cannot run it (checked before a run starts)
+CANNOT = {("sim", "mptcp"): "mainline ns-3 has no MPTCP; use --transport tcp"}
+
+
+def check_transports(backend: str, transports: list[str]) -> None:
+    """One-line ValueError when the view ``backend`` cannot run one of ``transports``."""
+    for t in transports:
+        if (backend, t) in CANNOT:
+            raise ValueError(f"--backend {backend}: {CANNOT[(backend, t)]}")
+
+
+def make(params: Any, folder: RunFolder) -> Backend:
+    """The backend ``params.backend`` names, for this run (its module imported only now: a
+    model run loads no emulator)."""
+    import importlib
+    importlib.import_module(f"harness.backends.{params.backend}")   # registers it
+    return BACKENDS[params.backend](params, folder)
+
+
+def flow_rows(w: Workload, m: Measurement) -> list[dict[str, object]]:
+    """flows.csv rows of one measurement: the same columns whatever the backend."""
+    rows: list[dict[str, object]] = []
+    for f in m.flows:
+        rates = {"goodput": f.goodput_mbps, **f.extra, "model": f.model_mbps}
+        row: dict[str, object] = {"run": w.rep, "transport": m.phase.transport,
+                                  "src": f.spec.src, "dst": f.spec.dst}
+        row.update({f"{k}_mbps": round(v, 4) for k, v in rates.items()})
+        row.update({f"norm_{k}": round(v / w.bw, 5) for k, v in rates.items()})
+        row["subflows"] = f.subflows
+        row.update(m.row_facts)
+        rows.append(row)
+    return rows
+
