@@ -44,6 +44,7 @@ from .claims import (
     VIEW_ORDER,
     Run,
     Verdict,
+    count_words,
     counts,
     disagreements,
     evaluate_all,
@@ -327,6 +328,90 @@ def terminal(report: Report) -> list[str]:
     return lines + [""] + split + ([""] if split else []) + skipped + \
         ([""] if skipped else []) + [summary_line(s.experiment, s.verdicts)
                                      for s in report.sections]
+
+
+#: the verdicts that decide a claim: a quick run that reads the other one than the
+#: reference contradicts it; any other verdict of ours leaves it undecided here
+DECIDED = ("holds", "does not hold")
+#: how many characters of a claim's text the screen shows
+SCREEN_TEXT = 50
+
+
+def _plain(v: Verdict) -> str:
+    """'holds 1.26 [1.08, 1.45], n=5' (short_verdict without the markdown)."""
+    return short_verdict(v).replace("**", "")
+
+
+def _against(ours: Verdict, refs: list[Verdict]) -> str:
+    """What the reference says beside our verdict, and whether ours agrees with it: only a
+    reference verdict in the same condition is compared; another condition's is shown with
+    it (the quick run is then not in the reference's set-up)."""
+    same = [r for r in refs if _cond(r) == _cond(ours)]
+    if not refs:
+        return "no reference verdict"
+    if not same:
+        r = refs[0]
+        return f"ref [{_cond(r) or 'its own set-up'}] {_plain(r)}"
+    theirs = f"ref {_plain(same[0])}"
+    if ours.verdict == same[0].verdict:
+        return f"= {theirs}"
+    if ours.verdict in DECIDED and same[0].verdict in DECIDED:
+        return f"CONTRADICTS {theirs}"
+    return theirs
+
+
+def _cond(v: Verdict) -> str:
+    """A verdict's condition, '' for a view's name (GRIN's 'emulated' beside its models)."""
+    return "" if v.condition in ("emulated", v.view) else v.condition
+
+
+def _screen_view(views: dict[str, list[Verdict]]) -> tuple[str, list[Verdict]]:
+    """The view a screen line shows: the emulator's when it judged the claim, else the
+    first (VIEW_ORDER) that did."""
+    for view in VIEW_ORDER:
+        if views.get(view):
+            return view, views[view]
+    view = next(iter(views))
+    return view, views[view]
+
+
+def screen(report: Report, reference: Report | None) -> list[str]:
+    """What `dcrepro report` prints (reproduce.sh's last screen): one line per headline
+    claim, this run's verdict with its interval beside the committed reference's and whether
+    they agree, then one line for every other claim (they are on the page, with causes)."""
+    ref: dict[tuple[str, str, str], list[Verdict]] = {}
+    for _, _, views in reference.headline_claims if reference else []:
+        for view, vs in views.items():
+            for v in vs:
+                ref.setdefault((v.experiment, v.key, view), []).append(v)
+    rows: list[tuple[str, Verdict, str, str]] = []
+    for paper, _, views in report.headline_claims:
+        view, vs = _screen_view(views)
+        for v in vs:
+            text = v.text + (f" [{v.condition}]" if len(vs) > 1 and v.condition else "")
+            if len(text) > SCREEN_TEXT:
+                text = text[:SCREEN_TEXT - 3] + "..."
+            ours = _plain(v).removeprefix(v.verdict).strip() or "-"
+            ours += "" if view == "emulated" else f" ({view})"
+            refs = ref.get((v.experiment, v.key, view), [])
+            if _cond(v) and refs and all(_cond(r) != _cond(v) for r in refs):
+                ours += f" [{_cond(v)}]"    # not the reference's set-up: say whose it is
+            rows.append((paper.file[:3], v, text, f"{ours}; {_against(v, refs)}"))
+    where = f" beside the reference ({reference.root})" if reference else ""
+    lines = [f"headline claims{where}; the page has every claim with its cause:"]
+    width = max((len(v.verdict) for _, v, _, _ in rows), default=0)
+    lines += [f"{no} {v.verdict:<{width}} {text:<{SCREEN_TEXT}} {rest}"
+              for no, v, text, rest in rows] or ["  (none: these runs judge no headline claim)"]
+    shown = {(v.experiment, v.key) for _, v, _, _ in rows}
+    rest = [v for s in report.sections for v in s.verdicts
+            if (v.experiment, v.key) not in shown]
+    if rest:
+        lines.append(f"other claims: {len(rest)} ({count_words(rest)})")
+    split = sum(len(s.disagree) for s in report.sections)
+    if split:
+        lines.append(f"views disagree on {split} claim(s): see the page")
+    # (each one named: what the report left out is never silent, issue #56)
+    return lines + [f"skipped  {x}" for x in report.skipped]
 
 
 def _runs_text(sec: Section) -> str:

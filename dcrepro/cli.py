@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default=None,
                      help="report folder (default: report/ in the results folder of the "
                           "first path)")
+    rep.add_argument("--all", action="store_true",
+                     help="print one line per claim (every claim, with its cause), not the "
+                          "one screen of headline claims")
+    rep.add_argument("--reference", default=None, metavar="DIR",
+                     help="the runs whose verdicts the headline lines are compared with "
+                          "(default: the committed results/reference; 'none': no comparison)")
     only = rep.add_mutually_exclusive_group()
     only.add_argument("--markdown-table", action="store_true",
                       help="print only the verdict counts per experiment as markdown and "
@@ -476,9 +482,36 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
     page, lines = report.render(judged, out)
-    print("\n".join(lines))
+    print("\n".join(lines if args.all else report.screen(judged, _reference(args, paths))))
     print(f"report: {page}")
     return 0
+
+
+#: the committed reference runs (README: quote these), what a user's headlines are set beside
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
+
+
+def _reference(args: argparse.Namespace, judged: list[Path]) -> Any:
+    """The reference report the headline lines are compared with (analysis.report.Report),
+    or None: asked not to, the reference is what is judged, or it is not there (a line
+    says so)."""
+    from analysis import report
+    if args.reference == "none":
+        return None
+    where = Path(args.reference).resolve() if args.reference else REFERENCE
+    if any(p == where or where in p.parents for p in judged):
+        return None
+    if not where.is_dir():
+        if args.reference:
+            print(f"dcrepro: no reference runs at {where}: headlines not compared",
+                  file=sys.stderr)
+        return None
+    try:
+        return report.build(*report.gather([where]))
+    except ValueError as exc:
+        print(f"dcrepro: the reference at {where} could not be judged ({exc}): headlines "
+              "not compared", file=sys.stderr)
+        return None
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Reproduce every experiment's figures: installs what is missing (setup.sh), then runs each
-# sweep in quick mode (default) or at paper length (--full), prints where figures are, and
-# ends with the report over the runs it made: one line per paper claim, and a page
-# (results/report/index.html).
+# sweep in quick mode (default) or at paper length (--full), says how many figures it made,
+# and ends with the report over the runs it made: one screen, a line per headline claim
+# beside the committed reference's verdict (every claim, with its cause, on the page
+# results/report/index.html; `dcrepro report --all` prints them all).
 # Exits non-zero only when setup, a sweep or the report failed (not when a paper's claim
 # does not hold).
 # As root:
@@ -27,8 +28,9 @@ for sweep in "${sweeps[@]}"; do
   "${cmd[@]}" "${mode[@]}" || failed+=("$sweep")
 done
 echo
-echo "figures made by this reproduction:"
-find results -newer "$stamp" -name '*.png' | sort | sed 's/^/  /'
+# (one line: the figures are on the report's page, each beside its run)
+echo "figures: $(find results -newer "$stamp" -name '*.png' | wc -l) made, in the run folders" \
+     "below results/ (every one is on the report's page)"
 # which claims hold: the run folders made here (results/<experiment>/<UTC time>-<id>/)
 mapfile -t made < <(find "$PWD/results" -mindepth 2 -maxdepth 2 -type d -newer "$stamp" \
                       -name '*T*Z-*' | sort)

@@ -164,7 +164,7 @@ def test_a_new_experiment_is_one_folder_and_one_registry_line(toy, capsys):
     assert [r["verdict"] for r in read_csv(run_dir / "claims.csv")] == ["holds",
                                                                         "does not hold"]
     capsys.readouterr()
-    assert cli.main(["report", str(out)]) == 0
+    assert cli.main(["report", "--all", str(out)]) == 0
     toy_lines = [x for x in capsys.readouterr().out.splitlines() if " toy " in x]
     assert [x.split("  ")[0].strip() for x in toy_lines] == ["holds", "does not hold"]
     data = json.loads((out / "report" / "verdicts.json").read_text())

@@ -12,13 +12,14 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from analysis import report as R
-from analysis.claims import VERDICTS
+from analysis.claims import HOLDS, VERDICTS
 from dcrepro import cli
 from store import papers, registry
 
@@ -89,14 +90,49 @@ class Page(HTMLParser):
 
 @pytest.fixture(scope="module")
 def reference_report(tmp_path_factory):
-    """`dcrepro report` over a copy of results/reference: (results root, stdout lines)."""
+    """`dcrepro report --all` over a copy of results/reference: (results root, stdout
+    lines: one per claim)."""
     root = tmp_path_factory.mktemp("ref") / "results"
     shutil.copytree(REFERENCE, root)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        assert cli.main(["report", str(root)]) == 0
+        assert cli.main(["report", "--all", str(root)]) == 0
     out = buf.getvalue().splitlines()
     return root, out
+
+
+@pytest.mark.slow     # the reference judged twice more: about 3 s
+def test_the_screen_sets_each_headline_beside_the_references_verdict(reference_report):
+    """Issue #54 part 5: `dcrepro report` prints one screen, a line per headline claim with
+    the reference's verdict beside it; a copy of the reference agrees with it on every one."""
+    root, _ = reference_report
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(["report", "--out", str(root.parent / "again"), str(root)]) == 0
+    lines = buf.getvalue().splitlines()
+    assert len(lines) <= 25 and lines[0].startswith("headline claims beside the reference")
+    shown = [x for x in lines[1:] if x[:3].isdigit()]
+    heads = R.build(*R.gather([root])).headline_claims
+    assert len(shown) == sum(len(R._screen_view(views)[1]) for _, _, views in heads) >= 10
+    assert all("; = ref " in x for x in shown), [x for x in shown if "; = ref " not in x]
+    assert next(x for x in lines if x.startswith("other claims: "))
+    assert lines[-1] == f"report: {root.parent / 'again' / 'index.html'}"
+    # compared with nothing, it still shows every headline; a quick run that reads the
+    # other decided verdict than the reference is named as contradicting it
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(["report", "--reference", "none", "--out",
+                         str(root.parent / "alone"), str(root)]) == 0
+    alone = buf.getvalue().splitlines()
+    assert alone[0].startswith("headline claims;") and \
+        sum(x[:3].isdigit() for x in alone) == len(shown)
+    v = heads[0][1]
+    flip = HOLDS if v.verdict != HOLDS else "does not hold"
+    assert R._against(replace(v, verdict=flip), [replace(v, verdict="does not hold"
+                                                         if flip == HOLDS else HOLDS)]
+                      ).startswith("CONTRADICTS ref ")
+    assert R._against(replace(v, verdict="inconclusive"), [v]).startswith("ref ")
+    assert R._against(v, []) == "no reference verdict"
 
 
 def test_the_page_and_the_terminal_agree(reference_report):
@@ -322,7 +358,7 @@ def test_a_sweep_folder_is_judged_on_its_runs(tmp_path, capsys):
                      "pace=0.95/0", "--out", str(tmp_path)]) == 0
     (sweep,) = (tmp_path / "sweeps").iterdir()
     capsys.readouterr()
-    assert cli.main(["report", str(sweep)]) == 0
+    assert cli.main(["report", "--all", str(sweep)]) == 0
     lines = capsys.readouterr().out.splitlines()
     orca = [x for x in lines if " orca " in x]
     assert len(orca) == len(registry.claims("orca"))
@@ -360,10 +396,11 @@ def test_markdown_table_prints_and_writes_nothing(reference_report, tmp_path, ca
         verdict_table(readme.replace("**holds**", "**does not hold**", 1), root)
 
 
+@pytest.mark.slow     # the report sets its headlines beside the judged reference: about 3 s
 def test_reproduce_ends_with_the_report_over_its_own_runs(tmp_path, run_folder):
     """The end of scripts/reproduce.sh, run as it is: the run folders made after its stamp
-    (not older ones) get the report, one line per claim, the page agreeing; exit 0 although
-    claims do not hold."""
+    (not older ones) get the report, one screen of headlines, the page agreeing; exit 0
+    although claims do not hold."""
     text = (REPO / "scripts" / "reproduce.sh").read_text()
     tail = text[text.index("# which claims hold"):]
     repo = tmp_path / "repo"
@@ -385,13 +422,18 @@ def test_reproduce_ends_with_the_report_over_its_own_runs(tmp_path, run_folder):
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    claim_lines = [x for x in lines if x.split("  ")[0].strip() in VERDICTS]
+    # one screen: the headline claims, one line for the others (every claim is on the page)
+    screen = lines[lines.index(next(x for x in lines if x.startswith("headline claims"))):]
+    assert len(screen) <= 25, screen
     page = Page((repo / "results" / "report" / "index.html").read_text())
-    assert [v for _, _, v in page.claims] == [x.split("  ")[0].strip() for x in claim_lines]
+    shown = [x for x in screen if x[:3].isdigit()]
+    others = next(x for x in screen if x.startswith("other claims: "))
+    assert len(page.claims) == len(shown) + int(others.split()[2])
+    assert "does not hold" in others          # lone-falls, not a headline
+    assert screen[-1] == f"report: {repo / 'results' / 'report' / 'index.html'}"
     data = json.loads((repo / "results" / "report" / "verdicts.json").read_text())
     runs = {r["run id"] for e in data["experiments"] for r in e["runs"]}
     assert runs == {new.name}
-    assert any(x.startswith("does not hold ") and " outcast " in x for x in claim_lines)
     assert not stamp.exists()
 
 
@@ -422,4 +464,4 @@ def test_damaged_folders_are_named_and_the_report_goes_on(run_folder, tmp_path, 
     page = (tmp_path / "results" / "report" / "index.html").read_text()
     assert "Left out" in page and str(half) in page
     st = [x for x in out if "spanning-tree" in x]
-    assert st and st[0].startswith("holds ") and good.name      # the good run still judged
+    assert st and st[0].startswith("002 holds ") and good.name  # the good run still judged
