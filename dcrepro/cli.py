@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from dcrepro.catalogue import KINDS
 from store.registry import EXPERIMENTS
 from store.registry import module as _module
 from topos.spec import SpecError
@@ -24,7 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="dcrepro", description="Reproduce datacenter-network experiments on Mininet.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap.add_argument("--version", action="store_true",
+                    help="print dcrepro's version and the commit it runs from")
+    sub = ap.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run an experiment (root) and draw its figures")
     _experiment_parsers(run)
     sweep = sub.add_parser(
@@ -107,7 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     only.add_argument("--pages", metavar="DOCS_DIR", default=None,
                       help="write only the generated results pages, one per paper and the "
                            "index (docs/results for results/reference: analysis/pages.py)")
-    lst = sub.add_parser("list", help="the experiments of the registry (store/registry.py)")
+    lst = sub.add_parser("list", help="what a flag can name: experiments (default), "
+                         "topologies, routings, dataplanes, backends, ccs, aqms",
+                         description="What a flag can name, from the registries themselves: "
+                         "each entry's spec (every key with its default), an example and what "
+                         "it is.")
+    lst.add_argument("kind", nargs="?", default="experiments", choices=KINDS,
+                     help="what to list")
     what = lst.add_mutually_exclusive_group()
     what.add_argument("--markdown", action="store_true",
                       help="the README's experiment table, generated from the registry")
@@ -515,8 +524,17 @@ def _reference(args: argparse.Namespace, judged: list[Path]) -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Names and one-line help, the README table, or the sweep scripts, from the registry."""
+    """Names and one-line help, the README table, or the sweep scripts, from the registry;
+    or another registry (dcrepro/catalogue.py)."""
     from store import registry
+    if args.kind != "experiments":
+        if args.markdown or args.sweeps:
+            print(f"dcrepro: error: --markdown and --sweeps list experiments, not "
+                  f"{args.kind}", file=sys.stderr)
+            return 2
+        from dcrepro import catalogue
+        print("\n".join(catalogue.lines(args.kind)))
+        return 0
     if args.markdown:
         from emulator.dataplane_registry import capabilities
         print(registry.markdown_table(capabilities()), end="")
@@ -651,9 +669,49 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+#: what `dcrepro` alone prints
+OVERVIEW = """dcrepro: rerun published datacenter-network experiments on one Linux machine
+(Mininet with real switches, ns-3, a flow model) and regenerate the papers' figures.
+
+  dcrepro list                          the experiments (and: dcrepro list topologies,
+                                        routings, dataplanes, backends, ccs, aqms)
+  dcrepro run permutation --backend model   a run in seconds, no root
+  sudo .venv/bin/dcrepro run permutation --topo fattree,k=4 --routing ecmp
+                                        the same traffic on an emulated network
+  dcrepro report                        the papers' claims judged on your runs
+
+Every command: dcrepro COMMAND --help.  The figures of every paper: ./scripts/reproduce.sh.
+Docs: README.md and docs/usage.md in {repo}"""
+
+
+def version() -> str:
+    """'dcrepro 0.1.0 (commit 1234abc)': the installed version and this checkout's commit."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    try:
+        ver = installed("dcrepro")
+    except PackageNotFoundError:
+        ver = "(not installed)"
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        got = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=10)
+        commit = got.stdout.strip() if got.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        commit = ""
+    return f"dcrepro {ver} (commit {commit or 'unknown: not a git checkout'})"
+
+
 def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.WARNING, format="dcrepro: %(levelname)s %(message)s")
     args = absolute_paths(build_parser().parse_args(argv))
+    if args.version:
+        print(version())
+        return 0
+    if args.command is None:
+        print(OVERVIEW.format(repo=Path(__file__).resolve().parents[1]))
+        return 0
     command = COMMANDS.get(args.command)
     return 2 if command is None else command(args)
 
