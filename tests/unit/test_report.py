@@ -335,7 +335,8 @@ def test_relative_paths_from_any_folder_and_a_report_replaced_whole(tmp_path, ru
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     rel = os.path.relpath(run, elsewhere)
-    assert cli.main(["report", rel, "--out", "rep"]) == 0
+    # (--reference none: what is judged here is where things are written, not the screen)
+    assert cli.main(["report", rel, "--out", "rep", "--reference", "none"]) == 0
     out = elsewhere / "rep"
     assert (out / "index.html").is_file()
     assert f"report: {out / 'index.html'}" in capsys.readouterr().out
@@ -345,9 +346,9 @@ def test_relative_paths_from_any_folder_and_a_report_replaced_whole(tmp_path, ru
     # the default output is the results folder's report/; a second report replaces the first
     monkeypatch.chdir(tmp_path)
     (out / "figures" / "stale.png").write_bytes(b"x")
-    assert cli.main(["report", "results"]) == 0
+    assert cli.main(["report", "results", "--reference", "none"]) == 0
     assert (tmp_path / "results" / "report" / "index.html").is_file()
-    assert cli.main(["report", str(run), "--out", str(out)]) == 0
+    assert cli.main(["report", str(run), "--out", str(out), "--reference", "none"]) == 0
     assert not (out / "figures" / "stale.png").exists()
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".rep-")]
 
