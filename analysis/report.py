@@ -391,7 +391,7 @@ def screen(report: Report, reference: Report | None) -> list[str]:
             text = v.text + (f" [{v.condition}]" if len(vs) > 1 and v.condition else "")
             if len(text) > SCREEN_TEXT:
                 text = text[:SCREEN_TEXT - 3] + "..."
-            ours = _plain(v).removeprefix(v.verdict).strip() or "-"
+            ours = short_value(v) or "-"
             ours += "" if view == "emulated" else f" ({view})"
             refs = ref.get((v.experiment, v.key, view), [])
             if _cond(v) and refs and all(_cond(r) != _cond(v) for r in refs):
@@ -457,9 +457,14 @@ def _view_of(v: Verdict) -> str:
     return {"sim": "sim", "model": "model"}.get(v.basis, "emulated")
 
 
+def short_value(v: Verdict) -> str:
+    """'1.26 [1.08, 1.45], n=5': the verdict's interval (or value), its words shortened."""
+    return re.sub(r" 95 %, n=(\d+) \w+", r", n=\1", v.interval or v.measured or "")
+
+
 def short_verdict(v: Verdict, with_condition: bool = False) -> str:
     """'**holds** 1.26 [1.08, 1.45], n=5' (the interval's words shortened)."""
-    ours = re.sub(r" 95 %, n=(\d+) \w+", r", n=\1", v.interval or v.measured or "")
+    ours = short_value(v)
     cond = f"{v.condition}: " if with_condition and v.condition else ""
     return f"{cond}**{v.verdict}**" + (f" {ours}" if ours else "")
 

@@ -81,32 +81,17 @@ def dataplanes() -> list[Entry]:
     return out
 
 
-#: the three views of every experiment (harness/common.BACKENDS), in one line each
-_BACKENDS = {
-    "emulated": "real Mininet on the run's dataplane, iperf3, bwm-ng and MPTCP (root)",
-    "sim": "ns-3 packet simulation of the same network and traffic (setup.sh --with-sim; "
-           "TCP only)",
-    "model": "the flow model: max-min and TCP-like rates on the routing plan's paths "
-             "(seconds, no root)",
-}
-
-
 def backends() -> list[Entry]:
-    from harness.common import BACKENDS
+    """Each view with --backend's own help text and the experiments that offer it."""
+    from harness.common import BACKEND_HELP, BACKENDS
     from store import registry
     out = []
     for name in BACKENDS:
         who = [e for e in registry.EXPERIMENTS
-               if name in getattr(_experiment(e), "BACKENDS", ("emulated", "model"))]
-        out.append(Entry(name, name, name,
-                         f"{_BACKENDS[name]}; experiments: {', '.join(who)}"))
+               if name in getattr(registry.module(e), "BACKENDS", ("emulated", "model"))]
+        out.append(Entry(name, name, name, f"{BACKEND_HELP[name]}; experiments: "
+                                           f"{', '.join(who)}"))
     return out
-
-
-def _experiment(name: str) -> object:
-    from store import registry
-    module, _ = registry.EXPERIMENTS[name]
-    return importlib.import_module(module)
 
 
 #: the kernel's list of the congestion controls it has loaded
