@@ -1,8 +1,10 @@
-"""Flags shared by every experiment (one name everywhere) and their per-experiment defaults."""
+"""Flags shared by every experiment (one name everywhere), their per-experiment defaults and
+their --help groups."""
 from __future__ import annotations
 
 import argparse
 import random
+import weakref
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -75,21 +77,81 @@ SHARED = {
 }
 
 
+#: an experiment's --help, after its own flags: title -> (what the group is, its members:
+#: SHARED names, and the dests of --quick, --out and --backend), in the order shown.  Every
+#: SHARED name is in exactly one group (check_groups; add_shared refuses to build a parser
+#: otherwise, so that a new shared flag cannot fall out of --help unnoticed)
+GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "network": ("the topology, its routing, the links and what the switches do",
+                ("topo", "routing", "bw", "queue", "aqm", "dataplane")),
+    "traffic": ("what the hosts send, for how long, and their TCP",
+                ("transport", "subflows", "cc", "duration", "trim", "wmem", "rmem")),
+    "repetitions and output": ("how many runs, their seeds, and where the run folder goes",
+                               ("runs", "seed", "quick", "out")),
+    "backend": ("what carries the traffic", ("backend",)),
+    "ns-3": ("the ns-3 simulation's own settings: --backend sim only (the others refuse them)",
+             ("delay_us", "jitter", "pkt_jitter_us")),
+    "emulator tuning": ("how the emulation uses this machine's kernel and CPUs; the defaults "
+                        "are what the reference runs use",
+                        ("burst", "shaper", "idle_cpus", "softirq_batch", "rcvlowat")),
+}
+#: the group members that are no SHARED name: flags add_shared and add_backend add themselves
+_OWN_MEMBERS = ("quick", "out", "backend")
+
+#: each parser's group per member dest, from add_shared: add_backend comes after the
+#: experiment's own flags and must still find the backend group (weak: parsers come and go
+#: with their CLI, e.g. one per test)
+_PARSER_GROUPS: weakref.WeakKeyDictionary[argparse.ArgumentParser, dict[str, Any]] = \
+    weakref.WeakKeyDictionary()
+
+
+def check_groups() -> None:
+    """ValueError (one line) unless every SHARED name is in exactly one of GROUPS and
+    every member of GROUPS is a SHARED name or one of --quick, --out, --backend."""
+    seen: dict[str, str] = {}
+    for title, (_, members) in GROUPS.items():
+        for name in members:
+            if name in seen:
+                raise ValueError(f"--{name.replace('_', '-')} is in two --help groups of "
+                                 f"harness.common.GROUPS: {seen[name]!r} and {title!r}")
+            if name not in SHARED and name not in _OWN_MEMBERS:
+                raise ValueError(f"harness.common.GROUPS[{title!r}] names {name!r}, which is "
+                                 "no shared flag (harness.common.SHARED)")
+            seen[name] = title
+    for name in SHARED:
+        if name not in seen:
+            raise ValueError(f"shared flag --{name.replace('_', '-')} is in no --help group: "
+                             "add it to one in harness.common.GROUPS")
+
+
 def add_shared(p: argparse.ArgumentParser, params: type[Params],
                quick: Mapping[str, Any]) -> None:
     """Add the shared flags an experiment's parameters (``PARAMS``) have, showing their
-    default and quick values."""
-    for name, default in params.defaults().items():
-        if name not in SHARED:
+    default and quick values, each in its --help group (GROUPS, shown after the flags the
+    experiment adds itself, which stay in argparse's own group)."""
+    check_groups()
+    defaults = params.defaults()
+    present = {n for n in defaults if n in SHARED or n == "backend"} | {"quick", "out"}
+    where: dict[str, Any] = {}
+    # every group is made here, in GROUPS' order, whatever is added later: argparse shows
+    # groups in the order they were made (an empty one would show its title, hence `present`)
+    for title, (text, members) in GROUPS.items():
+        if present.intersection(members):
+            group = p.add_argument_group(title, text)
+            where.update((name, group) for name in members)
+    _PARSER_GROUPS[p] = where
+    for name in (n for _, members in GROUPS.values() for n in members):
+        if name not in SHARED or name not in defaults:
             continue
         typ, text = SHARED[name]
         q = f"; quick: {quick[name]}" if name in quick else ""
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=None,
-                       help=f"{text} (default: {default}{q})")
-    p.add_argument("--quick", action="store_true",
-                   help="short version for a first look: " +
-                   ", ".join(f"{k}={v}" for k, v in quick.items()))
-    p.add_argument("--out", default="results", help="results root folder (default: results)")
+        where[name].add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ,
+                                 default=None, help=f"{text} (default: {defaults[name]}{q})")
+    where["quick"].add_argument("--quick", action="store_true",
+                                help="short version for a first look: " +
+                                ", ".join(f"{k}={v}" for k, v in quick.items()))
+    where["out"].add_argument("--out", default="results",
+                              help="results root folder (default: results)")
 
 
 BACKEND_HELP = {
@@ -102,11 +164,13 @@ BACKEND_HELP = {
 
 def add_backend(p: Any, choices: tuple[str, ...] = ("emulated", "model")) -> None:
     """The --backend flag, offering the backends an experiment has (its default: emulated
-    where it has it, else its only one)."""
+    where it has it, else its only one), in the backend group add_shared made for ``p``
+    (without one, among ``p``'s own flags)."""
     default = "emulated" if "emulated" in choices else choices[0]
-    p.add_argument("--backend", default=None, choices=list(choices),
-                   help="; ".join(f"{b}: {BACKEND_HELP[b]}" for b in choices) +
-                        f" (default: {default})")
+    target = _PARSER_GROUPS.get(p, {}).get("backend", p)
+    target.add_argument("--backend", default=None, choices=list(choices),
+                        help="; ".join(f"{b}: {BACKEND_HELP[b]}" for b in choices) +
+                             f" (default: {default})")
 
 
 def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
