@@ -10,10 +10,9 @@ import numpy as np
 from model import jain_index
 from store import write_csv
 
-#: (norm_iperf and norm_sim: the experiments not yet on harness.workload, fairness's rows)
-MEASURES = ("norm_goodput", "norm_iperf", "norm_bwm", "norm_acked", "norm_msk_acked",
-            "norm_msk_received", "norm_sim", "norm_model", "norm_model_tcp",
-            "norm_model_tcp_coupled")
+#: the measures summary.csv summarizes, where flows.csv has them (harness.workload.flow_rows)
+MEASURES = ("norm_goodput", "norm_bwm", "norm_acked", "norm_msk_acked", "norm_msk_received",
+            "norm_model", "norm_model_tcp", "norm_model_tcp_coupled")
 
 #: the column each backend wrote its measured rate to before ``goodput`` (the flows.csv of
 #: folders written before issue #53): read as goodput, so claims and figures read one field
@@ -78,7 +77,7 @@ def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
                        "cpu_mean": _mean([r.get("cpu_mean") for r in sel], 1),
                        "cpu_saturated_share": _mean([r.get("cpu_saturated_share")
                                                      for r in sel], 3)}
-                if metric in ("norm_goodput", "norm_iperf") and fids:
+                if metric == "norm_goodput" and fids:
                     row["fidelity_aggregate_ratio"] = _mean([f["aggregate_ratio"]
                                                              for f in fids], 3)
                     row["fidelity_median_error"] = _mean([f["median_abs_error"]

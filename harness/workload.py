@@ -75,12 +75,32 @@ class Workload:
     #: after drawing the traffic: a backend's own draws (the model's port numbers, ns-3's
     #: start order) follow on it, so a ported experiment draws exactly what it drew before
     rng: random.Random = field(compare=False, repr=False, default_factory=random.Random)
+    #: which network of the repetition this is, when a repetition has several (fairness:
+    #: fattree, jellyfish): it names the network's facts, flags and run id
+    label: str = ""
+    #: what else to measure: every directed link's bytes over the window (``links``: the
+    #: emulated switch ports' counters); the wire rates (bwm-ng) as what the experiment
+    #: plots, so that a gap in them fails the run (``wire``); the TCP-like model's rates
+    #: beside max-min (``tcp_like``; False when the experiment computes its own variants)
+    links: bool = False
+    wire: bool = False
+    tcp_like: bool = True
 
     def __post_init__(self) -> None:
         if not self.phases:
             raise ValueError("a workload needs at least one phase")
         if not 0 <= 2 * self.trim < self.duration:
             raise ValueError(f"trim {self.trim:g} s leaves no window of {self.duration:g} s")
+
+    @property
+    def where(self) -> str:
+        """The repetition (and network) in flags and logs: 'run 3' or 'run 3 fattree'."""
+        return f"run {self.rep}" + (f" {self.label}" if self.label else "")
+
+    @property
+    def key(self) -> str:
+        """Its facts' key in the run folder: 'run03' or 'run03-fattree'."""
+        return f"run{self.rep:02d}" + (f"-{self.label}" if self.label else "")
 
 
 @dataclass(frozen=True)
@@ -99,6 +119,20 @@ class FlowResult:
     #: msk_acked, msk_received; model: model_tcp, model_tcp_coupled), written as
     #: <name>_mbps and norm_<name> columns
     extra: Mapping[str, float] = field(default_factory=dict)
+    #: further columns of its row that are not rates (emulated: src_addrs, the source
+    #: addresses its subflows left from)
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LinkBytes:
+    """What every directed link (u, v) carried over the measurement window: payload and
+    header bytes, and the packets its sending switch port's queue dropped (or why there is
+    no such count: ``error``)."""
+    window_s: float
+    bytes: Mapping[tuple[str, str], int]
+    drops: Mapping[tuple[str, str], int]
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,11 +145,19 @@ class Measurement:
     row_facts: Mapping[str, object] = field(default_factory=dict)
     #: the emulated phase's fidelity report (analysis.fidelity.report), judged already
     report: Mapping[str, Any] | None = None
+    #: every (sub)flow's path: src, dst, path (switches), five_tuple; emulated: traced
+    #: through the switches, with each subflow's own rate and RTT (mbps, rtt_ms; NaN when
+    #: it has no samples in the window); model: drawn through the plan by hash
+    paths: tuple[Mapping[str, Any], ...] = ()
+    #: the links' bytes over the window, when the workload asked (``Workload.links``)
+    links: LinkBytes | None = None
 
 
 class Backend(Protocol):
     """Runs a workload: the emulator, ns-3 or the flow model."""
     name: str
+    #: its traffic takes the workload's duration in wall time (the emulator)
+    realtime: bool
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase of ``w``, in order; ``out``: the repetition's folder."""
@@ -163,6 +205,7 @@ def flow_rows(w: Workload, m: Measurement) -> list[dict[str, object]]:
         row.update({f"{k}_mbps": round(v, 4) for k, v in rates.items()})
         row.update({f"norm_{k}": round(v / w.bw, 5) for k, v in rates.items()})
         row["subflows"] = f.subflows
+        row.update(f.facts)
         row.update(m.row_facts)
         rows.append(row)
     return rows

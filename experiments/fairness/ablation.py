@@ -30,12 +30,13 @@ import matplotlib.pyplot as plt
 from analysis.ablation import labelled_runs, write
 from analysis.figures import save
 from analysis.intervals import mean_interval
+from analysis.summaries import with_goodput
 from store import cell, read_csv
 
 from .figures import remodel
 
 #: flows.csv columns -> what they are (all normalized to the host link)
-MEASURES = {"norm_iperf": "measured (iperf3)", "norm_model": "max-min",
+MEASURES = {"norm_goodput": "measured (iperf3)", "norm_model": "max-min",
             "norm_model_tcp": "TCP-like, independent subflows",
             "norm_model_tcp_coupled": "TCP-like, coupled",
             "norm_model_lia": "LIA equilibrium",
@@ -98,9 +99,9 @@ def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:
                   + " |" for w in whole]
     if whole and (by_seed := seed_pairs(whole)):
         return lines + ["", by_seed]
-    base = {r["run"]: r["norm_iperf"] for r in rows if r["label"] == labels[0]}
+    base = {r["run"]: r["norm_goodput"] for r in rows if r["label"] == labels[0]}
     for lab in labels[1:]:
-        diffs = [base[r["run"]] - r["norm_iperf"] for r in rows
+        diffs = [base[r["run"]] - r["norm_goodput"] for r in rows
                  if r["label"] == lab and r["run"] in base]
         if diffs:
             lines += ["", f"Paired by repetition, measured {labels[0]} minus {lab}: "
@@ -120,7 +121,7 @@ def seed_pairs(whole: Sequence[Row]) -> str:
         arm, sep, seed = str(w["label"]).rpartition("-s")
         if not sep or not arm or not seed.isdigit():
             return ""
-        arms[arm][seed] = float(w["norm_iperf"])
+        arms[arm][seed] = float(w["norm_goodput"])
     if len(arms) != 2:
         return ""
     (a, first), (b, second) = arms.items()
@@ -150,7 +151,7 @@ def plot(out: Path, rows: list[Row]) -> Path:
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.2))
     for i, lab in enumerate(labels):
         mine = [r for r in rows if r["label"] == lab]
-        meas = [float(r["norm_iperf"]) for r in mine]
+        meas = [float(r["norm_goodput"]) for r in mine]
         ax.plot([i - 0.12] * len(meas), meas, ".", color="0.6", ms=5,
                 label="measured, one repetition" if i == 0 else None)
         ax.plot(i - 0.12, st.mean(meas), "o", color="k", ms=8,
@@ -174,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     if got is None:
         return 2
     out, runs = got
-    flows = {label: remodel(folder, read_csv(folder / "flows.csv")) for label, folder in runs}
+    # (ablations are emulated runs; folders from before goodput: their iperf column)
+    flows = {label: remodel(folder, with_goodput(read_csv(folder / "flows.csv"), "emulated"))
+             for label, folder in runs}
     rows = [r for label, got in flows.items() for r in ratios(got, label)]
     whole = [pooled(got, label) for label, got in flows.items()]
     print(write(out, rows, summary(rows, whole), lambda o: plot(o, rows)))

@@ -180,7 +180,7 @@ def agrees_with_model(runs: list[Run], cond: str) -> Outcome:
     if runs[0].backend != "emulated":
         raise Missing("needs an emulated run (the model backend has nothing to agree with)")
     metric = tcp_metric(runs) if cond == TCP_LIKE_COND else _COND_METRIC[cond]
-    emu, _, _ = _ratio(runs, "norm_iperf")
+    emu, _, _ = _ratio(runs, "norm_goodput")
     mdl, _, _ = _ratio(runs, metric)
     off = emu / mdl - 1
     return Outcome(f"emulated {fmt(emu, 3)} vs model {fmt(mdl, 3)} ({off:+.1%})",

@@ -2,36 +2,32 @@
 000_b87022286e416fdf.txt): a random permutation on two topologies, MPTCP on both, fat tree
 routed by ECMP and Jellyfish by k shortest paths; normalized throughput vs rank of flow.
 
-Every run builds a fresh seeded Jellyfish and a fresh permutation matrix (both drawn from the
-run's RNG, so the emulated and the model backend see the same graphs and traffic for a seed).
-``--backend emulated`` runs the traffic in Mininet (root); ``--backend model`` routes synthetic
-MPTCP subflows through the SAME routing plans (routing.walk with a per-switch CRC32 of the
-5-tuple, model/network.py) and computes rates with the flow-level model, which is how the paper
-scale (k=10 fat tree, 250+ servers) is reached on this machine.
+Every repetition builds a fresh seeded Jellyfish and a fresh permutation matrix (both drawn
+from the repetition's RNG), one workload per network (``networks``), and the backend runs
+each: ``--backend emulated`` in Mininet (root), tracing every subflow through the switches;
+``--backend model`` routes synthetic MPTCP subflows through the SAME routing plans
+(routing.walk with a per-switch CRC32 of the 5-tuple, model/network.py), which is how the
+paper scale (k=10 fat tree, 250+ servers) is reached on this machine.  Either way the flow
+models (max-min, aggregate, TCP-like, LIA's equilibrium) then run on the paths the flows took.
 """
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import routing
 import topos
-from analysis.fidelity import gap_share, measurement_reasons
-from emulator.emulation import Emulation
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng, transports
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
-from harness.sampling import Sampler
-from harness.session import session
-from harness.trace import trace_flows
-from harness.traffic import BASE_PORT, Flow, check_subflows, counter_delta, port_counters, run_iperf
+from harness.workload import FlowSpec, LinkBytes, Phase, Workload, flow_rows, make
 from model import TCP_LIKE, alpha_fair_rates, connection_rates, lia_subflow_rates, maxmin_rates
-from model.network import capacities, path_links, route_by_hash, synthetic_subflows
+from model.network import capacities, path_links
 from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
@@ -186,24 +182,31 @@ def link_class(topo: Topology, u: str, v: str) -> str:
     return f"{a}-{b}"
 
 
-def run_networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]
-                 ) -> tuple[list[tuple[str, Topology, Any, dict[str, str]]], dict[str, Any]]:
-    """Topologies, plans and permutations of repetition ``r``, plus synthetic 5-tuples.
+def networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]) -> list[Workload]:
+    """Repetition ``r``'s networks, one workload each: the fat tree, the Jellyfish (and the
+    one with more servers), each with its permutation.
 
-    The draw order is fixed (Jellyfish seeds, permutations, then source ports) so both
-    backends see identical networks and traffic for the same --seed.
-    """
+    They share one random stream, drawn in a fixed order (Jellyfish seeds, permutations,
+    then what each backend draws as it runs them in turn: the model's source ports), so
+    every view sees identical networks and traffic for the same --seed."""
     rng = run_rng(params.seed, r)
     nets = [("fattree", ft[0], ft[1])]
     for label, spec in jellyfish_variants(params).items():
         topo = draw_jellyfish(spec, rng)
         nets.append((label, topo, routing.make_plan(topo, f"ksp,k={params.k}")))
     cache: dict[int, list[int]] = {}
-    out = [(label, topo, plan, permutation(topo, rng, cache)) for label, topo, plan in nets]
-    nsub = params.subflows if transports(params)[0] == "mptcp" else 1
-    tuples = {label: synthetic_subflows(topo, pairs, nsub, rng, BASE_PORT)
-              for label, topo, _, pairs in out}
-    return out, tuples
+    transport = transports(params)[0]
+    out = []
+    for label, topo, plan in nets:
+        flows = tuple(FlowSpec(s, d) for s, d in permutation(topo, rng, cache).items())
+        phase = Phase(transport, flows,  # type: ignore[arg-type]
+                      params.subflows if transport == "mptcp" else 1)
+        # bwm-ng's wire rates are this experiment's measurement (as the paper's), the
+        # links' counters its utilisation figure, and its model variants its own (below)
+        out.append(Workload(topo, plan, params.bw, (phase,), params.duration, params.trim,
+                            params.seed, r, rng, label=label, links=True, wire=True,
+                            tcp_like=False))
+    return out
 
 
 def _solved(solve: Callable[[], Any]) -> Any:
@@ -217,23 +220,20 @@ def _solved(solve: Callable[[], Any]) -> Any:
         return None
 
 
-def model_rates(topo: Topology, plan: Any, pairs: dict[str, str],
-                tuples: dict[str, list[dict[str, Any]]], bw: float, aggregate: bool,
-                tcp_model: str = "off",
-                routed: list[dict[str, Any]] | None = None
+#: what a backend measured of each (sub)flow beside its path (emulated: tcp_info), kept in
+#: subflows.csv
+MEASURED = ("mbps", "rtt_ms")
+
+
+def model_rates(topo: Topology, pairs: dict[str, str], routed: list[Mapping[str, Any]],
+                bw: float, aggregate: bool, tcp_model: str = "off"
                 ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float],
                            list[dict[str, Any]]]:
-    """Per connection (keyed by source): max-min rate, aggregate rate, the TCP-like model's
-    rate (``tcp_model``: a name of model.TCP_LIKE, or off) with uncoupled and with coupled
-    subflows, LIA's own equilibrium (with the TCP-like models), paths; per link: load; per
-    subflow: its path and the models' rates.
-    ``routed``: the paths the datapath traced (else each 5-tuple is hashed through the plan)."""
-    if routed is None:
-        routed = route_by_hash(topo, plan, pairs, tuples)
-    else:   # a connection with no traced subflow (never connected): its hashed 5-tuples
-        have = {rt["src"] for rt in routed}
-        lost = {s: d for s, d in pairs.items() if s not in have}
-        routed = routed + route_by_hash(topo, plan, lost, tuples) if lost else routed
+    """The flow models on the paths the (sub)flows took (``routed``: a Measurement's
+    paths). Per connection (keyed by source): max-min rate, aggregate rate, the TCP-like
+    model's rate (``tcp_model``: a name of model.TCP_LIKE, or off) with uncoupled and with
+    coupled subflows, LIA's own equilibrium (with the TCP-like models), paths; per link:
+    load; per subflow: its path, the models' rates and what the backend measured of it."""
     caps = capacities(topo, bw)
     srcs = list(pairs)
     conns: dict[str, list[list[tuple[str, str]]]] = {s: [] for s in srcs}
@@ -272,7 +272,8 @@ def model_rates(topo: Topology, plan: Any, pairs: dict[str, str],
                          "model_tcp_mbps": round(float(tcp_sub[i]), 4)
                          if tcp_sub is not None else float("nan"),
                          "model_lia_mbps": round(float(lia_sub[i]), 4)
-                         if lia_sub is not None else float("nan")})
+                         if lia_sub is not None else float("nan"),
+                         **{k: rt[k] for k in MEASURED if k in rt}})
             i += 1
         out[s] = {"mbps": float(rates[n]),
                   "aggregate_mbps": float(agg[n]) if agg is not None else float("nan"),
@@ -295,61 +296,17 @@ def path_length_rows(r: int, label: str, topo: Topology) -> list[dict[str, Any]]
              "share": round(share, 6)} for h, share in dist.items()]
 
 
-# -- emulated backend -----------------------------------------------------------------------
-
-@dataclass
-class CounterWindow:
-    """Port counters at the start and end of the trimmed measurement window (or why not)."""
-
-    before: Any = None
-    after: Any = None
-    window_s: float = 0.0
-    error: str | None = None
-
-
-def counter_sampler(emu: Emulation, flows: list[Flow], duration: float,
-                    trim: float) -> Sampler[Any]:
-    """Port counter snapshots at max(start) + trim and min(start) + duration - trim, the
-    window the rates are taken over, once run_iperf has started every client."""
-    def window() -> list[float] | None:
-        if not all(f.start for f in flows):
-            return None
-        return [max(f.start for f in flows) + trim, min(f.start for f in flows) + duration - trim]
-    return Sampler("port counter", lambda: port_counters(emu), schedule=window)
-
-
-def counter_window(sampler: Sampler[Any]) -> CounterWindow:
-    """The two snapshots of a finished counter sampler (its error kept, not raised: the
-    utilisation rows are then left out and the fact recorded)."""
-    sampler.join(timeout=30)            # the end snapshot is due before traffic ends
-    try:
-        got = sampler.stop()
-    except RunError as exc:
-        return CounterWindow(error=str(exc))
-    if len(got) < 2:
-        return CounterWindow(error="the window closed before both snapshots")
-    (t0, before), (t1, after) = got[0], got[-1]
-    return CounterWindow(before, after, t1 - t0)
-
-
-def measured_link_rows(topo: Topology, window: CounterWindow, bw: float, r: int,
+def measured_link_rows(topo: Topology, links: LinkBytes, bw: float, r: int,
                        label: str) -> list[dict[str, Any]]:
     """Utilisation of every directed link over the window (switch tx; host uplinks by rx)."""
+    if links.window_s <= 0:
+        return []
     rows: list[dict[str, Any]] = []
-    if window.before is None or window.after is None or window.window_s <= 0:
-        return rows
-    for d in counter_delta(window.before, window.after):
-        sw, port = d["switch"], d["port"]
-        peer = topo.ports(sw)[port][0]
-        cap = topo.link_bw(sw, peer, bw) * 1e6 * window.window_s / 8
-        dirs = [(sw, peer, d["tx_bytes"])]
-        if not topo.is_switch(peer):
-            dirs.append((peer, sw, d["rx_bytes"]))
-        for u, v, nbytes in dirs:
-            rows.append({"run": r, "topology": label, "source": "measured", "u": u, "v": v,
-                         "layer": link_class(topo, u, v), "bytes": nbytes,
-                         "util": round(nbytes / cap, 5),
-                         "drops": d["qdisc_drops"] if (u, v) == (sw, peer) else ""})
+    for (u, v), nbytes in links.bytes.items():
+        cap = topo.link_bw(u, v, bw) * 1e6 * links.window_s / 8
+        rows.append({"run": r, "topology": label, "source": "measured", "u": u, "v": v,
+                     "layer": link_class(topo, u, v), "bytes": nbytes,
+                     "util": round(nbytes / cap, 5), "drops": links.drops.get((u, v), "")})
     return rows
 
 
@@ -361,258 +318,93 @@ def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: floa
             for (u, v), mbps in sorted(load.items())]
 
 
-def emulate(params: FairnessParams, label: str, topo: Topology, plan: Any,
-            pairs: dict[str, str], run_dir: Path, run_id: str,
-            r: int) -> tuple[list[Flow], dict[str, Any], list[dict[str, Any]], dict[str, Any],
-                             list[dict[str, Any]]]:
-    """One topology of one run in Mininet: flows, measurement facts, link rows, facts, and
-    every (sub)flow's path as the datapath traced it."""
-    transport = transports(params)[0]
-    timing: dict[str, Any] = {}
-    with session(topo, plan, params, run_dir, run_id, label) as s:   # (bringup_s: its facts)
-        emu = s.emu
-        t = time.monotonic()
-        if transport == "mptcp":
-            timing.update(emu.configure_mptcp(params.subflows))
-        timing["ping_and_config_s"] = round(time.monotonic() - t + s.facts["ping_s"], 2)
-        flows = [Flow(src, dst) for src, dst in pairs.items()]
-        s.flows = flows
-        sampler = counter_sampler(emu, flows, params.duration, params.trim)
-        sampler.start()
-        t = time.monotonic()
-        try:
-            meas = run_iperf(emu, flows, transport, params.duration, params.trim,
-                             run_dir / transport, port=BASE_PORT,
-                             subflows=params.subflows if transport == "mptcp" else None)
-        except BaseException:
-            sampler.stop_quietly()
-            raise
-        window = counter_window(sampler)
-        timing["traffic_s"] = round(time.monotonic() - t, 2)
-        if meas["bwm_incomplete"]:  # bwm-ng is this experiment's measurement (as the paper's)
-            raise RunError(f"{label}: {meas['measurement_note']}: the bwm-ng data this "
-                           "experiment plots is incomplete")
-        if transport == "mptcp":
-            timing.update(check_subflows(flows, params.subflows))
-        t = time.monotonic()
-        traced = trace_flows(emu, flows)      # the model's paths: the datapath's, not a hash
-        timing["trace_s"] = round(time.monotonic() - t, 2)
-    facts = s.facts
-    facts.update(timing, spec=topo.spec, routing=plan.routing, counter_window_s=round(
-        window.window_s, 2), counter_error=window.error, cpu_mean=meas["cpu_mean"],
-        cpu_saturated_share=meas["cpu_saturated_share"],
-        emulator_loss_share=meas["emulator_loss_share"], backlog_drops=meas["backlog_drops"],
-        dequeue_gaps=meas["dequeue_gaps"],
-        tcp_limits=meas["tcp_limits"], restarts=meas["restarts"],
-        subflow_wait=meas["subflow_wait"])
-    links = measured_link_rows(topo, window, params.bw, r, label)
-    return flows, meas, links, facts, traced
-
-
-def subflow_rates(samples: Path, flows: list[Flow], duration: float,
-                  trim: float) -> dict[tuple[str, int], dict[str, float]]:
-    """Per (sub)flow socket, keyed by (source address, port): its goodput (bytes acked, from
-    the tcp_info samples, over its flow's trimmed window) and its median smoothed RTT."""
-    from store import read_csv
-    window = {f.src: (f.start + trim, f.start + duration - trim) for f in flows}
-    by: dict[tuple[str, int], list[dict[str, str]]] = {}
-    for row in read_csv(samples) if samples.is_file() else []:
-        t0, t1 = window.get(row["host"], (0.0, -1.0))
-        if t0 <= float(row["time"]) <= t1:
-            by.setdefault((row["saddr"], int(row["sport"])), []).append(row)
-    out = {}
-    for key, rows in by.items():
-        rows.sort(key=lambda x: float(x["time"]))
-        span = float(rows[-1]["time"]) - float(rows[0]["time"])
-        if len(rows) < 2 or span <= 0:
-            continue
-        acked = int(rows[-1]["bytes_acked"]) - int(rows[0]["bytes_acked"])
-        rtts = sorted(int(x["rtt"]) for x in rows)
-        out[key] = {"mbps": round(8 * acked / span / 1e6, 4),
-                    "rtt_ms": round(rtts[len(rtts) // 2] / 1000, 3)}
-    return out
-
-
 # -- the experiment -------------------------------------------------------------------------
-
-def run(params: FairnessParams, folder: RunFolder) -> None:
-    """All repetitions, on the emulator or on the flow model (``--backend``)."""
-    if params.backend == "emulated":
-        run_emulated(params, folder)
-    else:
-        run_model(params, folder)
-
-
-def _networks(params: FairnessParams, folder: RunFolder, r: int,
-              ft: tuple[Topology, Any]) -> tuple[list[tuple[str, Topology, Any, dict[str, str]]],
-                                                 dict[str, Any], float, Path]:
-    """Repetition ``r``'s two networks and permutations, recorded in its folder: (networks,
-    the model's synthetic subflows per network, seconds the plans took, the folder)."""
-    t = time.monotonic()
-    nets, tuples = run_networks(params, r, ft)
-    plan_s = round(time.monotonic() - t, 2)
-    run_dir = folder.path / f"run{r:02d}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "networks.json").write_text(json.dumps(
-        {label: {"spec": topo.spec, "routing": plan.routing, "permutation": pairs}
-         for label, topo, plan, pairs in nets}, indent=1))
-    for label, topo, plan, pairs in nets:
-        folder.log.info("run %d %s: %s, %s, permutation %s", r, label, topo.spec,
-                        plan.routing, pairs)
-    return nets, tuples, plan_s, run_dir
-
-
-def _base_row(r: int, label: str, topo: Topology, plan: Any) -> dict[str, Any]:
-    return {"run": r, "topology": label, "spec": topo.spec, "routing": plan.routing,
-            "servers": len(topo.hosts())}
-
 
 def _fat_tree(params: FairnessParams) -> tuple[Topology, Any]:
     topo = topos.build(params.fattree)
     return topo, routing.make_plan(topo, "ecmp")
 
 
-#: what one network of one repetition gives the tables: its flow, link and subflow rows
-_NetworkRows = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
-#: how one network of one repetition is measured: (repetition, label, topology, plan,
-#: permutation, the model's synthetic subflows, seconds the plans took, its folder, the
-#: columns every row of it carries) -> its rows
-_MeasureNetwork = Callable[[int, str, Topology, Any, dict[str, str], dict[str, Any], float, Path,
-                    dict[str, Any]], _NetworkRows]
+def _record_networks(folder: RunFolder, run_dir: Path, nets: list[Workload]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "networks.json").write_text(json.dumps(
+        {w.label: {"spec": w.topo.spec, "routing": w.plan.routing,
+                   "permutation": w.phases[0].pairs()} for w in nets}, indent=1))
+    for w in nets:
+        folder.log.info("run %d %s: %s, %s, permutation %s", w.rep, w.label, w.topo.spec,
+                        w.plan.routing, w.phases[0].pairs())
 
 
-def _repetitions(params: FairnessParams, folder: RunFolder, measure: _MeasureNetwork,
-                 summarize: Callable[[list[dict[str, Any]]], None]) -> list[dict[str, Any]]:
-    """Every repetition: both networks, fresh plans and permutation, each measured by
-    ``measure``; after each repetition every table so far is on disk (links.csv,
-    path_lengths.csv and ``summarize``'s).  Returns the flow rows."""
+def run(params: FairnessParams, folder: RunFolder) -> None:
+    """Every repetition: the fat tree and the Jellyfish, fresh plans and permutation, each
+    run by the backend (``--backend``), then the flow models on the paths its flows took;
+    after each repetition every table so far is on disk."""
+    from analysis.summaries import write_permutation_summary
     from store import write_csv
 
+    from .figures import write_fidelity, write_model_summary
+
+    backend = make(params, folder)
     ft = _fat_tree(params)
     rows: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
     lengths: list[dict[str, Any]] = []
     subflows: list[dict[str, Any]] = []
+    reports: list[dict[str, Any]] = []
+    traffic_s = 0.0
+    t_start = time.monotonic()
     for r in range(params.runs):
-        nets, tuples, plan_s, run_dir = _networks(params, folder, r, ft)
-        for label, topo, plan, pairs in nets:
-            lengths += path_length_rows(r, label, topo)
-            new_rows, new_links, new_subs = measure(r, label, topo, plan, pairs, tuples[label],
-                                                    plan_s, run_dir / label,
-                                                    _base_row(r, label, topo, plan))
-            rows += new_rows
-            links += new_links
-            subflows += new_subs
+        t = time.monotonic()
+        nets = networks(params, r, ft)
+        plan_s = round(time.monotonic() - t, 2)
+        run_dir = folder.path / f"run{r:02d}"
+        _record_networks(folder, run_dir, nets)
+        for w in nets:
+            lengths += path_length_rows(r, w.label, w.topo)
+            for m in backend.run(w, run_dir / w.label):
+                traffic_s += w.duration if backend.realtime else 0.0
+                agg = _aggregate_wanted(params, w.topo)
+                t = time.monotonic()
+                pred, load, subs = model_rates(w.topo, m.phase.pairs(), list(m.paths),
+                                               params.bw, agg, params.tcp_model)
+                for sub in subs:
+                    sub.update(run=r, topology=w.label, spec=w.topo.spec)
+                subflows += subs
+                folder.record(w.key, {**folder.config["runtime"].get(w.key, {}),
+                                      "spec": w.topo.spec, "routing": w.plan.routing,
+                                      "plans_s": plan_s,
+                                      "model_s": round(time.monotonic() - t, 2),
+                                      "aggregate": agg})
+                base = {"run": r, "topology": w.label, "spec": w.topo.spec,
+                        "routing": w.plan.routing, "servers": len(w.topo.hosts())}
+                for row in flow_rows(w, m):
+                    p = pred[str(row["src"])]
+                    rows.append({**base, **row,
+                                 "norm_model_aggregate": round(p["aggregate_mbps"] / params.bw, 5),
+                                 "norm_model_tcp": round(p["tcp_mbps"] / params.bw, 5),
+                                 "norm_model_tcp_coupled": round(p["tcp_coupled_mbps"] /
+                                                                 params.bw, 5),
+                                 "norm_model_lia": round(p["lia_mbps"] / params.bw, 5),
+                                 "model_paths": p["paths"]})
+                links += measured_link_rows(w.topo, m.links, params.bw, r, w.label) \
+                    if m.links is not None else \
+                    model_link_rows(w.topo, load, params.bw, r, w.label)
+                if m.report is not None:
+                    reports.append({**m.report, "topology": w.label})
         write_csv(folder.path / "links.csv", links)
         write_csv(folder.path / "subflows.csv", subflows)
         write_csv(folder.path / "path_lengths.csv", lengths)
-        summarize(rows)
-    return rows
-
-
-def run_emulated(params: FairnessParams, folder: RunFolder) -> None:
-    """Every repetition in Mininet: both networks, one after the other, each fresh."""
-    from analysis.summaries import write_permutation_summary
-
-    from .figures import write_fidelity
-
-    traffic_s = 0.0
-
-    def measure(r: int, label: str, topo: Topology, plan: Any, pairs: dict[str, str],
-                tuples: dict[str, Any], plan_s: float, sub_dir: Path,
-                base: dict[str, Any]) -> _NetworkRows:
-        nonlocal traffic_s
-        flows, meas, lrows, facts, traced = emulate(params, label, topo, plan, pairs, sub_dir,
-                                                    f"{folder.id}-{r}-{label}", r)
-        traffic_s += params.duration
-        if facts.get("subflows_missing"):
-            folder.log.warning("run %d %s: %d subflows not up at the ss snapshot: "
-                               "%s", r, label, facts["subflows_missing"],
-                               facts["short_connections"])
-        (sub_dir / "flows.json").write_text(json.dumps(
-            [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows],
-            indent=1))
-        (sub_dir / "paths.json").write_text(json.dumps(traced, indent=1))
-        # fidelity: the model on the paths the datapath traced for the run's real 5-tuples
-        t = time.monotonic()
-        pred, _, subs = model_rates(topo, plan, pairs, tuples, params.bw,
-                                    _aggregate_wanted(params, topo), params.tcp_model,
-                                    routed=traced)
-        got = subflow_rates(sub_dir / transports(params)[0] / "tcp_samples.csv", flows,
-                            params.duration, params.trim)
-        for sub in subs:
-            sub.update({"run": r, "topology": label, "spec": topo.spec},
-                       **got.get((sub["src_ip"], int(sub["src_port"])),
-                                 {"mbps": float("nan"), "rtt_ms": float("nan")}))
-        facts.update(plans_s=plan_s, model_s=round(time.monotonic() - t, 2))
-        folder.record(f"run{r:02d}-{label}", facts)
-        for why in measurement_reasons(meas):      # as every experiment judges
-            folder.flag(f"run {r} {label}: {why}")
-        return [{**base, "src": f.src, "dst": f.dst,
-                 "iperf_mbps": round(f.iperf_mbps, 4),
-                 "bwm_mbps": round(f.bwm_mbps, 4),
-                 "norm_iperf": round(f.iperf_mbps / params.bw, 5),
-                 "norm_bwm": round(f.bwm_mbps / params.bw, 5),
-                 "norm_model": round(pred[f.src]["mbps"] / params.bw, 5),
-                 "norm_model_aggregate": round(
-                     pred[f.src]["aggregate_mbps"] / params.bw, 5),
-                 "norm_model_tcp": round(pred[f.src]["tcp_mbps"] / params.bw, 5),
-                 "norm_model_tcp_coupled": round(pred[f.src]["tcp_coupled_mbps"] / params.bw,
-                                                 5),
-                 "norm_model_lia": round(pred[f.src]["lia_mbps"] / params.bw, 5),
-                 "subflows": len(f.subflows),
-                 "src_addrs": len({s["src_ip"] for s in f.subflows}),
-                 "model_paths": pred[f.src]["paths"],
-                 "cpu_mean": meas["cpu_mean"],
-                 "cpu_saturated_share": meas["cpu_saturated_share"],
-                 "emulator_loss_share": meas["emulator_loss_share"],
-                 "gaps_within_10pct": gap_share(meas["dequeue_gaps"])}
-                for f in flows], lrows, subs
-
-    t_start = time.monotonic()
-    rows = _repetitions(params, folder, measure, lambda rows: write_permutation_summary(
-        folder.path, rows, params, key="topology"))
+        if reports:     # measured views: the emulator's rates beside their fidelity reports
+            write_permutation_summary(folder.path, rows, params, key="topology",
+                                      reports=reports)
+        else:
+            write_model_summary(folder.path, rows)
     wall = time.monotonic() - t_start
     # overhead = everything but the traffic itself
     timing = {"wall_s": round(wall, 1), "traffic_s": round(traffic_s, 1),
               "overhead_share_of_traffic": round((wall - traffic_s) / traffic_s, 3)
               if traffic_s else None, "transport": transports(params)[0]}
     folder.record("timing", timing)
-    write_fidelity(folder.path, rows, timing, True)
-
-
-def run_model(params: FairnessParams, folder: RunFolder) -> None:
-    """Every repetition on the flow model: the same networks, plans and permutations."""
-    from .figures import write_fidelity, write_model_summary
-
-    def measure(r: int, label: str, topo: Topology, plan: Any, pairs: dict[str, str],
-                tuples: dict[str, Any], plan_s: float, _sub_dir: Path,
-                base: dict[str, Any]) -> _NetworkRows:
-        agg = _aggregate_wanted(params, topo)
-        t = time.monotonic()
-        pred, load, subs = model_rates(topo, plan, pairs, tuples, params.bw, agg,
-                                       params.tcp_model)
-        for sub in subs:
-            sub.update(run=r, topology=label, spec=topo.spec)
-        folder.record(f"run{r:02d}-{label}", {
-            "spec": topo.spec, "routing": plan.routing, "plans_s": plan_s,
-            "model_s": round(time.monotonic() - t, 2), "aggregate": agg})
-        return [{**base, "src": src, "dst": dst,
-                 "model_mbps": round(pred[src]["mbps"], 4),
-                 "norm_model": round(pred[src]["mbps"] / params.bw, 5),
-                 "norm_model_aggregate": round(pred[src]["aggregate_mbps"] / params.bw, 5),
-                 "norm_model_tcp": round(pred[src]["tcp_mbps"] / params.bw, 5),
-                 "norm_model_tcp_coupled": round(pred[src]["tcp_coupled_mbps"] / params.bw, 5),
-                 "norm_model_lia": round(pred[src]["lia_mbps"] / params.bw, 5),
-                 "subflows": len(tuples[src]),
-                 "model_paths": pred[src]["paths"]}
-                for src, dst in pairs.items()], model_link_rows(topo, load, params.bw, r,
-                                                                label), subs
-
-    t_start = time.monotonic()
-    rows = _repetitions(params, folder, measure,
-                        lambda rows: write_model_summary(folder.path, rows))
-    timing = {"wall_s": round(time.monotonic() - t_start, 1), "traffic_s": 0.0,
-              "overhead_share_of_traffic": None, "transport": transports(params)[0]}
-    folder.record("timing", timing)
-    write_fidelity(folder.path, rows, timing, False)
+    write_fidelity(folder.path, rows, timing)
+    if reports:
+        (folder.path / "fidelity.json").write_text(json.dumps({"reports": reports}, indent=1))

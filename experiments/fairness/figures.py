@@ -24,7 +24,7 @@ import numpy as np
 
 import topos
 from analysis.figures import caption, note, rank_plot, save
-from analysis.summaries import group_stats
+from analysis.summaries import group_stats, with_goodput
 from model import alpha_fair_rates, lia_rates
 from model.network import Link, capacities, path_links
 from store import cell, read_csv, read_json, write_csv
@@ -55,17 +55,18 @@ def write_model_summary(run_dir: Path, rows: list[dict[str, Any]]) -> None:
     write_csv(run_dir / "summary.csv", out)
 
 
-def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, Any]]:
+def fidelity_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per topology over all runs: the headline numbers and how far the measurement tools and
-    the flow-level model agree with each other."""
+    the flow-level model agree with each other (the tools: where the rows have wire rates)."""
     out = []
+    emulated = bool(rows) and "norm_bwm" in rows[0]
     groups = _groups(rows)
     main = "norm_bwm" if emulated else "norm_model"
     ref = group_stats(cell(r.get(main)) for r in groups.get("fattree", []))
     for topo, sel in groups.items():
         row: dict[str, Any] = {"topology": topo, "servers": sel[0].get("servers", ""),
                                "runs": len({str(r["run"]) for r in sel})}
-        metrics = ("norm_bwm", "norm_iperf", *MODEL_METRICS) if emulated else MODEL_METRICS
+        metrics = ("norm_bwm", "norm_goodput", *MODEL_METRICS) if emulated else MODEL_METRICS
         for metric in metrics:
             st = group_stats(cell(r.get(metric)) for r in sel)
             for k in ("mean", "jain", "p10"):
@@ -76,7 +77,7 @@ def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, 
             row["mean_vs_fattree"] = round(st["mean"] / ref["mean"], 4)
         if emulated:
             bwm = np.array([cell(r["norm_bwm"]) for r in sel])
-            ipf = np.array([cell(r["norm_iperf"]) for r in sel])
+            ipf = np.array([cell(r["norm_goodput"]) for r in sel])
             ok = (ipf > 0) & np.isfinite(bwm)
             if ok.any():
                 ratio = bwm[ok] / ipf[ok]
@@ -105,10 +106,9 @@ def fidelity_rows(rows: list[dict[str, Any]], emulated: bool) -> list[dict[str, 
     return out
 
 
-def write_fidelity(run_dir: Path, rows: list[dict[str, Any]], timing: dict[str, Any],
-                   emulated: bool) -> None:
+def write_fidelity(run_dir: Path, rows: list[dict[str, Any]], timing: dict[str, Any]) -> None:
     """fidelity.csv: one row per topology plus one row with the run's timing."""
-    out = fidelity_rows(rows, emulated)
+    out = fidelity_rows(rows)
     out.append({"topology": "timing", **timing})
     write_csv(run_dir / "fidelity.csv", out)
 
@@ -142,7 +142,7 @@ def _extra(config: dict[str, Any]) -> str:
 
 def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]) -> list[Path]:
     """rank.png (+ model/aggregate variants) from flows.csv rows."""
-    emulated = config["params"].get("backend", "emulated") == "emulated"
+    emulated = "norm_bwm" in rows[0]         # wire rates: a measured view
     groups = _groups(rows)
     out = []
     nets = _extra(config)
@@ -168,7 +168,7 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             if tcp != "off" else "max-min only (--tcp-model off)"))
         series = []
         for t, rs in groups.items():
-            series += [(f"{_label(t, rs)} iperf3", rs, "norm_iperf"),
+            series += [(f"{_label(t, rs)} iperf3", rs, "norm_goodput"),
                        (f"{_label(t, rs)} bwm-ng", rs, "norm_bwm")]
         out.append(note(rank_plot(run_dir / "iperf_vs_bwm.png", series, caption(
             config, "iperf3 vs bwm-ng, by rank of flow")),
@@ -384,7 +384,7 @@ def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
     facts = subflow_facts(rows)
     summary = subflow_summary(facts)
     write_csv(run_dir / "subflow_summary.csv", summary)
-    emulated = config["params"].get("backend", "emulated") == "emulated"
+    emulated = "mbps" in rows[0]             # the subflows' own measured rates
     rates = SUBFLOW_RATES if emulated else SUBFLOW_RATES[1:]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
     styles = {"measured": "-", "max-min": "--", "TCP-like model": ":"}
@@ -432,7 +432,8 @@ def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     (+ rank_vs_model.png and iperf_vs_bwm.png when emulated, rank_aggregate.png for the model
     when computed)."""
     run_dir = Path(run_dir)
-    rows = read_csv(run_dir / "flows.csv")
+    rows = with_goodput(read_csv(run_dir / "flows.csv"),
+                        config["params"].get("backend", "emulated"))
     if not rows:
         raise ValueError(f"{run_dir}: flows.csv has no flows")
     out = plot_rank(run_dir, config, rows)

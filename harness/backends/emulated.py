@@ -1,30 +1,127 @@
 """The emulator as a backend: one network per workload (harness.session), its phases one
 after another on it, each flow an iperf3 transfer; every (sub)flow traced through the
-switches, and each phase compared with the flow model on the traced paths (the fidelity
-report, judged here: a suspect phase flags the run)."""
+switches, with its own rate and RTT from the senders' tcp_info samples, and each phase
+compared with the flow model on the traced paths (the fidelity report, judged here: a
+suspect phase flags the run).  What a workload asks beyond that: the links' bytes over the
+window (``Workload.links``: the switch ports' counters) and complete wire rates
+(``Workload.wire``: bwm-ng's, as the experiment plots them)."""
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.fidelity import load_calibration, model_is_exact, report
+from analysis.fidelity import gap_share, load_calibration, model_is_exact, report
+from emulator.emulation import Emulation
+from emulator.proc import RunError
 from harness.runfolder import RunFolder
+from harness.sampling import Sampler
 from harness.session import Session, judge, session
 from harness.trace import trace_flows
-from harness.traffic import BASE_PORT, Flow, check_subflows, loss_fields, run_iperf
-from harness.workload import FlowResult, FlowSpec, Measurement, Phase, Workload, register
-from model.network import rates_on_paths
+from harness.traffic import (
+    BASE_PORT,
+    Flow,
+    check_subflows,
+    counter_delta,
+    loss_fields,
+    port_counters,
+    run_iperf,
+)
+from harness.workload import (
+    FlowResult,
+    FlowSpec,
+    LinkBytes,
+    Measurement,
+    Phase,
+    Workload,
+    register,
+)
+from model.network import rates_on_paths, route_by_hash, synthetic_subflows
+from topos.base import Topology
+
+
+def counter_sampler(emu: Emulation, flows: list[Flow], duration: float,
+                    trim: float) -> Sampler[Any]:
+    """Port counter snapshots at max(start) + trim and min(start) + duration - trim, the
+    window the rates are taken over, once run_iperf has started every client."""
+    def window() -> list[float] | None:
+        if not all(f.start for f in flows):
+            return None
+        return [max(f.start for f in flows) + trim, min(f.start for f in flows) + duration - trim]
+    return Sampler("port counter", lambda: port_counters(emu), schedule=window)
+
+
+def link_bytes(topo: Topology, sampler: Sampler[Any]) -> LinkBytes:
+    """The bytes of every directed link between the two snapshots of a finished counter
+    sampler: a switch port's tx for the link it sends on, and a host's uplink by the rx of
+    the switch port it reaches (its error kept, not raised: the run goes on without them)."""
+    sampler.join(timeout=30)            # the end snapshot is due before traffic ends
+    try:
+        got = sampler.stop()
+    except RunError as exc:
+        return LinkBytes(0.0, {}, {}, str(exc))
+    if len(got) < 2:
+        return LinkBytes(0.0, {}, {}, "the window closed before both snapshots")
+    (t0, before), (t1, after) = got[0], got[-1]
+    nbytes: dict[tuple[str, str], int] = {}
+    drops: dict[tuple[str, str], int] = {}
+    for d in counter_delta(before, after):
+        sw, port = d["switch"], d["port"]
+        peer = topo.ports(sw)[port][0]
+        nbytes[(sw, peer)] = d["tx_bytes"]
+        drops[(sw, peer)] = d["qdisc_drops"]
+        if not topo.is_switch(peer):
+            nbytes[(peer, sw)] = d["rx_bytes"]
+    return LinkBytes(t1 - t0, nbytes, drops)
+
+
+def subflow_rates(samples: Path, flows: list[Flow], duration: float,
+                  trim: float) -> dict[tuple[str, int], dict[str, float]]:
+    """Per (sub)flow socket, keyed by (source address, port): its goodput (bytes acked, from
+    the tcp_info samples, over its flow's trimmed window) and its median smoothed RTT."""
+    from store import read_csv
+    window = {f.src: (f.start + trim, f.start + duration - trim) for f in flows}
+    by: dict[tuple[str, int], list[dict[str, str]]] = {}
+    for row in read_csv(samples) if samples.is_file() else []:
+        t0, t1 = window.get(row["host"], (0.0, -1.0))
+        if t0 <= float(row["time"]) <= t1:
+            by.setdefault((row["saddr"], int(row["sport"])), []).append(row)
+    out = {}
+    for key, rows in by.items():
+        rows.sort(key=lambda x: float(x["time"]))
+        span = float(rows[-1]["time"]) - float(rows[0]["time"])
+        if len(rows) < 2 or span <= 0:
+            continue
+        acked = int(rows[-1]["bytes_acked"]) - int(rows[0]["bytes_acked"])
+        rtts = sorted(int(x["rtt"]) for x in rows)
+        out[key] = {"mbps": round(8 * acked / span / 1e6, 4),
+                    "rtt_ms": round(rtts[len(rtts) // 2] / 1000, 3)}
+    return out
+
+
+def _with_rates(traced: list[dict[str, Any]],
+                rates: Mapping[tuple[str, int], Mapping[str, float]]) -> list[dict[str, Any]]:
+    """Each traced (sub)flow with its own rate and RTT (NaN where it has no samples)."""
+    nan = {"mbps": math.nan, "rtt_ms": math.nan}
+    out = []
+    for t in traced:
+        ft = t.get("five_tuple") or {}
+        key = (str(ft.get("src_ip")), int(ft.get("src_port") or 0))
+        out.append({**t, **rates.get(key, nan)})
+    return out
 
 
 class EmulatedBackend:
     """Real Mininet, the run's dataplane, iperf3, bwm-ng and MPTCP."""
     name = "emulated"
+    realtime = True
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
         self.calibration = load_calibration(folder.path, params.topo, params.bw,
-                                            params.dataplane)
+                                            params.dataplane) if "topo" in params else None
 
     def _phase(self, s: Session, w: Workload, i: int, phase: Phase,
                out: Path) -> Measurement:
@@ -33,23 +130,47 @@ class EmulatedBackend:
             s.facts.update(emu.configure_mptcp(phase.subflows))
         flows = [Flow(f.src, f.dst) for f in phase.flows]
         s.flows += flows
+        sampler = counter_sampler(emu, flows, w.duration, w.trim) if w.links else None
+        if sampler is not None:
+            sampler.start()
         # each flow its own port; each phase its own range on the shared network
-        meas = run_iperf(emu, flows, phase.transport, w.duration, w.trim, out,
-                         port=BASE_PORT + i * len(flows), subflows=phase.subflows)
+        try:
+            meas = run_iperf(emu, flows, phase.transport, w.duration, w.trim, out,
+                             port=BASE_PORT + i * len(flows), subflows=phase.subflows)
+        except BaseException:
+            if sampler is not None:
+                sampler.stop_quietly()
+            raise
+        links = link_bytes(w.topo, sampler) if sampler is not None else None
+        if w.wire and meas["bwm_incomplete"]:
+            raise RunError(f"{w.where}: {meas['measurement_note']}: the bwm-ng data this "
+                           "experiment plots is incomplete")
         shortfall = check_subflows(flows, phase.subflows) if phase.transport == "mptcp" \
             else {}
         (out / "flows.json").write_text(json.dumps(
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
         traced = trace_flows(emu, flows)
         (out / "paths.json").write_text(json.dumps(traced, indent=1))
-        model = rates_on_paths(emu.topo, w.bw, phase.pairs(), traced)
+        pairs = phase.pairs()
+        # a connection that never connected has no traced path: the model takes the plan's
+        # hash of the 5-tuples it would have used
+        lost = {src: dst for src, dst in pairs.items()
+                if src not in {t["src"] for t in traced}}
+        if lost:
+            traced += route_by_hash(w.topo, w.plan, lost, synthetic_subflows(
+                w.topo, lost, phase.subflows, w.rng, BASE_PORT))
+        model = rates_on_paths(emu.topo, w.bw, pairs, traced)
         fid = report({f.src: f.iperf_mbps for f in flows}, model, w.bw, meas,
                      self.calibration, model_bound=model_is_exact(phase.transport))
         fid.update(run=w.rep, transport=phase.transport, cpu_mean=meas["cpu_mean"],
+                   **({"topology": w.label} if w.label else {}),
                    **shortfall, restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                    **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],
                    cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"],
                    stack_counters=meas["stack_counters"])
+        if links is not None:
+            s.facts.update(counter_window_s=round(links.window_s, 2),
+                           counter_error=links.error)
         # acked: the senders' bytes acked (every subflow's, tcp_info) over the window in
         # absolute time, beside iperf3's goodput and bwm-ng's wire bytes; MPTCP: the
         # connections' own counters too (data acked at the sender, data taken in order at
@@ -58,21 +179,27 @@ class EmulatedBackend:
                                    len(f.subflows),
                                    {"bwm": f.bwm_mbps, "acked": f.acked_mbps,
                                     "msk_acked": f.msk_acked_mbps,
-                                    "msk_received": f.msk_received_mbps})
+                                    "msk_received": f.msk_received_mbps},
+                                   {"src_addrs": len({x["src_ip"] for x in f.subflows})})
                         for f in flows)
+        rates = subflow_rates(out / "tcp_samples.csv", flows, w.duration, w.trim)
         return Measurement(self.name, phase, results,
                            {"cpu_mean": meas["cpu_mean"],
-                            "cpu_saturated_share": meas["cpu_saturated_share"]}, fid)
+                            "cpu_saturated_share": meas["cpu_saturated_share"],
+                            "emulator_loss_share": meas["emulator_loss_share"],
+                            "gaps_within_10pct": gap_share(meas["dequeue_gaps"])},
+                           fid, tuple(_with_rates(traced, rates)), links)
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase on one network (``out``/<transport>); the network's facts recorded,
         each phase's fidelity report judged."""
-        with session(w.topo, w.plan, self.params, out, f"{self.folder.id}-{w.rep}") as s:
+        run_id = f"{self.folder.id}-{w.rep}" + (f"-{w.label}" if w.label else "")
+        with session(w.topo, w.plan, self.params, out, run_id, w.label) as s:
             got = [self._phase(s, w, i, p, out / p.transport) for i, p in enumerate(w.phases)]
-        self.folder.record(f"run{w.rep:02d}", s.facts)
+        self.folder.record(w.key, {**s.facts, "spec": w.topo.spec, "routing": w.plan.routing})
         for m in got:
             assert m.report is not None
-            judge(self.folder, m.report, f"run {w.rep} {m.phase.transport}")
+            judge(self.folder, m.report, f"{w.where} {m.phase.transport}")
         return got
 
 

@@ -1,7 +1,8 @@
 """The flow model as a backend: each (sub)flow's path through the plan chosen by a seeded
 hash of the 5-tuple the emulator would use, then max-min rates on those paths (goodput),
 beside the TCP-like (proportionally fair) rates, over independent subflows and over each
-connection's total (coupled, as LIA aims at)."""
+connection's total (coupled, as LIA aims at), unless the workload says that its experiment
+computes its own variants on the paths (``Workload.tcp_like``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,18 +25,21 @@ def model_phase(w: Workload, phase: Phase) -> Measurement:
     n = phase.subflows
     routed = route_by_hash(w.topo, w.plan, pairs, synthetic_subflows(w.topo, pairs, n, w.rng))
     maxmin = rates_on_paths(w.topo, w.bw, pairs, routed)
-    tcp = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed)
-    coupled = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed, coupled=True) \
-        if n > 1 else tcp
-    flows = tuple(FlowResult(f, maxmin[f.src], maxmin[f.src], n,
-                             {"model_tcp": tcp[f.src], "model_tcp_coupled": coupled[f.src]})
+    extra: dict[str, dict[str, float]] = {f.src: {} for f in phase.flows}
+    if w.tcp_like:
+        tcp = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed)
+        coupled = tcp_like_rates_on_paths(w.topo, w.bw, pairs, routed, coupled=True) \
+            if n > 1 else tcp
+        extra = {s: {"model_tcp": tcp[s], "model_tcp_coupled": coupled[s]} for s in pairs}
+    flows = tuple(FlowResult(f, maxmin[f.src], maxmin[f.src], n, extra[f.src])
                   for f in phase.flows)
-    return Measurement("model", phase, flows)
+    return Measurement("model", phase, flows, paths=tuple(routed))
 
 
 class ModelBackend:
     """Seconds for networks far beyond one machine (``--topo fattree,k=16``)."""
     name = "model"
+    realtime = False
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder

@@ -16,6 +16,7 @@ from model.network import rates_on_paths
 class SimBackend:
     """Mainline ns-3: TCP only (it has no MPTCP)."""
     name = "sim"
+    realtime = False
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder

@@ -73,7 +73,8 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     assert {"rank.png", "path_lengths.png", "utilisation.png", "iperf_vs_bwm.png",
             "rank_vs_model.png"} <= figs
     for f in ("summary.csv", "flows.csv", "links.csv", "fidelity.csv", "path_lengths.csv",
-              "run00/networks.json", "run00/fattree/flows.json", "run00/jellyfish/flows.json",
+              "run00/networks.json", "run00/fattree/mptcp/flows.json",
+              "run00/jellyfish/mptcp/flows.json",
               "run00/jellyfish/plan.json", "run00/jellyfish/mptcp/bwm.csv"):
         assert (run / f).exists(), f
     rows = read_csv(run / "flows.csv")
@@ -82,7 +83,7 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
     links = read_csv(run / "links.csv")
     assert {r["layer"] for r in links} >= {"agg-core", "tor-tor"}
     for label in ("fattree", "jellyfish"):
-        recorded = json.loads((run / f"run00/{label}/flows.json").read_text())
+        recorded = json.loads((run / f"run00/{label}/mptcp/flows.json").read_text())
         assert len(recorded) == 16
         # subflows come from one ss snapshot during traffic; a few join late under loss
         assert sum(len(f["subflows"]) for f in recorded) >= \
@@ -98,7 +99,7 @@ def test_short_fairness_run_writes_folder_figures_and_subflows_spread(tmp_path):
         # at most one connection on a single path is tolerated per topology
         assert len(single) <= 1, (label, single, traced[label])
         # the datapath's own paths, and every subflow's rate and path length from them
-        paths = json.loads((run / f"run00/{label}/paths.json").read_text())
+        paths = json.loads((run / f"run00/{label}/mptcp/paths.json").read_text())
         assert len(paths) == sum(len(f["subflows"]) for f in recorded)
     subs = read_csv(run / "subflows.csv")
     assert len(subs) >= (1 - traffic.MAX_MISSING_SUBFLOWS) * 2 * 16 * 8

@@ -14,7 +14,7 @@ from experiments.fairness import experiment as fairness
 from experiments.fairness.figures import core_balance, fidelity_rows, plot_fairness
 from harness.common import checked
 from harness.runfolder import RunFolder
-from harness.traffic import Flow
+from harness.traffic import Flow, check_subflows
 from store import read_csv
 
 
@@ -59,25 +59,35 @@ def test_jellyfish_variants_grow_and_extra_servers():
     assert list(fairness.jellyfish_variants(params())) == ["jellyfish"]
 
 
-def test_runs_are_seeded_fresh_and_shared_between_topologies():
+def test_runs_are_seeded_fresh_and_shared_between_topologies(tmp_path):
+    from harness.backends.model import ModelBackend
     p = params()
     ft = topos.build(p["fattree"])
     ftp = routing.make_plan(ft, "ecmp")
-    a, ta = fairness.run_networks(p, 0, (ft, ftp))
-    b, tb = fairness.run_networks(p, 0, (ft, ftp))
-    c, _ = fairness.run_networks(p, 1, (ft, ftp))
-    assert [n[1].spec for n in a] == [n[1].spec for n in b] and ta == tb
-    assert a[1][1].spec != c[1][1].spec, "every run draws a fresh Jellyfish"
-    assert a[0][3] != c[0][3], "every run draws a fresh permutation"
-    assert "seed=" in a[1][1].spec and a[1][2].routing == "ksp,k=4"
+    a = fairness.networks(p, 0, (ft, ftp))
+    b = fairness.networks(p, 0, (ft, ftp))
+    c = fairness.networks(p, 1, (ft, ftp))
+    assert [w.topo.spec for w in a] == [w.topo.spec for w in b]
+    assert [w.label for w in a] == ["fattree", "jellyfish"] and all(w.rep == 0 for w in a)
+    assert a[1].topo.spec != c[1].topo.spec, "every run draws a fresh Jellyfish"
+    assert a[0].phases != c[0].phases, "every run draws a fresh permutation"
+    assert "seed=" in a[1].topo.spec and a[1].plan.routing == "ksp,k=4"
+    # what the emulated backend is asked beyond its flows: counters, complete wire rates;
+    # the experiment's own model variants instead of the backend's
+    assert all(w.links and w.wire and not w.tcp_like for w in a)
     # equal host counts: the same permutation by host index on both topologies
-    idx = {lab: [topo.hosts().index(pairs[h]) for h in topo.hosts()]
-           for lab, topo, _, pairs in a}
+    idx = {w.label: [w.topo.hosts().index(w.phases[0].pairs()[h]) for h in w.topo.hosts()]
+           for w in a}
     assert idx["fattree"] == idx["jellyfish"]
-    assert all(s != d for s, d in a[1][3].items())
-    # 8 subflows, one per address: the primary and 7 extra ones
-    subs = ta["jellyfish"]["h0_0"]
-    assert len(subs) == 8 and len({s["src_ip"] for s in subs}) == 8
+    assert all(s != d for s, d in a[1].phases[0].pairs().items())
+    # the model draws the subflows' source ports from the same stream, network after
+    # network: the same seed gives the same paths; 8 subflows, one per address
+    folder = RunFolder(tmp_path, "fairness", p)
+    runs = [[m.paths for w in nets for m in ModelBackend(p, folder).run(w, tmp_path)]
+            for nets in (a, b)]
+    assert runs[0] == runs[1]
+    subs = [x for x in runs[0][1] if x["src"] == "h0_0"]
+    assert len(subs) == 8 and len({x["five_tuple"]["src_ip"] for x in subs}) == 8
 
 
 def test_model_rates_tiny_fattree_full_rate_and_link_loads():
@@ -85,9 +95,10 @@ def test_model_rates_tiny_fattree_full_rate_and_link_loads():
     plan = routing.make_plan(topo, "ecmp")
     h = topo.hosts()
     pairs = {h[0]: h[1], h[1]: h[0]}
-    from model.network import synthetic_subflows
-    tuples = synthetic_subflows(topo, pairs, 4, random.Random(1))
-    pred, load, _ = fairness.model_rates(topo, plan, pairs, tuples, 10.0, aggregate=True)
+    from model.network import route_by_hash, synthetic_subflows
+    routed = route_by_hash(topo, plan, pairs, synthetic_subflows(topo, pairs, 4,
+                                                                 random.Random(1)))
+    pred, load, _ = fairness.model_rates(topo, pairs, routed, 10.0, aggregate=True)
     for s in h:
         assert pred[s]["mbps"] == pytest.approx(10 * 1448 / 1514)
         assert pred[s]["aggregate_mbps"] == pytest.approx(10 * 1448 / 1514)
@@ -101,19 +112,18 @@ def test_model_rates_tiny_fattree_full_rate_and_link_loads():
 
 
 def test_model_rates_on_traced_paths_per_subflow(tmp_path):
-    """Given paths replace the hash; per-subflow rows carry both models' rates; the coupled
-    TCP-like rate of a connection is at most its total over independent subflows."""
+    """The models on given (traced) paths; per-subflow rows carry the models' rates and what
+    the backend measured of each subflow; the coupled TCP-like rate of a connection is at
+    most its total over independent subflows."""
     topo = topos.build("fattree,k=4")
-    plan = routing.make_plan(topo, "ecmp")
     a, b, c = "0_0_2", "1_0_2", "1_0_3"
     pairs = {a: b, c: "2_0_2"}
     up = ["0_0_1", "0_2_1", "4_1_1", "1_2_1", "1_0_1"]     # one of a->b's four paths
     routed = [{"src": a, "dst": b, "five_tuple": {"src_ip": "10.0.0.2", "src_port": p},
-               "path": up} for p in (1, 2)]
+               "path": up, "mbps": 4.0 + p, "rtt_ms": 1.5} for p in (1, 2)]
     routed.append({"src": c, "dst": "2_0_2", "path": ["1_0_1", "1_2_1", "4_1_1", "2_2_1",
                                                        "2_0_1"], "five_tuple": {}})
-    pred, _, subs = fairness.model_rates(topo, plan, pairs, {}, 10.0, False, "propfair",
-                                         routed=routed)
+    pred, _, subs = fairness.model_rates(topo, pairs, routed, 10.0, False, "propfair")
     full = 10 * 1448 / 1514
     # a's two subflows share one path: together one link's worth; c shares 1_2_1>4_1_1?
     # no: its path crosses 1_2_1->4_1_1 in the other direction, so both get a full link
@@ -123,31 +133,32 @@ def test_model_rates_on_traced_paths_per_subflow(tmp_path):
     assert [s["links"] for s in subs] == [6, 6, 6]
     assert subs[0]["model_mbps"] == pytest.approx(full / 2, abs=1e-3)
     assert subs[0]["path"] == ">".join(up) and subs[0]["src_port"] == 1
+    assert (subs[1]["mbps"], subs[1]["rtt_ms"]) == (6.0, 1.5) and "mbps" not in subs[2]
 
 
 def test_subflow_rates_from_tcp_samples_inside_the_window(tmp_path):
+    from harness.backends.emulated import subflow_rates
     from store import write_csv
     rows = [{"time": t, "host": "h1", "saddr": "10.0.0.2", "sport": 40000, "bytes_acked": b,
              "rtt": r} for t, b, r in ((100.0, 0, 900), (103.0, 1_000_000, 1000),
                                       (105.0, 2_000_000, 3000), (108.0, 9_000_000, 5000))]
     write_csv(tmp_path / "tcp_samples.csv", rows)
     flows = [Flow("h1", "h2", start=100.0)]
-    got = fairness.subflow_rates(tmp_path / "tcp_samples.csv", flows, duration=10.0,
-                                 trim=2.0)
+    got = subflow_rates(tmp_path / "tcp_samples.csv", flows, duration=10.0, trim=2.0)
     # window [102, 108]: samples at 103, 105 and 108: 8 MB in 5 s
     assert got == {("10.0.0.2", 40000): {"mbps": 12.8, "rtt_ms": 3.0}}
-    assert fairness.subflow_rates(tmp_path / "none.csv", flows, 10.0, 2.0) == {}
+    assert subflow_rates(tmp_path / "none.csv", flows, 10.0, 2.0) == {}
 
 
 def test_subflow_check_tolerates_late_subflows_not_single_path():
     flows = [Flow(f"a{i}", f"b{i}", subflows=[{}] * 8) for i in range(16)]
-    assert fairness.check_subflows(flows, 8)["subflows_missing"] == 0
+    assert check_subflows(flows, 8)["subflows_missing"] == 0
     flows[0].subflows = [{}] * 7
-    assert fairness.check_subflows(flows, 8)["short_connections"] == {"a0->b0": 7}
+    assert check_subflows(flows, 8)["short_connections"] == {"a0->b0": 7}
     for f in flows[1:6]:
         f.subflows = [{}]
     with pytest.raises(RunError, match="fewer than 8 subflows"):
-        fairness.check_subflows(flows, 8)
+        check_subflows(flows, 8)
 
 
 def test_model_backend_writes_run_folder_and_figures(tmp_path):
@@ -185,12 +196,12 @@ def test_model_backend_writes_run_folder_and_figures(tmp_path):
 
 
 def test_fidelity_rows_emulated_columns():
-    rows = [{"topology": t, "run": 0, "servers": 2, "norm_bwm": b, "norm_iperf": i,
+    rows = [{"topology": t, "run": 0, "servers": 2, "norm_bwm": b, "norm_goodput": i,
              "norm_model": m, "norm_model_aggregate": "", "cpu_mean": 50,
              "cpu_saturated_share": 0.1, "subflows": 8}
             for t, b, i, m in (("fattree", 0.5, 0.48, 0.6), ("fattree", 0.7, 0.67, 0.6),
                                ("jellyfish", 0.8, 0.76, 0.9), ("jellyfish", 0.6, 0.57, 0.9))]
-    fid = {r["topology"]: r for r in fidelity_rows(rows, emulated=True)}
+    fid = {r["topology"]: r for r in fidelity_rows(rows)}
     assert fid["jellyfish"]["mean_vs_fattree"] == pytest.approx(1.1667, abs=1e-3)
     assert fid["fattree"]["bwm_over_iperf_median"] == pytest.approx(1.0434, abs=1e-3)
     # payload against payload: iperf3's mean (0.665), not bwm-ng's frames (0.7)

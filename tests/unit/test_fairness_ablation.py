@@ -8,14 +8,14 @@ def _flows(run, fat, jelly):
     out = []
     for topo, vals in (("fattree", fat), ("jellyfish", jelly)):
         for v in vals:
-            out.append({"run": str(run), "topology": topo, "norm_iperf": v,
+            out.append({"run": str(run), "topology": topo, "norm_goodput": v,
                         "norm_model": v, "norm_model_tcp": v, "norm_model_tcp_coupled": 1.0})
     return out
 
 
 def test_ratio_per_repetition_is_jellyfish_mean_over_fat_tree_mean():
     rows = ablation.ratios(_flows(1, [0.8, 1.0], [0.6, 0.6]) + _flows(0, [1, 1], [1, 1]), "x")
-    assert [(r["run"], r["norm_iperf"], r["norm_model_tcp_coupled"]) for r in rows] == [
+    assert [(r["run"], r["norm_goodput"], r["norm_model_tcp_coupled"]) for r in rows] == [
         (0, 1.0, 1.0), (1, round(0.6 / 0.9, 4), 1.0)]
 
 
@@ -32,14 +32,14 @@ def test_the_summary_pairs_each_folder_with_the_first_by_repetition(labelled_abl
 
 
 def test_interleaved_arms_are_paired_by_seed_with_a_t_interval():
-    whole = [{"label": f"{arm}-s{s}", "norm_iperf": v} for arm, vals in
+    whole = [{"label": f"{arm}-s{s}", "norm_goodput": v} for arm, vals in
              (("lia", (0.8, 0.9, 1.0)), ("reno", (0.9, 0.9, 0.9))) for s, v in zip((4, 5, 6), vals)]
     # differences -0.1, 0, +0.1: mean 0, sd 0.1, t(0.975, 2) = 4.303
     assert ablation.seed_pairs(whole) == (
         "Paired by seed (4, 5, 6), measured lia minus reno: -0.100, +0.000, +0.100; mean "
         "+0.000, 95 % interval [-0.248, +0.248] (Student t, 3 pairs)")
     assert ablation.seed_pairs(whole[:3]) == ""                 # one arm
-    assert ablation.seed_pairs([{"label": "lia", "norm_iperf": 1.0}] * 2) == ""
+    assert ablation.seed_pairs([{"label": "lia", "norm_goodput": 1.0}] * 2) == ""
 
 
 def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):

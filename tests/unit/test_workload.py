@@ -66,3 +66,26 @@ def test_an_older_folders_rows_read_their_backends_rate_as_goodput():
     new = [{"run": "0", "norm_goodput": "0.7", "norm_iperf": "0.1"}]
     assert with_goodput(new, "emulated") == new     # a new folder's own column wins
     assert with_goodput([], "emulated") == []
+
+
+def test_a_workloads_asks_and_names_reach_the_rows_and_the_model():
+    """A network of several (``label``) names its facts and flags; without ``tcp_like`` the
+    model backend leaves the TCP-like rates to the experiment; every measurement carries
+    its (sub)flows' paths, and a flow's non-rate facts are columns of its row."""
+    from dataclasses import replace
+
+    from harness.workload import FlowResult, Measurement
+    params = _params(transport="mptcp", subflows=2)
+    w = replace(workload(params, 3), label="jellyfish", tcp_like=False)
+    assert (w.where, w.key) == ("run 3 jellyfish", "run03-jellyfish")
+    plain = workload(params, 3)
+    assert (plain.where, plain.key) == ("run 3", "run03")
+    (m,) = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    assert all(not f.extra for f in m.flows)
+    assert len(m.paths) == 2 * len(m.flows)
+    assert {p["src"] for p in m.paths} == {f.spec.src for f in m.flows}
+    assert all(p["path"] and "five_tuple" in p for p in m.paths)
+    f = FlowResult(FlowSpec("h1", "h2"), 5.0, 6.0, 2, {"bwm": 5.2}, {"src_addrs": 2})
+    (row,) = flow_rows(w, Measurement("emulated", m.phase, (f,), {"cpu_mean": 40.0}))
+    assert (row["norm_goodput"], row["norm_bwm"], row["src_addrs"], row["cpu_mean"]) == \
+        (round(5.0 / w.bw, 5), round(5.2 / w.bw, 5), 2, 40.0)
