@@ -3,11 +3,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .claims import Verdict
 
 
 def plot(run_dir: str | Path) -> list[Path]:
     """Draw every figure of a finished run folder and judge the paper's claims on it
     (claims.csv, claims.md: analysis.claims); return the figures' paths."""
+    return plot_and_judge(run_dir)[0]
+
+
+def plot_and_judge(run_dir: str | Path) -> tuple[list[Path], list[Verdict]]:
+    """plot(), and the verdicts it wrote to claims.md (none for an experiment without
+    claims)."""
     from store import plottable, status_of
 
     path = Path(run_dir)
@@ -25,6 +35,7 @@ def plot(run_dir: str | Path) -> list[Path]:
     (path / NOTES).unlink(missing_ok=True)    # the figures' notes are written anew
     figures = plotter(config["experiment"])(path, config)
     found = claims(config["experiment"])
+    verdicts: list[Verdict] = []
     if found:        # after the figures: their summary.csv is what most claims read
         verdicts = write_run_claims(path, found)
         heads = [v for v in verdicts if v.headline and v.bounds is not None]
@@ -32,7 +43,7 @@ def plot(run_dir: str | Path) -> list[Path]:
         if heads:    # the headlines beside the paper's numbers, with their intervals
             figures.append(headline_plot(path / HEADLINES, config, heads,
                                          {c.key: c.paper_value for c in found}))
-    return figures
+    return figures, verdicts
 
 
 def judge(run_dir: str | Path, force: bool = False) -> str:

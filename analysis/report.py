@@ -414,6 +414,43 @@ def screen(report: Report, reference: Report | None) -> list[str]:
     return lines + [f"skipped  {x}" for x in report.skipped]
 
 
+#: how many characters of a claim's paper value, and of why it has no value, the run's
+#: answer shows
+ANSWER_PAPER, ANSWER_WHY = 24, 48
+
+
+def run_answer(run: Run, verdicts: list[Verdict]) -> list[str]:
+    """What `dcrepro run` prints when a run ends: its headline claims, each with this
+    run's verdict, value or interval and the paper's; one line counting the other claims;
+    whether the fidelity checks flagged the run; where every claim's cause is."""
+    runs = run.config.get("params", {}).get("runs")
+    reps = f"{runs} repetition{'s' if runs != 1 else ''}" if runs else "its repetitions"
+    lines = [f"claims of this run, judged on {reps} (every one with its cause: "
+             f"{run.path / 'claims.md'}):"]
+    heads = [v for v in verdicts if v.headline]
+    width = max((len(v.verdict) for v in heads), default=0)
+    for v in heads:
+        text = v.text if len(v.text) <= SCREEN_TEXT else v.text[:SCREEN_TEXT - 3] + "..."
+        paper = v.paper if len(v.paper) <= ANSWER_PAPER else v.paper[:ANSWER_PAPER - 3] + "..."
+        # no value: the first clause of why not (e.g. the view it needs)
+        why = v.detail.split(";")[0]
+        value = short_value(v) or f"- ({why[:ANSWER_WHY]}{'...' if len(why) > ANSWER_WHY else ''})"
+        lines.append(f"  {v.verdict:<{width}} {text:<{SCREEN_TEXT}} {value}; paper {paper}")
+    if not verdicts:
+        lines.append("  (this experiment has no claims)")
+    elif not heads:
+        lines.append("  (no headline claim in this run's set-up)")
+    rest = [v for v in verdicts if not v.headline]
+    if rest:
+        lines.append(f"  other claims: {len(rest)} ({count_words(rest)})")
+    flagged = run.suspects()
+    lines.append("trust: no repetition flagged by the fidelity checks" if not flagged else
+                 f"trust: flagged ({len(flagged)}: {flagged[0][:80]}"
+                 f"{'...' if len(flagged[0]) > 80 else ''}); its claims read "
+                 "'run not trusted'")
+    return lines
+
+
 def _runs_text(sec: Section) -> str:
     return ", ".join(f"{r.run_id} ({r.backend})" for r in sec.runs) or "none"
 

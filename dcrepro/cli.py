@@ -443,7 +443,7 @@ def no_space(exc: BaseException) -> bool:
 def _plot(run_dir: Path) -> int:
     import analysis
     try:
-        figures = analysis.plot(run_dir)
+        figures, verdicts = analysis.plot_and_judge(run_dir)
     except Exception as exc:      # one line here; the traceback goes to the run's log.txt
         kind = "" if isinstance(exc, (ValueError, FileNotFoundError)) else \
             f"{type(exc).__name__}: "
@@ -455,9 +455,11 @@ def _plot(run_dir: Path) -> int:
         except OSError:
             pass
         return 1
-    summary = run_dir / "summary.csv"
-    if summary.exists():
-        print(summary.read_text().rstrip())
+    # the answer, not the tables (summary.csv and the rest stay in the folder)
+    from analysis.claims import Run
+    from analysis.report import run_answer
+    for line in run_answer(Run.open(run_dir), verdicts):
+        print(line)
     for f in figures:
         print(f"figure: {f}")
     return 0

@@ -385,7 +385,7 @@ def test_a_figure_that_fails_is_one_line_and_a_traceback_in_the_log(run_folder, 
 
     def broken(run_dir):
         return {}["series.csv"]            # a KeyError deep in a figure
-    monkeypatch.setattr(analysis, "plot", broken)
+    monkeypatch.setattr(analysis, "plot_and_judge", broken)
     assert cli.main(["plot", str(path)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("dcrepro: error: KeyError: 'series.csv'")

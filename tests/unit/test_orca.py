@@ -134,10 +134,15 @@ def test_summary_keeps_caps_apart_and_measures_the_sender():
     assert aorca.sender_cpu({"workload": "1"}) == 0.0
 
 
-def test_model_backend_through_the_cli(tmp_path: Path):
+def test_model_backend_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     code = cli.main(["run", "orca", "--backend", "model", "--quick", "--out", str(tmp_path)])
     assert code == 0
     run = next((tmp_path / "orca").iterdir())
+    # the run ends with its answer: the claims' verdicts and the figures, not summary.csv
+    out = capsys.readouterr().out
+    assert f"(every one with its cause: {run / 'claims.md'}):" in out
+    assert "trust: no repetition flagged" in out and "figure: " in out
+    assert (run / "summary.csv").read_text().splitlines()[0] not in out
     assert json.loads((run / "status.json").read_text())["status"] == "ok"
     summary = {(r["workload"], r["mode"], r["procs"]): r
                for r in aorca.summarize(aorca.read_csv(run / "transfers.csv"))}

@@ -466,3 +466,35 @@ def test_damaged_folders_are_named_and_the_report_goes_on(run_folder, tmp_path, 
     assert "Left out" in page and str(half) in page
     st = [x for x in out if "spanning-tree" in x]
     assert st and st[0].startswith("002 holds ") and good.name  # the good run still judged
+
+
+def test_a_runs_answer_is_its_headlines_a_count_of_the_rest_and_its_trust(tmp_path):
+    """What `dcrepro run` ends with (report.run_answer): each headline claim with its
+    verdict, value and the paper's (or why it has none), one line for the other claims,
+    the trust line; long texts cut to fit."""
+    from types import SimpleNamespace
+
+    from analysis.claims import Verdict
+
+    def v(verdict: str, headline: bool, measured: str = "", detail: str = "",
+          text: str = "a claim") -> Verdict:
+        return Verdict("permutation", text, "", text, "src", "", "1.5x", measured, "crit",
+                       "", verdict, detail, "measured", ("r",), headline=headline,
+                       interval=measured)
+    long = "x" * 80
+    found = [v("holds", True, "1.26 [1.08, 1.45] 95 %, n=5 repetitions"),
+             v("not measured", True, detail="no complete run with cc=lia; more", text=long),
+             v("holds", False), v("inconclusive", False)]
+    run = SimpleNamespace(config={"params": {"runs": 5}}, path=tmp_path,
+                          suspects=lambda: [])
+    lines = R.run_answer(run, found)  # type: ignore[arg-type]
+    assert lines[0].startswith("claims of this run, judged on 5 repetitions")
+    assert lines[1].split() == ["holds", "a", "claim", "1.26", "[1.08,", "1.45],", "n=5;",
+                                "paper", "1.5x"]
+    assert "x" * 47 + "..." in lines[2] and "- (no complete run with cc=lia)" in lines[2]
+    assert lines[3] == "  other claims: 2 (1 holds, 1 inconclusive)"
+    assert lines[4] == "trust: no repetition flagged by the fidelity checks"
+    run.suspects = lambda: ["run 1 tcp: CPU above 90 % in 40% of samples"]
+    assert R.run_answer(run, found)[-1].startswith(  # type: ignore[arg-type]
+        "trust: flagged (1: run 1 tcp: CPU above 90 %")
+    assert R.run_answer(run, [])[1] == "  (this experiment has no claims)"  # type: ignore[arg-type]
