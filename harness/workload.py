@@ -32,9 +32,20 @@ Transport = Literal["tcp", "mptcp", "udp"]
 
 @dataclass(frozen=True)
 class FlowSpec:
-    """One connection: who sends to whom."""
+    """One connection: who sends to whom, and (MPTCP on a network that picks subflows by
+    address, GRIN's) the subflows it should open."""
     src: str
     dst: str
+    #: its subflows as (source address, destination address), when the network's addresses
+    #: say which paths a connection takes (GRIN: one per horizontal link plus the direct
+    #: one, each forwarded by the servers on its way: ``topo.subflow_path``); empty: the
+    #: phase's count of subflows, each routed by the plan's hash of its 5-tuple
+    subflows: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Its name where a source may send several connections: 'src->dst'."""
+        return f"{self.src}->{self.dst}"
 
 
 @dataclass(frozen=True)
@@ -49,8 +60,22 @@ class Phase:
             raise ValueError(f"the {self.transport} phase has no flow")
         if self.subflows < 1:
             raise ValueError(f"the {self.transport} phase: subflows must be at least 1")
-        if self.transport != "mptcp" and self.subflows != 1:
+        if self.transport != "mptcp" and (self.subflows != 1 or self.addressed):
             raise ValueError(f"the {self.transport} phase: {self.transport} has one path")
+        if self.addressed and not all(f.subflows for f in self.flows):
+            raise ValueError("the mptcp phase: either every flow names its subflows by "
+                             "address or none does")
+        if len({f.key for f in self.flows}) != len(self.flows):
+            raise ValueError(f"the {self.transport} phase: a connection twice")
+
+    @property
+    def addressed(self) -> bool:
+        """Whether its flows' subflows are chosen by address (``FlowSpec.subflows``)."""
+        return any(f.subflows for f in self.flows)
+
+    def wanted(self, f: FlowSpec) -> int:
+        """How many subflows flow ``f`` should open."""
+        return len(f.subflows) or self.subflows
 
     def pairs(self) -> dict[str, str]:
         """Source -> destination (a phase has one flow per source host)."""
@@ -85,6 +110,9 @@ class Workload:
     links: bool = False
     wire: bool = False
     tcp_like: bool = True
+    #: MPTCP's path manager on an addressed network: the kernel's endpoints, or dcrepro's
+    #: userspace one (emulator/mptcp_pm.py), for the traffic only
+    path_manager: Literal["kernel", "userspace"] = "kernel"
 
     def __post_init__(self) -> None:
         if not self.phases:
@@ -158,6 +186,8 @@ class Backend(Protocol):
     name: str
     #: its traffic takes the workload's duration in wall time (the emulator)
     realtime: bool
+    #: its goodput is measured (emulated, simulated), not the flow model's rate itself
+    measures: bool
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase of ``w``, in order; ``out``: the repetition's folder."""

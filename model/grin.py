@@ -815,3 +815,29 @@ def subflow_capacities(topo: Any, bw: float) -> dict[tuple[str, str], float]:
         for h in topo.servers:
             caps[(h, FABRIC)] = caps[(FABRIC, h)] = caps[(h, topo.access_switch(h))]
     return caps
+
+
+def address_paths(topo: Any, subflows: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """The node path of each subflow (source address, destination address) on an emulated
+    network that forwards by address (``topo.subflow_path``: through the servers that lend
+    a horizontal link, then the fabric)."""
+    return [list(topo.subflow_path(s, d)) for s, d in subflows]
+
+
+def address_maxmin(topo: Any, bw: float,
+                   subflows: dict[str, list[tuple[str, str]]]) -> dict[str, float]:
+    """Per connection (its key -> its subflows by address): the sum of the max-min fair
+    rates of independent subflows on their paths (Mb/s): what MPTCP without coupled
+    congestion control reaches at best on those subflows."""
+    from .flowmodel import maxmin_rates
+    keys, paths = [], []
+    for conn, subs in subflows.items():
+        for nodes in address_paths(topo, subs):
+            keys.append(conn)
+            paths.append(list(zip(nodes[:-1], nodes[1:])))
+    rates: Sequence[float] = list(maxmin_rates(subflow_capacities(topo, bw), paths)) \
+        if paths else []
+    out = {c: 0.0 for c in subflows}
+    for c, r in zip(keys, rates):
+        out[c] += float(r)
+    return out

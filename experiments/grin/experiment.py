@@ -28,22 +28,21 @@ uplinks divided evenly; topos/grin.py).  Their names in files: ``grin0`` (the or
 """
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import routing
 import topos
-from analysis.fidelity import model_is_exact, report
-from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm, userspace_pm_available
+from emulator.hostnet import userspace_pm_available
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
 from harness.runfolder import RunFolder
-from harness.session import judge, session
-from harness.traffic import Flow, loss_fields, run_iperf
-from model.flowmodel import goodput_capacity, maxmin_rates
+from harness.workload import FlowSpec, Measurement, Phase, Workload, make
+from model.flowmodel import goodput_capacity
 from model.grin import (
     GROUP_SIZE,
     PATTERNS,
@@ -51,7 +50,6 @@ from model.grin import (
     max_flow_hn,
     network_of,
     pattern_options,
-    subflow_capacities,
 )
 from store import write_csv
 from topos.grin import FABRIC, GrinTopology, Multihomed
@@ -209,23 +207,6 @@ def validate(params: GrinParams) -> None:
                          "most 9 (degree <= 4)")
 
 
-def maxmin_mbps(topo: GrinTopology, bw: float,
-                subflows: dict[str, list[tuple[str, str]]]) -> dict[str, float]:
-    """Per connection: the sum of max-min fair rates of independent subflows (Mb/s)."""
-    caps = subflow_capacities(topo, bw)
-    keys, paths = [], []
-    for conn, subs in subflows.items():
-        for s, d in subs:
-            nodes = topo.subflow_path(s, d)
-            keys.append(conn)
-            paths.append(list(zip(nodes[:-1], nodes[1:])))
-    rates: Sequence[float] = list(maxmin_rates(caps, paths)) if paths else []
-    out = {c: 0.0 for c in subflows}
-    for c, r in zip(keys, rates):
-        out[c] += float(r)
-    return out
-
-
 def h1_optimum_mbps(topo: GrinTopology, bw: float, pairs: list[tuple[str, str]]) -> float:
     """The paper's bound: maximum total flow over h1 paths, per connection, in Mb/s (for
     the multihomed baseline every path is h1: its port hosts are one hop from a server)."""
@@ -239,13 +220,45 @@ def uses_horizontal(topo: GrinTopology, src_ip: str, dst_ip: str) -> bool:
     return not inner or any(n != FABRIC and not topo.is_switch(n) for n in inner)
 
 
-def _subflow_key(s: dict[str, Any]) -> tuple[str, str]:
-    return (s["src_ip"], s["dst_ip"])
+def workload(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]], r: int,
+             pct: float, net: str, rng: random.Random) -> Workload:
+    """One network's run of one traffic matrix: an MPTCP connection per pair, each with
+    the subflows its addresses design (1 + d(source) + d(destination); the full mesh with
+    the userspace path manager), routed by a spanning tree on the racks' one switch or ECMP
+    on the fat tree; the servers forward over the horizontal links."""
+    mesh = True if params.pm == "userspace" else None
+    flows = tuple(FlowSpec(s, t, tuple(topo.designed_subflows(s, t, mesh))) for s, t in pairs)
+    plan = routing.make_plan(topo, "ecmp" if params.base == "fattree" else "st")
+    return Workload(topo, plan, params.bw, (Phase("mptcp", flows),), params.duration,
+                    params.trim, params.seed, r, rng, label=f"active{pct:g}-{net}",
+                    tcp_like=False, path_manager="userspace" if params.pm == "userspace"
+                    else "kernel")
+
+
+def rows_of(m: Measurement, topo: GrinTopology, base_row: dict[str, Any],
+            measured: bool) -> list[dict[str, Any]]:
+    """flows.csv rows of one network's measurement: the measured throughput (emulated),
+    the independent-subflow model on the subflows the connection had (emulated: opened;
+    model: designed), and (measured) which of them crossed a horizontal link."""
+    rows = []
+    for f in m.flows:
+        row = {**base_row, "src": f.spec.src, "dst": f.spec.dst,
+               "mbps": round(f.goodput_mbps, 4) if measured else "",
+               "uncoupled_model_mbps": round(f.model_mbps, 4),
+               "subflows_designed": len(f.spec.subflows)}
+        if measured:
+            mine = [(p["src_ip"], p["dst_ip"]) for p in m.paths
+                    if (p["src"], p["dst"]) == (f.spec.src, f.spec.dst)]
+            row.update(subflows=f.subflows,
+                       horizontal_subflows=sum(uses_horizontal(topo, *x) for x in mine),
+                       **m.row_facts)
+        rows.append(row)
+    return rows
 
 
 def run(params: GrinParams, folder: RunFolder) -> None:
-    """Every repetition x active share: one traffic matrix, every degree."""
-    emulated = params.backend == "emulated"
+    """Every repetition x active share: one traffic matrix, every network."""
+    backend = make(params, folder)
     bw = params.bw
     rows: list[dict[str, Any]] = []
     for r in range(params.runs):
@@ -260,72 +273,30 @@ def run(params: GrinParams, folder: RunFolder) -> None:
             for net, net_spec in networks(params):
                 topo = topos.build(net_spec)
                 assert isinstance(topo, GrinTopology)
-                mesh = True if params.pm == "userspace" else None
-                designed = {f"{s}->{t}": topo.designed_subflows(s, t, mesh) for s, t in pairs}
+                w = workload(params, topo, pairs, r, pct, net, rng)
+                out = folder.path / f"run{r:02d}" / w.label
+                (m,) = backend.run(w, out)
+                if m.report is not None:
+                    _write_point(out, w, m, pct, net)
                 base_row = {"run": r, "active_pct": pct, "active": len(act), "network": net,
                             "degree": "" if isinstance(topo, Multihomed) else topo.degree,
                             "pattern": params.pattern,
                             "h1_optimum_mbps": round(h1_optimum_mbps(topo, bw, pairs), 4),
                             "uncoupled_model_mbps": ""}
-                uncoupled = maxmin_mbps(topo, bw, designed)
-                if not emulated:
-                    rows += [{**base_row, "src": s, "dst": t, "mbps": "",
-                              "uncoupled_model_mbps": round(uncoupled[f"{s}->{t}"], 4),
-                              "subflows_designed": len(designed[f"{s}->{t}"])}
-                             for s, t in pairs]
-                    continue
-                rows += emulate(params, topo, pairs, designed, base_row, r, pct, net, folder)
+                rows += rows_of(m, topo, base_row, backend.measures)
     write_csv(folder.path / "flows.csv", rows)
 
 
-def emulate(params: GrinParams, topo: GrinTopology, pairs: list[tuple[str, str]],
-            designed: dict[str, list[tuple[str, str]]], base_row: dict[str, Any], r: int,
-            pct: float, d: str, folder: RunFolder) -> list[dict[str, Any]]:
-    """One network on a fresh emulation: MPTCP over every horizontal link; flow rows."""
-    bw = params.bw
-    run_dir = folder.path / f"run{r:02d}" / f"active{pct:g}-{d}"
-    # one switch or a tree: one path, spanning tree; the fat tree's many: ECMP
-    plan = routing.make_plan(topo, "ecmp" if params.base == "fattree" else "st")
-    with session(topo, plan, params, run_dir, f"{folder.id}-{r}-{int(pct)}-{d}", d) as s:
-        facts = s.facts
-        facts.update(grin_mptcp_endpoints(topo, s.emu.host_pids, params.pm))
-        flows = [Flow(src, dst) for src, dst in pairs]
-        s.flows = flows
-        # the userspace path manager (a thread of this process) lives for the traffic only
-        with grin_userspace_pm(topo, s.emu.host_pids, pairs) if params.pm == "userspace" \
-                else contextlib.nullcontext() as pm:
-            meas = run_iperf(s.emu, flows, "mptcp", params.duration, params.trim, run_dir,
-                             subflows={(f.src, f.dst): len(designed[f"{f.src}->{f.dst}"])
-                                       for f in flows})
-        if pm is not None:
-            facts.update(pm.summary())
-    facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
-    folder.record(f"run{r:02d}-active{pct:g}-{d}", facts)
-    seen = {f"{f.src}->{f.dst}": [_subflow_key(s) for s in f.subflows] for f in flows}
-    (run_dir / "subflows.json").write_text(json.dumps(
-        {c: {"designed": designed[c], "seen": seen[c]} for c in seen}, indent=1))
-    model = maxmin_mbps(topo, bw, seen)
-    fid = report({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows}, model, bw, meas,
-                 model_bound=model_is_exact("mptcp"))
-    missing = sum(len(set(designed[c]) - set(seen[c])) for c in seen)
-    wanted = sum(len(v) for v in designed.values())
-    if missing > 0.25 * wanted:
-        fid["suspect"] = True
-        fid["reasons"].append(f"{missing} of {wanted} designed subflows never appeared")
-    fid.update(run=r, active_pct=pct, network=d, subflows_missing=missing,
-               restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
-               subflows_designed=wanted, cpu_mean=meas["cpu_mean"], **loss_fields(meas))
-    (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
-    judge(folder, fid, f"run {r} active {pct:g} % {d}", f"; subflows {wanted - missing}/{wanted}")
-    rows = []
-    for f in flows:
-        c = f"{f.src}->{f.dst}"
-        horizontal = sum(uses_horizontal(topo, *s) for s in seen[c])
-        rows.append({**base_row, "src": f.src, "dst": f.dst, "mbps": round(f.iperf_mbps, 4),
-                     "uncoupled_model_mbps": round(model[c], 4),
-                     "subflows_designed": len(designed[c]), "subflows": len(seen[c]),
-                     "horizontal_subflows": horizontal, "cpu_mean": meas["cpu_mean"],
-                     "cpu_saturated_share": meas["cpu_saturated_share"],
-                     "emulator_loss_share": meas["emulator_loss_share"],
-                     "gaps_within_10pct": fid.get("gaps_within_10pct", "")})
-    return rows
+def _write_point(out: Path, w: Workload, m: Measurement, pct: float, net: str) -> None:
+    """A measured point's subflows.json (each connection's designed and opened subflows)
+    and fidelity.json (its judged report, with the share and the network)."""
+    seen: dict[str, list[tuple[str, str]]] = {f.key: [] for f in w.phases[0].flows}
+    for p in m.paths:
+        seen[f"{p['src']}->{p['dst']}"].append((p["src_ip"], p["dst_ip"]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "subflows.json").write_text(json.dumps(
+        {f.key: {"designed": list(f.subflows), "seen": seen[f.key]}
+         for f in w.phases[0].flows}, indent=1))
+    assert m.report is not None
+    (out / "fidelity.json").write_text(json.dumps(
+        {**m.report, "active_pct": pct, "network": net}, indent=1))

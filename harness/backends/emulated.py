@@ -7,6 +7,7 @@ window (``Workload.links``: the switch ports' counters) and complete wire rates
 (``Workload.wire``: bwm-ng's, as the experiment plots them)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from typing import Any
 
 from analysis.fidelity import gap_share, load_calibration, model_is_exact, report
 from emulator.emulation import Emulation
+from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm
 from emulator.proc import RunError
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
@@ -22,6 +24,7 @@ from harness.session import Session, judge, session
 from harness.trace import trace_flows
 from harness.traffic import (
     BASE_PORT,
+    MAX_MISSING_SUBFLOWS,
     Flow,
     check_subflows,
     counter_delta,
@@ -31,15 +34,16 @@ from harness.traffic import (
 )
 from harness.workload import (
     FlowResult,
-    FlowSpec,
     LinkBytes,
     Measurement,
     Phase,
     Workload,
     register,
 )
+from model.grin import address_maxmin
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 from topos.base import Topology
+from topos.grin import GrinTopology
 
 
 def counter_sampler(emu: Emulation, flows: list[Flow], duration: float,
@@ -113,55 +117,101 @@ def _with_rates(traced: list[dict[str, Any]],
     return out
 
 
+def _addressed_network(w: Workload) -> GrinTopology:
+    """The network of a phase whose subflows are chosen by address: GRIN's, whose servers
+    forward for their neighbours (the only such network dcrepro builds)."""
+    if not isinstance(w.topo, GrinTopology):
+        raise ValueError(f"subflows by address need a GRIN network, not {w.topo.spec}")
+    return w.topo
+
+
+def _by_address(topo: GrinTopology, w: Workload, phase: Phase, flows: list[Flow],
+                out: Path) -> tuple[dict[str, float], dict[str, float],
+                                    list[dict[str, Any]], dict[str, Any]]:
+    """Flows whose subflows the addresses choose (keyed 'src->dst'): each subflow the
+    connection opened on the path its addresses give (the servers forward by address, so
+    no switch trace shows it; paths.json in ``out``), the model's independent max-min rates
+    on those subflows, and how many designed subflows never appeared (a quarter missing
+    flags the phase)."""
+    seen = {f"{f.src}->{f.dst}": [(x["src_ip"], x["dst_ip"]) for x in f.subflows]
+            for f in flows}
+    designed = {spec.key: list(spec.subflows) for spec in phase.flows}
+    missing = sum(len(set(designed[c]) - set(seen[c])) for c in seen)
+    paths = []
+    for f in flows:
+        for x in f.subflows:
+            paths.append({"src": f.src, "dst": f.dst, "src_ip": x["src_ip"],
+                          "dst_ip": x["dst_ip"],
+                          "path": list(topo.subflow_path(x["src_ip"], x["dst_ip"])),
+                          "five_tuple": {k: x.get(k) for k in ("src_ip", "src_port",
+                                                               "dst_ip", "dst_port")}})
+    (out / "paths.json").write_text(json.dumps(paths, indent=1))
+    return ({f"{f.src}->{f.dst}": f.iperf_mbps for f in flows},
+            address_maxmin(topo, w.bw, seen), paths,
+            {"subflows_missing": missing,
+             "subflows_designed": sum(len(v) for v in designed.values())})
+
+
 class EmulatedBackend:
     """Real Mininet, the run's dataplane, iperf3, bwm-ng and MPTCP."""
     name = "emulated"
     realtime = True
+    measures = True
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
-        self.calibration = load_calibration(folder.path, params.topo, params.bw,
-                                            params.dataplane) if "topo" in params else None
 
     def _phase(self, s: Session, w: Workload, i: int, phase: Phase,
                out: Path) -> Measurement:
         emu = s.emu
-        if phase.transport == "mptcp":
+        grin = _addressed_network(w) if phase.addressed else None
+        if grin is not None:
+            s.facts.update(grin_mptcp_endpoints(grin, emu.host_pids, w.path_manager))
+        elif phase.transport == "mptcp":
             s.facts.update(emu.configure_mptcp(phase.subflows))
+        if phase.transport == "mptcp":
+            s.facts["mptcp_scheduler"] = "default (upstream; no bias toward the direct subflow)"
         flows = [Flow(f.src, f.dst) for f in phase.flows]
         s.flows += flows
         sampler = counter_sampler(emu, flows, w.duration, w.trim) if w.links else None
         if sampler is not None:
             sampler.start()
+        wanted: int | dict[tuple[str, str], int] = phase.subflows if grin is None else \
+            {(f.src, f.dst): phase.wanted(f) for f in phase.flows}
+        # dcrepro's userspace path manager (a thread of this process) lives for the traffic
+        pm = grin_userspace_pm(grin, emu.host_pids, [(f.src, f.dst) for f in phase.flows]) \
+            if grin is not None and w.path_manager == "userspace" else None
         # each flow its own port; each phase its own range on the shared network
         try:
-            meas = run_iperf(emu, flows, phase.transport, w.duration, w.trim, out,
-                             port=BASE_PORT + i * len(flows), subflows=phase.subflows)
+            with pm if pm is not None else contextlib.nullcontext():
+                meas = run_iperf(emu, flows, phase.transport, w.duration, w.trim, out,
+                                 port=BASE_PORT + i * len(flows), subflows=wanted)
         except BaseException:
             if sampler is not None:
                 sampler.stop_quietly()
             raise
+        if pm is not None:
+            s.facts.update(pm.summary())
         links = link_bytes(w.topo, sampler) if sampler is not None else None
         if w.wire and meas["bwm_incomplete"]:
             raise RunError(f"{w.where}: {meas['measurement_note']}: the bwm-ng data this "
                            "experiment plots is incomplete")
-        shortfall = check_subflows(flows, phase.subflows) if phase.transport == "mptcp" \
-            else {}
         (out / "flows.json").write_text(json.dumps(
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
-        traced = trace_flows(emu, flows)
-        (out / "paths.json").write_text(json.dumps(traced, indent=1))
-        pairs = phase.pairs()
-        # a connection that never connected has no traced path: the model takes the plan's
-        # hash of the 5-tuples it would have used
-        lost = {src: dst for src, dst in pairs.items()
-                if src not in {t["src"] for t in traced}}
-        if lost:
-            traced += route_by_hash(w.topo, w.plan, lost, synthetic_subflows(
-                w.topo, lost, phase.subflows, w.rng, BASE_PORT))
-        model = rates_on_paths(emu.topo, w.bw, pairs, traced)
-        fid = report({f.src: f.iperf_mbps for f in flows}, model, w.bw, meas,
-                     self.calibration, model_bound=model_is_exact(phase.transport))
+        if grin is not None:
+            emulated, model, traced, shortfall = _by_address(grin, w, phase, flows, out)
+        else:
+            emulated, model, traced, shortfall = self._by_trace(s, w, phase, flows, out)
+        calibration = load_calibration(self.folder.path, w.topo.spec, w.bw,
+                                       self.params.dataplane)
+        fid = report(emulated, model, w.bw, meas, calibration,
+                     model_bound=model_is_exact(phase.transport))
+        if grin is not None and shortfall["subflows_missing"] > \
+                MAX_MISSING_SUBFLOWS * shortfall["subflows_designed"]:
+            fid["suspect"] = True
+            fid["reasons"].append(f"{shortfall['subflows_missing']} of "
+                                  f"{shortfall['subflows_designed']} designed subflows never "
+                                  "appeared")
         fid.update(run=w.rep, transport=phase.transport, cpu_mean=meas["cpu_mean"],
                    **({"topology": w.label} if w.label else {}),
                    **shortfall, restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
@@ -175,13 +225,13 @@ class EmulatedBackend:
         # absolute time, beside iperf3's goodput and bwm-ng's wire bytes; MPTCP: the
         # connections' own counters too (data acked at the sender, data taken in order at
         # the receiver: mptcp_info), which say where subflow bytes and iperf3 differ
-        results = tuple(FlowResult(FlowSpec(f.src, f.dst), f.iperf_mbps, model[f.src],
-                                   len(f.subflows),
+        key = (lambda f: f"{f.src}->{f.dst}") if grin is not None else (lambda f: f.src)
+        results = tuple(FlowResult(spec, f.iperf_mbps, model[key(f)], len(f.subflows),
                                    {"bwm": f.bwm_mbps, "acked": f.acked_mbps,
                                     "msk_acked": f.msk_acked_mbps,
                                     "msk_received": f.msk_received_mbps},
                                    {"src_addrs": len({x["src_ip"] for x in f.subflows})})
-                        for f in flows)
+                        for spec, f in zip(phase.flows, flows))
         rates = subflow_rates(out / "tcp_samples.csv", flows, w.duration, w.trim)
         return Measurement(self.name, phase, results,
                            {"cpu_mean": meas["cpu_mean"],
@@ -189,6 +239,27 @@ class EmulatedBackend:
                             "emulator_loss_share": meas["emulator_loss_share"],
                             "gaps_within_10pct": gap_share(meas["dequeue_gaps"])},
                            fid, tuple(_with_rates(traced, rates)), links)
+
+    def _by_trace(self, s: Session, w: Workload, phase: Phase, flows: list[Flow],
+                  out: Path) -> tuple[dict[str, float], dict[str, float],
+                                      list[dict[str, Any]], dict[str, Any]]:
+        """Flows routed by the plan: each (sub)flow traced through the switches (paths.json
+        in ``out``), and the flow model's max-min rates on those paths (keyed by source)."""
+        shortfall = check_subflows(flows, phase.subflows) if phase.transport == "mptcp" \
+            else {}
+        traced = trace_flows(s.emu, flows)
+        (out / "paths.json").write_text(json.dumps(traced, indent=1))
+        pairs = phase.pairs()
+        # a connection that never connected has no traced path: the model takes the plan's
+        # hash of the 5-tuples it would have used
+        lost = {src: dst for src, dst in pairs.items()
+                if src not in {t["src"] for t in traced}}
+        routed = list(traced)
+        if lost:
+            routed += route_by_hash(w.topo, w.plan, lost, synthetic_subflows(
+                w.topo, lost, phase.subflows, w.rng, BASE_PORT))
+        model = rates_on_paths(w.topo, w.bw, pairs, routed)
+        return {f.src: f.iperf_mbps for f in flows}, model, routed, shortfall
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase on one network (``out``/<transport>); the network's facts recorded,
@@ -199,7 +270,11 @@ class EmulatedBackend:
         self.folder.record(w.key, {**s.facts, "spec": w.topo.spec, "routing": w.plan.routing})
         for m in got:
             assert m.report is not None
-            judge(self.folder, m.report, f"{w.where} {m.phase.transport}")
+            r = m.report
+            # subflows chosen by address: how many of those designed opened
+            opened = f"; subflows {r['subflows_designed'] - r['subflows_missing']}/" \
+                f"{r['subflows_designed']}" if "subflows_designed" in r else ""
+            judge(self.folder, r, f"{w.where} {m.phase.transport}", opened)
         return got
 
 

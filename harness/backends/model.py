@@ -2,7 +2,9 @@
 hash of the 5-tuple the emulator would use, then max-min rates on those paths (goodput),
 beside the TCP-like (proportionally fair) rates, over independent subflows and over each
 connection's total (coupled, as LIA aims at), unless the workload says that its experiment
-computes its own variants on the paths (``Workload.tcp_like``)."""
+computes its own variants on the paths (``Workload.tcp_like``).  On a network that picks
+MPTCP's subflows by address (GRIN), each connection's designed subflows take the paths their
+addresses give, and its rate is the sum of their independent max-min rates."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 
 from harness.runfolder import RunFolder
 from harness.workload import FlowResult, Measurement, Phase, Workload, register
+from model.grin import address_maxmin, address_paths
 from model.network import (
     rates_on_paths,
     route_by_hash,
@@ -21,6 +24,8 @@ from model.network import (
 def model_phase(w: Workload, phase: Phase) -> Measurement:
     """The model's rates for every flow of one phase (draws its port numbers from
     ``w.rng``)."""
+    if phase.addressed:
+        return addressed_phase(w, phase)
     pairs = phase.pairs()
     n = phase.subflows
     routed = route_by_hash(w.topo, w.plan, pairs, synthetic_subflows(w.topo, pairs, n, w.rng))
@@ -36,10 +41,22 @@ def model_phase(w: Workload, phase: Phase) -> Measurement:
     return Measurement("model", phase, flows, paths=tuple(routed))
 
 
+def addressed_phase(w: Workload, phase: Phase) -> Measurement:
+    """Every connection on its designed subflows' address paths: independent max-min."""
+    rates = address_maxmin(w.topo, w.bw, {f.key: list(f.subflows) for f in phase.flows})
+    flows = tuple(FlowResult(f, rates[f.key], rates[f.key], len(f.subflows))
+                  for f in phase.flows)
+    paths = tuple({"src": f.src, "dst": f.dst, "src_ip": s, "dst_ip": d, "path": path}
+                  for f in phase.flows
+                  for (s, d), path in zip(f.subflows, address_paths(w.topo, f.subflows)))
+    return Measurement("model", phase, flows, paths=paths)
+
+
 class ModelBackend:
     """Seconds for networks far beyond one machine (``--topo fattree,k=16``)."""
     name = "model"
     realtime = False
+    measures = False
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder

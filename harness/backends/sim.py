@@ -17,6 +17,7 @@ class SimBackend:
     """Mainline ns-3: TCP only (it has no MPTCP)."""
     name = "sim"
     realtime = False
+    measures = True
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder

@@ -12,7 +12,7 @@ from experiments.grin import experiment as grin
 from experiments.grin import figures as agrin
 from harness.params import typed
 from model.flowmodel import goodput_capacity
-from model.grin import grin_overlay, network_of
+from model.grin import address_maxmin, grin_overlay, network_of
 from topos.base import TopologyError
 
 
@@ -85,7 +85,7 @@ def test_full_mesh_where_it_fits_and_its_model():
     assert {a for a, _ in subs} == {t.node(u).ip, *t.outgoing_addresses(u)}
     assert {b for _, b in subs} == set(t.addresses(far))
     cap = goodput_capacity(10.0)
-    assert grin.maxmin_mbps(t, 10.0, {"c": subs})["c"] == pytest.approx(2 * cap)
+    assert address_maxmin(t, 10.0, {"c": subs})["c"] == pytest.approx(2 * cap)
     assert grin.h1_optimum_mbps(t, 10.0, [(u, far)]) == pytest.approx(2 * cap)
     assert topos.build("grin,racks=2,servers=4,degree=2").full_mesh()    # 9 subflows
 
@@ -97,7 +97,7 @@ def test_hand_solved_pair_of_neighbours():
     t = topos.build(grin.spec(params, 1))
     subs = {"u->t": t.designed_subflows("r0s0", "r0s1")}
     cap = goodput_capacity(10.0)
-    assert grin.maxmin_mbps(t, 10.0, subs)["u->t"] == pytest.approx(2 * cap)
+    assert address_maxmin(t, 10.0, subs)["u->t"] == pytest.approx(2 * cap)
     pair = [("r0s0", "r0s1")]
     assert grin.h1_optimum_mbps(t, 10.0, pair) == pytest.approx(2 * cap)
     assert grin.h1_optimum_mbps(topos.build(grin.spec(params, 0)), 10.0, pair) == \
@@ -138,7 +138,7 @@ def test_multihomed_bounds_hand_solved():
     assert grin.h1_optimum_mbps(t, 10.0, two) == pytest.approx(cap)
     subs = {f"{s}->{d}": t.designed_subflows(s, d) for s, d in one}
     # the full mesh (NIC i -> NIC j) fills both NICs even with uncoupled subflows
-    assert grin.maxmin_mbps(t, 10.0, subs)["r0s0->r1s0"] == pytest.approx(2 * cap)
+    assert address_maxmin(t, 10.0, subs)["r0s0->r1s0"] == pytest.approx(2 * cap)
 
 
 def test_grin_on_a_fat_tree_keeps_its_fabric_and_the_papers_addresses():

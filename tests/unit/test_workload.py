@@ -89,3 +89,44 @@ def test_a_workloads_asks_and_names_reach_the_rows_and_the_model():
     (row,) = flow_rows(w, Measurement("emulated", m.phase, (f,), {"cpu_mean": 40.0}))
     assert (row["norm_goodput"], row["norm_bwm"], row["src_addrs"], row["cpu_mean"]) == \
         (round(5.0 / w.bw, 5), round(5.2 / w.bw, 5), 2, 40.0)
+
+
+def test_an_addressed_phase_says_what_is_wrong_in_one_line():
+    subs = (("10.0.0.1", "10.0.0.2"),)
+    with pytest.raises(ValueError, match="one path"):
+        Phase("tcp", (FlowSpec("h1", "h2", subs),))
+    with pytest.raises(ValueError, match="every flow names its subflows"):
+        Phase("mptcp", (FlowSpec("h1", "h2", subs), FlowSpec("h2", "h1")))
+    with pytest.raises(ValueError, match="a connection twice"):
+        Phase("mptcp", (FlowSpec("h1", "h2", subs), FlowSpec("h1", "h2", subs)))
+    # a source may send several connections: they are told apart by their keys
+    p = Phase("mptcp", (FlowSpec("h1", "h2", subs), FlowSpec("h1", "h3", subs + subs)))
+    assert p.addressed and [p.wanted(f) for f in p.flows] == [1, 2]
+    assert [f.key for f in p.flows] == ["h1->h2", "h1->h3"]
+
+
+def test_the_model_runs_an_addressed_workload_on_its_designed_subflows():
+    """GRIN's workload in the model view: each connection's rate is the independent
+    max-min sum on its designed subflows' address paths, whatever the source repeats."""
+    from experiments.grin import experiment as grin
+    from model.grin import address_maxmin
+    params = grin.PARAMS(**{**grin.PARAMS.defaults(), "backend": "model", "degrees": "0,1"})
+    topo = topos.build(grin.spec(params, 1))
+    s = topo.servers
+    pairs = [(s[0], s[1]), (s[0], s[5]), (s[3], s[0])]          # s[0] sends twice
+    w = grin.workload(params, topo, pairs, 0, 50.0, "grin1", run_rng(1, 0))
+    assert w.key == "run00-active50-grin1" and w.phases[0].addressed
+    (m,) = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    designed = {f"{a}->{b}": topo.designed_subflows(a, b) for a, b in pairs}
+    want = address_maxmin(topo, params.bw, designed)
+    assert [f.goodput_mbps for f in m.flows] == [want[f"{a}->{b}"] for a, b in pairs]
+    assert [f.subflows for f in m.flows] == [len(designed[f"{a}->{b}"]) for a, b in pairs]
+    # one path per designed subflow, each from the source's server to the destination's
+    assert len(m.paths) == sum(len(v) for v in designed.values())
+    assert all(p["path"][0] == p["src"] and p["path"][-1] == p["dst"] for p in m.paths)
+    # a degree-1 network lends each connection at least one horizontal link
+    assert all(f.subflows >= 2 for f in m.flows)
+    rows = grin.rows_of(m, topo, {"network": "grin1"}, measured=False)
+    assert [r["mbps"] for r in rows] == [""] * 3
+    assert [r["uncoupled_model_mbps"] for r in rows] == [round(want[f"{a}->{b}"], 4)
+                                                         for a, b in pairs]
