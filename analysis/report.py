@@ -427,10 +427,11 @@ def run_answer(run: Run, verdicts: list[Verdict]) -> list[str]:
     reps = f"{runs} repetition{'s' if runs != 1 else ''}" if runs else "its repetitions"
     lines = [f"claims of this run, judged on {reps} (every one with its cause: "
              f"{run.path / 'claims.md'}):"]
-    heads = [v for v in verdicts if v.headline]
+    heads = _answer_heads([v for v in verdicts if v.headline])
     width = max((len(v.verdict) for v in heads), default=0)
     for v in heads:
-        text = v.text if len(v.text) <= SCREEN_TEXT else v.text[:SCREEN_TEXT - 3] + "..."
+        text = v.text + (f" [{v.condition}]" if _cond(v) else "")
+        text = text if len(text) <= SCREEN_TEXT else text[:SCREEN_TEXT - 3] + "..."
         paper = v.paper if len(v.paper) <= ANSWER_PAPER else v.paper[:ANSWER_PAPER - 3] + "..."
         # no value: the first clause of why not (e.g. the view it needs)
         why = v.detail.split(";")[0]
@@ -446,9 +447,20 @@ def run_answer(run: Run, verdicts: list[Verdict]) -> list[str]:
     flagged = run.suspects()
     lines.append("trust: no repetition flagged by the fidelity checks" if not flagged else
                  f"trust: flagged ({len(flagged)}: {flagged[0][:80]}"
-                 f"{'...' if len(flagged[0]) > 80 else ''}); its claims read "
-                 "'run not trusted'")
+                 f"{'...' if len(flagged[0]) > 80 else ''}); intervals leave its "
+                 "flagged repetitions out, claims on the whole run read 'run not trusted'")
     return lines
+
+
+def _answer_heads(heads: list[Verdict]) -> list[Verdict]:
+    """Per headline claim, the verdict in the run's own view (GRIN's measured throughput,
+    not its models beside it), or, where the claim has no such condition, every one of its
+    conditions (each line then names its condition)."""
+    out: list[Verdict] = []
+    for key in dict.fromkeys(v.key for v in heads):
+        mine = [v for v in heads if v.key == key]
+        out += [v for v in mine if not _cond(v)] or mine
+    return out
 
 
 def _runs_text(sec: Section) -> str:

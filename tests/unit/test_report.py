@@ -498,3 +498,25 @@ def test_a_runs_answer_is_its_headlines_a_count_of_the_rest_and_its_trust(tmp_pa
     assert R.run_answer(run, found)[-1].startswith(  # type: ignore[arg-type]
         "trust: flagged (1: run 1 tcp: CPU above 90 %")
     assert R.run_answer(run, [])[1] == "  (this experiment has no claims)"  # type: ignore[arg-type]
+
+
+def test_a_runs_answer_shows_its_own_view_of_a_claim_judged_in_several_conditions(tmp_path):
+    """GRIN judges each claim on the measured throughput and on two models beside it: the
+    answer shows the measured verdict once; a claim with only other conditions shows each,
+    named."""
+    from types import SimpleNamespace
+
+    from analysis.claims import Verdict
+
+    def v(key: str, condition: str, measured: str) -> Verdict:
+        return Verdict("grin", key, condition, f"claim {key}", "src", "", "2x", measured,
+                       "crit", "", "inconclusive", "", "measured", ("r",), headline=True,
+                       interval=measured)
+    found = [v("a", "emulated", "1.98"), v("a", "uncoupled model", "2"),
+             v("a", "h1 optimum", "2"), v("b", "recovery=classic", "0.5"),
+             v("b", "recovery=modern", "0.7")]
+    run = SimpleNamespace(config={"params": {"runs": 2}}, path=tmp_path, suspects=lambda: [])
+    lines = R.run_answer(run, found)[1:-1]  # type: ignore[arg-type]
+    assert len(lines) == 3
+    assert "claim a " in lines[0] and "1.98" in lines[0] and "[" not in lines[0].split("1.98")[0]
+    assert "claim b [recovery=classic]" in lines[1] and "claim b [recovery=modern]" in lines[2]
