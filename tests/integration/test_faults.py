@@ -26,13 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 #: fault-surface measures it against the old SURFACE_S + 5 = 8 s criterion.  15 s is 7x the
 #: largest seen and still proves the run did not wait for the end of its traffic
 DURING_RUN_S = 15.0
-#: a switch port's queue deleted or changed: the kernel's qdisc event is read at the next
-#: 0.2-s watch, and a bpf run's teardown and exit follow (a deleted link, seen the same way:
-#: 0.30-0.32 s on bpf, docs/faults.md).  Measured from the `tc` command to the exit
-#: (2026-12-02, 2 cores, under flock): 0.42-0.62 s, 8 faults in four runs of the test below;
-#: bench/bench_faults.py 0.32-0.45 s.  2 s is ten watches and three times the largest seen;
-#: a queue found only by the read-back after the traffic would take the rest of the 20-s run
-QUEUE_WATCH_S = 2.0
 
 
 def _start(tmp_path: Path, dataplane: str, *extra: str) -> subprocess.Popen:
@@ -152,7 +145,10 @@ QUEUE_FAULTS = {"deleted": (["qdisc", "del", "dev", "{intf}", "root"],
 def test_a_deleted_or_changed_queue_is_named_at_once(fault, tmp_path):
     """`tc qdisc del dev <port> root` (or its pfifo's limit changed) a few seconds into the
     traffic: the kernel's qdisc event fails the run at the next watch, naming the link and
-    the interface, where the read-back after the traffic used to find it."""
+    the interface, where the read-back after the traffic used to find it.  The bound is
+    DURING_RUN_S, as for a deleted link: a host-independent proof that the run did not wait
+    for the end of its traffic.  How soon it ends is a measurement (bench/bench_faults.py,
+    docs/faults.md: 0.32-0.45 s on bpf, 2026-12-02), not this test's criterion."""
     argv, says = QUEUE_FAULTS[fault]
     p = _start(tmp_path, "bpf")
     run = _wait_traffic(p, tmp_path)
@@ -166,7 +162,7 @@ def test_a_deleted_or_changed_queue_is_named_at_once(fault, tmp_path):
     t = time.monotonic()
     subprocess.run(["tc", *(a.format(intf=victim) for a in argv)], check=True, timeout=10)
     error = _ends_failed(p, run, t, f"the queue of link {sw} port {port} (to ",
-                         f"was {says}", f"on {victim}", within=QUEUE_WATCH_S)
+                         f"was {says}", f"on {victim}")
     if fault == "changed":
         assert error.endswith(" -> 5"), error     # "limit 100 -> 5"
 
