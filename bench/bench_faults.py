@@ -44,7 +44,7 @@ from emulator.sysinfo import ovsdb_pid, vswitchd_pid
 
 REPO = Path(__file__).resolve().parent.parent
 
-CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": []}
+CLEAN = {"bridges": [], "veths": [], "procs": [], "bpffs": [], "struct_ops": [], "cgroups": []}
 PHASES = ("bring-up", "traffic", "after traffic", "plotting")  # ("before": ahead of start)
 CLIENTS = 16                       # a k=4 permutation
 
@@ -175,6 +175,17 @@ def _detach_port_program(p: subprocess.Popen | None) -> str:
     return intf
 
 
+def _tc_on_port(*argv: str) -> Callable[[subprocess.Popen | None], str]:
+    """Run ``tc argv`` on a switch-to-switch port of the run ("{intf}" in argv: its name)."""
+    def act(p: subprocess.Popen | None) -> str:
+        intf = _switch_link(p)
+        if intf:
+            subprocess.run(["tc", *(a.format(intf=intf) for a in argv)], check=False,
+                           timeout=10)
+        return intf
+    return act
+
+
 def _kill_ovsdb(_p: subprocess.Popen | None) -> str:
     pid = ovsdb_pid()
     if not pid:
@@ -230,6 +241,11 @@ FAULTS: dict[str, tuple[Callable[[subprocess.Popen], str], tuple[str, ...], tupl
     "unmount BPF pins": (_unmount_bpf_pins, ("bpf",), ("traffic",), "failed"),
     "delete a switch-to-switch link": (_delete_link, ("bpf", "ovs"), ("traffic",), "failed"),
     "detach a port's program": (_detach_port_program, ("bpf",), ("traffic",), "failed"),
+    "delete a switch port's queue": (_tc_on_port("qdisc", "del", "dev", "{intf}", "root"),
+                                     ("bpf", "ovs"), ("traffic",), "failed"),
+    "change a switch port's queue limit": (_tc_on_port("qdisc", "change", "dev", "{intf}",
+                                                       "handle", "10:", "pfifo", "limit", "5"),
+                                           ("bpf", "ovs"), ("traffic",), "failed"),
     "SIGKILL ovsdb-server": (_kill_ovsdb, ("ovs",), ("traffic",), "failed"),
     "ovsdb-server dead before the run": (_kill_ovsdb, ("ovs",), ("before",), "failed"),
     "SIGSTOP an iperf3 client 10 s": (_stop_client(10.0), ("bpf", "ovs"), ("traffic",),
@@ -240,7 +256,8 @@ FAULTS: dict[str, tuple[Callable[[subprocess.Popen], str], tuple[str, ...], tupl
 NAMES = {"delete a switch-to-switch link": "link", "detach a port's program": "no longer "
          "attached", "SIGKILL ovsdb-server": "ovsdb-server", "ovsdb-server dead before the "
          "run": "ovsdb-server", "SIGSTOP an iperf3 client 10 s": "stalled",
-         "fill the results disk": "no space left"}
+         "fill the results disk": "no space left", "delete a switch port's queue":
+         "the queue of link", "change a switch port's queue limit": "the queue of link"}
 #: faults after which ./setup.sh must restart Open vSwitch before the next run
 RESTART_OVS = ("SIGKILL ovs-vswitchd", "SIGKILL ovsdb-server", "ovsdb-server dead before the run")
 #: faults whose final status the next run writes (a dead dcrepro's "killed"; the status a full

@@ -28,7 +28,7 @@ from topos.base import Topology
 from topos.grin import GrinTopology
 
 from . import cc as ccs
-from . import hostnet, netns, shaping
+from . import hostnet, netns, queuewatch, shaping
 from .cgroup import CpuCap, find_hierarchy, rps_mask
 from .cgroup import remove as remove_cgroup
 from .cgroup import wrap as wrap_in_cgroup
@@ -55,7 +55,6 @@ DEFAULT_DATAPLANE = "bpf"
 #: event (the kernel's RTNLGRP_LINK: a deleted or downed interface) triggers a look at the
 #: next 0.2-s watch; this slower look is the safety net for a missed event
 LINK_LOOK_S = 2.0
-RTMGRP_LINK = 1
 
 
 def restore_sysctls(saved: dict[str, str], set_to: dict[str, str],
@@ -74,33 +73,6 @@ def restore_sysctls(saved: dict[str, str], set_to: dict[str, str],
                          f"something else changed it during the run; restored to {old}")
         write(name, old)
     return lines
-
-
-def link_event_socket() -> socket.socket | None:
-    """A non-blocking rtnetlink socket that receives every link change of this network
-    namespace (the switches' ports live here), or None if it cannot be opened."""
-    try:
-        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_NONBLOCK,
-                          socket.NETLINK_ROUTE)
-        s.bind((0, RTMGRP_LINK))
-        return s
-    except OSError:
-        return None
-
-
-def link_events_pending(s: socket.socket | None) -> bool:
-    """Read every pending link event; True if there was any (or the queue overflowed)."""
-    seen = False
-    while s is not None:
-        try:
-            if not s.recv(65536):
-                break
-            seen = True
-        except BlockingIOError:
-            break
-        except OSError:          # ENOBUFS: events were lost, so look
-            return True
-    return seen
 
 
 @dataclass
@@ -230,7 +202,10 @@ class Emulation:
         self._lock_fh: Any = None
         self._next_link_look = 0.0
         self._link_names: dict[str, str] = {}
-        self._link_events: socket.socket | None = None
+        #: the kernel's link, qdisc and class events (queuewatch.event_socket; closed at teardown)
+        self._events: socket.socket | None = None
+        #: the shaped switch ports whose queues the event socket watches, by ifindex
+        self._queue_ports: dict[int, queuewatch.Port] = {}
         #: one sock_diag socket per host looked at by ``sockets`` (closed at teardown)
         self._diag: dict[str, socket.socket] = {}
         #: root-namespace sysctls the run changed -> their old values (_set_sysctl)
@@ -386,8 +361,11 @@ class Emulation:
         self.dataplane.install(self)
         self.facts.rules_s = round(time.monotonic() - t1, 3)
         self.facts.bringup_s = round(time.monotonic() - t0, 3)
-        # from here on a deleted or downed port is reported by the kernel (check_alive)
-        self._link_events = link_event_socket()
+        # from here on a deleted or downed port, and a change of a port's queue, is reported
+        # by the kernel (check_alive); opened after the last tc change of bring-up, so none
+        # of the run's own changes is on it (emulator/queuewatch.py)
+        self._events = queuewatch.event_socket()
+        self._arm_queue_watch()
         self.facts.qdisc = self.verify_qdiscs()
         self.facts.cc_in_hosts = self.host_cmd(
             self.net.hosts[0], ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).strip()
@@ -501,16 +479,19 @@ class Emulation:
         return self.dataplane.trace(self, src, dst, five_tuple, proto)
 
     def check_alive(self) -> None:
-        """Raise RunError naming what broke: a link (its veth deleted, or down), or the
-        dataplane (controller, switch daemon, database, BPF program or its attachment).
-        Called every 0.2 s while traffic runs; the link look (one sysfs read per switch
-        port, about 25 us each) is taken when the kernel reported a link change, and every
-        LINK_LOOK_S in any case."""
+        """Raise RunError naming what broke: a link (its veth deleted, or down), a switch
+        port's queue (a qdisc or class deleted, changed or replaced), or the dataplane
+        (controller, switch daemon, database, BPF program or its attachment).  Called every
+        0.2 s while traffic runs; the link look (one sysfs read per switch port, about 25 us
+        each) is taken when the kernel reported a link change, and every LINK_LOOK_S in any
+        case; a queue is judged from the kernel's own message about it."""
         now = time.monotonic()
         if self.net is not None:
-            if link_events_pending(self._link_events) or now >= self._next_link_look:
+            events = queuewatch.read_events(self._events)
+            if events.links or now >= self._next_link_look:
                 self._next_link_look = now + LINK_LOOK_S
-                self._check_links()
+                self._check_links()    # first: a gone link is the more precise cause
+            self._check_queues(events)
         try:
             self.dataplane.check_alive()
         except RunError:
@@ -534,6 +515,31 @@ class Emulation:
             if state not in ("up", "unknown"):
                 raise RunError(f"link {what} is {state}: interface {intf} (or its peer) "
                                "went down during the run")
+
+    def _arm_queue_watch(self) -> None:
+        """The shaped switch ports by ifindex, as bring-up left them (one if_nameindex call:
+        a deleted port's name cannot be looked up from its index any more)."""
+        index = {name: i for i, name in socket.if_nameindex()}
+        self._queue_ports = {
+            index[f"{n}-eth{p}"]: queuewatch.Port(f"{n}-eth{p}", f"{n} port {p} (to {peer})",
+                                                  self.topo.link_bw(n, peer, self.link.bw))
+            for n, p, peer in shaping.link_ends(self.topo)
+            if self.topo.is_switch(n) and f"{n}-eth{p}" in index}
+
+    def _check_queues(self, events: queuewatch.Events) -> None:
+        """RunError if a message changed a watched queue; after an overflow (messages lost)
+        every port's qdiscs are read back and compared with bring-up's."""
+        why = queuewatch.queue_fault(events.queues, self._queue_ports, self.link.queue)
+        if why is None and events.lost and self._queue_ports:
+            try:
+                dump = queuewatch.qdisc_dump()
+            except OSError as exc:
+                raise RunError(f"could not read the switch ports' queues back after the "
+                               f"kernel's events overflowed: {exc}") from None
+            why = queuewatch.full_look(dump, self._queue_ports, self.link.shaper,
+                                       self.link.queue)
+        if why is not None:
+            raise RunError(why)
 
     # ---- processes ----
     def host(self, name: str) -> Any:
@@ -646,9 +652,9 @@ class Emulation:
     def _teardown(self) -> None:
         t0 = time.monotonic()
         keep_record = False
-        if self._link_events is not None:
-            self._link_events.close()
-            self._link_events = None
+        if self._events is not None:
+            self._events.close()
+            self._events = None
         for diag in self._diag.values():
             diag.close()
         self._diag = {}
