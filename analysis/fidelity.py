@@ -189,7 +189,8 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
     """The reasons to doubt one measurement that every experiment judges alike, from what
     its runner recorded (harness/traffic.run_iperf's facts, or the same keys from another
     runner): CPU saturation, losses outside the tail-drop queues, links not sending at their
-    rate, partial measurements, TCP flows not limited by congestion, stalled flows."""
+    rate, partial measurements, TCP flows not limited by congestion, stalled flows, MPTCP
+    connections that lost subflows."""
     reasons = []
     sat = meas.get("cpu_saturated_share")
     if sat is not None and sat > SUSPECT_CPU_SHARE:
@@ -213,7 +214,7 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
                                         "machine's CPU)" if beside else ""))
     if meas.get("measurement_note"):
         reasons.append(meas["measurement_note"])
-    reasons += [meas[k] for k in ("apart_note", "late_note") if meas.get(k)]
+    reasons += [meas[k] for k in ("apart_note", "late_note", "subflow_note") if meas.get(k)]
     limits = meas.get("tcp_limits") or {}
     reasons += [limits[k] for k in ("note", "stall_note") if limits.get(k)]
     return reasons

@@ -423,6 +423,7 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     limits = flow_limits(emu, flows, transport, tcp_samples, duration, trim)
     conns = connections(msk_samples)
     connection_rates(flows, conns, duration, trim)
+    drops = subflow_drops(flows, conns, duration, trim)
     per_socket = limits.pop("per_socket")
     write_rows(out / "tcp_limits.csv", per_socket)
     # per flow: its best-limited socket (an MPTCP flow is congestion-limited if a subflow is)
@@ -457,7 +458,10 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             "window_s": [trim, duration - trim], "dequeue_gaps": gaps,
             "bwm_incomplete": incomplete, "measurement_note": coverage_note(incomplete),
             "apart_note": apart_note(flows, duration, trim),
-            "late_note": late_note(flows, duration, trim)}
+            "late_note": late_note(flows, duration, trim),
+            # a connection that lost subflows inside its window (a flushed endpoint, a
+            # path manager that closed them): a reason to doubt the run, with when
+            "subflow_drops": drops, "subflow_note": subflow_note(drops)}
 
 
 #: a flow started again (MPTCP short of subflows) must share at least this much of its
@@ -586,6 +590,46 @@ def sender_stands(f: Flow, by_conn: Connections, duration: float,
     rows = max(conns, key=lambda rows: max(int(r["bytes_acked"]) for r in rows))
     held, idle = data_level_stands(rows, f.start + trim, f.start + duration - trim)
     return {"held_s": held, "idle_s": idle}
+
+
+def subflow_drops(flows: list[Flow], by_conn: Connections, duration: float,
+                  trim: float) -> list[dict[str, Any]]:
+    """The MPTCP flows whose sender connection lost subflows inside its window, from
+    mptcp_info's count of extra subflows (mptcp_samples, one per sampling interval): the
+    subflows it had before (1 + the most extra ones seen in its window so far), the fewest
+    it had after, and when it fell (s into the window).  A fall counts when two samples in
+    a row are below the most seen before them: one low sample is a subflow closing while
+    its replacement is not yet counted, not a loss."""
+    out = []
+    for f in flows:
+        conns = [rows for k, rows in by_conn.items() if k[0] == f.src and k[4] == f.port]
+        if not conns:
+            continue
+        rows = max(conns, key=lambda rows: max(int(r["bytes_acked"]) for r in rows))
+        t0, t1 = f.start + trim, f.start + duration - trim
+        seq = sorted((float(r["time"]), int(r["subflows"])) for r in rows
+                     if t0 <= float(r["time"]) <= t1)
+        most = -1
+        for i, (t, n) in enumerate(seq[:-1]):
+            if 0 <= most and n < most and seq[i + 1][1] < most:
+                out.append({"flow": f.name, "subflows_before": most + 1,
+                            "subflows_after": min(x for _, x in seq[i:]) + 1,
+                            "at_s": round(t - t0, 1)})
+                break
+            most = max(most, n)
+    return out
+
+
+def subflow_note(drops: list[dict[str, Any]]) -> str | None:
+    """A suspect reason naming the connections that lost subflows (subflow_drops): the flow
+    was measured on fewer paths than the run asked for, from a moment on."""
+    if not drops:
+        return None
+    d = drops[0]
+    single = "; single-path from then on" if d["subflows_after"] == 1 else ""
+    return (f"{len(drops)} MPTCP connection(s) lost subflows inside their window, e.g. "
+            f"{d['flow']}: {d['subflows_before']} -> {d['subflows_after']} subflows "
+            f"{d['at_s']:g} s into its window{single}")
 
 
 def connections(samples: list[dict[str, Any]]) -> Connections:

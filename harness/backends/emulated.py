@@ -215,6 +215,7 @@ class EmulatedBackend:
         fid.update(run=w.rep, transport=phase.transport, cpu_mean=meas["cpu_mean"],
                    **({"topology": w.label} if w.label else {}),
                    **shortfall, restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
+                   subflow_drops=meas["subflow_drops"],
                    **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],
                    cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"],
                    stack_counters=meas["stack_counters"])

@@ -36,10 +36,12 @@ def _start(tmp_path: Path, dataplane: str, *extra: str) -> subprocess.Popen:
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def _wait_traffic(p: subprocess.Popen, tmp_path: Path, clients: int = 16) -> Path:
+def _wait_traffic(p: subprocess.Popen, tmp_path: Path, clients: int = 16,
+                  transport: str = "tcp") -> Path:
     """Poll (bounded) until every client of the k=4 permutation has been started."""
     deadline = time.monotonic() + 90
-    while len(list(tmp_path.glob("permutation/*/run00/tcp/iperf-client-*.json"))) < clients \
+    while len(list(tmp_path.glob(f"permutation/*/run00/{transport}/iperf-client-*.json"))) \
+            < clients \
             or len(_pids("iperf3 -c")) < clients:
         assert p.poll() is None, p.stdout.read()
         assert time.monotonic() < deadline, "traffic did not start"
@@ -164,6 +166,26 @@ def test_a_deleted_or_changed_queue_is_named_at_once(fault, tmp_path):
                          f"was {says}", f"on {victim}")
     if fault == "changed":
         assert error.endswith(" -> 5"), error     # "limit 100 -> 5"
+
+
+def test_an_mptcp_connection_that_loses_its_subflows_flags_the_run(tmp_path):
+    """`ip mptcp endpoint flush` in one sending host a few seconds into an MPTCP run: the
+    kernel closes that host's extra subflows, and its connection goes on over one path.
+    The run ends ok (its data is complete) but flagged, naming the connection and when
+    (issue #56 part 1: it used to end ok and unflagged)."""
+    p = _start(tmp_path, "bpf", "--transport", "mptcp", "--subflows", "4")
+    run = _wait_traffic(p, tmp_path, transport="mptcp")
+    time.sleep(3.0)     # the extra subflows joined (they take about a second), window open
+    client = _pids("iperf3 -c")[0]
+    subprocess.run(["nsenter", "-t", str(client), "-n", "ip", "mptcp", "endpoint", "flush"],
+                   check=True, timeout=10)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, out
+    status = json.loads((run / "status.json").read_text())
+    assert status["status"] == "ok", status
+    lost = [x for x in status["suspect"] if "lost subflows inside their window" in x]
+    assert lost and "single-path from then on" in lost[0], status["suspect"]
+    print(lost[0])
 
 
 def test_sigkilled_run_is_marked_killed_by_the_next_run(tmp_path):

@@ -1,0 +1,53 @@
+"""Subflows watched like links (issue #56 part 1): an MPTCP connection that loses subflows
+inside its window is a reason to doubt the run, named with when, from mptcp_info's count of
+extra subflows (harness.traffic.subflow_drops, subflow_note) on hand-made samples."""
+from analysis.fidelity import measurement_reasons
+from harness.traffic import Flow, connections, subflow_drops, subflow_note
+
+
+def _rows(src: str, port: int, counts: list[int], t0: float = 100.0,
+          acked: int = 1000) -> list[dict]:
+    """One sender connection's samples every 0.5 s from t0: its extra subflows."""
+    return [{"time": t0 + 0.5 * i, "host": src, "saddr": "10.0.0.1", "sport": 40000 + port,
+             "daddr": "10.0.0.2", "dport": port, "subflows": n, "bytes_acked": acked * i}
+            for i, n in enumerate(counts)]
+
+
+def _flow(src: str, port: int) -> Flow:
+    f = Flow(src, "h9", port)
+    f.start = 100.0
+    return f
+
+
+def test_a_connection_that_loses_its_subflows_is_named_with_when():
+    # 20-s flow, 3-s trim: its window is 103..117 s; 7 extra subflows until 107 s, then 0
+    counts = [7] * 14 + [0] * 26
+    by = connections(_rows("h1", 5201, counts) + _rows("h2", 5202, [3] * 40))
+    drops = subflow_drops([_flow("h1", 5201), _flow("h2", 5202)], by, 20.0, 3.0)
+    assert drops == [{"flow": "h1 -> h9:5201", "subflows_before": 8, "subflows_after": 1,
+                      "at_s": 4.0}]
+    note = subflow_note(drops)
+    assert note == ("1 MPTCP connection(s) lost subflows inside their window, e.g. "
+                    "h1 -> h9:5201: 8 -> 1 subflows 4 s into its window; single-path from "
+                    "then on")
+    assert note in measurement_reasons({"subflow_note": note})
+
+
+def test_start_up_one_low_sample_and_the_window_edges_are_no_loss():
+    # subflows joining during start-up, one sample low while
+    # a subflow is replaced, and the connection closing after its window: no drop
+    counts = [0, 1, 2, 3] + [3] * 10 + [2] + [3] * 20 + [0] * 5
+    by = connections(_rows("h1", 5201, counts))
+    assert subflow_drops([_flow("h1", 5201)], by, 20.0, 3.0) == []
+    # a flow with no MPTCP samples (TCP, or never connected) is not judged here
+    assert subflow_drops([_flow("h3", 5203)], by, 20.0, 3.0) == []
+    assert subflow_note([]) is None
+
+
+def test_the_sender_connection_is_the_busiest_to_the_flows_port():
+    """iperf3's control connection (few bytes, no extra subflows) is not the flow."""
+    control = _rows("h1", 5201, [0] * 40, acked=1)
+    for r in control:
+        r["sport"] = 39999
+    data = _rows("h1", 5201, [2] * 40)
+    assert subflow_drops([_flow("h1", 5201)], connections(control + data), 20.0, 3.0) == []
