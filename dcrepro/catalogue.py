@@ -16,7 +16,8 @@ import topos
 from topos.spec import Param
 
 #: what `dcrepro list` can list (experiments: the registry's own listing, in the CLI)
-KINDS = ("experiments", "topologies", "routings", "dataplanes", "backends", "ccs", "aqms")
+KINDS = ("experiments", "papers", "topologies", "routings", "dataplanes", "backends", "ccs",
+         "aqms")
 
 
 @dataclass(frozen=True)

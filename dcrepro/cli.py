@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what to list")
     what = lst.add_mutually_exclusive_group()
     what.add_argument("--markdown", action="store_true",
-                      help="the README's experiment table, generated from the registry")
+                      help="the README's experiment table (or, for papers, its list of "
+                           "papers), generated from the registry")
     what.add_argument("--sweeps", action="store_true",
                       help="the sweep script of every experiment (what reproduce.sh runs)")
     clean = sub.add_parser("clean", help="remove what crashed dcrepro runs left behind "
@@ -528,11 +529,16 @@ def _reference(args: argparse.Namespace, judged: list[Path]) -> Any:
 def cmd_list(args: argparse.Namespace) -> int:
     """Names and one-line help, the README table, or the sweep scripts, from the registry;
     or another registry (dcrepro/catalogue.py)."""
-    from store import registry
+    from store import papers, registry
+    if args.kind == "papers" and not args.sweeps:
+        print(papers.markdown_list() if args.markdown else "\n".join(
+            f"{p.file[:3]}  {papers.citation(p)}" for p in papers.PAPERS.values()),
+              end="" if args.markdown else "\n")
+        return 0
     if args.kind != "experiments":
         if args.markdown or args.sweeps:
-            print(f"dcrepro: error: --markdown and --sweeps list experiments, not "
-                  f"{args.kind}", file=sys.stderr)
+            print(f"dcrepro: error: --markdown lists experiments or papers, --sweeps "
+                  f"experiments, not {args.kind}", file=sys.stderr)
             return 2
         from dcrepro import catalogue
         print("\n".join(catalogue.lines(args.kind)))

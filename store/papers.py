@@ -216,3 +216,15 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                      "fabric latency per scheme (Fig. 1(b))"),
           )),
 )}
+
+
+def citation(p: Paper) -> str:
+    """How a reader cites it: the title, then who wrote it and where it appeared."""
+    return f"{p.title}. {p.venue}."
+
+
+def markdown_list() -> str:
+    """The README's list of the papers (`dcrepro list papers --markdown`): each by its file's
+    number, cited by title, authors and venue, linked to its results page."""
+    return "".join(f"- `{p.file[:3]}_…` [{p.nick}](docs/results/{p.page}): *{p.title}*. "
+                   f"{p.venue}.\n" for p in PAPERS.values())

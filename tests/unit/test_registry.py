@@ -55,3 +55,11 @@ def test_every_help_text_prints(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(argv)
     assert stop.value.code == 0 and "usage: dcrepro" in capsys.readouterr().out
+
+
+def test_the_readmes_papers_are_the_ones_the_registry_cites():
+    from store import papers
+    text = (REPO / "README.md").read_text()
+    block = text[text.index("<!-- papers:begin"):text.index("<!-- papers:end -->")]
+    assert papers.markdown_list() in block, "run `.venv/bin/dcrepro list papers --markdown`"
+    assert len(re.findall(r"^- `\d{3}_…` ", block, flags=re.M)) == len(papers.PAPERS)
