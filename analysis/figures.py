@@ -22,9 +22,12 @@ NOTES = "figures.json"
 
 def caption(config: dict[str, Any], headline: str = "") -> str:
     """A figure's title: what it shows (``headline``, one short line) over which run it is
-    (experiment, backend, run id).  Parameters and methods go to ``note``."""
+    and in what conditions (experiment, backend: cc, link rate, repetitions, flow length;
+    the run id).  Other parameters and methods go to ``note``."""
     backend = config["params"].get("backend", "emulated")
-    run = f"{config['experiment']} [{backend}] {config['run_id']}"
+    conds = conditions(config)
+    run = f"{config['experiment']} [{backend}]" + (f": {conds}" if conds else "") + \
+        f" · {config['run_id']}"
     return f"{headline}\n{run}" if headline else run
 
 
@@ -127,7 +130,8 @@ def conditions(config: dict[str, Any]) -> str:
         value = params.get(key)
         if value not in (None, ""):
             try:
-                out.append(fmt.format(value))
+                out.append(fmt.format(value) if key != "runs" or int(value) != 1
+                           else "1 repetition")
             except (ValueError, TypeError):
                 out.append(f"{key} {value}")
     return ", ".join(out)

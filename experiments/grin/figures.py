@@ -21,6 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 
 from analysis.figures import caption, note, save
 from store import cell, read_csv, write_csv
@@ -108,10 +109,13 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
              f"(upstream, uncoupled, default scheduler)\n{_fidelity_line(run_dir)}\n"
              "normalized to the original network's best; solid: emulated, dotted: the "
              "independent-subflow model on the same subflows, dashed: the paper's h1 optimum")
-    fig, ax = plt.subplots(figsize=(7.5, 5.4))
+    fig, ax = plt.subplots(figsize=(8.6, 5.4))
     fig.suptitle(caption(config, "per-server throughput vs active servers (003 Figs. 6/7)"),
                  fontsize=10)
     styles = {"mbps": "-o", "uncoupled_model_mbps": ":", "h1_optimum_mbps": "--"}
+    # two legends beside the axes, not one entry per line over the data: colour says the
+    # network, the line's style what it is (measured, or one of the two models)
+    nets, kinds = [], set()
     for i, net in enumerate(sorted({r["network"] for r in summary}, key=_order)):
         color = f"C{i}"
         mine = [r for r in summary if r["network"] == net]
@@ -119,13 +123,21 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
             pts = [(r["active_pct"], r[f"{col}_norm"]) for r in mine if r[f"{col}_norm"] != ""]
             if pts:
                 xs, ys = zip(*pts)
-                label = network_label(net) + \
-                    ("" if col == "mbps" else f" ({COLUMNS[col]})")
-                ax.plot(xs, ys, style, color=color, label=label, ms=4)
+                ax.plot(xs, ys, style, color=color, ms=4)
+                kinds.add(col)
+        nets.append(Line2D([], [], color=color, lw=6, label=network_label(net)))
+    what = [Line2D([], [], color="0.3", marker="o" if col == "mbps" else None,
+                   ls=style.strip("o"), ms=4,
+                   label="emulated" if col == "mbps" else COLUMNS[col])
+            for col, style in styles.items() if col in kinds]
     ax.set_xlabel("active servers (%)")
-    ax.set_ylabel("per-server throughput / original's best")
+    ax.set_ylabel("per-server throughput / original network's best")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
+    first = ax.legend(handles=nets, title="network", fontsize=7, title_fontsize=7,
+                      loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.add_artist(first)
+    ax.legend(handles=what, title="line", fontsize=7, title_fontsize=7, loc="lower left",
+              bbox_to_anchor=(1.01, 0.0))
     path = save(fig, run_dir / "throughput.png")
     return [note(path, notes)]
 
