@@ -72,9 +72,10 @@ Series = tuple[str, list[dict[str, str]], str]  # label, flow rows, metric colum
 
 
 def rank_plot(path: Path, series: list[Series], title: str,
-              ylabel: str = "normalized throughput") -> Path:
-    """Value vs rank of flow, one line per series (mean over runs), run spread shaded."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+              ylabel: str = "throughput / link rate") -> Path:
+    """Value vs rank of flow, one line per series (mean over runs), run spread shaded; the
+    legend under the axes (a rank curve fills its frame: inside, it would cover data)."""
+    fig, ax = plt.subplots(figsize=(7, 4.2 + 0.2 * len(series)))
     for label, rows, metric in series:
         if not rows:
             continue
@@ -89,7 +90,7 @@ def rank_plot(path: Path, series: list[Series], title: str,
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.1)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8, frameon=False)
     ax.set_title(title, fontsize=9)
     return save(fig, path)
 

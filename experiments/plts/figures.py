@@ -300,6 +300,13 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
                          "paper cites MPTCP ~90 % on this setup (not measured here)")
 
 
+def _latency(us: float) -> str:
+    """A latency in the unit that reads best: '850 us', '4.1 ms', '115 ms'."""
+    if us < 1000:
+        return f"{us:.0f} us"
+    return f"{us / 1000:.2g} ms" if us < 10_000 else f"{us / 1000:.0f} ms"
+
+
 def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
                       recs: list[str], notes: str) -> Path:
     """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
@@ -311,8 +318,8 @@ def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[
             q = np.linspace(0, 1, min(v.size, LAT_SAMPLES_DRAWN))
             y = np.quantile(v, q)
             p90, p99 = np.percentile(v, [90, 99])
-            (line,) = ax.plot(q, y, lw=1.3, label=f"{_label(scheme, aqm)} (p90 {p90:.0f}, "
-                              f"p99 {p99:.0f} us, n={v.size})")
+            (line,) = ax.plot(q, y, lw=1.3, label=f"{_label(scheme, aqm)} (p90 "
+                              f"{_latency(p90)}, p99 {_latency(p99)}, n={v.size})")
             ax.scatter([0.9], [p90], marker="o", color=line.get_color(), zorder=5)
             ax.scatter([0.99], [p99], marker="s", color=line.get_color(), zorder=5)
         for x in (0.9, 0.99):
