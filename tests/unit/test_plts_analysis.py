@@ -146,7 +146,9 @@ def test_plot_plts_emulated_writes_figures_and_tables(tmp_path, captions):
         in md and "backend=emulated" in md
     # short titles; the methods are the figures' notes, which the report page shows
     assert len(captions) == 3 and all(c.count("\n") == 1 for c in captions)
-    assert all(c.endswith("plts [emulated] test-emulated") for c in captions)
+    # what it shows, then the run: its experiment, backend, conditions and id
+    assert all(c.split("\n")[1].startswith("plts [emulated]: ") and
+               c.endswith(" · test-emulated") and "Mb/s links" in c for c in captions)
     notes = json.loads((run_dir / "figures.json").read_text())
     assert notes.pop("headlines.png")
     assert list(notes) == ["throughput.png", "latency_rank.png", "flows_rank.png"]
