@@ -16,6 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from analysis.intervals import mean_interval
+
 #: how each figure of a run folder is made: figure file name -> text, in drawing order
 NOTES = "figures.json"
 
@@ -55,8 +57,9 @@ def save(fig: Any, path: Path, rect: tuple[float, float, float, float] | None = 
 
 def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
-    """Per rank: mean, min and max over runs of the sorted per-run values of ``metric``;
-    empty when no row has a value (a meter that covered no flow leaves its column blank)."""
+    """Per rank: the mean over runs of the sorted per-run values of ``metric`` and its 95 %
+    interval (Student's t; with one run the interval is the value itself); empty when no
+    row has a value (a meter that covered no flow leaves its column blank)."""
     runs: dict[str, list[float]] = {}
     for r in rows:
         if r[metric] != "":
@@ -65,7 +68,9 @@ def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np
         return np.array([]), np.array([]), np.array([])
     n = min(len(v) for v in runs.values())
     mat = np.array([sorted(v)[:n] for v in runs.values()])
-    return mat.mean(axis=0), mat.min(axis=0), mat.max(axis=0)
+    ivs = [mean_interval(mat[:, i]) for i in range(n)]
+    return (mat.mean(axis=0), np.array([iv.lo for iv in ivs]),
+            np.array([iv.hi for iv in ivs]))
 
 
 Series = tuple[str, list[dict[str, str]], str]  # label, flow rows, metric column
@@ -73,7 +78,8 @@ Series = tuple[str, list[dict[str, str]], str]  # label, flow rows, metric colum
 
 def rank_plot(path: Path, series: list[Series], title: str,
               ylabel: str = "throughput / link rate") -> Path:
-    """Value vs rank of flow, one line per series (mean over runs), run spread shaded; the
+    """Value vs rank of flow, one line per series (mean over runs), its 95 % interval
+    shaded; the
     legend under the axes (a rank curve fills its frame: inside, it would cover data)."""
     fig, ax = plt.subplots(figsize=(7, 4.2 + 0.2 * len(series)))
     for label, rows, metric in series:

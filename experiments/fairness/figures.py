@@ -152,7 +152,8 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             [(_label(t, rs), rs, "norm_bwm") for t, rs in groups.items()],
             caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)")),
             nets, "throughput: bwm-ng at each receiver's switch port (L2 frames), as the "
-            "paper; flows sorted within each run, mean over runs at each rank, shaded min-max"))
+            "paper; flows sorted within each run, mean over runs at each rank, shaded: its "
+            "95 % interval"))
         series = []
         tcp = config["params"].get("tcp_model", "off")
         for t, rs in groups.items():
@@ -181,7 +182,7 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)")),
             nets, "flow-level model over the routing plans (CRC32 hash per switch of "
             "synthetic 5-tuples); independent max-min subflows (upstream MPTCP: no coupled "
-            "CC); shaded min-max over runs"))
+            "CC); shaded: the 95 % interval of the mean over runs"))
         if any(cell(r.get("norm_model_aggregate")) == cell(r.get("norm_model_aggregate"))
                for r in rows):
             out.append(note(rank_plot(

@@ -25,7 +25,7 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                           [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
                           caption(config, "throughput by rank of flow (000 Fig. 4)")),
                 f"{how}; flows sorted within each run, mean over runs at each rank, shaded: "
-                "min-max over runs")]
+                "the 95 % interval of the mean over runs")]
     if wire:
         t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
         out.append(note(rank_plot(

@@ -359,8 +359,9 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
     return _per_recovery(run_dir, config, recs, notes, "flows_rank.png",
                          "throughput by rank of flow (004 Fig. 1c)", draw, ("lower right", 8),
                          "per-flow throughput sorted within each run, then the mean over runs "
-                         "at each rank (shaded: min-max over runs; runs cut to the smallest "
-                         "flow count); max/min: median over runs of the per-run spread")
+                         "at each rank (shaded: the 95 % interval of the mean over runs; runs "
+                         "cut to the smallest flow count); max/min: median over runs of the "
+                         "per-run spread")
 
 
 # -- where the latency comes from ----------------------------------------------------------
