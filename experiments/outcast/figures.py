@@ -189,8 +189,22 @@ def _series(rows: list[dict[str, str]], sender: str, source: str) -> tuple[np.nd
     return np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
 
 
+def _empty(ax: Any, title: str, why: str) -> None:
+    """A panel with nothing to draw says so, in the panel (a flow-model run has rates only:
+    no time series, no queues)."""
+    ax.set_title(title, fontsize=9)
+    ax.text(0.5, 0.5, why, ha="center", va="center", fontsize=9, color="0.4",
+            transform=ax.transAxes, wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
 def _time_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special: str,
                 source: str, title: str, fair: float) -> None:
+    if not any(r["source"] == source for r in rows):
+        _empty(ax, title, f"no {source} series in this run\n(the flow model's view has "
+                          "average rates only)")
+        return
     cmap = plt.get_cmap("tab20")
     for i, s in enumerate(senders):
         t, y = _series(rows, s, source)
@@ -228,6 +242,10 @@ def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special:
 
 
 def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[str, str]]) -> None:
+    if not drop_series:
+        _empty(ax, "drops by input port", "no drop samples in this run\n(a fluid flow model "
+                                          "has no queue, so no drops)")
+        return
     ports = [p for p in dict.fromkeys(r["port"] for r in drop_series)]
     for p in ports:
         pts = sorted((cell(r["t"]), cell(r["drops"])) for r in drop_series if r["port"] == p)
