@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.common import checked, resolve
     try:
         params = checked(mod, resolve(args, mod.PARAMS.defaults(), mod.QUICK))
-        _check_writable(Path(args.out), str(params.get("backend", "emulated")))
+        _check_writable(Path(args.out), params.backend_name())
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
@@ -324,7 +324,7 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
     except ValueError as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
-    if params.get("backend", "emulated") == "emulated" and os.geteuid() != 0:
+    if params.backend_name() == "emulated" and os.geteuid() != 0:
         print("dcrepro: error: emulated runs need root (sudo .venv/bin/dcrepro ...)",
               file=sys.stderr)
         return 2
@@ -572,7 +572,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Validate, then measure and store the single-flow calibration."""
     from emulator.dataplane_registry import resolve as resolve_dataplane
     from emulator.proc import RunError, exit_code
-    from harness.common import validate
+    from harness.params import FlowParams, check_topo
 
     from .calibrate import calibrate
     try:
@@ -581,9 +581,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValueError(f"--bw {args.bw!r}: give link rates in Mb/s, e.g. 10,50") from None
         args.dataplane = resolve_dataplane(args.dataplane)
+        check_topo(args.topo)
         for bw in rates:
-            validate({"topo": args.topo, "bw": bw, "duration": args.duration,
-                      "trim": args.trim, "dataplane": args.dataplane})
+            # a run's checks of these values (--cc, as before, is left to the calibration)
+            FlowParams(bw=bw, duration=args.duration, trim=args.trim,
+                       dataplane=args.dataplane).check()
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2

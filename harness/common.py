@@ -12,7 +12,6 @@ from typing import Any
 import routing
 import topos
 from emulator import dataplane_registry
-from emulator.shaping import LinkSpec
 
 from .params import Params, typed
 
@@ -20,8 +19,8 @@ BACKENDS = ("emulated", "model", "sim")
 
 
 def _buffers_help(name: str, what: str, mib: int, whose: str = "") -> str:
-    """--wmem's or --rmem's help (one sentence for both, as validate and parse_buffers
-    treat them alike), with an example that gives every socket ``mib`` MiB."""
+    """--wmem's or --rmem's help (one sentence for both, as FlowParams.check and
+    parse_buffers treat them alike), with an example that gives every socket ``mib`` MiB."""
     n = mib << 20
     return (f"net.ipv4.tcp_{name} in every host namespace, MIN,DEFAULT,MAX bytes (e.g. "
             f"{n},{n},{n}: every socket{whose} starts with a {mib} MiB {what} buffer); "
@@ -198,128 +197,17 @@ def resolve(args: argparse.Namespace, defaults: Mapping[str, Any],
 def checked(mod: ModuleType, values: Mapping[str, Any]) -> Params:
     """The one door of every run (flags, a sweep's points and manifest lines, a rerun):
     ``values`` typed into the experiment's parameters (harness.params.typed), then checked
-    by the shared validation and the experiment's own; ValueError (one line) on anything
-    wrong, before anything is built."""
+    by the parameters themselves (Params.check) and the experiment; ValueError (one line)
+    on anything wrong, before anything is built."""
     params = typed(mod, values)
     offered = getattr(mod, "BACKENDS", ("emulated", "model"))
-    if params.get("backend", "emulated") not in offered:
+    if params.backend_name() not in offered:
         raise ValueError(f"--backend must be one of {', '.join(offered)} for {mod.NAME}, got "
-                         f"'{params['backend']}'")
-    validate(params)
+                         f"'{params.backend_name()}'")
+    params.check()
     if hasattr(mod, "validate"):
         mod.validate(params)
     return params
-
-
-def validate(params: Mapping[str, Any]) -> None:
-    """Raise ValueError (one line, for the user) on any bad value, before anything is built."""
-    if "topo" in params:
-        topos.build(params["topo"])   # built, not only parsed: too few hosts is bad input
-    if "routing" in params:
-        routing.parse(params["routing"])
-    if "bw" in params or "queue" in params:
-        link = LinkSpec(params.get("bw", 10.0), params.get("queue", 100),
-                        params.get("burst", "default"), params.get("aqm", "droptail"),
-                        params.get("shaper", "htb"))
-        if link.aqm_spec.active and params.get("backend", "emulated") == "model":
-            raise ValueError(f"--aqm {link.aqm}: the flow model has no queues; AQM applies "
-                             "to emulated runs only")
-        if link.aqm_spec.active and "dataplane" in params:
-            dataplane_registry.check_needs(dataplane_registry.make(params["dataplane"]),
-                                           f"--aqm {link.aqm}", {"aqm"})
-    if params.get("duration", 1) <= 0:
-        raise ValueError(f"--duration must be > 0, got {params['duration']}")
-    if "trim" in params and not 0 <= 2 * params["trim"] < params["duration"]:
-        raise ValueError(f"--trim {params['trim']} leaves no measurement window in "
-                         f"--duration {params['duration']}")
-    if params.get("runs", 1) < 1:
-        raise ValueError(f"--runs must be >= 1, got {params['runs']}")
-    if "transport" in params:
-        items = [t.strip() for t in str(params["transport"]).split(",")]
-        bad = [t for t in items if t not in ("tcp", "mptcp")]
-        if bad or not items:
-            raise ValueError(f"--transport: unknown {bad}; use tcp, mptcp or tcp,mptcp")
-    if params.get("backend", "emulated") not in BACKENDS:
-        raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, got "
-                         f"'{params['backend']}'")
-    if "dataplane" in params:
-        dp = dataplane_registry.make(params["dataplane"])
-        if "routing" in params:
-            dataplane_registry.check_modes(dp, str(routing.parse(params["routing"])),
-                                           routing.modes(params["routing"]))
-    if "cc" in params:
-        check_cc(str(params["cc"]))
-    if "idle_cpus" in params:
-        from emulator.emulation import check_idle_cpus
-        check_idle_cpus(params["idle_cpus"])
-        if params["idle_cpus"] == "spin" and params.get("backend", "emulated") != "emulated":
-            raise ValueError("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
-                             "--backend emulated")
-    if "softirq_batch" in params and not 0 <= params["softirq_batch"] <= 10000:
-        raise ValueError(f"--softirq-batch must be 0 (the kernel's own) or 1..10000 packets, "
-                         f"got {params['softirq_batch']}")
-    for name, what in (("wmem", "send"), ("rmem", "receive")):
-        if params.get(name):
-            parse_buffers(name, str(params[name]))
-            if params.get("backend", "emulated") != "emulated":
-                raise ValueError(f"--{name} sets the emulated hosts' {what} buffers: use it "
-                                 "with --backend emulated")
-    if params.get("rcvlowat"):
-        from emulator.rcvlowat import check
-        check(params["rcvlowat"])
-        if params.get("backend", "emulated") != "emulated":
-            raise ValueError("--rcvlowat changes when the emulated hosts' receivers wake: "
-                             "use it with --backend emulated")
-        if "mptcp" in str(params.get("transport", "")).split(","):
-            raise ValueError("--rcvlowat applies to TCP flows (an MPTCP connection wakes its "
-                             "reader by its own socket, not by its subflows'): use it with "
-                             "--transport tcp")
-    if "subflows" in params and not 1 <= params["subflows"] <= 8:
-        raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got "
-                         f"{params['subflows']}")
-
-
-def parse_buffers(name: str, value: str) -> tuple[int, int, int]:
-    """--wmem's or --rmem's 'MIN,DEFAULT,MAX' bytes (net.ipv4.tcp_wmem's or tcp_rmem's three
-    values); one-line ValueError unless they are three whole numbers from 4096 up, in that
-    order."""
-    try:
-        vals = tuple(int(v) for v in value.split(","))
-    except ValueError:
-        vals = ()
-    if len(vals) != 3 or vals[0] < 4096 or not vals[0] <= vals[1] <= vals[2]:
-        raise ValueError(f"--{name} wants MIN,DEFAULT,MAX bytes (whole numbers, 4096 <= MIN "
-                         f"<= DEFAULT <= MAX), got {value!r}")
-    return vals[0], vals[1], vals[2]
-
-
-def check_cc(cc: str) -> None:
-    """The congestion control can run here: built in, one of dcrepro's BPF controls
-    (emulator/cc.py, registered for the run), or a module modprobe could load."""
-    import subprocess
-
-    from emulator import cc as ccs
-    if not cc.replace("_", "").isalnum():
-        raise ValueError(f"--cc {cc!r} is not a congestion control name")
-    runnable = ccs.runnable()
-    if cc in runnable:
-        return
-    try:
-        loadable = subprocess.run(["modprobe", "-n", "-q", f"tcp_{cc}"], capture_output=True,
-                                  timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        loadable = False
-    if not loadable:
-        why = ""
-        if cc in ccs.BPF_CCS:
-            why = f" (dcrepro's BPF {cc} cannot be registered: {ccs.bpf_cc_unavailable()})"
-        raise ValueError(f"--cc {cc}: not available on this machine{why}; it can run "
-                         f"{ccs.describe(runnable)}")
-
-
-def transports(params: Mapping[str, Any]) -> list[str]:
-    """The transport list of a run."""
-    return [t.strip() for t in str(params["transport"]).split(",")]
 
 
 def run_rng(seed: int, run: int) -> random.Random:

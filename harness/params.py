@@ -8,19 +8,28 @@ wrong type is a one-line ValueError, a missing one takes its default.  An int is
 where a float is declared (``--bw 10``); nothing else is coerced.
 
 Code reads parameters as attributes (``params.bw``), which the type checker sees.  The
-instance is also a read-only mapping (``dict(params)`` is what config.json records, and
-code shared by every experiment reads ``params["bw"]`` from whichever it gets).
+instance is also a read-only mapping (``dict(params)`` is what config.json records).
+``check`` raises a one-line ValueError on a bad value, before anything is built: each class
+checks the fields it declares, after its bases have checked theirs (a topology or routing
+spec before them, as a run's checks have always begun with the network).
 """
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import types
 import typing
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from emulator.emulation import SOFTIRQ_BATCH
+import routing
+import topos
+from emulator import cc as ccs
+from emulator import dataplane_registry
+from emulator.emulation import SOFTIRQ_BATCH, check_idle_cpus
+from emulator.rcvlowat import check as check_rcvlowat
+from emulator.shaping import LinkSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +49,15 @@ class Params(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._names())
+
+    def check(self) -> None:
+        """ValueError (one line, for the user) on a bad value; see the module text."""
+
+    def backend_name(self) -> str:
+        """The backend the run uses: its ``backend`` where the class declares one (an
+        experiment, or SimParams), else emulated (an experiment without --backend only
+        emulates)."""
+        return str(getattr(self, "backend", "emulated"))
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:
@@ -88,6 +106,26 @@ class NetworkParams(Params):
     idle_cpus: str = "auto"
     softirq_batch: int = SOFTIRQ_BATCH
 
+    def check(self) -> None:
+        super().check()
+        link = LinkSpec(self.bw, self.queue, self.burst, self.aqm, self.shaper)
+        if link.aqm_spec.active and self.backend_name() == "model":
+            raise ValueError(f"--aqm {link.aqm}: the flow model has no queues; AQM applies "
+                             "to emulated runs only")
+        if link.aqm_spec.active:
+            dataplane_registry.check_needs(dataplane_registry.make(self.dataplane),
+                                           f"--aqm {link.aqm}", {"aqm"})
+        if self.runs < 1:
+            raise ValueError(f"--runs must be >= 1, got {self.runs}")
+        dataplane_registry.make(self.dataplane)       # a bad spec: one line
+        check_idle_cpus(self.idle_cpus)
+        if self.idle_cpus == "spin" and self.backend_name() != "emulated":
+            raise ValueError("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
+                             "--backend emulated")
+        if not 0 <= self.softirq_batch <= 10000:
+            raise ValueError(f"--softirq-batch must be 0 (the kernel's own) or 1..10000 "
+                             f"packets, got {self.softirq_batch}")
+
 
 @dataclasses.dataclass(frozen=True)
 class FlowParams(NetworkParams):
@@ -104,6 +142,26 @@ class FlowParams(NetworkParams):
     rmem: str = ""
     rcvlowat: int = 0
 
+    def check(self) -> None:
+        super().check()
+        if self.duration <= 0:
+            raise ValueError(f"--duration must be > 0, got {self.duration}")
+        if not 0 <= 2 * self.trim < self.duration:
+            raise ValueError(f"--trim {self.trim} leaves no measurement window in "
+                             f"--duration {self.duration}")
+        check_cc(self.cc)
+        for name, what, value in (("wmem", "send", self.wmem), ("rmem", "receive", self.rmem)):
+            if value:
+                parse_buffers(name, value)
+                if self.backend_name() != "emulated":
+                    raise ValueError(f"--{name} sets the emulated hosts' {what} buffers: use "
+                                     "it with --backend emulated")
+        if self.rcvlowat:
+            check_rcvlowat(self.rcvlowat)
+            if self.backend_name() != "emulated":
+                raise ValueError("--rcvlowat changes when the emulated hosts' receivers wake: "
+                                 "use it with --backend emulated")
+
 
 @dataclasses.dataclass(frozen=True)
 class SimParams(Params):
@@ -116,6 +174,78 @@ class SimParams(Params):
     delay_us: float = 0.0
     jitter: float = 0.0
     pkt_jitter_us: float = 0.0
+
+
+# -- checks of one value: the classes' own, and those of the fields that several experiments
+#    declare, each with its own default (topo, routing, transport, subflows) ---------------
+
+def check_topo(spec: str) -> None:
+    """--topo: a topology spec that builds."""
+    topos.build(spec)   # built, not only parsed: too few hosts is bad input
+
+
+def check_routing(spec: str, dataplane: str) -> None:
+    """--routing: a routing spec whose modes ``dataplane`` carries."""
+    dataplane_registry.check_modes(dataplane_registry.make(dataplane), str(routing.parse(spec)),
+                                   routing.modes(spec))
+
+
+def transports(spec: str) -> list[str]:
+    """The transport list of a run (--transport)."""
+    return [t.strip() for t in spec.split(",")]
+
+
+def check_transport(spec: str, lowat: int) -> None:
+    """--transport: tcp, mptcp or both; and ``lowat`` (--rcvlowat, given with it) only
+    where there is no MPTCP."""
+    bad = [t for t in transports(spec) if t not in ("tcp", "mptcp")]
+    if bad:
+        raise ValueError(f"--transport: unknown {bad}; use tcp, mptcp or tcp,mptcp")
+    if lowat and "mptcp" in spec.split(","):
+        raise ValueError("--rcvlowat applies to TCP flows (an MPTCP connection wakes its "
+                         "reader by its own socket, not by its subflows'): use it with "
+                         "--transport tcp")
+
+
+def check_subflows(n: int) -> None:
+    """--subflows: MPTCP subflows per connection."""
+    if not 1 <= n <= 8:
+        raise ValueError(f"--subflows must be 1..8 (upstream MPTCP limit), got {n}")
+
+
+def parse_buffers(name: str, value: str) -> tuple[int, int, int]:
+    """--wmem's or --rmem's 'MIN,DEFAULT,MAX' bytes (net.ipv4.tcp_wmem's or tcp_rmem's three
+    values); one-line ValueError unless they are three whole numbers from 4096 up, in that
+    order."""
+    try:
+        vals = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        vals = ()
+    if len(vals) != 3 or vals[0] < 4096 or not vals[0] <= vals[1] <= vals[2]:
+        raise ValueError(f"--{name} wants MIN,DEFAULT,MAX bytes (whole numbers, 4096 <= MIN "
+                         f"<= DEFAULT <= MAX), got {value!r}")
+    return vals[0], vals[1], vals[2]
+
+
+def check_cc(cc: str) -> None:
+    """The congestion control can run here: built in, one of dcrepro's BPF controls
+    (emulator/cc.py, registered for the run), or a module modprobe could load."""
+    if not cc.replace("_", "").isalnum():
+        raise ValueError(f"--cc {cc!r} is not a congestion control name")
+    runnable = ccs.runnable()
+    if cc in runnable:
+        return
+    try:
+        loadable = subprocess.run(["modprobe", "-n", "-q", f"tcp_{cc}"], capture_output=True,
+                                  timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        loadable = False
+    if not loadable:
+        why = ""
+        if cc in ccs.BPF_CCS:
+            why = f" (dcrepro's BPF {cc} cannot be registered: {ccs.bpf_cc_unavailable()})"
+        raise ValueError(f"--cc {cc}: not available on this machine{why}; it can run "
+                         f"{ccs.describe(runnable)}")
 
 
 def params_class(mod: ModuleType) -> type[Params]:

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis.fidelity import cc_fault_note, headline, measurement_reasons
-from emulator.emulation import SOFTIRQ_BATCH, Emulation
+from emulator.emulation import Emulation
 from emulator.proc import RunError
 from emulator.shaping import LinkSpec
 from routing.plan import Plan
 from topos.base import Topology
 
-from .common import parse_buffers
+from .params import FlowParams, NetworkParams, parse_buffers
 from .runfolder import RunFolder
 
 #: the local ports --rcvlowat watches: iperf3's servers listen from traffic.BASE_PORT on,
@@ -31,11 +31,10 @@ from .runfolder import RunFolder
 RECEIVER_PORTS = (5201, 5201 + 4096)
 
 
-def link_spec(params: Mapping[str, Any]) -> LinkSpec:
+def link_spec(params: NetworkParams) -> LinkSpec:
     """The run's link: rate (Mb/s), tail-drop queue (packets), HTB burst, switch AQM,
     shaper."""
-    return LinkSpec(params["bw"], params["queue"], params.get("burst", "default"),
-                    params.get("aqm", "droptail"), params.get("shaper", "htb"))
+    return LinkSpec(params.bw, params.queue, params.burst, params.aqm, params.shaper)
 
 
 @dataclass
@@ -69,27 +68,29 @@ def observe(fn: Observer) -> Iterator[None]:
 
 
 @contextmanager
-def session(topo: Topology, plan: Plan, params: Mapping[str, Any], run_dir: Path,
+def session(topo: Topology, plan: Plan, params: NetworkParams, run_dir: Path,
             run_id: str, label: str = "") -> Iterator[Session]:
     """The network of one point, up and checked (see the module text).  ``label`` names the
     point in errors.  Raises RunError when a host pair is unreachable."""
     where = f"{label}: " if label else ""
-    with Emulation(topo, plan, link_spec(params), run_dir, run_id,
-                   cc=params.get("cc", "cubic"), dataplane=params["dataplane"],
-                   idle_cpus=params.get("idle_cpus", "halt"),
-                   softirq_batch=params.get("softirq_batch", SOFTIRQ_BATCH)) as emu:
+    # a run without long flows (orca's NetworkParams) has FlowParams' defaults: cubic, the
+    # root namespace's buffers, no rcvlowat
+    tcp = params if isinstance(params, FlowParams) else FlowParams()
+    with Emulation(topo, plan, link_spec(params), run_dir, run_id, cc=tcp.cc,
+                   dataplane=params.dataplane, idle_cpus=params.idle_cpus,
+                   softirq_batch=params.softirq_batch) as emu:
         t = time.monotonic()
         failed = emu.ping_all()
         if failed:
             raise RunError(f"{where}{len(failed)} host pairs unreachable, e.g. {failed[:3]}")
         s = Session(emu, label, emu.facts_dict())
         s.facts["ping_s"] = round(time.monotonic() - t, 2)
-        for name in ("wmem", "rmem"):
-            s.facts[f"hosts_tcp_{name}"] = set_buffers(emu, name, str(params.get(name) or ""))
+        for name, value in (("wmem", tcp.wmem), ("rmem", tcp.rmem)):
+            s.facts[f"hosts_tcp_{name}"] = set_buffers(emu, name, value)
         with ExitStack() as stack:
-            if params.get("rcvlowat"):
+            if tcp.rcvlowat:
                 s.facts["receiver_lowat"] = stack.enter_context(emu.receiver_lowat(
-                    int(params["rcvlowat"]), RECEIVER_PORTS))
+                    tcp.rcvlowat, RECEIVER_PORTS))
             yield s
         for fn in list(_OBSERVERS):
             fn(emu, label, s.flows)

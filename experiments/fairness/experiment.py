@@ -22,8 +22,8 @@ from typing import Any
 import routing
 import topos
 from emulator.proc import RunError
-from harness.common import add_backend, add_shared, run_rng, transports
-from harness.params import FlowParams
+from harness.common import add_backend, add_shared, run_rng
+from harness.params import FlowParams, check_subflows, check_transport, transports
 from harness.runfolder import RunFolder
 from harness.workload import FlowSpec, LinkBytes, Phase, Workload, flow_rows, make
 from model import TCP_LIKE, alpha_fair_rates, connection_rates, lia_subflow_rates, maxmin_rates
@@ -61,6 +61,11 @@ class FairnessParams(FlowParams):
     runs: int = 8
     transport: str = "mptcp"
     subflows: int = 8
+
+    def check(self) -> None:
+        super().check()
+        check_transport(self.transport, self.rcvlowat)
+        check_subflows(self.subflows)
 
 
 PARAMS = FairnessParams
@@ -119,7 +124,7 @@ def validate(params: FairnessParams) -> None:
     if params.tcp_model not in (*TCP_LIKE, "off"):
         raise ValueError(f"--tcp-model must be one of {', '.join(TCP_LIKE)} or off, got "
                          f"'{params.tcp_model}'")
-    if len(transports(params)) != 1:
+    if len(transports(params.transport)) != 1:
         raise ValueError("--transport: give one transport (mptcp or tcp) for this experiment")
     for label, spec in jellyfish_variants(params).items():
         _buildable(label, spec)
@@ -195,7 +200,7 @@ def networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]) -> list[W
         topo = draw_jellyfish(spec, rng)
         nets.append((label, topo, routing.make_plan(topo, f"ksp,k={params.k}")))
     cache: dict[int, list[int]] = {}
-    transport = transports(params)[0]
+    transport = transports(params.transport)[0]
     out = []
     for label, topo, plan in nets:
         flows = tuple(FlowSpec(s, d) for s, d in permutation(topo, rng, cache).items())
@@ -403,7 +408,7 @@ def run(params: FairnessParams, folder: RunFolder) -> None:
     # overhead = everything but the traffic itself
     timing = {"wall_s": round(wall, 1), "traffic_s": round(traffic_s, 1),
               "overhead_share_of_traffic": round((wall - traffic_s) / traffic_s, 3)
-              if traffic_s else None, "transport": transports(params)[0]}
+              if traffic_s else None, "transport": transports(params.transport)[0]}
     folder.record("timing", timing)
     write_fidelity(folder.path, rows, timing)
     if reports:

@@ -51,7 +51,7 @@ from emulator import cgroup
 from emulator.emulation import Emulation
 from emulator.proc import RunError, first_line, how_ended
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import NetworkParams
+from harness.params import NetworkParams, check_topo
 from harness.runfolder import RunFolder
 from harness.sampling import cpu_sampler
 from harness.session import judge_measurement, session
@@ -91,6 +91,10 @@ class OrcaParams(NetworkParams):
     members: int = 4
     sender_cpu: str = "0"
     sender_net: str = "away"
+
+    def check(self) -> None:
+        check_topo(self.topo)       # first: a run's checks begin with the network
+        super().check()
 
 
 PARAMS = OrcaParams

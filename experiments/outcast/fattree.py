@@ -25,7 +25,7 @@ import networkx as nx
 import routing
 import topos
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import SimParams
+from harness.params import SimParams, check_routing, check_topo
 from harness.runfolder import RunFolder
 from harness.session import judge_measurement
 from harness.simrun import check_sim
@@ -63,6 +63,11 @@ class OutcastFattreeParams(SimParams, ManyToOneParams):
     topo: str = "fattree,k=4"
     routing: str = "st"
     receiver: str = "0_0_2"
+
+    def check(self) -> None:
+        check_topo(self.topo)       # first: a run's checks begin with the network
+        check_routing(self.routing, self.dataplane)
+        super().check()
 
 
 PARAMS = OutcastFattreeParams

@@ -15,8 +15,16 @@ from typing import Any
 
 import routing
 import topos
-from harness.common import add_backend, add_shared, run_rng, transports
-from harness.params import FlowParams, SimParams
+from harness.common import add_backend, add_shared, run_rng
+from harness.params import (
+    FlowParams,
+    SimParams,
+    check_routing,
+    check_subflows,
+    check_topo,
+    check_transport,
+    transports,
+)
 from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import FlowSpec, Phase, Workload, check_transports, flow_rows, make
@@ -41,6 +49,13 @@ class PermutationParams(SimParams, FlowParams):
     transport: str = "tcp,mptcp"
     subflows: int = 8
     pattern: str = "permutation"
+
+    def check(self) -> None:
+        check_topo(self.topo)       # first: a run's checks begin with the network
+        check_routing(self.routing, self.dataplane)
+        super().check()
+        check_transport(self.transport, self.rcvlowat)
+        check_subflows(self.subflows)
 
 
 PARAMS = PermutationParams
@@ -67,7 +82,7 @@ def validate(params: PermutationParams) -> None:
     check_sim(params)
     if params.pattern not in PATTERNS:
         raise ValueError(f"--pattern must be one of {', '.join(PATTERNS)}")
-    check_transports(params.backend, transports(params))
+    check_transports(params.backend, transports(params.transport))
 
 
 def workload(params: PermutationParams, rep: int) -> Workload:
@@ -78,7 +93,7 @@ def workload(params: PermutationParams, rep: int) -> Workload:
     plan = routing.make_plan(topo, params.routing)
     flows = tuple(FlowSpec(s, d) for s, d in PATTERNS[params.pattern](topo.hosts(), rng))
     phases = tuple(Phase(t, flows, params.subflows if t == "mptcp" else 1)  # type: ignore[arg-type]
-                   for t in transports(params))
+                   for t in transports(params.transport))
     return Workload(topo, plan, params.bw, phases, params.duration, params.trim, params.seed,
                     rep, rng)
 

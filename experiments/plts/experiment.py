@@ -75,7 +75,7 @@ from emulator.emulation import Emulation
 from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import FlowParams, SimParams
+from harness.params import FlowParams, SimParams, check_topo
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge, session
@@ -122,6 +122,10 @@ class PltsParams(SimParams, FlowParams):
     #: ECMP's switch-port AQM(s), '/'-separated, each in --aqm's form; '' = --aqm's
     ecmp_aqm: str = ""
     dataplane: str = "bpf"
+
+    def check(self) -> None:
+        check_topo(self.topo)       # first: a run's checks begin with the network
+        super().check()
 
 
 PARAMS = PltsParams
@@ -455,7 +459,7 @@ def emulate(params: PltsParams, topo: topos.Topology, scheme: str, aqm: str, rec
     ideal = goodput_capacity(bw)
     name = label(scheme, aqm, params)
     tiers = port_tiers(topo)
-    with session(topo, plan, {**params, "aqm": aqm}, run_dir, run_id, name) as s:
+    with session(topo, plan, replace(params, aqm=aqm), run_dir, run_id, name) as s:
         emu = s.emu
         dp = emu.dataplane
         # validate checked the dataplane offers both (NEEDS)

@@ -14,7 +14,14 @@ import pytest
 from dataplanes.bpf import aqm as bq
 from emulator import aqm
 from emulator.shaping import LinkSpec
-from harness import common
+
+
+def validate(values: dict[str, object]) -> None:
+    """``values`` checked as a permutation run's parameters are (Params.check), the others
+    its defaults; the bpf dataplane unless given (the door resolves 'auto' first)."""
+    from experiments.permutation.experiment import PermutationParams
+    PermutationParams(**{"dataplane": "bpf", **values}).check()
+
 
 HEADER = Path(bq.SOURCE).parent / "aqm.h"
 ONE = 1 << 24
@@ -191,11 +198,11 @@ def test_ovs_refuses_aqm_before_anything_is_built():
     base = {"bw": 10.0, "queue": 100, "burst": "default"}
     with pytest.raises(ValueError, match="--aqm ecn needs aqm, which the ovs dataplane does "
                                          "not offer; use --dataplane bpf"):
-        common.validate({**base, "aqm": "ecn", "dataplane": "ovs"})
-    common.validate({**base, "aqm": "droptail", "dataplane": "ovs"})
-    common.validate({**base, "aqm": "red", "dataplane": "bpf"})
+        validate({**base, "aqm": "ecn", "dataplane": "ovs"})
+    validate({**base, "aqm": "droptail", "dataplane": "ovs"})
+    validate({**base, "aqm": "red", "dataplane": "bpf"})
     with pytest.raises(ValueError, match="flow model has no queues"):
-        common.validate({**base, "aqm": "red", "dataplane": "bpf", "backend": "model"})
+        validate({**base, "aqm": "red", "dataplane": "bpf", "backend": "model"})
 
 
 # -- the translation to map entries -------------------------------------------------------

@@ -10,6 +10,14 @@ from routing.plan import Plan, switch_seed
 from routing.strategies import k_shortest_paths
 from routing.walk import ETH_TYPE_ARP, WalkError, all_paths, first_choice, split, walk
 
+
+def validate(values: dict[str, object]) -> None:
+    """``values`` checked as a permutation run's parameters are (Params.check), the others
+    its defaults; the bpf dataplane unless given (the door resolves 'auto' first)."""
+    from experiments.permutation.experiment import PermutationParams
+    PermutationParams(**{"dataplane": "bpf", **values}).check()
+
+
 FT4 = topos.build("fattree,k=4")
 JF = topos.build("jellyfish,switches=8,ports=4,hosts=6,seed=1")
 
@@ -148,7 +156,6 @@ def test_spray_chooses_per_packet_among_all_shortest_next_hops(mode):
 
 
 def test_spray_is_refused_by_openflow_before_anything_is_built():
-    from harness.common import validate
     with pytest.raises(ValueError, match="routing 'spray,mode=rnd' needs rnd, which the ovs "
                                          "dataplane cannot carry; use --dataplane bpf"):
         validate({"routing": "spray,mode=rnd", "dataplane": "ovs"})

@@ -7,6 +7,13 @@ import pytest
 from analysis.fidelity import LIMIT_CWND_SHARE, LIMIT_LINK_SHARE, limit_shares, limits_note, report
 
 
+def validate(values: dict[str, object]) -> None:
+    """``values`` checked as a permutation run's parameters are (Params.check), the others
+    its defaults; the bpf dataplane unless given (the door resolves 'auto' first)."""
+    from experiments.permutation.experiment import PermutationParams
+    PermutationParams(**{"dataplane": "bpf", **values}).check()
+
+
 def samples(n: int, cwnd: int, in_flight: int, rwnd_us_per_s: int = 0, t0: float = 100.0,
             wmem: int = 4560) -> list[dict]:
     return [{"time": t0 + 0.5 * i, "snd_cwnd": cwnd, "in_flight": in_flight,
@@ -219,7 +226,7 @@ def test_wmem_is_three_ordered_byte_counts(bad, name, one_line_error):
     """--wmem and --rmem (the hosts' net.ipv4.tcp_wmem / tcp_rmem, to test whether the send
     or the receive buffer holds flows back): three whole numbers from 4096 up,
     non-decreasing; anything else is one line naming the flag."""
-    from harness.common import parse_buffers
+    from harness.params import parse_buffers
     assert parse_buffers(name, "4096,16384,4194304") == (4096, 16384, 4194304)
     assert parse_buffers(name, "4194304,4194304,4194304") == (4194304,) * 3
     with one_line_error(f"--{name} wants MIN,DEFAULT,MAX"):
@@ -227,17 +234,15 @@ def test_wmem_is_three_ordered_byte_counts(bad, name, one_line_error):
 
 
 def test_wmem_is_for_the_emulated_hosts_only(one_line_error):
-    from harness import common
     base = {"bw": 10.0, "queue": 100, "burst": "default", "dataplane": "bpf",
             "wmem": "4096,16384,4194304"}
-    common.validate(base)
-    common.validate({**base, "wmem": "", "backend": "model"})
+    validate(base)
+    validate({**base, "wmem": "", "backend": "model"})
     with one_line_error("--wmem sets the emulated hosts' send buffers: use it with --backend "
                         "emulated"):
-        common.validate({**base, "backend": "model"})
+        validate({**base, "backend": "model"})
     with one_line_error("--rmem sets the emulated hosts' receive buffers"):
-        common.validate({**base, "wmem": "", "rmem": "4096,87380,6291456",
-                         "backend": "model"})
+        validate({**base, "wmem": "", "rmem": "4096,87380,6291456", "backend": "model"})
 
 
 def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_each_end():
@@ -266,14 +271,13 @@ def test_an_mptcp_flows_connection_rates_come_from_its_busiest_connection_at_eac
 
 def test_idle_cpus_is_halt_or_spin_and_for_the_emulated_hosts_only(one_line_error):
     from emulator.emulation import Emulation
-    from harness import common
-    common.validate({"idle_cpus": "spin"})
-    common.validate({"idle_cpus": "halt", "backend": "model"})
+    validate({"idle_cpus": "spin"})
+    validate({"idle_cpus": "halt", "backend": "model"})
     with one_line_error("--idle-cpus must be one of auto, halt, spin, got 'nap'"):
-        common.validate({"idle_cpus": "nap"})
+        validate({"idle_cpus": "nap"})
     with one_line_error("--idle-cpus spin keeps the emulation's CPUs awake: use it with "
                         "--backend emulated"):
-        common.validate({"idle_cpus": "spin", "backend": "sim"})
+        validate({"idle_cpus": "spin", "backend": "sim"})
     with one_line_error("--idle-cpus must be one of auto, halt, spin"):
         Emulation(None, None, None, None, "t", idle_cpus="nap")   # type: ignore[arg-type]
 
@@ -301,34 +305,32 @@ def test_idle_cpus_auto_spins_an_emulation_only_where_the_kernel_has_no_cpuidle_
 
 def test_softirq_batch_is_0_or_a_packet_count(one_line_error):
     from emulator.emulation import SOFTIRQ_BATCH
-    from harness import common
     from harness.params import NetworkParams
     assert NetworkParams().softirq_batch == SOFTIRQ_BATCH == 16   # the flag's default
-    common.validate({"softirq_batch": 0})
-    common.validate({"softirq_batch": 16, "backend": "model"})
+    validate({"softirq_batch": 0})
+    validate({"softirq_batch": 16, "backend": "model"})
     for bad in (-1, 10001):
         with one_line_error(r"--softirq-batch must be 0 \(the kernel's own\) or 1..10000 "
                             f"packets, got {bad}"):
-            common.validate({"softirq_batch": bad})
+            validate({"softirq_batch": bad})
 
 
 def test_rcvlowat_is_0_or_bytes_and_for_emulated_tcp_flows_only(one_line_error):
     """--rcvlowat (emulator/rcvlowat.py): 0 is off (the default), 1..1 MiB a mark; a model
     or sim run has no receivers to wake, and an MPTCP connection's reader is woken by its
     own socket, so both are one line naming the flag."""
-    from harness import common
     from harness.params import FlowParams
     assert FlowParams().rcvlowat == 0
-    common.validate({"rcvlowat": 0, "backend": "model", "transport": "mptcp"})
-    common.validate({"rcvlowat": 16384, "transport": "tcp"})
+    validate({"rcvlowat": 0, "backend": "model", "transport": "mptcp"})
+    validate({"rcvlowat": 16384, "transport": "tcp"})
     for bad in (-1, (1 << 20) + 1):
         with one_line_error(rf"--rcvlowat must be 0 \(off\) or 1..1048576 bytes, got {bad}"):
-            common.validate({"rcvlowat": bad})
+            validate({"rcvlowat": bad})
     with one_line_error("--rcvlowat changes when the emulated hosts' receivers wake: use it "
                         "with --backend emulated"):
-        common.validate({"rcvlowat": 16384, "backend": "model"})
+        validate({"rcvlowat": 16384, "backend": "model"})
     with one_line_error("--rcvlowat applies to TCP flows"):
-        common.validate({"rcvlowat": 16384, "transport": "tcp,mptcp"})
+        validate({"rcvlowat": 16384, "transport": "tcp,mptcp"})
 
 
 def test_rcvlowat_watches_the_ports_iperf3_listens_on():
