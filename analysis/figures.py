@@ -68,7 +68,7 @@ def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np
         return np.array([]), np.array([]), np.array([])
     n = min(len(v) for v in runs.values())
     mat = np.array([sorted(v)[:n] for v in runs.values()])
-    ivs = [mean_interval(mat[:, i]) for i in range(n)]
+    ivs = [mean_interval(mat[:, i].tolist()) for i in range(n)]
     return (mat.mean(axis=0), np.array([iv.lo for iv in ivs]),
             np.array([iv.hi for iv in ivs]))
 
