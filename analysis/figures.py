@@ -185,8 +185,7 @@ def headline_plot(path: Path, config: dict[str, Any], verdicts: list[Any],
                      color=COLOURS.get(v.verdict, "black"))
     fig.suptitle(caption(config, "headline claims: ours (mean, 95 % interval) against the "
                                  "paper's band and value"), fontsize=9)
-    fig.text(0.01, 0.005, conditions(config)[:110], fontsize=7.5, color="#59636e")
-    save(fig, path, rect=(0, 0.03, 1, 1))
+    save(fig, path)       # (the conditions are in the title's run line: caption)
     return note(path, "Each row is one headline claim judged on this run: the shaded span "
                       "is the criterion's band (written before the run), the grey dots the "
                       "statistic of each repetition, the black dot and bar their mean and "
