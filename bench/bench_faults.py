@@ -60,10 +60,12 @@ def pids(pattern: str) -> list[int]:
     return [int(x) for x in out.split() if int(x) != os.getpid()]
 
 
-def start(out: Path, dataplane: str, duration: str = "10") -> subprocess.Popen:
+def start(out: Path, dataplane: str, duration: str = "10",
+          transport: str = "tcp") -> subprocess.Popen:
     p = subprocess.Popen([*cli(), "run", "permutation", "--runs", "1", "--duration",
-                          duration, "--trim", "2", "--transport", "tcp", "--dataplane",
-                          dataplane, "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
+                          duration, "--trim", "2", "--transport", transport, "--subflows", "4",
+                          "--dataplane", dataplane, "--out", str(out)], cwd=REPO,
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     p.out_root = out  # type: ignore[attr-defined]
     return p
@@ -186,6 +188,17 @@ def _tc_on_port(*argv: str) -> Callable[[subprocess.Popen | None], str]:
     return act
 
 
+def _flush_endpoints(_p: subprocess.Popen | None) -> str:
+    """`ip mptcp endpoint flush` in one sending host (an MPTCP run): the kernel closes its
+    connections' extra subflows, which go on over one path."""
+    found = pids("iperf3 -c")
+    if not found:
+        return ""
+    subprocess.run(["nsenter", "-t", str(found[0]), "-n", "ip", "mptcp", "endpoint", "flush"],
+                   check=False, timeout=10)
+    return f"the host of pid {found[0]}"
+
+
 def _kill_ovsdb(_p: subprocess.Popen | None) -> str:
     pid = ovsdb_pid()
     if not pid:
@@ -251,13 +264,18 @@ FAULTS: dict[str, tuple[Callable[[subprocess.Popen], str], tuple[str, ...], tupl
     "SIGSTOP an iperf3 client 10 s": (_stop_client(10.0), ("bpf", "ovs"), ("traffic",),
                                       "suspect"),
     "fill the results disk": (_fill_disk, ("bpf",), ("traffic",), "failed"),
+    "flush a sender's MPTCP endpoints": (_flush_endpoints, ("bpf", "ovs"), ("traffic",),
+                                         "suspect"),
 }
+#: faults whose run is an MPTCP one (the others: TCP)
+MPTCP_FAULTS = ("flush a sender's MPTCP endpoints",)
 #: what the one-line error (or, for "suspect", a suspect reason) must name
 NAMES = {"delete a switch-to-switch link": "link", "detach a port's program": "no longer "
          "attached", "SIGKILL ovsdb-server": "ovsdb-server", "ovsdb-server dead before the "
          "run": "ovsdb-server", "SIGSTOP an iperf3 client 10 s": "stalled",
          "fill the results disk": "no space left", "delete a switch port's queue":
-         "the queue of link", "change a switch port's queue limit": "the queue of link"}
+         "the queue of link", "change a switch port's queue limit": "the queue of link",
+         "flush a sender's MPTCP endpoints": "lost subflows"}
 #: faults after which ./setup.sh must restart Open vSwitch before the next run
 RESTART_OVS = ("SIGKILL ovs-vswitchd", "SIGKILL ovsdb-server", "ovsdb-server dead before the run")
 #: faults whose final status the next run writes (a dead dcrepro's "killed"; the status a full
@@ -285,19 +303,22 @@ def trial(fault: str, phase: str, dataplane: str, rng: random.Random, root: Path
 def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: str,
            phase: str, dataplane: str, rng: random.Random, root: Path, out: Path,
            row: dict[str, Any]) -> dict[str, Any]:
+    transport = "mptcp" if fault in MPTCP_FAULTS else "tcp"
     if phase == "before":
         t = time.monotonic()
         victim = act(None)
-        p = start(out, dataplane)
+        p = start(out, dataplane, transport=transport)
         phase_seen = "-"
     else:
-        p = start(out, dataplane)
+        p = start(out, dataplane, transport=transport)
     if phase != "before" and not wait_phase(p, out, phase):
         finish(p, 120)
         row.update(note="the run ended before the phase", exit=p.returncode)
         return row
     if phase == "traffic":
         time.sleep(rng.uniform(0.5, 3.0))
+        if fault in MPTCP_FAULTS:     # after start-up: the extra subflows join in about 1 s
+            time.sleep(3.0)
     if phase != "before":
         phase_seen = status(run_folder(out)).get("status", "-")
         t = time.monotonic()
