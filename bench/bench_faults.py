@@ -332,7 +332,8 @@ def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: 
     row.update(victim=victim or "(not found)", status_at_fault=phase_seen, exit=p.returncode,
                fault_to_exit_s=round(took, 2), status=st.get("status"),
                error=(st.get("error") or "")[:140])
-    row["suspect"] = "; ".join(st.get("suspect") or [])[:140]
+    suspect = "; ".join(st.get("suspect") or [])     # judged whole, shown cut
+    row["suspect"] = suspect[:140]
     left = machine_leftovers()
     if fault in RESTART_OVS:
         subprocess.run([str(REPO / "setup.sh")], capture_output=True, timeout=300, check=False)
@@ -360,7 +361,7 @@ def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: 
         correct = (row["status"] == "interrupted" and p.returncode == EXIT[fault]) \
             or ok_after_completion
     elif expected == "suspect":
-        correct = row["status"] == "ok" and NAMES[fault] in row["suspect"]
+        correct = row["status"] == "ok" and NAMES[fault] in suspect
     else:
         correct = row["status"] == "failed" and p.returncode == 1 and "\n" not in row["error"]
         correct = correct and NAMES.get(fault, "") in row["error"]
