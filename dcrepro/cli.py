@@ -1,5 +1,5 @@
 """The ``dcrepro`` command: run | sweep | run-one | collect | rerun | plot | judge | report |
-list | clean | calibrate | env."""
+list | clean | calibrate | check | env."""
 from __future__ import annotations
 
 import argparse
@@ -136,6 +136,20 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--cc", default="cubic", help="TCP congestion control")
     cal.add_argument("--dataplane", default="auto", help="bpf, ovs or auto (as for run)")
     cal.add_argument("--out", default="results", help="results root (calibration.json)")
+    chk = sub.add_parser("check", help="before a reproduction (root, under a minute): "
+                         "can this machine carry it? CPUs, load, steal, one flow's "
+                         "calibration (stored as calibrate stores it), a verdict and how "
+                         "long the quick reproduction takes here",
+                         description="Measure this machine in under a minute on a real "
+                         "emulated network (root): its CPUs, the work beside ours and the "
+                         "hypervisor's steal, one TCP flow on the network and rate the "
+                         "quick runs' fidelity lines look up (stored in OUT/calibration.json "
+                         "as `dcrepro calibrate` stores it), and the network's bring-up "
+                         "time; print a verdict (fine, busy or slow, with what it means) "
+                         "and how long the quick reproduction takes here.  Exit 0 whatever "
+                         "the verdict; 1 when it could not measure, 2 on bad input or "
+                         "without root.")
+    chk.add_argument("--out", default="results", help="results root (calibration.json)")
     sub.add_parser("env", help="print the environment report")
     return ap
 
@@ -603,6 +617,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Measure this machine, store the calibration, print the verdict and the estimate."""
+    from emulator.dataplane_registry import resolve as resolve_dataplane
+    from emulator.proc import RunError, exit_code
+
+    from . import check
+    try:
+        _check_writable(Path(args.out))
+        dataplane = resolve_dataplane("auto")     # what the quick runs use
+    except ValueError as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("dcrepro: error: check needs root (it brings up an emulated network)",
+              file=sys.stderr)
+        return 2
+    try:
+        found, stored = check.run(Path(args.out), dataplane,
+                                  say=lambda line: print(line, flush=True))
+    except KeyboardInterrupt as exc:
+        print(f"dcrepro: check interrupted ({exc or 'SIGINT'})", file=sys.stderr)
+        return exit_code(exc)
+    except (RunError, OSError) as exc:
+        print(f"dcrepro: check could not measure this machine: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(check.lines(found, stored, EXPERIMENTS)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcrepro`` console script."""
     from emulator.proc import exit_code, install_signal_handlers
@@ -675,7 +718,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "rerun": cmd_rerun, "sweep": cmd_sweep, "run-one": cmd_run_one,
     "collect": cmd_collect, "plot": cmd_plot, "report": cmd_report, "judge": cmd_judge,
-    "list": cmd_list, "clean": cmd_clean, "calibrate": cmd_calibrate, "env": cmd_env,
+    "list": cmd_list, "clean": cmd_clean, "calibrate": cmd_calibrate, "check": cmd_check,
+    "env": cmd_env,
 }
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Reproduce every experiment's figures: installs what is missing (setup.sh), then runs each
-# sweep in quick mode (default) or at paper length (--full), says how many figures it made,
-# and ends with the report over the runs it made: one screen, a line per headline claim
-# beside the committed reference's verdict (every claim, with its cause, on the page
-# results/report/index.html; `dcrepro report --all` prints them all).
+# Reproduce every experiment's figures: installs what is missing (setup.sh), checks in under
+# a minute that the machine can carry it (`dcrepro check`: a verdict, and how long the quick
+# sweeps take here), then runs each sweep in quick mode (default) or at paper length
+# (--full), says how many figures it made, and ends with the report over the runs it made:
+# one screen, a line per headline claim beside the committed reference's verdict (every
+# claim, with its cause, on the page results/report/index.html; `dcrepro report --all`
+# prints them all).
 # Exits non-zero only when setup, a sweep or the report failed (not when a paper's claim
 # does not hold).
 # As root:
@@ -19,6 +21,18 @@ if [ "${1:-}" = "--full" ]; then mode=(); shift; fi
 # every experiment of the registry (store/registry.py), each by its sweep script
 mapfile -t sweeps < <(.venv/bin/dcrepro list --sweeps)
 [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: the registry names no sweep" >&2; exit 1; }
+# can this machine carry it (dcrepro check, under a minute): one flow's calibration, stored
+# where the runs look it up, the load and steal beside it, a verdict (fine, busy, slow) and
+# how long the quick sweeps take here.  It only warns.  When it cannot measure at all, the
+# sweeps run anyway: each says itself what fails, and a failed sweep fails the reproduction
+# (CI, a fresh machine: nothing is lost by trying).  Ctrl-C during it stops here.
+.venv/bin/dcrepro check
+rc=$?
+case $rc in
+  0) ;;
+  130|143) exit "$rc" ;;
+  *) echo "reproduce: the machine check could not run (above); the sweeps run without it" >&2 ;;
+esac
 failed=()
 stamp=$(mktemp)
 for sweep in "${sweeps[@]}"; do
