@@ -62,9 +62,11 @@ REFERENCE_DATAPLANE = "bpf"
 #: kernel 6.18): the fresh-clone CI (``.ci/run``) of commit 6149332, 2026-12-02 18:52-19:02
 #: UTC, from the start times of consecutive run folders (its reproduce.sh: 581 s with
 #: setup.sh's second pass; 505-603 s in the four CI runs of that day).  grin-hops: with the
-#: report after it (about 20 s together, not measured apart).  Total 583 s.
+#: report after it (about 20 s together, not measured apart).  fairness: its five quick
+#: repetitions since they were raised from two (`scripts/jellyfish-sweep.sh --quick --runs 5`,
+#: 166 s, 2026-12-02 21:20 UTC, the same VM).  Total 667 s.
 REFERENCE_QUICK_S: dict[str, float] = {
-    "permutation": 69, "fairness": 82, "outcast": 58, "outcast-fattree": 91, "plts": 108,
+    "permutation": 69, "fairness": 166, "outcast": 58, "outcast-fattree": 91, "plts": 108,
     "orca": 27, "grin": 128, "grin-hops": 20,
 }
 REFERENCE_QUICK_WHEN = "fresh-clone CI, 2026-12-02"

@@ -69,7 +69,10 @@ class FairnessParams(FlowParams):
 
 
 PARAMS = FairnessParams
-QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
+#: quick mode runs the 5 repetitions a verdict needs (analysis.claims: Claim.repetitions),
+#: so that its headline claims can be decided, not only shown (issue #54): 166 s on 2 cores
+#: against 82 s for two (2026-12-02, `scripts/jellyfish-sweep.sh --quick --runs 5`)
+QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 5}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
 #: links are grouped by the layers of their two ends, in this order
