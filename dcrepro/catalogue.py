@@ -29,13 +29,15 @@ class Entry:
     what: str         # one line
 
 
-#: how long an entry's description may be on its line
-WHAT = 96
+#: how wide an entry's description is; a longer one goes on under itself, whole
+WHAT = 80
 
 
-def _short(text: str) -> str:
+def _wrapped(text: str) -> list[str]:
+    """An entry's description in lines of at most WHAT characters (never cut short)."""
+    import textwrap
     text = " ".join(text.replace("``", "").replace(" (see the module text)", "").split())
-    return text if len(text) <= WHAT else text[:WHAT - 3].rstrip(" ,;:") + "..."
+    return textwrap.wrap(text, WHAT, break_on_hyphens=False) or [""]
 
 
 def _first_line(obj: object) -> str:
@@ -141,7 +143,9 @@ def lines(kind: str) -> list[str]:
     width = max(len(e.name) for e in entries)
     out = [f"{kind} ({FLAGS[kind]}):"]
     for e in entries:
-        out.append(f"  {e.name:<{width}}  {_short(e.what)}")
+        first, *rest = _wrapped(e.what)
+        out.append(f"  {e.name:<{width}}  {first}")
+        out += [f"  {'':<{width}}  {line}" for line in rest]
         if e.spec != e.name or e.example != e.name:
             out.append(f"  {'':<{width}}    {e.spec}" + (f"   e.g. {e.example}"
                                                        if e.example != e.name else ""))
