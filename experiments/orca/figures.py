@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from analysis.figures import caption, note, save
+from analysis.intervals import mean_interval
 from store import cell, read_csv, write_csv
 
 MODES = ("multicast", "unicast")
@@ -38,8 +39,15 @@ def sender_cpu(row: dict[str, Any]) -> float:
     return float(row.get("sender_cpu") or 0)
 
 
+def _interval(times: list[float]) -> tuple[float, float]:
+    """The 95 % interval of the mean of ``times`` (the mean itself for one run)."""
+    iv = mean_interval(times)
+    return round(iv.lo, 4), round(iv.hi, 4)
+
+
 def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Per (sender cap, workload, mode, procs): time over runs (mean, min, max), the model's
+    """Per (sender cap, workload, mode, procs): time over runs (mean, min, max, the mean's
+    95 % interval), the model's
     bound, copies and repairs; unicast rows get the speedup of multicast at the same cap
     and workload."""
     col = _time_col(transfers)
@@ -58,6 +66,8 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
             "total_mb": round(cell(mine[0]["total_bytes"]) / 1e6, 4),
             "time_s": round(mean(times), 4), "time_min_s": round(min(times), 4),
             "time_max_s": round(max(times), 4),
+            # the 95 % interval of the mean over runs (Student's t): the figures' whiskers
+            **dict(zip(("time_lo_s", "time_hi_s"), _interval(times))),
             "bound_s": round(mean(cell(t["bound_s"]) for t in mine), 4),
             "measured": col == "total_s"}
         if col == "total_s":
@@ -123,8 +133,8 @@ def _figure(ncols: int, title: str, width: float = 6.5) -> tuple[Any, np.ndarray
 
 def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
                    notes: str) -> Path:
-    """Fig. 5: total time per workload, multicast vs single-process unicast, runs' range as
-    whiskers, the model's bound as a black tick, the speedup above each pair."""
+    """Fig. 5: total time per workload, multicast vs single-process unicast, the mean's 95 %
+    interval as whiskers, the model's bound as a black tick, the speedup above each pair."""
     fig, (ax,) = _figure(1, caption(config, "execution time vs workload (001 Fig. 5)"))
     loads = sorted({r["workload"] for r in summary})
     x = np.arange(len(loads))
@@ -132,8 +142,8 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
         rows = {r["workload"]: r for r in summary if r["mode"] == mode and r["procs"] == 1}
         xs = [x[j] + (i - 0.5) * 0.38 for j, w in enumerate(loads) if w in rows]
         ys = [rows[w]["time_s"] for w in loads if w in rows]
-        err = [[rows[w]["time_s"] - rows[w]["time_min_s"] for w in loads if w in rows],
-               [rows[w]["time_max_s"] - rows[w]["time_s"] for w in loads if w in rows]]
+        err = [[rows[w]["time_s"] - rows[w]["time_lo_s"] for w in loads if w in rows],
+               [rows[w]["time_hi_s"] - rows[w]["time_s"] for w in loads if w in rows]]
         ax.bar(xs, ys, 0.36, yerr=err, capsize=3, color=COLORS[mode],
                label=f"{mode}{' (1 process)' if mode == 'unicast' else ''}")
         ax.scatter(xs, [rows[w]["bound_s"] for w in loads if w in rows], marker="_", s=300,
@@ -144,7 +154,7 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
         if u:
             # above the whisker's top, not through it
             ax.annotate(f"{u[0]['speedup_of_multicast']:.2f}x",
-                        (x[j], max(u[0]["time_s"], u[0]["time_max_s"])),
+                        (x[j], max(u[0]["time_s"], u[0]["time_hi_s"])),
                         ha="center", va="bottom", fontsize=8, xytext=(0, 6),
                         textcoords="offset points")
     # room above the tallest bar for its speedup label, inside the frame
@@ -156,7 +166,8 @@ def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return note(save(fig, run_dir / "exec_time.png"), notes,
-                "multicast vs single-process unicast; whiskers: range over runs; black tick: "
+                "multicast vs single-process unicast; whiskers: the 95 % interval of the mean "
+                "over runs; black tick: "
                 "the model's bound; above each pair: unicast's time over multicast's")
 
 
@@ -210,8 +221,8 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
         labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
         bars = [*uni, mc]
         ys = [r["time_s"] for r in bars]
-        lo = [r["time_s"] - r["time_min_s"] for r in bars]
-        hi = [r["time_max_s"] - r["time_s"] for r in bars]
+        lo = [r["time_s"] - r["time_lo_s"] for r in bars]
+        hi = [r["time_hi_s"] - r["time_s"] for r in bars]
         colors = [COLORS["unicast"]] * len(uni) + [COLORS["multicast"]]
         ax.bar(range(len(ys)), ys, 0.6, yerr=[lo, hi], capsize=3, color=colors)
         ax.scatter(range(len(ys)), [r["bound_s"] for r in bars], marker="_", s=400,
@@ -219,7 +230,7 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
         for i, r in enumerate(uni):
             if "speedup_of_multicast" in r:
                 ax.annotate(f"{r['speedup_of_multicast']:.2f}x",
-                            (i, max(r["time_s"], r["time_max_s"])),
+                            (i, max(r["time_s"], r["time_hi_s"])),
                             ha="center", va="bottom", fontsize=8, xytext=(0, 6),
                             textcoords="offset points")
         ax.set_ylim(top=ax.get_ylim()[1] * 1.1)      # the speedup labels inside the frame
@@ -230,7 +241,8 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
         ax.legend(fontsize=8)
     return note(save(fig, run_dir / "procs.png"), notes,
                 "unicast with 1, 2, ... sending processes against multicast, at the largest "
-                "workload, per sender cap; whiskers: range over runs; black tick: the link's "
+                "workload, per sender cap; whiskers: the 95 % interval of the mean over runs; "
+                "black tick: the link's "
                 "bound; above each unicast bar: its time over multicast's")
 
 
