@@ -30,7 +30,8 @@ def _bridges() -> list[str]:
 def test_all_pairs_ping_on_seeded_jellyfish_with_ksp(tmp_path):
     topo = topos.build("jellyfish,switches=20,ports=4,hosts=16,seed=7")
     plan = routing.make_plan(topo, "ksp,k=4")
-    params = {"bw": 15.0, "queue": 100, "cc": "cubic", "dataplane": "bpf"}
+    # (session takes typed parameters, as every run has them: harness.params)
+    params = fairness.PARAMS(bw=15.0, queue=100, cc="cubic", dataplane="bpf")
     with session(topo, plan, params, tmp_path, "t-fair-ping") as s:   # (it pings all)
         assert s.emu.ping_all() == []
     assert s.facts["bringup_s"] > 0 and s.facts["teardown_s"] > 0
