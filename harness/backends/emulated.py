@@ -161,8 +161,8 @@ class EmulatedBackend:
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
 
-    def _phase(self, s: Session, w: Workload, i: int, phase: Phase,
-               out: Path) -> Measurement:
+    def _phase(self, s: Session, w: Workload, i: int, phase: Phase, out: Path,
+               calibration: dict[str, Any] | None) -> Measurement:
         emu = s.emu
         grin = _addressed_network(w) if phase.addressed else None
         if grin is not None:
@@ -202,8 +202,6 @@ class EmulatedBackend:
             emulated, model, traced, shortfall = _by_address(grin, w, phase, flows, out)
         else:
             emulated, model, traced, shortfall = self._by_trace(s, w, phase, flows, out)
-        calibration = load_calibration(self.folder.path, w.topo.spec, w.bw,
-                                       self.params.dataplane)
         fid = report(emulated, model, w.bw, meas, calibration,
                      model_bound=model_is_exact(phase.transport))
         if grin is not None and shortfall["subflows_missing"] > \
@@ -267,7 +265,11 @@ class EmulatedBackend:
         each phase's fidelity report judged."""
         run_id = f"{self.folder.id}-{w.rep}" + (f"-{w.label}" if w.label else "")
         with session(w.topo, w.plan, self.params, out, run_id, w.label) as s:
-            got = [self._phase(s, w, i, p, out / p.transport) for i, p in enumerate(w.phases)]
+            # one network, one calibration (read once, not per phase)
+            calibration = load_calibration(self.folder.path, w.topo.spec, w.bw,
+                                           self.params.dataplane)
+            got = [self._phase(s, w, i, p, out / p.transport, calibration)
+                   for i, p in enumerate(w.phases)]
         self.folder.record(w.key, {**s.facts, "spec": w.topo.spec, "routing": w.plan.routing})
         for m in got:
             assert m.report is not None

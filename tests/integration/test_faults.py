@@ -117,16 +117,21 @@ def test_dead_switch_daemon_is_named_during_and_before_a_run(tmp_path):
         _restart_ovs()
 
 
+def _switch_port() -> str:
+    """One switch-to-switch port of the running network: a veth with both ends in this
+    namespace (a host link has its peer in the host's namespace)."""
+    links = json.loads(subprocess.run(["ip", "-j", "link", "show", "type", "veth"],
+                                      capture_output=True, text=True, timeout=10).stdout)
+    return sorted(l["ifname"] for l in links if "link_netnsid" not in l
+                  and "-eth" in l["ifname"])[-1]
+
+
 def test_a_deleted_link_is_named_at_once(tmp_path):
     """`ip link del` of a switch-to-switch veth: the kernel's link event makes the next watch
     look, and the run fails naming the link (on bpf the teardown takes about 0.1 s)."""
     p = _start(tmp_path, "bpf")
     run = _wait_traffic(p, tmp_path)
-    links = json.loads(subprocess.run(["ip", "-j", "link", "show", "type", "veth"],
-                                      capture_output=True, text=True, timeout=10).stdout)
-    # both ends in this namespace: a switch-to-switch link (host links have a peer netns)
-    victim = sorted(l["ifname"] for l in links if "link_netnsid" not in l
-                    and "-eth" in l["ifname"])[-1]
+    victim = _switch_port()
     t = time.monotonic()
     subprocess.run(["ip", "link", "del", victim], check=True, timeout=10)
     # deleting one end deletes the pair: the error may name either end's interface, and
@@ -153,11 +158,7 @@ def test_a_deleted_or_changed_queue_is_named_at_once(fault, tmp_path):
     argv, says = QUEUE_FAULTS[fault]
     p = _start(tmp_path, "bpf")
     run = _wait_traffic(p, tmp_path)
-    links = json.loads(subprocess.run(["ip", "-j", "link", "show", "type", "veth"],
-                                      capture_output=True, text=True, timeout=10).stdout)
-    # a switch-to-switch port, as the deleted link's test takes
-    victim = sorted(l["ifname"] for l in links if "link_netnsid" not in l
-                    and "-eth" in l["ifname"])[-1]
+    victim = _switch_port()
     sw, port = victim.split("-eth")
     time.sleep(2.0)     # into the traffic, not at its start: the watch is armed long before
     t = time.monotonic()
