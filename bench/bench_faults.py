@@ -40,7 +40,7 @@ from typing import Any
 
 from emulator.cleanup import machine_leftovers
 from emulator.registry import BPFFS_DIR
-from emulator.sysinfo import ovsdb_pid, vswitchd_pid
+from emulator.sysinfo import ovsdb_pid, vswitchd_pid, wait_subflows
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -317,8 +317,12 @@ def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: 
         return row
     if phase == "traffic":
         time.sleep(rng.uniform(0.5, 3.0))
-        if fault in MPTCP_FAULTS:     # after start-up: the extra subflows join in about 1 s
-            time.sleep(3.0)
+        found = pids("iperf3 -c")
+        if fault in MPTCP_FAULTS and found:
+            # after the extra subflows joined, and the 2-s trim is over: the run judges
+            # what its window saw
+            wait_subflows(found[0], 4, timeout=30)
+            time.sleep(2.5)
     if phase != "before":
         phase_seen = status(run_folder(out)).get("status", "-")
         t = time.monotonic()

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -174,3 +175,31 @@ def git_state(repo: str) -> dict[str, Any]:
     dirty = run_text(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"])
     return {"commit": commit if re.fullmatch(r"[0-9a-f]{40}", commit) else None,
             "dirty": bool(dirty)}
+
+
+#: an MPTCP subflow in `ss -tni` output: its connection's token is the one after the slash
+#: ("tcp-ulp-mptcp flags:mc token:0000(id:0)/3b3ba3d6(id:0) ..."), shared by its subflows
+_SS_TOKEN = re.compile(r"tcp-ulp-mptcp\b.*?\btoken:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)\(")
+
+
+def ss_subflows(text: str) -> dict[str, int]:
+    """Established MPTCP subflows per connection (token -> count) in `ss -tni` output."""
+    out: dict[str, int] = {}
+    for token in _SS_TOKEN.findall(text):
+        out[token] = out.get(token, 0) + 1
+    return out
+
+
+def wait_subflows(pid: int, want: int, timeout: float = 30.0) -> bool:
+    """Poll (every 0.1 s, up to ``timeout`` s) until a connection in the network namespace
+    of ``pid`` has ``want`` established MPTCP subflows; False if none did in time.  For the
+    fault tests and bench_faults, which must flush subflows after they joined: joins take
+    about a second on a quiet host, and a fixed sleep is a guess about the host."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = run_text(["nsenter", "-t", str(pid), "-n", "ss", "-tniH", "state",
+                         "established"])
+        if max(ss_subflows(text).values(), default=0) >= want:
+            return True
+        time.sleep(0.1)
+    return False

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.sysinfo import vswitchd_answers, vswitchd_pid
+from emulator.sysinfo import vswitchd_answers, vswitchd_pid, wait_subflows
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -176,8 +176,11 @@ def test_an_mptcp_connection_that_loses_its_subflows_flags_the_run(tmp_path):
     (issue #56 part 1: it used to end ok and unflagged)."""
     p = _start(tmp_path, "bpf", "--transport", "mptcp", "--subflows", "4")
     run = _wait_traffic(p, tmp_path, transport="mptcp")
-    time.sleep(3.0)     # the extra subflows joined (they take about a second), window open
     client = _pids("iperf3 -c")[0]
+    # the extra subflows joined (about a second on a quiet host), then a second more so
+    # that the 1-s trim is over and the window's samples saw all four before the flush
+    assert wait_subflows(client, 4, timeout=30), "the 4 subflows did not join in 30 s"
+    time.sleep(1.0)
     subprocess.run(["nsenter", "-t", str(client), "-n", "ip", "mptcp", "endpoint", "flush"],
                    check=True, timeout=10)
     out, _ = p.communicate(timeout=120)

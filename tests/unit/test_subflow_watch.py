@@ -2,6 +2,7 @@
 inside its window is a reason to doubt the run, named with when, from mptcp_info's count of
 extra subflows (harness.traffic.subflow_drops, subflow_note) on hand-made samples."""
 from analysis.fidelity import measurement_reasons
+from emulator.sysinfo import ss_subflows
 from harness.traffic import Flow, connections, subflow_drops, subflow_note
 
 
@@ -51,3 +52,18 @@ def test_the_sender_connection_is_the_busiest_to_the_flows_port():
         r["sport"] = 39999
     data = _rows("h1", 5201, [2] * 40)
     assert subflow_drops([_flow("h1", 5201)], connections(control + data), 20.0, 3.0) == []
+
+
+def test_ss_subflows_counts_each_connection_by_its_token():
+    # two subflows of one connection (the first and a join) and a lone control connection,
+    # as `ss -tniH state established` prints them (lines cut to what matters)
+    text = (
+        "0 0 10.0.0.1:47292 10.0.1.2:5201\n"
+        "\t bbr wscale:9,9 rto:204 tcp-ulp-mptcp flags:mc token:0000(id:0)/3b3ba3d6(id:0) seq:3\n"
+        "0 0 10.0.0.1:47302 10.0.1.2:5201\n"
+        "\t bbr cwnd:16 tcp-ulp-mptcp flags:mc token:0000(id:0)/964fbb86(id:0) seq:0 sfseq:0\n"
+        "0 0 10.0.0.5:40011 10.0.1.6:5201\n"
+        "\t bbr cwnd:10 tcp-ulp-mptcp flags:Jjec token:0000(id:2)/964fbb86(id:0) seq:0\n"
+        "0 0 10.0.0.1:40000 10.0.1.2:22\n\t cubic cwnd:10 bytes_sent:100\n")
+    assert ss_subflows(text) == {"3b3ba3d6": 1, "964fbb86": 2}
+    assert ss_subflows("") == {}
