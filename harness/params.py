@@ -167,13 +167,19 @@ class FlowParams(NetworkParams):
 class SimParams(Params):
     """... and the ns-3 backend's knobs (``--backend sim`` only; the emulator refuses them):
     link propagation delay, each flow's start jitter, per-packet jitter.  Named first among
-    the bases (``class XParams(SimParams, FlowParams)``) so that its fields come after the
-    network's and the flows' in the flags and config.json."""
+    the bases (SimFlowParams below) so that its fields come after the network's and the
+    flows' in the flags and config.json."""
 
     backend: str = "emulated"
     delay_us: float = 0.0
     jitter: float = 0.0
     pkt_jitter_us: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SimFlowParams(SimParams, FlowParams):
+    """Long TCP flows that ns-3 runs too (harness.simrun.sim_config reads these): the
+    network's, the flows' and the simulator's knobs, in that order."""
 
 
 # -- checks of one value: the classes' own, and those of the fields that several experiments

@@ -8,36 +8,34 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from harness.params import SimFlowParams
 from routing.plan import Plan
 from sim import require_ns3
 from sim.spec import SimConfig, build
 from topos.base import Topology
 
 
-def sim_config(params: Mapping[str, Any], run: int, rto_min_ms: float | None = None,
+def sim_config(params: SimFlowParams, run: int, rto_min_ms: float | None = None,
                interval: float = 0.5) -> SimConfig:
     """The simulation parameters of repetition ``run`` (seed: the run's root seed, ns-3's
-    run number: the repetition), from an experiment's parameters."""
-    return SimConfig(duration=float(params["duration"]), trim=float(params["trim"]),
-                     interval=float(params.get("interval", interval)),
-                     bw=float(params["bw"]), queue=int(params["queue"]),
-                     cc=str(params["cc"]), rto_min_ms=rto_min_ms,
-                     delay_us=float(params.get("delay_us", 0.0)),
-                     start_jitter_s=float(params.get("jitter", 0.0)),
-                     packet_jitter_us=float(params.get("pkt_jitter_us", 0.0)),
-                     seed=int(params["seed"]), run=run + 1,
-                     cnt_packets="cnt=packets" in sim_dataplane_options(params))
+    run number: the repetition; ``interval``: the sampling interval), from an experiment's
+    parameters."""
+    return SimConfig(duration=params.duration, trim=params.trim, interval=interval,
+                     bw=params.bw, queue=params.queue, cc=params.cc, rto_min_ms=rto_min_ms,
+                     delay_us=params.delay_us, start_jitter_s=params.jitter,
+                     packet_jitter_us=params.pkt_jitter_us, seed=params.seed, run=run + 1,
+                     cnt_packets="cnt=packets" in sim_dataplane_options(params.dataplane))
 
 
-def sim_dataplane_options(params: Mapping[str, Any]) -> list[str]:
-    """The options of ``--dataplane`` the simulated switches honour (they forward as the BPF
-    switch does): ``cnt=packets`` only; ValueError (one line) on any other."""
-    opts = [o.strip() for o in str(params.get("dataplane", "") or "").split(",")[1:]]
+def sim_dataplane_options(dataplane: str) -> list[str]:
+    """The options of a ``--dataplane`` spec the simulated switches honour (they forward as
+    the BPF switch does): ``cnt=packets`` only; ValueError (one line) on any other."""
+    opts = [o.strip() for o in dataplane.split(",")[1:]]
     other = [o for o in opts if o and o != "cnt=packets"]
     if other:
         raise ValueError(f"--dataplane option {other[0]!r} is not simulated (--backend sim "
@@ -45,20 +43,20 @@ def sim_dataplane_options(params: Mapping[str, Any]) -> list[str]:
     return opts
 
 
-def check_sim(params: Mapping[str, Any], rto_min_ms: float | None = None) -> None:
+def check_sim(params: SimFlowParams, rto_min_ms: float | None = None) -> None:
     """Checks of a run's simulation parameters (one-line ValueError), before anything runs:
     ns-3 installed, the configuration valid; and the simulation-only parameters unset for
     the emulator, which cannot honour them."""
-    if params.get("backend") == "sim":
+    if params.backend == "sim":
         require_ns3()
         sim_config(params, 0, rto_min_ms).check()
         return
-    if params.get("delay_us", 0.0):
+    if params.delay_us:
         raise ValueError("--delay-us is simulation-only (this kernel has no netem): use "
                          "--backend sim or leave it 0")
-    if params.get("pkt_jitter_us", 0.0):
+    if params.pkt_jitter_us:
         raise ValueError("--pkt-jitter-us is simulation-only: use --backend sim or leave it 0")
-    if params.get("jitter", 0.0):
+    if params.jitter:
         raise ValueError("--jitter is simulation-only (emulated flows start in a seeded "
                          "order): use --backend sim or leave it 0")
 

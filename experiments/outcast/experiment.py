@@ -43,7 +43,7 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
 from harness.bwmng import check_coverage, host_port, series_by_interface, series_mean
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import FlowParams, SimParams
+from harness.params import FlowParams, SimFlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
@@ -76,7 +76,12 @@ class ManyToOneParams(FlowParams):
 
 
 @dataclass(frozen=True)
-class OutcastParams(SimParams, ManyToOneParams):
+class SimManyToOneParams(SimFlowParams, ManyToOneParams):
+    """... that ns-3 runs too (simulate_many_to_one); its fields come after the flows'."""
+
+
+@dataclass(frozen=True)
+class OutcastParams(SimManyToOneParams):
     """The parameters of one outcast run (their flags: add_arguments)."""
 
     flows: str = "2,6,12"
@@ -466,7 +471,7 @@ NO_EMULATOR = dict.fromkeys(("cpu_mean", "cpu_max", "cpu_saturated_share",
 SimInput = tuple[str, list[str], list[str]]
 
 
-def simulate_many_to_one(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path,
+def simulate_many_to_one(topo: Any, plan: Any, params: SimManyToOneParams, run_dir: Path,
                          run: int, rng: random.Random, base: dict[str, Any],
                          senders: list[Sender], receiver: str, inputs: list[SimInput],
                          extra: dict[str, dict[str, Any]],

@@ -25,7 +25,7 @@ import networkx as nx
 import routing
 import topos
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import SimParams, check_routing, check_topo
+from harness.params import check_routing, check_topo
 from harness.runfolder import RunFolder
 from harness.session import judge_measurement
 from harness.simrun import check_sim
@@ -34,8 +34,8 @@ from routing.walk import first_choice, walk
 
 from .experiment import (
     Group,
-    ManyToOneParams,
     Sender,
+    SimManyToOneParams,
     Tables,
     add_tcp_arguments,
     emulate_once,
@@ -57,7 +57,7 @@ SWEEP_NOTE = '`-r st|hashed|ecmp`'  # other figures of the same script
 
 
 @dataclass(frozen=True)
-class OutcastFattreeParams(SimParams, ManyToOneParams):
+class OutcastFattreeParams(SimManyToOneParams):
     """The parameters of one outcast-fattree run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=4"

@@ -17,8 +17,7 @@ import routing
 import topos
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import (
-    FlowParams,
-    SimParams,
+    SimFlowParams,
     check_routing,
     check_subflows,
     check_topo,
@@ -40,7 +39,7 @@ SWEEP = "scripts/permutation-sweep.sh"
 
 
 @dataclass(frozen=True)
-class PermutationParams(SimParams, FlowParams):
+class PermutationParams(SimFlowParams):
     """The parameters of one permutation run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=4"

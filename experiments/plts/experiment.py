@@ -75,7 +75,7 @@ from emulator.emulation import Emulation
 from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import FlowParams, SimParams, check_topo
+from harness.params import SimFlowParams, check_topo
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge, session
@@ -109,7 +109,7 @@ NEEDS = frozenset({"latency_sampling", "spread"})
 
 
 @dataclass(frozen=True)
-class PltsParams(SimParams, FlowParams):
+class PltsParams(SimFlowParams):
     """The parameters of one plts run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=6"

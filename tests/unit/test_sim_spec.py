@@ -137,12 +137,17 @@ def test_simulation_only_flags_are_refused_for_the_emulator():
 def test_the_simulated_switches_take_cnt_packets_from_the_dataplane_spec():
     # the sim's switches forward as the BPF switch does, so its cnt=packets ablation too;
     # any other dataplane option is not simulated: one line
+    from harness.params import SimFlowParams
     from harness.simrun import sim_config
-    base = {"duration": 10, "trim": 1, "bw": 5, "queue": 100, "cc": "cubic", "seed": 1}
-    assert not sim_config({**base, "dataplane": "bpf"}, 0).cnt_packets
-    assert sim_config({**base, "dataplane": "bpf,cnt=packets"}, 0).cnt_packets
+
+    def cfg(dataplane: str):  # type: ignore[no-untyped-def]
+        return sim_config(SimFlowParams(duration=10, trim=1, bw=5, queue=100, cc="cubic",
+                                        seed=1, dataplane=dataplane), 0)
+
+    assert not cfg("bpf").cnt_packets
+    assert cfg("bpf,cnt=packets").cnt_packets
     with pytest.raises(ValueError, match="'flows=sampled' is not simulated"):
-        sim_config({**base, "dataplane": "bpf,flows=sampled"}, 0)
+        cfg("bpf,flows=sampled")
 
 
 # -- multicast groups (orca --backend sim) ---------------------------------------------------
