@@ -174,7 +174,8 @@ def test_an_mptcp_connection_that_loses_its_subflows_flags_the_run(tmp_path):
     kernel closes that host's extra subflows, and its connection goes on over one path.
     The run ends ok (its data is complete) but flagged, naming the connection and when
     (issue #56 part 1: it used to end ok and unflagged)."""
-    p = _start(tmp_path, "bpf", "--transport", "mptcp", "--subflows", "4")
+    # 10 s, not 20: the run is not killed, so it runs to its end; the flush comes 2-3 s in
+    p = _start(tmp_path, "bpf", "--transport", "mptcp", "--subflows", "4", "--duration", "10")
     run = _wait_traffic(p, tmp_path, transport="mptcp")
     client = _pids("iperf3 -c")[0]
     # the extra subflows joined (about a second on a quiet host), then a second more so
