@@ -43,7 +43,7 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, check, in_ns
 from harness.bwmng import check_coverage, host_port, series_by_interface, series_mean
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import FlowParams, SimFlowParams
+from harness.params import SimFlowParams
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge_measurement, session
@@ -65,8 +65,12 @@ SWEEP = "scripts/outcast-sweep.sh"
 
 
 @dataclass(frozen=True)
-class ManyToOneParams(FlowParams):
-    """What every many-to-one TCP run has (this one and outcast-fattree)."""
+class ManyToOneParams(SimFlowParams):
+    """What every many-to-one TCP run has (this one and outcast-fattree; ns-3 runs both).
+    Its defaults override the flows' own: a dataclass takes a field's default from the
+    last class in the reversed MRO that declares it, so these must come after
+    SimFlowParams there, which repeats every FlowParams field (a class beside it, not
+    above it, lost them: queue 100 and cubic, 2026-12-03)."""
 
     queue: int = 20
     runs: int = 3
@@ -76,12 +80,7 @@ class ManyToOneParams(FlowParams):
 
 
 @dataclass(frozen=True)
-class SimManyToOneParams(SimFlowParams, ManyToOneParams):
-    """... that ns-3 runs too (simulate_many_to_one); its fields come after the flows'."""
-
-
-@dataclass(frozen=True)
-class OutcastParams(SimManyToOneParams):
+class OutcastParams(ManyToOneParams):
     """The parameters of one outcast run (their flags: add_arguments)."""
 
     flows: str = "2,6,12"
@@ -471,7 +470,7 @@ NO_EMULATOR = dict.fromkeys(("cpu_mean", "cpu_max", "cpu_saturated_share",
 SimInput = tuple[str, list[str], list[str]]
 
 
-def simulate_many_to_one(topo: Any, plan: Any, params: SimManyToOneParams, run_dir: Path,
+def simulate_many_to_one(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path,
                          run: int, rng: random.Random, base: dict[str, Any],
                          senders: list[Sender], receiver: str, inputs: list[SimInput],
                          extra: dict[str, dict[str, Any]],

@@ -34,8 +34,8 @@ from routing.walk import first_choice, walk
 
 from .experiment import (
     Group,
+    ManyToOneParams,
     Sender,
-    SimManyToOneParams,
     Tables,
     add_tcp_arguments,
     emulate_once,
@@ -57,7 +57,7 @@ SWEEP_NOTE = '`-r st|hashed|ecmp`'  # other figures of the same script
 
 
 @dataclass(frozen=True)
-class OutcastFattreeParams(SimManyToOneParams):
+class OutcastFattreeParams(ManyToOneParams):
     """The parameters of one outcast-fattree run (their flags: add_arguments)."""
 
     topo: str = "fattree,k=4"

@@ -58,3 +58,15 @@ def test_experiments_read_their_parameters_as_attributes():
               for i, line in enumerate(p.read_text().splitlines(), 1)
               if 'params["' in line or "params['" in line or "params.get(" in line]
     assert not by_key, by_key
+
+
+def test_every_experiments_defaults_match_their_golden_file(golden):
+    """Each experiment's parameter defaults, value by value (sorted: their order is the
+    flags', not a value).  A change of a base class can silently change a default: making
+    outcast's parameters SimFlowParams beside ManyToOneParams gave it FlowParams' queue 100
+    and cubic for its own 20 and reno (2026-12-03, caught only by an integration test).
+    A default changed on purpose is rewritten with UPDATE_GOLDEN=1, and shows in the diff."""
+    import json
+    got = {n: dict(sorted(registry.module(n).PARAMS.defaults().items()))
+           for n in registry.EXPERIMENTS}
+    golden("params-defaults.json", json.dumps(got, indent=1, default=str) + "\n")
