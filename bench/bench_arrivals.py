@@ -13,6 +13,7 @@ fair share.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 from pathlib import Path
@@ -22,33 +23,33 @@ import topos
 from emulator.proc import install_signal_handlers
 from experiments.outcast import experiment as outcast
 from harness.common import checked, resolve, run_rng
+from harness.runfolder import RunFolder
+from harness.workload import make
 
 
 def one(params: object, n: int, traced: bool, rep: int, work: Path) -> dict:
-    """One outcast point; its CPU figures."""
+    """One outcast point, run as the experiment runs it (its workload on the emulated
+    backend); its CPU figures."""
     topo = topos.build(f"outcast,n={n}")
-    plan = routing.make_plan(topo, outcast.ROUTING)
-    senders = [outcast.Sender(x, f"s1 port {topo.entry_port(x)}") for x in topo.senders()]
-    groups = [outcast.Group("s1 port 2 (lone)", ["s1-eth2"], [topo.lone]),
-              outcast.Group(f"s1 port 3 (from s2, {n} flows)", ["s1-eth3"],
-                            topo.senders_behind_s2)]
     tag = f"{'on' if traced else 'off'}{rep}"
-    _, meas = outcast.emulate_once(topo, plan, params, work / tag, f"bench-arrivals-{tag}",
-                                   senders, topo.receiver, groups, run_rng(1, rep),
-                                   arrivals=traced)
-    lone = next(s for s in senders if s.name == topo.lone)
-    assert lone.flow is not None
+    folder = RunFolder(work / tag, outcast.NAME, params)
+    w = outcast.many_to_one_workload(topo, routing.make_plan(topo, outcast.ROUTING), params,
+                                     outcast.bottleneck_of(topo, arrivals=traced),
+                                     topo.senders(), rep, run_rng(1, rep), tag)
+    (m,) = make(params, folder).run(w, folder.path / tag)
+    facts = json.loads((folder.path / "config.json").read_text())["runtime"][tag]
+    lone = next(r for r in m.flows if r.spec.src == topo.lone)
     fair = params.bw / (n + 1)  # type: ignore[attr-defined]
-    arr = meas.get("arrivals", {})
+    arr = facts.get("arrivals") or {}
     chk = arr.get("check", {})
-    return {"traced": traced, "cpu_mean": meas["cpu_mean"],
-            "cpu_us_per_packet_hop": meas["cpu_us_per_packet_hop"],
+    return {"traced": traced, "cpu_mean": facts["cpu_mean"],
+            "cpu_us_per_packet_hop": facts["cpu_us_per_packet_hop"],
             "records": arr.get("records"), "drops_agree": chk.get("drops_agree"),
             # releases the tracer missed (skipped BPF runs) and lists it cut short
             "released_missed": chk.get("released_missed"),
             "released_of": chk.get("qdisc_released"),
             "released_unlisted": chk.get("released_unlisted"),
-            "lone_share": round(lone.flow.iperf_mbps / fair, 3)}
+            "lone_share": round(lone.goodput_mbps / fair, 3)}
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ spec before them, as a run's checks have always begun with the network).
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import types
 import typing
@@ -293,3 +294,20 @@ def typed(mod: ModuleType, values: Mapping[str, Any]) -> Params:
                          f"{', '.join(unknown)} (known: {', '.join(sorted(kinds))})")
     checked = {n: _check(mod.NAME, n, v, *kinds[n]) for n, v in values.items()}
     return cls(**checked)
+
+
+_RTO = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|us)$")
+
+
+def rto_min_ms(text: Any) -> float | None:
+    """--rto-min: '2ms' -> 2.0, None/'' -> None (kernel default); ValueError on anything
+    else."""
+    if text in (None, "", "default", "none"):
+        return None
+    m = _RTO.match(str(text).strip())
+    if not m:
+        raise ValueError(f"--rto-min must look like 2ms, 0.2s or 500us, got {text!r}")
+    ms = float(m.group(1)) * {"ms": 1.0, "s": 1000.0, "us": 0.001}[m.group(2)]
+    if not 1 <= ms <= 1000:
+        raise ValueError(f"--rto-min must be between 1ms and 1s, got {text!r}")
+    return ms

@@ -86,6 +86,36 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class Inlet:
+    """One way into a watched bottleneck: the bottleneck switch's ports from ``peers`` (its
+    neighbours), and the senders whose traffic enters by them."""
+    label: str
+    peers: tuple[str, ...]
+    senders: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """A receiver's access port watched as Outcast watches it: the drops of its tail-drop
+    queue counted per inlet (port blackout), its arrivals traced (``trace``: off only to
+    cost the tracer, bench/bench_arrivals.py), the senders started in a seeded shuffled
+    order (none always first) with their offered rates measured at their access ports, and
+    a sender that never connects (its SYNs lost at the full port) measured as 0, not failed."""
+    receiver: str
+    inlets: tuple[Inlet, ...]
+    trace: bool = True
+
+    def switch(self, topo: Topology) -> str:
+        """The switch whose queue to the receiver is watched."""
+        return topo.access_switch(self.receiver)
+
+    def interfaces(self, topo: Topology, inlet: Inlet) -> list[str]:
+        """The inlet's interfaces on the bottleneck switch (``<switch>-eth<port>``)."""
+        sw = self.switch(topo)
+        return [f"{sw}-eth{topo.port(sw, peer)}" for peer in inlet.peers]
+
+
+@dataclass(frozen=True)
 class Workload:
     """Everything one repetition runs, whatever the backend."""
     topo: Topology
@@ -113,22 +143,40 @@ class Workload:
     #: MPTCP's path manager on an addressed network: the kernel's endpoints, or dcrepro's
     #: userspace one (emulator/mptcp_pm.py), for the traffic only
     path_manager: Literal["kernel", "userspace"] = "kernel"
+    #: the receiver's port watched per inlet (the many-to-one experiments)
+    bottleneck: Bottleneck | None = None
+    #: the senders' TCP rto_min toward their receiver ('10ms'; None: the kernel's 200 ms)
+    rto_min: str | None = None
+    #: s between the time series' samples (iperf3's intervals, the wire rates, the drops)
+    interval: float = 0.5
+    #: its name in the run folder (facts key, folder, flags) when the experiment has its
+    #: own ('n02-run00'); else ``key`` and ``where`` below
+    name: str = ""
+    #: its one phase's files in the repetition's folder itself, not in <transport>/ (the
+    #: many-to-one experiments' layout, which their figures and reference folders read)
+    flat: bool = False
 
     def __post_init__(self) -> None:
         if not self.phases:
             raise ValueError("a workload needs at least one phase")
         if not 0 <= 2 * self.trim < self.duration:
             raise ValueError(f"trim {self.trim:g} s leaves no window of {self.duration:g} s")
+        if self.flat and len(self.phases) != 1:
+            raise ValueError("a flat workload has one phase")
 
     @property
     def where(self) -> str:
         """The repetition (and network) in flags and logs: 'run 3' or 'run 3 fattree'."""
-        return f"run {self.rep}" + (f" {self.label}" if self.label else "")
+        return self.name or f"run {self.rep}" + (f" {self.label}" if self.label else "")
 
     @property
     def key(self) -> str:
         """Its facts' key in the run folder: 'run03' or 'run03-fattree'."""
-        return f"run{self.rep:02d}" + (f"-{self.label}" if self.label else "")
+        return self.name or f"run{self.rep:02d}" + (f"-{self.label}" if self.label else "")
+
+    def phase_folder(self, out: Path, phase: Phase) -> Path:
+        """Where a backend writes a phase's files: ``out``/<transport>, or ``out`` (flat)."""
+        return out if self.flat else out / phase.transport
 
 
 @dataclass(frozen=True)
@@ -150,6 +198,9 @@ class FlowResult:
     #: further columns of its row that are not rates (emulated: src_addrs, the source
     #: addresses its subflows left from)
     facts: Mapping[str, object] = field(default_factory=dict)
+    #: its rate over time, when the workload watches a bottleneck: (source, s since the
+    #: phase's first start, Mb/s); sources: iperf3 / bwm-ng (emulated), sink (sim)
+    series: tuple[tuple[str, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,6 +230,13 @@ class Measurement:
     paths: tuple[Mapping[str, Any], ...] = ()
     #: the links' bytes over the window, when the workload asked (``Workload.links``)
     links: LinkBytes | None = None
+    #: the watched bottleneck (``Workload.bottleneck``): per inlet, packets in, delivered,
+    #: dropped, with the queue's own drop count beside (``inlets``: drops.csv rows); the
+    #: same per sampling interval (``inlet_series``, emulated); the traced arrivals per
+    #: port (``arrivals``, emulated)
+    inlets: tuple[Mapping[str, object], ...] = ()
+    inlet_series: tuple[Mapping[str, object], ...] = ()
+    arrivals: tuple[Mapping[str, object], ...] = ()
 
 
 class Backend(Protocol):

@@ -8,52 +8,37 @@ Measured per sender: goodput over time (iperf3 server intervals, 0.5 s) and the 
 entering the network (bwm-ng, rx of the switch port facing the sender, 0.5 s); the average
 over the trimmed window; the lone flow's share of its fair share 1/(N+1) of the bottleneck.
 
-Drops per *input* port of s1 (port blackout).  Linux drops at the output queue without
-knowing the input port, so the count is derived, sampled every 0.5 s:
-
-    drops(port) = packets entering s1 on ``port``  (sysfs rx_packets of s1-ethP)
-                - segments of that port's senders that reached the receiver's sockets
-                  (tcp_info ``segs_in`` per connection, read with ``ss -tin`` in recv,
-                  summed per source address)
-
-``segs_in`` counts every segment a socket received, duplicates and pure ACKs included, so
-it is the packet count delivered per source; iperf3 bytes / MSS would miss retransmitted
-duplicates.  The sum over ports is checked against the drop counter of s1-eth1's pfifo
-(``tc -s``); the difference (packets queued at the two sample instants, drops elsewhere in
-the receiver) is recorded as ``check_residual``.  Observed: the pfifo counts a few per
-cent MORE drops than packets actually lost (negative residual, steady ~10 packets/s at
-10 Mb/s), presumably because OVS's userspace datapath sends on the port with an AF_PACKET
-socket and retries a send the qdisc refused (ENOBUFS), so one packet can be counted as
-dropped and then still be delivered.  The derived per-port numbers count packets really
-lost (entered s1, never reached the receiver).
+Drops per *input* port of s1 (port blackout): derived from the ports' rx counters and the
+segments each sender delivered, checked against the queue's own drop counter
+(harness/bottleneck.py says how); the run is a ``Workload`` with a watched ``Bottleneck``,
+which every view (emulated, sim, model) runs.
 """
 from __future__ import annotations
 
-import json
 import random
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import routing
 import topos
-from emulator.emulation import Emulation
-from emulator.proc import RunError, check, in_ns
-from harness.bwmng import check_coverage, host_port, series_by_interface, series_mean
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import SimFlowParams
+from harness.params import SimFlowParams, rto_min_ms
 from harness.runfolder import RunFolder
-from harness.sampling import Sampler
-from harness.session import judge_measurement, session
-from harness.simrun import check_sim, sim_config, simulate_flows
-from harness.traffic import Flow, loss_fields, run_iperf
-from model.network import rates_on_paths
-from routing.walk import first_choice, walk
-from store import write_csv
+from harness.simrun import check_sim
+from harness.workload import (
+    Bottleneck,
+    FlowSpec,
+    Inlet,
+    Measurement,
+    Phase,
+    Workload,
+    make,
+)
+from routing.plan import Plan
+from topos.base import Topology
 from topos.outcast import OutcastLinear
-from topos.traffic import many_to_one
 
 NAME = "outcast"
 HELP = "TCP Outcast: one flow on its own input port vs N flows on another, tail-drop queue"
@@ -125,22 +110,6 @@ def parse_flows(text: Any) -> list[int]:
     return values
 
 
-_RTO = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|us)$")
-
-
-def rto_min_ms(text: Any) -> float | None:
-    """'2ms' -> 2.0, None/'' -> None (kernel default); ValueError on anything else."""
-    if text in (None, "", "default", "none"):
-        return None
-    m = _RTO.match(str(text).strip())
-    if not m:
-        raise ValueError(f"--rto-min must look like 2ms, 0.2s or 500us, got {text!r}")
-    ms = float(m.group(1)) * {"ms": 1.0, "s": 1000.0, "us": 0.001}[m.group(2)]
-    if not 1 <= ms <= 1000:
-        raise ValueError(f"--rto-min must be between 1ms and 1s, got {text!r}")
-    return ms
-
-
 def validate_tcp(params: ManyToOneParams) -> None:
     """Checks shared by both outcast experiments."""
     rto_min_ms(params.rto_min)
@@ -159,402 +128,26 @@ def validate(params: OutcastParams) -> None:
     check_sim(params, rto_min_ms(params.rto_min))
 
 
-# -- many senders, one receiver -------------------------------------------------------------
-
-def set_rto_min(emu: Emulation, senders: list[str], receiver: str,
-                rto: str | None) -> dict[str, str]:
-    """Pin rto_min on each sender's route to the receiver; return `ip route get` read back."""
-    dst = emu.topo.ip(receiver)
-    got = {}
-    for s in senders:
-        h = emu.host(s)
-        if rto_min_ms(rto) is not None:
-            intf = h.intfList()[0].name
-            emu.host_cmd(h, ["ip", "route", "replace", f"{dst}/32", "dev", intf,
-                             "src", emu.topo.ip(s), "rto_min", str(rto)])
-        # `ip route get` omits metrics; the table entry shows rto_min when it is set
-        table = emu.host_cmd(h, ["ip", "route", "show", "match", dst]).strip()
-        got[s] = " | ".join(line.strip() for line in table.splitlines())
-        if rto_min_ms(rto) is not None and "rto_min" not in got[s]:
-            raise RunError(f"{s}: rto_min {rto} not in its route: {got[s]}")
-    return got
-
-
-_SS_PEER = re.compile(r"^\S+\s+\d+\s+\d+\s+\S+:\d+\s+(\S+):(\d+)")
-_SEGS_IN = re.compile(r"\bsegs_in:(\d+)")
-
-
-def parse_segs_in(text: str) -> dict[str, int]:
-    """`ss -Htin` output -> source address -> sum of segs_in over its sockets."""
-    out: dict[str, int] = {}
-    peer = None
-    for line in text.splitlines():
-        m = _SS_PEER.match(line)
-        if m:
-            peer = m.group(1).split("%")[0].strip("[]")
-            if peer.startswith("::ffff:"):
-                peer = peer[7:]
-        seg = _SEGS_IN.search(line)
-        if seg and peer is not None:
-            out[peer] = out.get(peer, 0) + int(seg.group(1))
-            peer = None
-    return out
-
-
-@dataclass
-class Group:
-    """Input port(s) of the bottleneck switch and the senders whose traffic enters there."""
-
-    label: str
-    intfs: list[str]
-    senders: list[str]
-
-
-class DropReader:
-    """One snapshot for the outcast sampler: rx packets of the watched input ports,
-    per-source delivered segments at the receiver (ss segs_in), and the bottleneck pfifo's
-    drops/backlog."""
-
-    def __init__(self, emu: Emulation, receiver: str, bottleneck: str,
-                 groups: list[Group]) -> None:
-        self.groups = groups
-        self.recv_pid = emu.host(receiver).pid
-        self.bottleneck = bottleneck
-        self.ip_of = {s: emu.topo.ip(s) for g in groups for s in g.senders}
-
-    def _rx(self) -> dict[str, int]:
-        return {i: int(Path(f"/sys/class/net/{i}/statistics/rx_packets").read_text())
-                for g in self.groups for i in g.intfs}
-
-    def _qdisc(self) -> tuple[int, int]:
-        q = json.loads(check(["tc", "-s", "-j", "qdisc", "show", "dev", self.bottleneck],
-                             timeout=5) or "[]")
-        pf: dict[str, Any] = next((x for x in q if x.get("kind") == "pfifo"), {})
-        return pf.get("drops", 0), pf.get("qlen", 0)
-
-    def __call__(self) -> dict[str, Any]:
-        """One snapshot: the port and qdisc counters are read just before and just after
-        the (slow: a process in the receiver's namespace) socket read and averaged, so all
-        three refer to the same instant; otherwise packets delivered while ss runs would
-        show up as negative drops."""
-        drops0, _ = self._qdisc()
-        rx0 = self._rx()
-        t0 = time.time()
-        ss = check(in_ns(self.recv_pid, ["ss", "-Htin"]), timeout=5)
-        t1 = time.time()
-        rx1 = self._rx()
-        drops1, backlog = self._qdisc()
-        delivered = parse_segs_in(ss)
-        return {"t": (t0 + t1) / 2, "ss_s": round(t1 - t0, 4),
-                "rx": {i: (rx0[i] + rx1[i]) / 2 for i in rx0},
-                "delivered": {s: delivered.get(ip, 0) for s, ip in self.ip_of.items()},
-                "q_drops": (drops0 + drops1) / 2, "q_backlog_pkts": backlog}
-
-
-def drop_rows(samples: list[dict[str, Any]], groups: list[Group], t0: float,
-              t_end: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(time series rows, totals rows) of derived drops per group.
-
-    Totals use the first sample (before any client started) and the last one taken while
-    every connection was still open (``t_end``), since closed sockets lose their segs_in.
-    """
-    usable = [s for s in samples if s["t"] <= t_end]
-    if len(usable) < 2:
-        raise RunError("drop sampler: fewer than two samples inside the traffic window")
-    series = []
-
-    def counts(s: dict[str, Any], g: Group) -> tuple[int, int]:
-        return (sum(s["rx"][i] for i in g.intfs), sum(s["delivered"][x] for x in g.senders))
-
-    for a, b in zip(usable, usable[1:]):
-        for g in groups:
-            (rx0, d0), (rx1, d1) = counts(a, g), counts(b, g)
-            series.append({"t": round(b["t"] - t0, 3), "port": g.label,
-                           "rx_packets": round(rx1 - rx0, 1), "delivered": d1 - d0,
-                           "drops": round((rx1 - rx0) - (d1 - d0), 1)})
-        series.append({"t": round(b["t"] - t0, 3), "port": "bottleneck qdisc",
-                       "drops": b["q_drops"] - a["q_drops"], "backlog": b["q_backlog_pkts"]})
-    first, last = usable[0], usable[-1]
-    totals = []
-    derived = 0
-    for g in groups:
-        (rx0, d0), (rx1, d1) = counts(first, g), counts(last, g)
-        drops = round((rx1 - rx0) - (d1 - d0), 1)
-        derived += drops
-        totals.append({"port": g.label, "intfs": "+".join(g.intfs), "senders": len(g.senders),
-                       "rx_packets": round(rx1 - rx0, 1), "delivered": d1 - d0, "drops": drops,
-                       "drop_rate": round(drops / (rx1 - rx0), 5) if rx1 > rx0 else ""})
-    qd = last["q_drops"] - first["q_drops"]
-    for row in totals:
-        row["bottleneck_qdisc_drops"] = qd
-        row["check_residual"] = round(derived - qd, 1)
-        row["ss_read_s_max"] = max(x.get("ss_s", 0) for x in usable)
-        row["backlog_at_end"] = last["q_backlog_pkts"]
-        row["window_s"] = round(last["t"] - first["t"], 2)
-    return series, totals
-
-
-@dataclass
-class Sender:
-    """One long TCP flow from ``name`` to the receiver, and where it enters the bottleneck."""
-
-    name: str
-    entry: str  # which input port of the bottleneck switch (or group) it arrives by
-    flow: Flow | None = None        # its iperf3 transfer, once run_many_to_one ran it
-    offered_mbps: float = float("nan")
-
-
-def run_many_to_one(emu: Emulation, senders: list[Sender], receiver: str, groups: list[Group],
-                    params: ManyToOneParams, out: Path, rng: random.Random,
-                    arrivals: bool = True) -> dict[str, Any]:
-    """Every sender runs one TCP flow to its own iperf3 server on ``receiver`` at once,
-    through the one iperf3 runner (traffic.run_iperf), with the drop sampler and (unless
-    ``arrivals`` is False: the cost benchmark) the bottleneck's arrival tracer around it.
-
-    Writes iperf3 JSON per flow, bwm.csv (also rx of each sender's access port), cpu.csv,
-    the drop samples, arrivals.csv / arrivals_summary.csv (harness/arrivals.py) and
-    tcp_events.csv (each sender's RTOs and fast retransmits, harness/tcpevents.py); fills in
-    every sender's flow and offered rate; returns the facts.
-    """
-    from contextlib import ExitStack
-
-    from harness import tcpevents
-    from harness.arrivals import trace_arrivals, write_arrivals
-
-    out.mkdir(parents=True, exist_ok=True)
-    bottleneck = host_port(emu.topo, receiver)
-    counters0 = {s.name: tcpevents.read_counters(emu.host_pids[s.name]) for s in senders}
-    duration, trim, interval = params.duration, params.trim, params.interval
-    access = {s.name: host_port(emu.topo, s.name) for s in senders}
-    pairs = dict(many_to_one([s.name for s in senders], receiver=receiver))
-    order = [Flow(s.name, pairs[s.name]) for s in senders]
-    for s, f in zip(senders, order):
-        s.flow = f
-    rng.shuffle(order)  # start order from the run's seed: no sender always starts first
-    drops = Sampler("drop", DropReader(emu, receiver, bottleneck, groups), interval)
-    drops.start()
-    try:
-        drops.wait_first(10)       # the baseline, before any client
-        with ExitStack() as stack:
-            tracer: Any = stack.enter_context(trace_arrivals(emu, bottleneck)) if arrivals \
-                else "not asked (arrivals=False)"
-            # A starved sender (the phenomenon itself) and iperf3's control connection
-            # through the same tail-drop port can sit in RTO backoff, capped at 120 s by
-            # Linux: allow one full backoff after the test before calling the client hung.
-            # A sender whose SYNs the full port drops for the whole connect timeout is the
-            # Outcast effect at its extreme: recorded as 0 Mb/s and flagged, not failed.
-            meas = run_iperf(emu, order, "tcp", duration, trim, out, interval=interval,
-                             watch_intfs=sorted(set(access.values())), grace=150,
-                             may_not_connect=True)
-    finally:
-        samples = [v for _, v in drops.stop()]
-    events = {s.name: tcpevents.delta(counters0[s.name],
-                                      tcpevents.read_counters(emu.host_pids[s.name]))
-              for s in senders}
-    write_csv(out / "tcp_events.csv", [{"sender": k, **v} for k, v in events.items()])
-    bwm_path = out / "bwm.csv"
-    t0 = min(f.start for f in order)
-    port_of = {x: g.label for g in groups for x in g.senders}
-    rate = emu.topo.link_bw(emu.topo.access_switch(receiver), receiver, emu.link.bw)
-    traced = write_arrivals(out, tracer, bottleneck, rate, t0, (trim, duration - trim),
-                            {emu.topo.ip(s.name): s.name for s in senders}, port_of)
-    received = series_by_interface(bwm_path, received=True)  # one read for every use
-    check_coverage(bwm_path, received, sorted(set(access.values())), t0 + trim,
-                   max(f.start for f in order) + duration - trim, interval)
-    series, totals = drop_rows(samples, groups, t0, t0 + duration - 0.2)
-    write_csv(out / "drops_series.csv", series)
-    (out / "drop_samples.json").write_text(json.dumps(samples))
-    offered = {s.name: received.get(access[s.name], []) for s in senders}
-    for s in senders:
-        assert s.flow is not None
-        s.offered_mbps = series_mean(offered[s.name], s.flow.start + trim,
-                                     s.flow.start + duration - trim)
-    return {**meas, "t0": t0, "drops_series": series, "drops": totals, "arrivals": traced,
-            "tcp_events": events,
-            "bwm": {name: [(round(t - t0, 3), round(r, 4)) for t, r in rates]
-                    for name, rates in offered.items()}}
-
-
-def measured_mbps(f: Flow) -> float:
-    """A sender's rate as Outcast measures it: its bytes acked over the window all senders
-    share, in absolute time (Flow.acked_mbps, from tcp_info), so that a sender whose
-    set-up sat in RTO backoff behind the full port is measured over the same seconds as
-    the others (iperf3 counts each flow from its own test start: session 13 found such
-    senders credited with rates measured on an empty link); iperf3's rate only when the
-    sender has no samples (never connected: 0)."""
-    return f.acked_mbps if f.acked_mbps is not None else f.iperf_mbps
-
-
-def sender_rows(senders: list[Sender], meas: dict[str, Any], base: dict[str, Any],
-                fair_mbps: float, extra: dict[str, dict[str, Any]]
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(per-sender average rows, per-sender time series rows) for the CSVs."""
-    rows, series = [], []
-    t0 = meas["t0"]
-    for s in senders:
-        f = s.flow
-        assert f is not None
-        mbps = measured_mbps(f)
-        rows.append({**base, "sender": s.name, **extra.get(s.name, {}), "entry": s.entry,
-                     "mbps": round(mbps, 4), "iperf_mbps": round(f.iperf_mbps, 4),
-                     "offered_mbps": round(s.offered_mbps, 4),
-                     # the same flow in absolute time (see Flow.acked_mbps): differs from
-                     # iperf_mbps when its transfer began late (first_ack_s), e.g. behind a
-                     # blacked-out port at start-up
-                     "acked_mbps": f.acked_mbps, "first_ack_s": f.first_ack_s,
-                     "fair_mbps": round(fair_mbps, 4),
-                     "share_of_fair": round(mbps / fair_mbps, 4),
-                     "retransmits": f.retransmits, "connected": f.connected,
-                     "cpu_mean": meas["cpu_mean"],
-                     "cpu_max": meas["cpu_max"],
-                     "cpu_saturated_share": meas["cpu_saturated_share"],
-                     "emulator_loss_share": meas["emulator_loss_share"]})
-        for t, mbps in f.series:   # (time since the flow's own start: shifted to t0's)
-            series.append({**base, "sender": s.name, "source": "iperf3",
-                           "t": round(f.start - t0 + t, 3), "mbps": round(mbps, 4)})
-        for t, mbps in meas["bwm"][s.name]:
-            series.append({**base, "sender": s.name, "source": "bwm-ng", "t": t, "mbps": mbps})
-    return rows, series
-
-
-def flow_events(meas: dict[str, Any], sender: str) -> dict[str, Any]:
-    """flows.csv columns of one sender: its RTOs and fast retransmits over the whole run
-    (tcp_events.csv) and its arrivals and drops at the bottleneck queue in the window."""
-    ev = meas.get("tcp_events", {}).get(sender, {})
-    q = meas.get("arrivals", {}).get("senders", {}).get(sender, {})
-    return {"rtos": ev.get("rto_data", ""), "syn_rtos": ev.get("TCPSynRetrans", ""),
-            "fast_retrans": ev.get("TCPFastRetrans", ""),
-            "loss_probes": ev.get("TCPLossProbes", ""),
-            "queue_arrivals": q.get("queue_arrivals", ""), "queue_drops": q.get("queue_drops", "")}
-
-
-def emulate_once(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path, run_id: str,
-                 senders: list[Sender], receiver: str, groups: list[Group],
-                 rng: random.Random, arrivals: bool = True) -> tuple[dict[str, Any],
-                                                                   dict[str, Any]]:
-    """Bring up one network, check it, run the flows, verify the queues again
-    (``arrivals``: trace the bottleneck's arrivals, see run_many_to_one)."""
-    with session(topo, plan, params, run_dir, run_id) as s:
-        facts = s.facts
-        facts["rto_min_requested"] = params.rto_min
-        facts["routes"] = set_rto_min(s.emu, [x.name for x in senders], receiver,
-                                      params.rto_min)
-        meas = run_many_to_one(s.emu, senders, receiver, groups, params, run_dir, rng,
-                               arrivals)
-        s.flows = [x.flow for x in senders]
-        # every sender is measured in absolute time (measured_mbps), so one whose set-up
-        # sat behind the full port is measured with the others: its late start is the
-        # Outcast's port blackout, the result, not a measurement apart (kept as a fact)
-        if all(x.flow is not None and (x.flow.acked_mbps is not None or not x.flow.connected)
-               for x in senders):
-            meas["late_starts"] = meas.pop("late_note", None)
-        facts["cpu_mean"], facts["cpu_max"] = meas["cpu_mean"], meas["cpu_max"]
-        facts["drops"] = meas["drops"]
-        facts["dequeue_gaps"] = meas["dequeue_gaps"]
-        facts["tcp_limits"] = meas["tcp_limits"]
-        facts["late_starts"] = meas.get("late_starts")
-        facts["switch_losses"] = loss_fields(meas)
-        # the per-sender counts go to flows.csv; config.json keeps the ports and the check
-        facts["arrivals"] = {k: v for k, v in meas["arrivals"].items() if k != "senders"}
-        facts["tcp_events"] = meas["tcp_events"]
-    return facts, meas
-
+# -- many senders, one receiver: the workload, and its rows ---------------------------------
 
 #: flows.csv's emulator columns, blank in a simulated or modelled point (same column order)
-NO_EMULATOR = dict.fromkeys(("cpu_mean", "cpu_max", "cpu_saturated_share",
-                             "emulator_loss_share"), "")
+EMULATOR_COLUMNS = ("cpu_mean", "cpu_max", "cpu_saturated_share", "emulator_loss_share")
+#: a sender's TCP events and its traced arrivals (harness.bottleneck.flow_events): flows.csv
+#: columns of the emulated view, after the sender's own (role, hops)
+EVENT_COLUMNS = ("rtos", "syn_rtos", "fast_retrans", "loss_probes", "queue_arrivals",
+                 "queue_drops")
 
 
-#: one input of the bottleneck switch as the simulation counts it: (label, the peers the
-#: switch receives from there, the senders whose traffic enters there)
-SimInput = tuple[str, list[str], list[str]]
-
-
-def simulate_many_to_one(topo: Any, plan: Any, params: ManyToOneParams, run_dir: Path,
-                         run: int, rng: random.Random, base: dict[str, Any],
-                         senders: list[Sender], receiver: str, inputs: list[SimInput],
-                         extra: dict[str, dict[str, Any]],
-                         fair_mbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
-                                                    list[dict[str, Any]]]:
-    """--backend sim of a many-to-one run (outcast, outcast-fattree): the same senders in
-    ns-3; (flow rows, series rows, drop rows) in the emulated run's columns.  Goodput is
-    the receiver's payload over the trimmed window (what iperf3 reports); the offered rate
-    is what the sender's NIC sent (frames); drops per input are counted exactly, per
-    source, at the receiver's switch port (over the whole simulation), and packets per
-    input where that switch receives them."""
-    names = [x.name for x in senders]
-    cfg = sim_config(params, run, rto_min_ms(params.rto_min), params.interval)
-    switch = topo.access_switch(receiver)
-    bottleneck = (switch, receiver)
-    watch = list(dict.fromkeys((switch, peer) for _, peers, _ in inputs for peer in peers))
-    res = simulate_flows(topo, plan, [(n, receiver) for n in names], cfg, rng, run_dir,
-                         watch_drops=[bottleneck], watch_rx=watch)
-    rows, series = [], []
-    for i, (x, f) in enumerate(zip(senders, res.flows)):
-        rows.append({**base, "sender": x.name, **extra.get(x.name, {}), "entry": x.entry,
-                     "mbps": round(f.goodput_mbps, 4), "iperf_mbps": round(f.goodput_mbps, 4),
-                     "offered_mbps": round(f.offered_mbps, 4),
-                     "fair_mbps": round(fair_mbps, 4),
-                     "share_of_fair": round(f.goodput_mbps / fair_mbps, 4),
-                     "retransmits": "", "connected": f.bytes_window > 0, **NO_EMULATOR,
-                     "backend": "sim", "drops_at_bottleneck": res.drops_by_flow[bottleneck][i],
-                     "sim_wall_s": round(res.wall_s, 2)})
-        series += [{**base, "sender": x.name, "source": "sink", "t": t, "mbps": round(m, 4)}
-                   for t, m in f.series]
-    port = next(p for p in res.ports if (p.node, p.peer) == bottleneck)
-    drops = []
-    for label, peers, members in inputs:
-        idx = [names.index(m) for m in members]
-        rx = sum(res.rx_by_flow[(switch, peer)][i] for peer in peers for i in idx)
-        dropped = sum(res.drops_by_flow[bottleneck][i] for i in idx)
-        drops.append({**base, "port": label, "intfs": f"{switch}->{'+'.join(peers)}",
-                      "senders": len(members), "rx_packets": rx, "delivered": rx - dropped,
-                      "drops": dropped, "drop_rate": round(dropped / rx, 5) if rx else "",
-                      "bottleneck_qdisc_drops": port.drops,
-                      "check_residual": sum(res.drops_by_flow[bottleneck].values()) - port.drops,
-                      "window_s": params.duration})
-    return rows, series, drops
-
-
-def simulate_once(topo: OutcastLinear, plan: Any, params: OutcastParams, run_dir: Path,
-                  run: int, rng: random.Random, base: dict[str, Any]
-                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """--backend sim of the linear topology: the lone sender's port and s2's."""
-    senders = [Sender(n, f"s1 port {topo.entry_port(n)}") for n in topo.senders()]
-    inputs = [("s1 port 2 (lone)", [topo.lone], [topo.lone]),
-              (f"s1 port 3 (from s2, {topo.n} flows)", ["s2"], topo.senders_behind_s2)]
-    extra = {n: {"role": topo.node(n).attrs["role"]} for n in topo.senders()}
-    return simulate_many_to_one(topo, plan, params, run_dir, run, rng, base, senders,
-                                topo.receiver, inputs, extra, params.bw / (topo.n + 1))
-
-
-def model_many_to_one(topo: Any, params: ManyToOneParams, base: dict[str, Any],
-                      senders: list[Sender], receiver: str, routed: list[dict[str, Any]],
-                      extra: dict[str, dict[str, Any]], fair_mbps: float
-                      ) -> list[dict[str, Any]]:
-    """--backend model of a many-to-one run: the flow model's max-min rates on each
-    sender's path (``routed``), in the emulated run's flow columns.  A fluid model has no
-    queue and no loss, so no input port can be shut out: the senders share the receiver's
-    link equally.  That is the view's point, the baseline the packet-level views are read
-    against (the Outcast is a packet effect)."""
-    rates = rates_on_paths(topo, params.bw, {x.name: receiver for x in senders}, routed)
-    return [{**base, "sender": x.name, **extra.get(x.name, {}), "entry": x.entry,
-             "mbps": round(rates[x.name], 4), "iperf_mbps": "", "offered_mbps": "",
-             "fair_mbps": round(fair_mbps, 4),
-             "share_of_fair": round(rates[x.name] / fair_mbps, 4), "retransmits": "",
-             "connected": True, **NO_EMULATOR, "backend": "model"} for x in senders]
-
-
-def model_once(topo: OutcastLinear, plan: Any, params: OutcastParams,
-               base: dict[str, Any]) -> list[dict[str, Any]]:
-    """--backend model of the linear topology: its one path per sender."""
-    senders = [Sender(n, f"s1 port {topo.entry_port(n)}") for n in topo.senders()]
-    routed = [{"src": n, "dst": topo.receiver,
-               "path": walk(topo, plan, n, topo.receiver, first_choice)}
-              for n in topo.senders()]
-    extra = {n: {"role": topo.node(n).attrs["role"]} for n in topo.senders()}
-    return model_many_to_one(topo, params, base, senders, topo.receiver, routed, extra,
-                             params.bw / (topo.n + 1))
+def many_to_one_workload(topo: Topology, plan: Plan, params: ManyToOneParams,
+                         bottleneck: Bottleneck, senders: list[str], rep: int,
+                         rng: random.Random, name: str) -> Workload:
+    """``senders`` (in the order of the tables' rows; every one in an inlet of
+    ``bottleneck``) to its receiver, one TCP phase, the repetition's files in its own
+    folder (``name``)."""
+    phase = Phase("tcp", tuple(FlowSpec(x, bottleneck.receiver) for x in senders))
+    return Workload(topo, plan, params.bw, (phase,), params.duration, params.trim,
+                    params.seed, rep, rng, tcp_like=False, bottleneck=bottleneck,
+                    rto_min=params.rto_min, interval=params.interval, name=name, flat=True)
 
 
 @dataclass
@@ -567,26 +160,40 @@ class Tables:
     drop_series: list[dict[str, Any]] = field(default_factory=list)
     arrivals: list[dict[str, Any]] = field(default_factory=list)
 
-    def add_emulated(self, meas: dict[str, Any], base: dict[str, Any],
-                     senders: list[Sender], fair_mbps: float,
-                     extra: dict[str, dict[str, Any]]) -> None:
-        """One emulated point: its senders' rows and series, drops and traced arrivals."""
-        rows, series = sender_rows(senders, meas, base, fair_mbps, extra)
-        self.rows += rows
-        self.series += series
-        self.drops += [{**base, **d} for d in meas["drops"]]
-        self.drop_series += [{**base, **d} for d in meas["drops_series"]]
-        self.arrivals += [{**base, **p} for p in meas["arrivals"].get("ports", [])]
-
-    def add_simulated(self, folder: RunFolder, tag: str, spec: str,
-                      got: tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
-                      ) -> None:
-        """One simulated point (simulate_many_to_one's tables), recorded in the run folder."""
-        rows, series, drops = got
-        folder.record(tag, {"topo": spec, "backend": "sim", "sim_wall_s": rows[0]["sim_wall_s"]})
-        self.rows += rows
-        self.series += series
-        self.drops += drops
+    def add(self, m: Measurement, base: dict[str, Any], entry: dict[str, str],
+            extra: dict[str, dict[str, Any]], fair_mbps: float) -> None:
+        """One point, whatever view measured it: per sender its row (``entry``: where it
+        enters the bottleneck; ``extra``: its own columns) and series; the drops per inlet
+        and the traced arrivals where the view has them."""
+        for r in m.flows:
+            src, x = r.spec.src, r.facts
+            measured = "measured" in r.extra         # a packet-level view, not the model
+            mbps = r.extra.get("measured", r.goodput_mbps)
+            row: dict[str, Any] = {**base, "sender": src, **extra.get(src, {}),
+                                   **{k: x[k] for k in EVENT_COLUMNS if k in x},
+                                   "entry": entry[src], "mbps": round(mbps, 4),
+                                   "iperf_mbps": round(r.goodput_mbps, 4) if measured else "",
+                                   "offered_mbps": round(r.extra["offered"], 4) if measured
+                                   else ""}
+            if "acked_mbps" in x:
+                # the same flow in absolute time (see harness.bottleneck.measured_mbps):
+                # differs from iperf_mbps when its transfer began late (first_ack_s), e.g.
+                # behind a blacked-out port at start-up
+                row.update(acked_mbps=x["acked_mbps"], first_ack_s=x["first_ack_s"])
+            row.update(fair_mbps=round(fair_mbps, 4), share_of_fair=round(mbps / fair_mbps, 4),
+                       retransmits=x.get("retransmits", ""), connected=x.get("connected", True))
+            row.update({k: m.row_facts.get(k, "") for k in EMULATOR_COLUMNS})
+            row["backend"] = m.backend
+            if "drops_at_bottleneck" in x:
+                row["drops_at_bottleneck"] = x["drops_at_bottleneck"]
+            if "sim_wall_s" in m.row_facts:
+                row["sim_wall_s"] = m.row_facts["sim_wall_s"]
+            self.rows.append(row)
+            self.series += [{**base, "sender": src, "source": source, "t": t, "mbps": v}
+                            for source, t, v in r.series]
+        self.drops += [{**base, **d} for d in m.inlets]
+        self.drop_series += [{**base, **d} for d in m.inlet_series]
+        self.arrivals += [{**base, **p} for p in m.arrivals]
 
     def write(self, writer: Any, run_dir: Path, params: Any) -> None:
         """Write them with one of figures' summary writers."""
@@ -594,47 +201,33 @@ class Tables:
                self.arrivals)
 
 
+def bottleneck_of(topo: OutcastLinear, arrivals: bool = True) -> Bottleneck:
+    """recv's port on s1, entered by the lone sender's port and by s2's uplink
+    (``arrivals`` False: no arrival tracer, to cost it)."""
+    return Bottleneck(topo.receiver, (
+        Inlet("s1 port 2 (lone)", (topo.lone,), (topo.lone,)),
+        Inlet(f"s1 port 3 (from s2, {topo.n} flows)", ("s2",), tuple(topo.senders_behind_s2))),
+        trace=arrivals)
+
+
 def run(params: OutcastParams, folder: RunFolder) -> None:
     """For each N in --flows, --runs repetitions of lone vs N senders."""
     from .figures import write_outcast_summary
 
     t = Tables()
+    backend = make(params, folder)
     for n in parse_flows(params.flows):
         for r in range(params.runs):
             rng = run_rng(params.seed, 1000 * n + r)
             topo = topos.build(f"outcast,n={n}")
             assert isinstance(topo, OutcastLinear)
-            plan = routing.make_plan(topo, ROUTING)
-            senders = [Sender(name, f"s1 port {topo.entry_port(name)}")
-                       for name in topo.senders()]
-            groups = [Group("s1 port 2 (lone)", ["s1-eth2"], [topo.lone]),
-                      Group(f"s1 port 3 (from s2, {n} flows)", ["s1-eth3"],
-                            topo.senders_behind_s2)]
             tag = f"n{n:02d}-run{r:02d}"
-            run_dir = folder.path / tag
-            base = {"flows": n, "run": r}
-            if params.backend == "model":
-                folder.log.info("%s: %s, flow model", tag, topo.spec)
-                t.rows += model_once(topo, plan, params, base)
-                folder.record(tag, {"topo": topo.spec, "backend": "model"})
-                t.write(write_outcast_summary, folder.path, params)
-                continue
-            if params.backend == "sim":
-                folder.log.info("%s: %s, cc=%s, rto_min=%s, simulated", tag, topo.spec,
-                                params.cc, params.rto_min)
-                t.add_simulated(folder, tag, topo.spec,
-                                simulate_once(topo, plan, params, run_dir, r, rng, base))
-                t.write(write_outcast_summary, folder.path, params)
-                continue
-            folder.log.info("%s: %s, cc=%s, rto_min=%s", tag, topo.spec, params.cc,
-                            params.rto_min)
-            facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
-                                       senders, topo.receiver, groups, rng)
-            facts["topo"] = topo.spec
-            folder.record(tag, facts)
-            judge_measurement(folder, meas, tag)
-            fair = params.bw / (n + 1)
-            extra = {s: {"role": topo.node(s).attrs["role"], **flow_events(meas, s)}
-                     for s in topo.senders()}
-            t.add_emulated(meas, base, senders, fair, extra)
+            w = many_to_one_workload(topo, routing.make_plan(topo, ROUTING), params,
+                                     bottleneck_of(topo), topo.senders(), r, rng, tag)
+            folder.log.info("%s: %s, cc=%s, rto_min=%s (%s)", tag, topo.spec, params.cc,
+                            params.rto_min, params.backend)
+            (m,) = backend.run(w, folder.path / tag)
+            entry = {x: f"s1 port {topo.entry_port(x)}" for x in topo.senders()}
+            extra = {x: {"role": topo.node(x).attrs["role"]} for x in topo.senders()}
+            t.add(m, {"flows": n, "run": r}, entry, extra, params.bw / (n + 1))
             t.write(write_outcast_summary, folder.path, params)

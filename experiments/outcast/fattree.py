@@ -25,24 +25,19 @@ import networkx as nx
 import routing
 import topos
 from harness.common import add_backend, add_shared, run_rng
-from harness.params import check_routing, check_topo
+from harness.params import check_routing, check_topo, rto_min_ms
 from harness.runfolder import RunFolder
-from harness.session import judge_measurement
 from harness.simrun import check_sim
-from model.network import route_by_hash, synthetic_subflows
+from harness.workload import Bottleneck, Inlet, make
+from routing.plan import Plan
 from routing.walk import first_choice, walk
+from topos.base import Topology
 
 from .experiment import (
-    Group,
     ManyToOneParams,
-    Sender,
     Tables,
     add_tcp_arguments,
-    emulate_once,
-    flow_events,
-    model_many_to_one,
-    rto_min_ms,
-    simulate_many_to_one,
+    many_to_one_workload,
     validate_tcp,
 )
 
@@ -101,49 +96,41 @@ def validate(params: OutcastFattreeParams) -> None:
     check_sim(params, rto_min_ms(params.rto_min))
 
 
-def sim_inputs(topo: Any, groups: list[Group], receiver: str) -> list[tuple[str, list[str],
-                                                                           list[str]]]:
-    """The layout's port groups as the simulation counts them: each group's peers of the
-    receiver's edge switch (its interfaces ``<edge>-eth<port>``) and its senders."""
-    edge = topo.access_switch(receiver)
-    peer = {f"{edge}-eth{port}": other for port, (other, _) in topo.ports(edge).items()}
-    return [(g.label, [peer[i] for i in g.intfs], g.senders) for g in groups]
-
-
-def layout(topo: Any, plan: Any, receiver: str) -> tuple[list[Sender], list[Group],
-                                                        dict[str, dict[str, Any]]]:
-    """Senders with their entry port on the receiver's edge switch, port groups, hop counts."""
+def layout(topo: Topology, plan: Plan, receiver: str
+           ) -> tuple[Bottleneck, dict[str, str], dict[str, dict[str, Any]]]:
+    """The receiver's port on its edge switch with its inlets (the ports where senders
+    enter it), each sender's entry, and its hop count and locality."""
     edge = topo.access_switch(receiver)
     g = topo.graph()
     pinned = plan.routing == "st"
-    senders, extra = [], {}
+    entry, extra = {}, {}
     by_port: dict[int, list[str]] = {}
     for s in (h for h in topo.hosts() if h != receiver):
         hops = nx.shortest_path_length(g, s, receiver)
         if topo.access_switch(s) == edge:
             port = topo.port(edge, s)
-            entry = f"{edge} port {port} (own)"
+            entry[s] = f"{edge} port {port} (own)"
         elif pinned:
             path = walk(topo, plan, s, receiver, first_choice)
             port = topo.port(edge, path[-2])
-            entry = f"{edge} port {port} (uplink)"
+            entry[s] = f"{edge} port {port} (uplink)"
         else:
             port = 0  # any uplink: chosen per flow by the hash
-            entry = f"{edge} uplinks (hash)"
+            entry[s] = f"{edge} uplinks (hash)"
         by_port.setdefault(port, []).append(s)
-        senders.append(Sender(s, entry))
         extra[s] = {"hops": hops, "local": topo.access_switch(s) == edge}
-    uplinks = [p for p, (peer, _) in topo.ports(edge).items() if topo.is_switch(peer)]
-    groups = []
+    peer = {p: other for p, (other, _) in topo.ports(edge).items()}
+    uplinks = [p for p, other in peer.items() if topo.is_switch(other)]
+    inlets = []
     for port, names in sorted(by_port.items(), key=lambda kv: kv[0] or 1 << 30):
         if port == 0:
-            groups.append(Group(f"{edge} uplinks {'+'.join(map(str, uplinks))}",
-                                [f"{edge}-eth{p}" for p in uplinks], names))
+            inlets.append(Inlet(f"{edge} uplinks {'+'.join(map(str, uplinks))}",
+                                tuple(peer[p] for p in uplinks), tuple(names)))
         else:
             kind = "uplink" if port in uplinks else "own port"
-            groups.append(Group(f"{edge} port {port} ({kind}, {len(names)} flows)",
-                                [f"{edge}-eth{port}"], names))
-    return senders, groups, extra
+            inlets.append(Inlet(f"{edge} port {port} ({kind}, {len(names)} flows)",
+                                (peer[port],), tuple(names)))
+    return Bottleneck(receiver, tuple(inlets)), entry, extra
 
 
 def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
@@ -151,36 +138,18 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
     from .figures import write_fattree_summary
 
     t = Tables()
+    backend = make(params, folder)
     for r in range(params.runs):
         rng = run_rng(params.seed, r)
         topo = topos.build(params.topo)
         plan = routing.make_plan(topo, params.routing)
-        senders, groups, extra = layout(topo, plan, params.receiver)
+        bottleneck, entry, extra = layout(topo, plan, params.receiver)
         tag = f"run{r:02d}"
-        run_dir = folder.path / tag
-        folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s%s", tag, topo.spec,
+        folder.log.info("%s: %s, %s, receiver %s, cc=%s, rto_min=%s (%s)", tag, topo.spec,
                         plan.routing, params.receiver, params.cc, params.rto_min,
-                        {"sim": ", simulated", "model": ", flow model"}.get(params.backend, ""))
-        base = {"routing": plan.routing, "run": r}
-        fair = params.bw / len(senders)
-        if params.backend == "model":
-            pairs = {x.name: params.receiver for x in senders}
-            routed = route_by_hash(topo, plan, pairs, synthetic_subflows(topo, pairs, 1, rng))
-            t.rows += model_many_to_one(topo, params, base, senders, params.receiver, routed,
-                                        extra, fair)
-            folder.record(tag, {"topo": topo.spec, "backend": "model"})
-            t.write(write_fattree_summary, folder.path, params)
-            continue
-        if params.backend == "sim":
-            t.add_simulated(folder, tag, topo.spec, simulate_many_to_one(
-                topo, plan, params, run_dir, r, rng, base, senders, params.receiver,
-                sim_inputs(topo, groups, params.receiver), extra, fair))
-            t.write(write_fattree_summary, folder.path, params)
-            continue
-        facts, meas = emulate_once(topo, plan, params, run_dir, f"{folder.id}-{tag}",
-                                   senders, params.receiver, groups, rng)
-        folder.record(tag, facts)
-        judge_measurement(folder, meas, tag)
-        extra = {x: {**extra.get(x, {}), **flow_events(meas, x)} for x in extra}
-        t.add_emulated(meas, base, senders, fair, extra)
+                        params.backend)
+        w = many_to_one_workload(topo, plan, params, bottleneck, list(entry), r, rng, tag)
+        (m,) = backend.run(w, folder.path / tag)
+        t.add(m, {"routing": plan.routing, "run": r}, entry, extra,
+              params.bw / len(entry))
         t.write(write_fattree_summary, folder.path, params)

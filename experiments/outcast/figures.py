@@ -37,8 +37,8 @@ DROP_METHOD = ("drops per input port = packets entering the switch on that port 
 
 def rate(row: Mapping[str, Any]) -> float:
     """A sender's measured rate over the common window (flows.csv ``mbps``: in absolute
-    time, see experiment.sender_rows); tables written before that column carry iperf3's
-    own-clock rate only."""
+    time, see harness.bottleneck.measured_mbps); tables written before that column carry
+    iperf3's own-clock rate only."""
     got = row.get("mbps")
     return cell(got) if got not in (None, "") else cell(row["iperf_mbps"])
 

@@ -18,9 +18,10 @@ from analysis.fidelity import gap_share, load_calibration, model_is_exact, repor
 from emulator.emulation import Emulation
 from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm
 from emulator.proc import RunError
+from harness.bottleneck import flow_events, many_to_one, measured_mbps, set_rto_min
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
-from harness.session import Session, judge, session
+from harness.session import Session, judge, judge_measurement, session
 from harness.trace import trace_flows
 from harness.traffic import (
     BASE_PORT,
@@ -161,6 +162,58 @@ class EmulatedBackend:
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
 
+    def _bottleneck_phase(self, s: Session, w: Workload, phase: Phase,
+                          out: Path) -> Measurement:
+        """A many-to-one phase through a watched bottleneck (harness.bottleneck): each
+        sender's goodput, bytes acked in absolute time and offered rate, its series, its
+        TCP events; the drops per inlet.  Judged on the measurement alone: the flow model's
+        equal share is what the Outcast breaks, so no comparison with it flags the run."""
+        b = w.bottleneck
+        assert b is not None
+        if phase.transport != "tcp":
+            raise ValueError(f"a watched bottleneck carries TCP, not {phase.transport}")
+        names = [f.src for f in phase.flows]
+        s.facts["rto_min_requested"] = w.rto_min
+        s.facts["routes"] = set_rto_min(s.emu, names, b.receiver, w.rto_min)
+        flows = [Flow(f.src, f.dst) for f in phase.flows]
+        meas = many_to_one(s.emu, b, flows, w.duration, w.trim, w.interval, out, w.rng)
+        s.flows += flows
+        # every sender is measured in absolute time (measured_mbps), so one whose set-up
+        # sat behind the full port is measured with the others: its late start is the
+        # Outcast's port blackout, the result, not a measurement apart (kept as a fact)
+        if all(f.acked_mbps is not None or not f.connected for f in flows):
+            meas["late_starts"] = meas.pop("late_note", None)
+        s.facts.update(cpu_mean=meas["cpu_mean"], cpu_max=meas["cpu_max"],
+                       cpu_us_per_packet_hop=meas["cpu_us_per_packet_hop"],
+                       drops=meas["drops"], dequeue_gaps=meas["dequeue_gaps"],
+                       tcp_limits=meas["tcp_limits"], late_starts=meas.get("late_starts"),
+                       switch_losses=loss_fields(meas),
+                       # the per-sender counts go to flows.csv; the facts keep the ports
+                       # and the check
+                       arrivals={k: v for k, v in meas["arrivals"].items() if k != "senders"},
+                       tcp_events=meas["tcp_events"])
+        judge_measurement(self.folder, meas, w.where)
+        t0 = meas["t0"]
+        results = []
+        for spec, f in zip(phase.flows, flows):
+            # iperf3's intervals count from the flow's own start: shifted to the first's
+            series = tuple(("iperf3", round(f.start - t0 + t, 3), round(mbps, 4))
+                           for t, mbps in f.series)
+            series += tuple(("bwm-ng", t, mbps) for t, mbps in meas["bwm"][f.src])
+            # nan: no flow model here (see above)
+            results.append(FlowResult(
+                spec, f.iperf_mbps, math.nan, 1,
+                {"measured": measured_mbps(f), "offered": meas["offered"][f.src]},
+                {"acked_mbps": f.acked_mbps, "first_ack_s": f.first_ack_s,
+                 "retransmits": f.retransmits, "connected": f.connected,
+                 **flow_events(meas, f.src)}, series))
+        return Measurement(self.name, phase, tuple(results),
+                           {k: meas[k] for k in ("cpu_mean", "cpu_max", "cpu_saturated_share",
+                                                 "emulator_loss_share")},
+                           inlets=tuple(meas["drops"]),
+                           inlet_series=tuple(meas["drops_series"]),
+                           arrivals=tuple(meas["arrivals"].get("ports", [])))
+
     def _phase(self, s: Session, w: Workload, i: int, phase: Phase, out: Path,
                calibration: dict[str, Any] | None) -> Measurement:
         emu = s.emu
@@ -263,16 +316,22 @@ class EmulatedBackend:
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase on one network (``out``/<transport>); the network's facts recorded,
         each phase's fidelity report judged."""
-        run_id = f"{self.folder.id}-{w.rep}" + (f"-{w.label}" if w.label else "")
+        run_id = f"{self.folder.id}-" + (w.name or f"{w.rep}" + (f"-{w.label}" if w.label
+                                                                  else ""))
         with session(w.topo, w.plan, self.params, out, run_id, w.label) as s:
             # one network, one calibration (read once, not per phase)
-            calibration = load_calibration(self.folder.path, w.topo.spec, w.bw,
-                                           self.params.dataplane)
-            got = [self._phase(s, w, i, p, out / p.transport, calibration)
-                   for i, p in enumerate(w.phases)]
+            if w.bottleneck is not None:
+                got = [self._bottleneck_phase(s, w, p, w.phase_folder(out, p))
+                       for p in w.phases]
+            else:
+                calibration = load_calibration(self.folder.path, w.topo.spec, w.bw,
+                                               self.params.dataplane)
+                got = [self._phase(s, w, i, p, w.phase_folder(out, p), calibration)
+                       for i, p in enumerate(w.phases)]
         self.folder.record(w.key, {**s.facts, "spec": w.topo.spec, "routing": w.plan.routing})
         for m in got:
-            assert m.report is not None
+            if m.report is None:        # judged on its measurement already
+                continue
             r = m.report
             # subflows chosen by address: how many of those designed opened
             opened = f"; subflows {r['subflows_designed'] - r['subflows_missing']}/" \

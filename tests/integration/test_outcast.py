@@ -15,6 +15,7 @@ from emulator.emulation import Emulation
 from emulator.shaping import LinkSpec
 from experiments.outcast import experiment as outcast
 from experiments.outcast.figures import plot_outcast
+from harness.bottleneck import set_rto_min
 from harness.common import checked, resolve
 from harness.runfolder import RunFolder
 from store import cell, read_csv
@@ -41,7 +42,7 @@ def test_qdisc_read_back_is_requested_tail_drop_and_rto_min_is_set(tmp_path):
         # clsact is the BPF switch's ingress hook: it holds the program, it queues nothing
         assert {q["kind"] for q in qs} - {"clsact"} == {"htb", "pfifo"}
         assert next(q for q in qs if q["kind"] == "pfifo")["options"]["limit"] == 7
-        routes = outcast.set_rto_min(emu, topo.senders(), "recv", "2ms")
+        routes = set_rto_min(emu, topo.senders(), "recv", "2ms")
         # `lock` shown: TCP honours a route's rto_min only when the metric is locked
         assert all(re.search(r"rto_min (lock )?2ms", r) for r in routes.values()), routes
         assert emu.verify_qdiscs()["limit"] == 7

@@ -265,7 +265,7 @@ def test_no_figure_when_nothing_was_traced(tmp_path):
 
 
 def test_flow_columns_from_the_measurement():
-    from experiments.outcast.experiment import flow_events
+    from harness.bottleneck import flow_events
     meas = {"tcp_events": {"lone": {"rto_data": 3, "TCPSynRetrans": 1, "TCPFastRetrans": 9,
                                     "TCPLossProbes": 2}},
             "arrivals": {"senders": {"lone": {"queue_arrivals": 50, "queue_drops": 4}}}}

@@ -8,8 +8,9 @@ import routing
 import topos
 from experiments.outcast import experiment as outcast
 from experiments.outcast import fattree as outcast_fattree
-from experiments.outcast.experiment import Group, drop_rows, parse_flows, parse_segs_in, rto_min_ms
-from harness.params import typed
+from experiments.outcast.experiment import parse_flows
+from harness.bottleneck import Watch, drop_rows, parse_segs_in, watches
+from harness.params import rto_min_ms, typed
 from routing.walk import all_paths, first_choice, walk
 from topos.base import TopologyError
 from topos.outcast import PORT_LONE, PORT_RECV, PORT_UPLINK, OutcastLinear
@@ -81,15 +82,25 @@ def test_flag_parsing_and_validation():
 
 def test_fattree_layout_st_pins_remote_senders_to_one_uplink():
     topo = topos.build("fattree,k=4")
-    senders, groups, extra = outcast_fattree.layout(topo, routing.make_plan(topo, "st"), "0_0_2")
-    assert len(senders) == 15
-    assert {s.name: extra[s.name]["hops"] for s in senders}["0_0_3"] == 2
+    b, entry, extra = outcast_fattree.layout(topo, routing.make_plan(topo, "st"), "0_0_2")
+    assert len(entry) == 15 and b.receiver == "0_0_2" and b.switch(topo) == "0_0_1"
+    assert extra["0_0_3"]["hops"] == 2 and entry["0_0_3"] == "0_0_1 port 2 (own)"
     assert sorted(e["hops"] for e in extra.values()) == [2] + [4] * 2 + [6] * 12
-    assert [(g.intfs, len(g.senders)) for g in groups] == [(["0_0_1-eth2"], 1),
-                                                          (["0_0_1-eth3"], 14)]
-    _, groups, _ = outcast_fattree.layout(topo, routing.make_plan(topo, "hashed"), "0_0_2")
-    assert [(g.intfs, len(g.senders)) for g in groups] == [
+    # every sender in exactly one inlet; the inlets' interfaces derived from their peers
+    assert sorted(x for i in b.inlets for x in i.senders) == sorted(entry)
+    assert [(w.intfs, len(w.senders)) for w in watches(topo, b)] == [(["0_0_1-eth2"], 1),
+                                                                    (["0_0_1-eth3"], 14)]
+    b, _, _ = outcast_fattree.layout(topo, routing.make_plan(topo, "hashed"), "0_0_2")
+    assert [(w.intfs, len(w.senders)) for w in watches(topo, b)] == [
         (["0_0_1-eth2"], 1), (["0_0_1-eth3", "0_0_1-eth4"], 14)]
+
+
+def test_linear_bottleneck_inlets_are_the_lone_port_and_s2s_uplink():
+    topo = topos.build("outcast,n=3")
+    b = outcast.bottleneck_of(topo)
+    assert [(w.label, w.intfs, w.senders) for w in watches(topo, b)] == [
+        ("s1 port 2 (lone)", ["s1-eth2"], ["lone"]),
+        ("s1 port 3 (from s2, 3 flows)", ["s1-eth3"], ["a1", "a2", "a3"])]
 
 
 SS = """ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000
@@ -106,7 +117,7 @@ def test_segs_in_summed_per_source():
 
 
 def test_derived_drops_per_input_port():
-    groups = [Group("lone", ["s1-eth2"], ["lone"]), Group("up", ["s1-eth3"], ["a1", "a2"])]
+    groups = [Watch("lone", ["s1-eth2"], ["lone"]), Watch("up", ["s1-eth3"], ["a1", "a2"])]
 
     def sample(t, rx2, rx3, d_lone, d1, d2, qd):
         return {"t": t, "rx": {"s1-eth2": rx2, "s1-eth3": rx3},
