@@ -77,6 +77,9 @@ REFERENCE_QUICK_WHEN = "fresh-clone CI, 2026-12-02"
 #: emulating: 0.78, 0.75, 0.78, 0.79, 0.79 s).  A median inside the range counts as the
 #: reference's speed.
 REFERENCE_BRINGUP_S = (0.78, 0.75, 0.79)
+#: the check's calibration entry (CHECK_TOPO at CHECK_BW) also holds the median bring-up
+#: under this key: what `dcrepro run --dry-run` reads (``stored_bringup``)
+BRINGUP_KEY = "check_bringup_s"
 
 
 @dataclass(frozen=True)
@@ -159,17 +162,25 @@ def estimate(bringup: float | None, dataplane: str,
     total = float(sum(REFERENCE_QUICK_S.get(n, 0.0) for n in names))
     missing = [n for n in names if n not in REFERENCE_QUICK_S]
     gap = f"; no time measured for {', '.join(missing)}" if missing else ""
+    r, why = speed(bringup, dataplane)
+    return total * min(1.0, r), total * max(1.0, r), why + gap
+
+
+def speed(bringup: float | None, dataplane: str) -> tuple[float, str]:
+    """How many times the reference VM's time this machine's computing takes (networks up
+    and down, tables, figures; not the traffic's real time), and why: the bring-up here
+    against the reference's; 1 within the reference's own range, with none measured, or on
+    another dataplane (not what the reference ran).  ``estimate`` and ``dcrepro run
+    --dry-run`` (dcrepro/estimate.py) scale by it."""
     med, lo, hi = REFERENCE_BRINGUP_S
     if bringup is None or dataplane.split(",")[0] != REFERENCE_DATAPLANE:
-        return total, total, (f"the 2-core reference's with {REFERENCE_DATAPLANE}, not scaled "
-                              f"to this machine's {dataplane}{gap}")
+        return 1.0, (f"the 2-core reference's with {REFERENCE_DATAPLANE}, not scaled "
+                     f"to this machine's {dataplane}")
     if lo <= bringup <= hi:
-        return total, total, (f"bring-up {bringup:.2f} s, within the reference's "
-                              f"{lo:.2f}-{hi:.2f} s{gap}")
+        return 1.0, f"bring-up {bringup:.2f} s, within the reference's {lo:.2f}-{hi:.2f} s"
     r = bringup / med
-    return total * min(1.0, r), total * max(1.0, r), (
-        f"bring-up {bringup:.2f} s against {med:.2f} s there, {r:.2f}x: that scales the "
-        f"computing, not the traffic's real time{gap}")
+    return r, (f"bring-up {bringup:.2f} s against {med:.2f} s there, {r:.2f}x: that scales "
+               "the computing, not the traffic's real time")
 
 
 def minutes(seconds: float) -> int:
@@ -206,6 +217,21 @@ def lines(f: Found, stored: Path, experiments: Iterable[str]) -> list[str]:
                    "or more repetitions (a sweep script's --runs); one emulation runs at a "
                    "time either way")
     return out
+
+
+def stored_bringup(out_root: Path, dataplane: str) -> float | None:
+    """The bring-up the last ``dcrepro check`` measured and stored under ``out_root``
+    (calibration.json), for ``dataplane``; None when it has not run there."""
+    import json
+
+    from analysis.fidelity import CALIBRATION_FILE
+    try:
+        kept = json.loads((out_root / CALIBRATION_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    entry = kept.get(calibration_key(CHECK_TOPO, CHECK_BW, dataplane.split(",")[0]))
+    value = entry.get(BRINGUP_KEY) if isinstance(entry, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 # -- measuring (root, a real network) -----------------------------------------------------
@@ -262,7 +288,10 @@ def run(out_root: Path, dataplane: str,
     entry, meas, last = measure_flow(topo, CHECK_BW, CHECK_DURATION, CHECK_TRIM, CHECK_CC,
                                      folder, f"check-{stamp}", stamp, dataplane=dataplane)
     whole = _shares(t0, cpu_times())
-    path = store(out_root, {calibration_key(topo.spec, CHECK_BW, dataplane): entry})
+    # the bring-up beside the calibration: what `dcrepro run --dry-run` scales its estimate
+    # by later (speed), without measuring again
+    path = store(out_root, {calibration_key(topo.spec, CHECK_BW, dataplane): {
+        **entry, BRINGUP_KEY: round(statistics.median((*bringups, last)), 3)}})
     found = Found(cpus=os.cpu_count() or 1, others_share=quiet["busy"],
                   nice_share=whole["nice"], steal_share=whole["steal"], load1=load1,
                   dataplane=dataplane, unavailable=unavailable,

@@ -29,7 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print dcrepro's version and the commit it runs from")
     sub = ap.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run an experiment (root) and draw its figures")
-    _experiment_parsers(run)
+    for p in _experiment_parsers(run):
+        p.add_argument("--dry-run", action="store_true",
+                       help="check the parameters and print them resolved, the network's "
+                            "size, repetitions x traffic time, an estimate of the wall time "
+                            "here and the output folder; build and write nothing (no root)")
     sweep = sub.add_parser(
         "sweep", help="run an experiment over a grid of parameter values (root for emulated "
         "runs); the same command again resumes",
@@ -201,11 +205,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.common import checked, resolve
     try:
         params = checked(mod, resolve(args, mod.PARAMS.defaults(), mod.QUICK))
-        _check_writable(Path(args.out), params.backend_name())
+        _check_writable(Path(args.out), params.backend_name(), create=not args.dry_run)
     except (ValueError, SpecError) as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
+    if args.dry_run:
+        return _dry_run(mod, params, Path(args.out))
     return _execute(mod, params, Path(args.out))
+
+
+def _dry_run(mod: ModuleType, params: Any, out: Path) -> int:
+    """Print what the run would do and how long it would take here; build nothing (the
+    plan builds topology objects only: dcrepro/estimate.py)."""
+    from . import check, estimate
+    backend = params.backend_name()
+    try:
+        plan = estimate.plan_of(mod, params)
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
+    modules = {name: _module(name) for name in EXPERIMENTS}
+    earlier = estimate.earlier_runs(out, [mod.NAME], backend, modules)
+    whose = f" of {mod.NAME} in {out}"
+    if not earlier:         # another experiment's runs still tell this machine's speed
+        earlier = estimate.earlier_runs(out, EXPERIMENTS, backend, modules)
+        whose = f" of other experiments in {out}"
+    dataplane = str(getattr(params, "dataplane", check.REFERENCE_DATAPLANE))
+    est = estimate.estimate(plan, backend, earlier, check.stored_bringup(out, dataplane),
+                            dataplane, whose)
+    print("\n".join(estimate.lines(mod.NAME, params, plan, backend, est, out)))
+    if backend == "emulated" and os.geteuid() != 0:
+        print("note: the run itself needs root (sudo .venv/bin/dcrepro ...)")
+    return 0
 
 
 def _code_version() -> str:
@@ -411,16 +442,24 @@ def _final_status(folder: Any, status: str, error: str, measured: bool) -> str:
 SPACE_NEEDED_MB = {"emulated": 200, "model": 20}
 
 
-def _check_writable(root: Path, backend: str = "emulated") -> None:
+def _check_writable(root: Path, backend: str = "emulated", create: bool = True) -> None:
     """The results root exists (or can be made), is writable and has room for a run: else
-    one line, exit 2."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--out {root}: cannot create it ({exc.strerror})") from None
-    if not os.access(root, os.W_OK | os.X_OK):
+    one line, exit 2.  ``create`` False (a dry run): the folder that would hold it is
+    judged instead of making it."""
+    where = root
+    if create:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"--out {root}: cannot create it ({exc.strerror})") from None
+    else:
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        if not where.is_dir():
+            raise ValueError(f"--out {root}: cannot create it ({where} is not a folder)")
+    if not os.access(where, os.W_OK | os.X_OK):
         raise ValueError(f"--out {root}: not writable")
-    st = os.statvfs(root)
+    st = os.statvfs(where)
     free_mb = st.f_bavail * st.f_frsize / 1e6
     need = SPACE_NEEDED_MB.get(backend, SPACE_NEEDED_MB["emulated"])
     if free_mb < need:

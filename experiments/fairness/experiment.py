@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import topos
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams, check_subflows, check_transport, transports
+from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.workload import FlowSpec, LinkBytes, Phase, Workload, flow_rows, make
 from model import TCP_LIKE, alpha_fair_rates, connection_rates, lia_subflow_rates, maxmin_rates
@@ -148,13 +149,13 @@ def jellyfish_variants(params: FairnessParams) -> dict[str, Spec]:
     return out
 
 
-def _buildable(label: str, spec: Spec) -> None:
-    """Raise ValueError unless the spec builds for some seed (sizes, ports, addresses)."""
+def _buildable(label: str, spec: Spec) -> Topology:
+    """The spec built for the first seed it builds with (sizes, ports, addresses); else
+    ValueError."""
     err: Exception | None = None
     for seed in range(5):
         try:
-            topos.build(Spec(spec.name, {**spec.params, "seed": seed}))
-            return
+            return topos.build(Spec(spec.name, {**spec.params, "seed": seed}))
         except TopologyError as exc:
             err = exc
     raise ValueError(f"{label} '{spec}' cannot be built: {err}")
@@ -416,3 +417,15 @@ def run(params: FairnessParams, folder: RunFolder) -> None:
     write_fidelity(folder.path, rows, timing)
     if reports:
         (folder.path / "fidelity.json").write_text(json.dumps({"reports": reports}, indent=1))
+
+
+def plan(params: FairnessParams) -> RunPlan:
+    """What a run does (harness/plan.py): every repetition brings up the fat tree and each
+    Jellyfish (a fresh seed each time, of the same size), one phase on each, every host
+    sending."""
+    nets = [network(params.fattree, 1, params.duration, bw=params.bw)]
+    for label, spec in jellyfish_variants(params).items():
+        topo = _buildable(label, spec)
+        nets.append(network(str(spec), 1, params.duration, bw=params.bw, topo=topo))
+    nets = [replace(n, flows=n.hosts, receivers=n.hosts) for n in nets]
+    return repeat(params.runs, nets, f"{len(nets)} networks, one {params.transport} phase each")

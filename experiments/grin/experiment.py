@@ -40,6 +40,7 @@ import topos
 from emulator.hostnet import userspace_pm_available
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import FlowParams
+from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
 from harness.workload import FlowSpec, Measurement, Phase, Workload, make
 from model.flowmodel import goodput_capacity
@@ -300,3 +301,12 @@ def _write_point(out: Path, w: Workload, m: Measurement, pct: float, net: str) -
     assert m.report is not None
     (out / "fidelity.json").write_text(json.dumps(
         {**m.report, "active_pct": pct, "network": net}, indent=1))
+
+
+def plan(params: GrinParams) -> RunPlan:
+    """What a run does (harness/plan.py): every repetition and active share brings up
+    every network (each GRIN degree, each multihomed baseline), one MPTCP phase each."""
+    one = [network(s, 1, params.duration, bw=params.bw) for _, s in networks(params)]
+    shares = actives(params)
+    return RunPlan(params.runs, tuple(one * len(shares) * params.runs),
+                   f"{len(one)} networks x {len(shares)} active shares")

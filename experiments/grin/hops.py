@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.common import add_backend, add_shared
 from harness.params import Params
+from harness.plan import Network, RunPlan
 from harness.runfolder import RunFolder
 from model.grin import GROUP_SIZE, PATTERNS, HopInstance, grin_topology, hop_instances
 from store import write_csv
@@ -181,3 +182,13 @@ def run(params: GrinHopsParams, folder: RunFolder) -> None:
                         x.result.seconds)
         write_csv(folder.path / "hops.csv", rows)
     folder.record("seconds", round(sum(r["seconds"] for r in rows), 1))
+
+
+def plan(params: GrinHopsParams) -> RunPlan:
+    """What a run does (harness/plan.py): no network is brought up; one overlay per seed
+    and degree, each pattern x active share an instance (three LPs) on it."""
+    per = len(patterns(params)) * len(actives(params))
+    nets = tuple(Network(f"grin,racks={params.racks},servers={params.servers},degree={d}",
+                         params.racks * params.servers, 1, per, 0.0)
+                 for _ in seeds(params) for d in degrees(params))
+    return RunPlan(params.seeds, nets, f"{per} instances per seed and degree")

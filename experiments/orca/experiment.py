@@ -52,6 +52,7 @@ from emulator.emulation import Emulation
 from emulator.proc import RunError, first_line, how_ended
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import NetworkParams, check_topo
+from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
 from harness.sampling import cpu_sampler
 from harness.session import judge_measurement, session
@@ -642,3 +643,22 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
     write_csv(folder.path / "rounds.csv", rounds)
     if params.backend in ("emulated", "sim"):
         write_csv(folder.path / "receivers.csv", recv_rows)
+
+
+def plan(params: OrcaParams) -> RunPlan:
+    """What a run does (harness/plan.py): one network per repetition, every transfer of
+    ``_cases`` a phase on it, each as long as its rounds' busiest-link bounds at the
+    sender's pace (unpaced: the bounds themselves)."""
+    files = schedule(base_bytes(params))
+    nets = []
+    for r in range(params.runs):
+        topo = topos.build(params.topo)
+        src, members = group_of(topo, params, r)
+        copies = busiest_copies(topo, routing.make_plan(topo, "st"), src, members)
+        cases = _cases(params, r)
+        seconds = sum(sum(bound_s([f * w for f in files], copies[mode], params.bw))
+                      for _, w, mode, _ in cases) / (params.pace or 1.0)
+        nets.append(network(params.topo, len(cases), seconds, len(members), len(members),
+                            params.bw, topo))
+    return RunPlan(params.runs, tuple(nets), f"one network, {len(_cases(params, 0))} "
+                   "transfers on it")

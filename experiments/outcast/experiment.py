@@ -231,3 +231,12 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             extra = {x: {"role": topo.node(x).attrs["role"]} for x in topo.senders()}
             t.add(m, {"flows": n, "run": r}, entry, extra, params.bw / (n + 1))
             t.write(write_outcast_summary, folder.path, params)
+
+
+def plan(params: OutcastParams) -> Any:
+    """What a run does (harness/plan.py, for ``--dry-run``): --runs networks per N of
+    --flows, one phase each, N + 1 senders to one receiver."""
+    from harness.plan import RunPlan, network
+    nets = [network(f"outcast,n={n}", 1, params.duration, n + 1, 1, params.bw)
+            for n in parse_flows(params.flows) for _ in range(params.runs)]
+    return RunPlan(params.runs, tuple(nets), f"one network per N = {params.flows}")

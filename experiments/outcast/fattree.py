@@ -153,3 +153,13 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         t.add(m, {"routing": plan.routing, "run": r}, entry, extra,
               params.bw / len(entry))
         t.write(write_fattree_summary, folder.path, params)
+
+
+def plan(params: OutcastFattreeParams) -> Any:
+    """What a run does (harness/plan.py, for ``--dry-run``): --runs networks, one phase
+    each, every other host sending to the receiver."""
+    from harness.plan import network, repeat
+    topo = topos.build(params.topo)
+    return repeat(params.runs, [network(params.topo, 1, params.duration,
+                                        len(topo.hosts()) - 1, 1, params.bw, topo)],
+                  "one network, every host to the receiver")

@@ -24,6 +24,7 @@ from harness.params import (
     check_transport,
     transports,
 )
+from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import FlowSpec, Phase, Workload, check_transports, flow_rows, make
@@ -120,3 +121,14 @@ def run(params: PermutationParams, folder: RunFolder) -> None:
     write_permutation_summary(folder.path, rows, params, reports=reports)
     (folder.path / "fidelity.json").write_text(json.dumps(
         {"lp_bounds_normalized": bounds, "reports": reports}, indent=1))
+
+
+def plan(params: PermutationParams) -> RunPlan:
+    """What a run does (harness/plan.py): --runs networks, one phase per transport on each;
+    every host sends (a pairing: half of them), one flow each."""
+    topo = topos.build(params.topo)
+    phases = len(transports(params.transport))
+    flows = len(topo.hosts()) // (2 if params.pattern == "pairing" else 1)
+    return repeat(params.runs, [network(params.topo, phases, phases * params.duration, flows,
+                                        flows, params.bw, topo)],
+                  f"one network, {phases} phase(s): {params.transport}")

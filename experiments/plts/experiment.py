@@ -76,6 +76,7 @@ from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import SimFlowParams, check_topo
+from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import judge, session
@@ -665,3 +666,14 @@ def run(params: PltsParams, folder: RunFolder) -> None:
     if measured:
         write_csv(folder.path / "latency.csv", lats)
         write_csv(folder.path / "queues.csv", queues)
+
+
+def plan(params: PltsParams) -> RunPlan:
+    """What a run does (harness/plan.py): every repetition brings up one network per
+    recovery setting and scheme (and ECMP AQM), one phase each, half the hosts sending."""
+    topo = topos.build(params.topo)
+    flows = len(topo.hosts()) // 2
+    nets = [network(params.topo, 1, params.duration, flows, flows, params.bw, topo)
+            for _ in recoveries(params) for _ in variants(params)]
+    return repeat(params.runs, nets, f"{len(nets)} networks: "
+                  f"{', '.join(recoveries(params))} x {', '.join(s for s, _ in variants(params))}")
