@@ -172,8 +172,8 @@ def earlier_runs(root: Path, names: Iterable[str], backend: str,
                 if params.backend_name() != backend:
                     continue
                 found.append((run_dir.name, plan_of(mod, params), wall))
-            except Exception:       # an old folder: not this version's parameters
-                continue
+            except (ValueError, TypeError, KeyError):   # an old folder: not this
+                continue                                # version's parameters
     found.sort(key=lambda x: x[0])
     return [(p, w) for _, p, w in found[-EARLIER_MAX:]]
 

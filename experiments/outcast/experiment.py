@@ -25,6 +25,7 @@ import routing
 import topos
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import SimFlowParams, rto_min_ms
+from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import (
@@ -233,10 +234,9 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
             t.write(write_outcast_summary, folder.path, params)
 
 
-def plan(params: OutcastParams) -> Any:
+def plan(params: OutcastParams) -> RunPlan:
     """What a run does (harness/plan.py, for ``--dry-run``): --runs networks per N of
     --flows, one phase each, N + 1 senders to one receiver."""
-    from harness.plan import RunPlan, network
     nets = [network(f"outcast,n={n}", 1, params.duration, n + 1, 1, params.bw)
             for n in parse_flows(params.flows) for _ in range(params.runs)]
     return RunPlan(params.runs, tuple(nets), f"one network per N = {params.flows}")

@@ -26,6 +26,7 @@ import routing
 import topos
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import check_routing, check_topo, rto_min_ms
+from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import Bottleneck, Inlet, make
@@ -155,10 +156,9 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
         t.write(write_fattree_summary, folder.path, params)
 
 
-def plan(params: OutcastFattreeParams) -> Any:
+def plan(params: OutcastFattreeParams) -> RunPlan:
     """What a run does (harness/plan.py, for ``--dry-run``): --runs networks, one phase
     each, every other host sending to the receiver."""
-    from harness.plan import network, repeat
     topo = topos.build(params.topo)
     return repeat(params.runs, [network(params.topo, 1, params.duration,
                                         len(topo.hosts()) - 1, 1, params.bw, topo)],
