@@ -50,7 +50,9 @@ def test_the_check_measures_stores_the_calibration_and_says_so_within_a_minute(t
     assert list(stored) == [key]
     assert set(stored[key]) == {"utilisation", "payload_ceiling", "cpu_mean",
                                 "emulator_loss_share", "flow", "cc", "duration", "trim",
-                                "measured_utc", "kernel", "dataplane"}
+                                "measured_utc", "kernel", "dataplane", "check_bringup_s"}
+    # the check's own bring-up, which `run --dry-run` scales its estimate by
+    assert 0 < stored[key]["check_bringup_s"] < 60, stored[key]
     assert 0 < stored[key]["utilisation"] <= 1.05
     assert f"reaches {stored[key]['utilisation']:.3f} of the link" in printed[2]
     run = tmp_path / "permutation" / "20260101T000000Z-abcdef"   # where a quick run sits
