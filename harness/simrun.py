@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from emulator import aqm as aqm_spec
 from harness.params import SimFlowParams
 from routing.plan import Plan
 from sim import require_ns3
@@ -32,6 +33,21 @@ def sim_config(params: SimFlowParams, run: int, rto_min_ms: float | None = None,
                      cnt_packets="cnt=packets" in sim_dataplane_options(params.dataplane))
 
 
+def sim_queue(cfg: SimConfig, aqm: str, queue: int) -> SimConfig:
+    """``cfg`` with the switch ports' AQM (``aqm`` in --aqm's form, on a ``queue`` of that
+    many packets): ns-3's RedQueueDisc with the spec's thresholds, probability and weight,
+    and hosts that ask for ECN, where it is red; tail drop else.  One-line ValueError for
+    ECN marking at a fixed threshold, which is not simulated."""
+    spec = aqm_spec.parse(aqm, queue)
+    if spec.mode == "ecn":
+        raise ValueError(f"AQM {spec.describe()}: ECN marking at a fixed threshold is not "
+                         "simulated; use droptail or red with --backend sim")
+    if spec.mode != "red":
+        return cfg
+    return replace(cfg, queue_disc="red", ecn=True, red_min=float(spec.min_th),
+                   red_max=float(spec.max_th), red_p=spec.max_p, red_wlog=spec.wlog)
+
+
 def sim_dataplane_options(dataplane: str) -> list[str]:
     """The options of a ``--dataplane`` spec the simulated switches honour (they forward as
     the BPF switch does): ``cnt=packets`` only; ValueError (one line) on any other."""
@@ -49,7 +65,7 @@ def check_sim(params: SimFlowParams, rto_min_ms: float | None = None) -> None:
     the emulator, which cannot honour them."""
     if params.backend == "sim":
         require_ns3()
-        sim_config(params, 0, rto_min_ms).check()
+        sim_queue(sim_config(params, 0, rto_min_ms), params.aqm, params.queue).check()
         return
     if params.delay_us:
         raise ValueError("--delay-us is simulation-only (this kernel has no netem): use "

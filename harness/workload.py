@@ -155,6 +155,22 @@ class Workload:
     #: its one phase's files in the repetition's folder itself, not in <transport>/ (the
     #: many-to-one experiments' layout, which their figures and reference folders read)
     flat: bool = False
+    #: this network's switch-port AQM, in --aqm's form ('': the run's --aqm), when networks
+    #: of one run differ (plts: ECMP on RED beside sprays on drop-tail).  Wherever the ports
+    #: mark, the hosts ask for ECN
+    aqm: str = ""
+    #: the senders' TCP loss recovery (harness.fabric.RECOVERY: modern, classic, noundo);
+    #: None: the kernel's (emulated) or ns-3's default (sim), not recorded
+    recovery: str | None = None
+    #: sample one TCP data segment in about N in the switches for its one-way fabric
+    #: latency (``Measurement.latency``); 0: off
+    latency: int = 0
+    #: sample every switch port's queue length (``Measurement.queues``, per tier)
+    queues: bool = False
+    #: how ns-3's switches forward per-flow traffic: ``pinned`` paths or their ``plan``
+    #: tables, as the emulated switches do (sim.spec.build; None: plan for sprays, pinned
+    #: otherwise).  The emulator and the model have one way each
+    sim_forwarding: Literal["pinned", "plan"] | None = None
 
     def __post_init__(self) -> None:
         if not self.phases:
@@ -163,6 +179,17 @@ class Workload:
             raise ValueError(f"trim {self.trim:g} s leaves no window of {self.duration:g} s")
         if self.flat and len(self.phases) != 1:
             raise ValueError("a flat workload has one phase")
+        if self.latency < 0:
+            raise ValueError(f"latency sampling must be >= 0, got {self.latency}")
+        if self.bottleneck is not None and any(p.transport != "tcp" for p in self.phases):
+            raise ValueError("a watched bottleneck carries TCP only")
+
+    @property
+    def sprayed(self) -> bool:
+        """Whether its switches split a flow per packet (rnd, rr, cnt): no flow has one
+        path, so the model splits each evenly over the plan's paths and the emulated
+        backend records each flow's split (spread.json) instead of tracing it."""
+        return self.plan.sprays
 
     @property
     def where(self) -> str:
@@ -201,6 +228,10 @@ class FlowResult:
     #: its rate over time, when the workload watches a bottleneck: (source, s since the
     #: phase's first start, Mb/s); sources: iperf3 / bwm-ng (emulated), sink (sim)
     series: tuple[tuple[str, float, float], ...] = ()
+    #: what its sender counted, for an experiment's own columns (not written by
+    #: flow_rows): retrans (in the window), reord_seen, dsack_dups, reordering (emulated:
+    #: iperf3 and the first subflow's tcp_info); offered_mbps (sim: what its NIC sent)
+    sender: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -237,6 +268,16 @@ class Measurement:
     inlets: tuple[Mapping[str, object], ...] = ()
     inlet_series: tuple[Mapping[str, object], ...] = ()
     arrivals: tuple[Mapping[str, object], ...] = ()
+    #: the payload ceiling of one host link as this view carries it (Mb/s): Ethernet's
+    #: (emulated, model), ns-3's point-to-point framing (sim); 0: not given
+    ceiling_mbps: float = 0.0
+    #: sampled data segments' one-way fabric latency (``Workload.latency``): src, dst,
+    #: latency_us, hops (switch-to-switch links), flow_retrans (its flow's retransmissions
+    #: around the sample; '' where not measured)
+    latency: tuple[Mapping[str, object], ...] = ()
+    #: per tier of switch ports (``Workload.queues``): the sampled queue lengths inside the
+    #: window and the tier's drops and marks (harness.fabric.queue_rows)
+    queues: tuple[Mapping[str, object], ...] = ()
 
 
 class Backend(Protocol):

@@ -35,6 +35,8 @@ LABEL_ANY = 0xFFFF
 MAX_LABEL = 4094
 MAX_CHOICES = 16
 SELECT_MODES = ("hash", "rnd", "rr", "cnt")
+#: the select modes that choose per packet, not per flow
+SPRAY_MODES = frozenset({"rnd", "rr", "cnt"})
 OPS = ("forward", "select", "replicate")
 
 
@@ -196,6 +198,11 @@ class Plan:
             for act in sp.table.values():
                 out.add(act.mode if act.op == "select" else act.op)
         return out
+
+    @property
+    def sprays(self) -> bool:
+        """Whether a switch chooses a next hop per packet somewhere (rnd, rr, cnt)."""
+        return bool(self.modes() & SPRAY_MODES)
 
     def dumps(self) -> str:
         """Stable JSON text, one entry per line (golden files compare it, diffs stay readable)."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model.network import hash_select
-from routing.plan import Plan
+from routing.plan import SPRAY_MODES, Plan
 from routing.walk import walk
 from topos.base import Topology
 
@@ -241,7 +241,7 @@ class SimNet:
 
 def spray_mode(plan: Plan) -> str | None:
     """The plan's per-packet mode (rnd, rr, cnt), or None for per-flow forwarding."""
-    sprays = plan.modes() & {"rnd", "rr", "cnt"}
+    sprays = plan.modes() & SPRAY_MODES
     if len(sprays) > 1:
         raise ValueError(f"sim: plan mixes spray modes {sorted(sprays)}")
     return next(iter(sprays), None)

@@ -2,23 +2,44 @@
 after another on it, each flow an iperf3 transfer; every (sub)flow traced through the
 switches, with its own rate and RTT from the senders' tcp_info samples, and each phase
 compared with the flow model on the traced paths (the fidelity report, judged here: a
-suspect phase flags the run).  What a workload asks beyond that: the links' bytes over the
-window (``Workload.links``: the switch ports' counters) and complete wire rates
-(``Workload.wire``: bwm-ng's, as the experiment plots them)."""
+suspect phase flags the run).  A flow sprayed per packet has no one path: its split over
+every switch's ports is recorded (spread.json) and the model splits it evenly, a rate TCP
+need not reach (reordering), so that comparison is a result, not a doubt.  What a workload
+asks beyond that: the links' bytes over the window (``Workload.links``: the switch ports'
+counters), complete wire rates (``Workload.wire``: bwm-ng's, as the experiment plots them),
+its network's AQM with hosts that ask for ECN where the ports mark (always), the senders'
+loss recovery, the sampled segments' fabric latency and every port's queue lengths
+(``Workload.recovery``, ``latency``, ``queues``: harness.fabric)."""
 from __future__ import annotations
 
 import contextlib
 import json
 import math
-from collections.abc import Mapping
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from analysis.fidelity import gap_share, load_calibration, model_is_exact, report
+from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
 from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm
+from emulator.netns import root_qlens
 from emulator.proc import RunError
+from harness.backends.model import sprayed_rates
 from harness.bottleneck import flow_events, many_to_one, measured_mbps, set_rto_min
+from harness.fabric import (
+    QUEUE_INTERVAL,
+    RECOVERY,
+    RECOVERY_READBACK,
+    hop_counts,
+    latency_rows,
+    port_tiers,
+    queue_rows,
+    retrans_steps,
+)
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import Session, judge, judge_measurement, session
@@ -41,8 +62,10 @@ from harness.workload import (
     Workload,
     register,
 )
+from model.flowmodel import goodput_capacity
 from model.grin import address_maxmin
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
+from store import read_csv
 from topos.base import Topology
 from topos.grin import GrinTopology
 
@@ -153,6 +176,55 @@ def _by_address(topo: GrinTopology, w: Workload, phase: Phase, flows: list[Flow]
              "subflows_designed": sum(len(v) for v in designed.values())})
 
 
+def set_recovery(emu: Emulation, recovery: str) -> dict[str, str]:
+    """Set the recovery sysctls (harness.fabric.RECOVERY) in every host namespace; return
+    them as read back in one."""
+    values = RECOVERY[recovery]
+    hosts = emu.topo.hosts()
+    if values:
+        emu.hosts_cmd(hosts, ["sysctl", "-qw", *(f"{k}={v}" for k, v in values.items())])
+    keys = list(dict.fromkeys([*RECOVERY_READBACK, *values]))
+    got = emu.hosts_cmd(hosts[:1], ["sysctl", "-n", *keys])[hosts[0]].split()
+    seen = dict(zip(keys, got))
+    wrong = {k: seen.get(k) for k, v in values.items() if seen.get(k) != v}
+    if wrong:
+        raise RunError(f"host {hosts[0]} kept {wrong} after setting {values}")
+    return seen
+
+
+def set_ecn(emu: Emulation) -> str:
+    """Hosts ask for ECN (tcp_ecn=1, per namespace) where the switch ports mark; the
+    others keep the kernel's default (2: accept, never ask).  Returns the value read back."""
+    hosts = emu.topo.hosts()
+    marks = emu.link.aqm_spec.active
+    if marks:
+        emu.hosts_cmd(hosts, ["sysctl", "-qw", "net.ipv4.tcp_ecn=1"])
+    got = emu.hosts_cmd(hosts[:1], ["sysctl", "-n", "net.ipv4.tcp_ecn"])[hosts[0]].strip()
+    if marks and got != "1":
+        raise RunError(f"host {hosts[0]} kept net.ipv4.tcp_ecn={got} after setting 1")
+    return got
+
+
+@contextlib.contextmanager
+def queue_lengths(tiers: Mapping[str, str]) -> Iterator[Sampler[dict[str, int]]]:
+    """Every switch port's root-qdisc length (packets, HTB's whole tree) every
+    QUEUE_INTERVAL s while the block runs, over one rtnetlink socket of this (the root)
+    namespace, where the switch ports live.  The samples are {interface: packets}; the
+    sampler is stopped when the block ends (its samples: ``sampler.samples``)."""
+    index = {socket.if_nametoindex(i): i for i in tiers}
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+        def read() -> dict[str, int]:
+            return {index[i]: q for i, q in root_qlens(nl).items() if i in index}
+        sampler: Sampler[dict[str, int]] = Sampler("queue lengths", read, QUEUE_INTERVAL)
+        sampler.start()
+        try:
+            yield sampler
+        except BaseException:
+            sampler.stop_quietly()      # the run's own error, not the sampler's
+            raise
+        sampler.stop()
+
+
 class EmulatedBackend:
     """Real Mininet, the run's dataplane, iperf3, bwm-ng and MPTCP."""
     name = "emulated"
@@ -170,8 +242,6 @@ class EmulatedBackend:
         equal share is what the Outcast breaks, so no comparison with it flags the run."""
         b = w.bottleneck
         assert b is not None
-        if phase.transport != "tcp":
-            raise ValueError(f"a watched bottleneck carries TCP, not {phase.transport}")
         names = [f.src for f in phase.flows]
         s.facts["rto_min_requested"] = w.rto_min
         s.facts["routes"] = set_rto_min(s.emu, names, b.receiver, w.rto_min)
@@ -234,9 +304,13 @@ class EmulatedBackend:
         # dcrepro's userspace path manager (a thread of this process) lives for the traffic
         pm = grin_userspace_pm(grin, emu.host_pids, [(f.src, f.dst) for f in phase.flows]) \
             if grin is not None and w.path_manager == "userspace" else None
+        tiers = port_tiers(w.topo) if w.queues else {}
         # each flow its own port; each phase its own range on the shared network
         try:
-            with pm if pm is not None else contextlib.nullcontext():
+            with contextlib.ExitStack() as during:
+                if pm is not None:
+                    during.enter_context(pm)
+                qlens = during.enter_context(queue_lengths(tiers)) if w.queues else None
                 meas = run_iperf(emu, flows, phase.transport, w.duration, w.trim, out,
                                  port=BASE_PORT + i * len(flows), subflows=wanted)
         except BaseException:
@@ -245,6 +319,7 @@ class EmulatedBackend:
             raise
         if pm is not None:
             s.facts.update(pm.summary())
+        latency = self._latency(s, w, phase, flows, out) if w.latency else []
         links = link_bytes(w.topo, sampler) if sampler is not None else None
         if w.wire and meas["bwm_incomplete"]:
             raise RunError(f"{w.where}: {meas['measurement_note']}: the bwm-ng data this "
@@ -253,10 +328,12 @@ class EmulatedBackend:
             [{"src": f.src, "dst": f.dst, "subflows": f.subflows} for f in flows], indent=1))
         if grin is not None:
             emulated, model, traced, shortfall = _by_address(grin, w, phase, flows, out)
+        elif w.sprayed:
+            emulated, model, traced, shortfall = self._by_spread(s, w, phase, flows, out)
         else:
             emulated, model, traced, shortfall = self._by_trace(s, w, phase, flows, out)
         fid = report(emulated, model, w.bw, meas, calibration,
-                     model_bound=model_is_exact(phase.transport))
+                     model_bound=model_is_exact(phase.transport, sprayed=w.sprayed))
         if grin is not None and shortfall["subflows_missing"] > \
                 MAX_MISSING_SUBFLOWS * shortfall["subflows_designed"]:
             fid["suspect"] = True
@@ -265,6 +342,9 @@ class EmulatedBackend:
                                   "appeared")
         fid.update(run=w.rep, transport=phase.transport, cpu_mean=meas["cpu_mean"],
                    **({"topology": w.label} if w.label else {}),
+                   **({"recovery": w.recovery} if w.recovery else {}),
+                   **({"aqm": w.aqm} if w.aqm else {}),
+                   **({"latency_sampling": s.facts["latency_sampling"]} if w.latency else {}),
                    **shortfall, restarts=meas["restarts"], subflow_wait=meas["subflow_wait"],
                    subflow_drops=meas["subflow_drops"],
                    **loss_fields(meas), cpu_busy_s=meas["cpu_busy_s"],
@@ -282,15 +362,61 @@ class EmulatedBackend:
                                    {"bwm": f.bwm_mbps, "acked": f.acked_mbps,
                                     "msk_acked": f.msk_acked_mbps,
                                     "msk_received": f.msk_received_mbps},
-                                   {"src_addrs": len({x["src_ip"] for x in f.subflows})})
+                                   {"src_addrs": len({x["src_ip"] for x in f.subflows})},
+                                   sender={"retrans": f.retransmits,
+                                           **{k: (f.subflows or [{}])[0].get(k, "")
+                                              for k in ("reord_seen", "dsack_dups",
+                                                        "reordering")}})
                         for spec, f in zip(phase.flows, flows))
         rates = subflow_rates(out / "tcp_samples.csv", flows, w.duration, w.trim)
+        queues = []
+        if qlens is not None:
+            window = (min(f.start for f in flows) + w.trim,
+                      max(f.start for f in flows) + w.duration - w.trim)
+            queues = queue_rows(qlens.samples, tiers, read_csv(out / "ports.csv"), window,
+                                w.bw, {})
         return Measurement(self.name, phase, results,
                            {"cpu_mean": meas["cpu_mean"],
                             "cpu_saturated_share": meas["cpu_saturated_share"],
                             "emulator_loss_share": meas["emulator_loss_share"],
                             "gaps_within_10pct": gap_share(meas["dequeue_gaps"])},
-                           fid, tuple(_with_rates(traced, rates)), links)
+                           fid, tuple(_with_rates(traced, rates)), links,
+                           ceiling_mbps=goodput_capacity(w.bw), latency=tuple(latency),
+                           queues=tuple(queues))
+
+    def _latency(self, s: Session, w: Workload, phase: Phase, flows: list[Flow],
+                 out: Path) -> list[dict[str, Any]]:
+        """The switches' latency samples of the phase's data connections inside their
+        windows, with each flow's path length and its retransmissions around the sample;
+        RunError when there is none (the sampling counters are in the facts)."""
+        dp = s.emu.dataplane
+        assert isinstance(dp, LatencySampling), dp      # run() checked it
+        samples, sampling = dp.latency_samples()
+        mono_to_wall = time.time() - time.monotonic()
+        s.facts["latency_sampling"] = sampling
+        rows = latency_rows(samples, flows, w.trim, w.duration, mono_to_wall, {},
+                            hops=hop_counts(w.topo, phase.pairs()),
+                            steps=retrans_steps(read_csv(out / "tcp_samples.csv")))
+        if not rows:
+            raise RunError(f"{w.where}: no latency sample inside the measurement window "
+                           f"({sampling})")
+        return rows
+
+    def _by_spread(self, s: Session, w: Workload, phase: Phase, flows: list[Flow],
+                   out: Path) -> tuple[dict[str, float], dict[str, float],
+                                       list[dict[str, Any]], dict[str, Any]]:
+        """Flows sprayed per packet: how each (sub)flow's packets left every switch
+        (spread.json in ``out``, where the dataplane counts it), and the model's rates with
+        each flow split evenly over the plan's paths (keyed by source)."""
+        shortfall = check_subflows(flows, phase.subflows) if phase.transport == "mptcp" \
+            else {}
+        dp = s.emu.dataplane
+        if isinstance(dp, Spread):
+            spread = {f"{f.src}->{f.dst}" + (f"#{j}" if j else ""):
+                      dp.spread(s.emu, f.src, f.dst, sub)
+                      for f in flows for j, sub in enumerate(f.subflows)}
+            (out / "spread.json").write_text(json.dumps(spread, indent=1))
+        return {f.src: f.iperf_mbps for f in flows}, sprayed_rates(w, phase), [], shortfall
 
     def _by_trace(self, s: Session, w: Workload, phase: Phase, flows: list[Flow],
                   out: Path) -> tuple[dict[str, float], dict[str, float],
@@ -313,12 +439,31 @@ class EmulatedBackend:
         model = rates_on_paths(w.topo, w.bw, pairs, routed)
         return {f.src: f.iperf_mbps for f in flows}, model, routed, shortfall
 
+    def _settings(self, s: Session, w: Workload) -> None:
+        """What the workload sets on the whole network before its traffic: the senders'
+        loss recovery, the hosts' ECN (asked for where the ports mark), the switches'
+        latency sampling; each read back into the network's facts."""
+        if w.recovery is not None:
+            s.facts["recovery_sysctls"] = set_recovery(s.emu, w.recovery)
+        if w.aqm:
+            s.facts["aqm"] = w.aqm
+        s.facts["hosts_tcp_ecn"] = set_ecn(s.emu)
+        if w.latency:
+            dp = s.emu.dataplane
+            if not isinstance(dp, LatencySampling):
+                raise RunError(f"{w.where}: the {self.params.dataplane} dataplane has no "
+                               "latency sampling")
+            dp.sample_latency(w.latency)
+
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase on one network (``out``/<transport>); the network's facts recorded,
         each phase's fidelity report judged."""
         run_id = f"{self.folder.id}-" + (w.name or f"{w.rep}" + (f"-{w.label}" if w.label
                                                                   else ""))
-        with session(w.topo, w.plan, self.params, out, run_id, w.label) as s:
+        # the network's own AQM, when its run's networks differ
+        params = replace(self.params, aqm=w.aqm) if w.aqm else self.params
+        with session(w.topo, w.plan, params, out, run_id, w.label) as s:
+            self._settings(s, w)
             # one network, one calibration (read once, not per phase)
             if w.bottleneck is not None:
                 got = [self._bottleneck_phase(s, w, p, w.phase_folder(out, p))

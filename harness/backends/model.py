@@ -4,7 +4,10 @@ beside the TCP-like (proportionally fair) rates, over independent subflows and o
 connection's total (coupled, as LIA aims at), unless the workload says that its experiment
 computes its own variants on the paths (``Workload.tcp_like``).  On a network that picks
 MPTCP's subflows by address (GRIN), each connection's designed subflows take the paths their
-addresses give, and its rate is the sum of their independent max-min rates."""
+addresses give, and its rate is the sum of their independent max-min rates.  A flow
+sprayed per packet (rnd, rr, cnt) has no one path: it is split evenly over the plan's paths
+(routing.walk.split) and the rates are max-min over those shares; the model has no
+reordering, so a spray's model rate is what a perfect transport would get."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,13 +15,24 @@ from typing import Any
 
 from harness.runfolder import RunFolder
 from harness.workload import FlowResult, Measurement, Phase, Workload, register
+from model.flowmodel import goodput_capacity
 from model.grin import address_maxmin, address_paths
 from model.network import (
     rates_on_paths,
     route_by_hash,
+    split_rates,
     synthetic_subflows,
     tcp_like_rates_on_paths,
 )
+from routing.walk import split
+
+
+def sprayed_rates(w: Workload, phase: Phase) -> dict[str, float]:
+    """Max-min rates (keyed by source) of a phase whose flows are split evenly over the
+    plan's paths (a per-packet spray; draws nothing from ``w.rng``)."""
+    pairs = phase.pairs()
+    return split_rates(w.topo, w.bw, {s: split(w.topo, w.plan, s, d) for s, d in pairs.items()},
+                       pairs)
 
 
 def model_phase(w: Workload, phase: Phase) -> Measurement:
@@ -26,8 +40,13 @@ def model_phase(w: Workload, phase: Phase) -> Measurement:
     ``w.rng``)."""
     if phase.addressed:
         return addressed_phase(w, phase)
-    pairs = phase.pairs()
     n = phase.subflows
+    ceiling = goodput_capacity(w.bw)
+    if w.sprayed:
+        rates = sprayed_rates(w, phase)
+        return Measurement("model", phase, tuple(FlowResult(f, rates[f.src], rates[f.src], n)
+                                                 for f in phase.flows), ceiling_mbps=ceiling)
+    pairs = phase.pairs()
     routed = route_by_hash(w.topo, w.plan, pairs, synthetic_subflows(w.topo, pairs, n, w.rng))
     maxmin = rates_on_paths(w.topo, w.bw, pairs, routed)
     extra: dict[str, dict[str, float]] = {f.src: {} for f in phase.flows}
@@ -38,7 +57,7 @@ def model_phase(w: Workload, phase: Phase) -> Measurement:
         extra = {s: {"model_tcp": tcp[s], "model_tcp_coupled": coupled[s]} for s in pairs}
     flows = tuple(FlowResult(f, maxmin[f.src], maxmin[f.src], n, extra[f.src])
                   for f in phase.flows)
-    return Measurement("model", phase, flows, paths=tuple(routed))
+    return Measurement("model", phase, flows, paths=tuple(routed), ceiling_mbps=ceiling)
 
 
 def addressed_phase(w: Workload, phase: Phase) -> Measurement:
@@ -49,7 +68,8 @@ def addressed_phase(w: Workload, phase: Phase) -> Measurement:
     paths = tuple({"src": f.src, "dst": f.dst, "src_ip": s, "dst_ip": d, "path": path}
                   for f in phase.flows
                   for (s, d), path in zip(f.subflows, address_paths(w.topo, f.subflows)))
-    return Measurement("model", phase, flows, paths=paths)
+    return Measurement("model", phase, flows, paths=paths,
+                       ceiling_mbps=goodput_capacity(w.bw))
 
 
 class ModelBackend:

@@ -1,18 +1,27 @@
 """ns-3 as a backend: a phase's TCP flows simulated on the plan's paths (pinned per flow, or
-sprayed per packet), beside the flow model's max-min rate on the same paths."""
+forwarded by the switches' plan tables: hashed or sprayed per packet), beside the flow
+model's max-min rate on the same paths (a spray: split evenly over the plan's paths).  What
+a workload asks beyond that: its network's AQM (RED, with hosts that ask for ECN), the
+senders' recovery, the sampled segments' fabric latency and every port's queue lengths
+(harness.fabric); every port's counters go to ports.csv."""
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.backends.model import model_phase
+from emulator.proc import RunError
+from harness.backends.model import sprayed_rates
+from harness.fabric import SIM_RECOVERY, hop_counts, port_tiers, queue_rows, switch_path
 from harness.params import rto_min_ms
 from harness.runfolder import RunFolder
-from harness.simrun import sim_config, simulate_flows
+from harness.simrun import sim_config, sim_queue, simulate_flows
 from harness.workload import FlowResult, FlowSpec, Measurement, Phase, Workload, register
 from model.network import rates_on_paths
+from sim.spec import SimConfig, payload_ceiling
+from store import write_csv
 
 
 class SimBackend:
@@ -24,8 +33,16 @@ class SimBackend:
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
 
-    def _config(self, w: Workload) -> Any:
-        return sim_config(self.params, w.rep, rto_min_ms(w.rto_min), w.interval)
+    def _config(self, w: Workload) -> SimConfig:
+        """The simulation of ``w``: the run's parameters, the workload's AQM, recovery and
+        latency sampling."""
+        recovery = w.recovery or "modern"
+        if recovery not in SIM_RECOVERY:
+            raise ValueError(f"--recovery {recovery}: the simulator has "
+                             f"{', '.join(SIM_RECOVERY)} only")
+        cfg = replace(sim_config(self.params, w.rep, rto_min_ms(w.rto_min), w.interval),
+                      sample=w.latency, recovery=SIM_RECOVERY[recovery])
+        return sim_queue(cfg, w.aqm or self.params.aqm, self.params.queue)
 
     def _bottleneck_phase(self, w: Workload, phase: Phase, out: Path) -> Measurement:
         """The many-to-one senders in ns-3: goodput is the receiver's payload over the
@@ -69,25 +86,73 @@ class SimBackend:
         if w.bottleneck is not None:
             return self._bottleneck_phase(w, phase, out)
         pairs = phase.pairs()
-        res = simulate_flows(w.topo, w.plan, list(pairs.items()), self._config(w),
-                             w.rng, out)
-        if w.plan.modes() & {"rnd"}:
-            # a random spray's paths are per packet: the model's hash draw stands for them
-            model = {f.spec.src: f.model_mbps for f in model_phase(w, phase).flows}
+        cfg = self._config(w)
+
+        def progress(t: float, wall: float) -> None:
+            if abs(t - round(t)) < 1e-9:   # every whole simulated second
+                self.folder.log.info("%s: %g of %g simulated s, %.0f s wall", w.where, t,
+                                     cfg.duration, wall)
+        res = simulate_flows(w.topo, w.plan, list(pairs.items()), cfg, w.rng, out,
+                             forwarding=w.sim_forwarding, progress=progress)
+        if w.sprayed:
+            # per packet: no path per flow; how each flow split is in spread.json
+            (out / "spread.json").write_text(json.dumps(
+                {f"{f.src}->{f.dst}": res.spread.get(i, {}) for i, f in enumerate(res.flows)},
+                indent=1))
+            model = sprayed_rates(w, phase)
         else:
-            sim_json = json.loads((out / "sim.json").read_text())
-            routed = [{"src": f["src"], "dst": f["dst"], "path": f["path"]}
-                      for f in sim_json["flows"]]
+            if w.sim_forwarding == "plan":
+                # the paths the simulated switches gave each flow (their per-flow record)
+                try:
+                    routed = [{"src": f.src, "dst": f.dst,
+                               "path": switch_path(w.topo, f.src, res.spread.get(i, {}))}
+                              for i, f in enumerate(res.flows)]
+                except ValueError as e:
+                    raise RunError(str(e)) from None
+                (out / "paths.json").write_text(json.dumps(routed, indent=1))
+            else:    # pinned: each flow on its plan path (sim.json)
+                sim_json = json.loads((out / "sim.json").read_text())
+                routed = [{"src": f["src"], "dst": f["dst"], "path": f["path"]}
+                          for f in sim_json["flows"]]
             model = rates_on_paths(w.topo, w.bw, pairs, routed)
-        flows = tuple(FlowResult(FlowSpec(f.src, f.dst), f.goodput_mbps, model[f.src])
+        ports = [{"switch": p.node, "port": p.port, "peer": p.peer,
+                  "qdisc_sent_packets": p.sent, "qdisc_drops": p.drops - p.aqm_drops,
+                  "aqm_drops": p.aqm_drops, "aqm_marks": p.marks}
+                 for p in res.ports if w.topo.is_switch(p.node)]
+        write_csv(out / "ports.csv", ports)
+        flows = tuple(FlowResult(FlowSpec(f.src, f.dst), f.goodput_mbps, model[f.src],
+                                 sender={"offered_mbps": round(f.offered_mbps, 4)})
                       for f in res.flows)
-        return Measurement(self.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)})
+        window = (cfg.trim, cfg.duration - cfg.trim)
+        latency: list[dict[str, object]] = []
+        if w.latency:
+            hops = hop_counts(w.topo, pairs)
+            latency = [{"src": res.flows[i].src, "dst": res.flows[i].dst,
+                        "latency_us": round(lat, 2), "hops": hops[res.flows[i].src],
+                        "flow_retrans": ""}
+                       for i, at, lat in res.latency if window[0] <= at <= window[1]]
+            if not latency:
+                raise RunError(f"{w.where}: no latency sample inside the simulated window")
+        queues: list[dict[str, object]] = []
+        if w.queues:
+            samples = [(t, {f"{sw}-eth{w.topo.port(sw, peer)}": q
+                            for (sw, peer), q in snap.items() if w.topo.is_switch(sw)})
+                       for t, snap in res.queues]
+            queues = queue_rows(samples, port_tiers(w.topo),
+                                [{k: str(v) for k, v in p.items()} for p in ports], window,
+                                w.bw, {})
+        return Measurement(self.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)},
+                           ceiling_mbps=payload_ceiling(w.bw), latency=tuple(latency),
+                           queues=tuple(queues))
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase simulated in turn; sim.json of each in its phase folder."""
         got = [self._phase(w, p, w.phase_folder(out, p)) for p in w.phases]
         self.folder.record(w.key, {"spec": w.topo.spec, "backend": "sim",
-                                   "sim_wall_s": got[-1].row_facts["sim_wall_s"]})
+                                   "sim_wall_s": got[-1].row_facts["sim_wall_s"],
+                                   **({"aqm": w.aqm} if w.aqm else {}),
+                                   **({"latency_samples": sum(len(m.latency) for m in got)}
+                                      if w.latency else {})})
         return got
 
 

@@ -1,12 +1,17 @@
-"""plts without a network: validation, the model of sprayed flows, sample windows."""
+"""plts without a network: validation, the model of sprayed flows, sample windows, and the
+fabric measurements (harness/fabric.py) plts was the first to ask for."""
 import random
+from dataclasses import replace
 
 import pytest
 
-import routing
 import topos
 from experiments.plts import experiment as plts
+from harness import fabric
+from harness.backends.model import model_phase
+from harness.backends.sim import SimBackend
 from harness.params import typed
+from harness.simrun import sim_config, sim_queue
 from harness.traffic import Flow, window_retransmits
 from model.flowmodel import goodput_capacity
 from model.network import split_rates
@@ -55,7 +60,7 @@ def test_ecmp_aqm_gives_ecmp_one_network_per_queue_and_the_sprays_the_run_s_own(
 
 
 def test_port_tiers_name_the_queue_a_packet_meets_leaving_each_switch_port():
-    tiers = plts.port_tiers(topos.build("fattree,k=4"))
+    tiers = fabric.port_tiers(topos.build("fattree,k=4"))
     assert len(tiers) == 20 * 4
     assert {t: list(tiers.values()).count(t) for t in set(tiers.values())} == {
         "edge->host": 16, "edge->agg": 16, "agg->edge": 16, "agg->core": 16, "core->agg": 16}
@@ -72,7 +77,7 @@ def test_queue_rows_per_tier_inside_the_window_with_drops_and_marks():
              {"switch": "a", "port": "2", "qdisc_sent_packets": "5", "qdisc_drops": "2",
               "aqm_drops": "1", "aqm_marks": "0"},
              {"switch": "z", "port": "9", "qdisc_sent_packets": "7"}]   # not a tiered port
-    rows = plts.queue_rows(samples, tiers, ports, (0.5, 2.5), 5.0, {"run": 0})
+    rows = fabric.queue_rows(samples, tiers, ports, (0.5, 2.5), 5.0, {"run": 0})
     edge, agg = (next(r for r in rows if r["tier"] == t) for t in ("edge->agg", "agg->core"))
     assert edge["samples"] == 4 and edge["mean_pkts"] == 2.0 and edge["max_pkts"] == 4
     assert edge["busy_share"] == 0.75 and edge["mean_ms"] == round(2 * 1514 * 8 / 5e3, 3)
@@ -84,10 +89,10 @@ def test_queue_rows_per_tier_inside_the_window_with_drops_and_marks():
 def test_retransmissions_around_a_sample_come_from_the_two_looks_around_it():
     rows = [{"time": str(t), "saddr": "a", "daddr": "b", "sport": "1", "dport": "2",
              "total_retrans": str(n)} for t, n in ((1.0, 0), (0.5, 0), (1.5, 4), (2.0, 4))]
-    steps = plts.retrans_steps(rows)[("a", "b", 1, 2)]
+    steps = fabric.retrans_steps(rows)[("a", "b", 1, 2)]
     assert steps == [(0.5, 0), (1.0, 0), (1.5, 4), (2.0, 4)]
-    assert plts.retrans_around(steps, 1.2) == 4 and plts.retrans_around(steps, 1.7) == 0
-    assert plts.retrans_around(steps, 0.7) == 0 and plts.retrans_around(steps, 3.0) == ""
+    assert fabric.retrans_around(steps, 1.2) == 4 and fabric.retrans_around(steps, 1.7) == 0
+    assert fabric.retrans_around(steps, 0.7) == 0 and fabric.retrans_around(steps, 3.0) == ""
 
 
 def test_model_backend_ignores_the_dataplane_and_has_one_recovery():
@@ -99,24 +104,31 @@ def test_model_backend_ignores_the_dataplane_and_has_one_recovery():
 
 
 def test_noundo_is_classic_with_every_undo_off_and_reads_back_what_it_sets():
-    classic, noundo = plts.RECOVERY["classic"], plts.RECOVERY["noundo"]
+    classic, noundo = fabric.RECOVERY["classic"], fabric.RECOVERY["noundo"]
     assert noundo.items() >= classic.items()
     assert {k: noundo[k] for k in noundo.keys() - classic.keys()} == {
         "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_timestamps": "0", "net.ipv4.tcp_frto": "0"}
-    assert set(plts.RECOVERY_READBACK) == set(classic)
+    assert set(fabric.RECOVERY_READBACK) == set(classic)
 
 
 def test_sprayed_flows_of_a_permutation_get_the_whole_host_link():
+    """The model view of each scheme's workload: sprayed flows split evenly over the plan's
+    paths (a pairing of a fat tree is then link-limited at the hosts); ECMP on hashed paths
+    at most that."""
     topo = topos.build("fattree,k=4")
     pairs = dict(pairing(topo.hosts(), random.Random(1)))
+    params = _params(topo="fattree,k=4", bw=10.0, backend="model")
     ideal = goodput_capacity(10.0)
     for scheme in ("rnd", "rr", "cnt"):
-        plan = routing.make_plan(topo, plts.SCHEMES[scheme])
-        rates = plts.model_rates(topo, plan, scheme, 10.0, pairs)
-        assert all(abs(r - ideal) < 1e-6 for r in rates.values()), (scheme, rates)
-    plan = routing.make_plan(topo, "ecmp")
-    ecmp = plts.model_rates(topo, plan, "ecmp", 10.0, pairs, rng=random.Random(1))
-    assert max(ecmp.values()) <= ideal + 1e-6
+        w = plts.workload(params, topo, pairs, 0, random.Random(1), scheme, "droptail", "modern")
+        assert w.sprayed
+        m = model_phase(w, w.phases[0])
+        assert all(abs(f.goodput_mbps - ideal) < 1e-6 for f in m.flows), scheme
+        assert m.ceiling_mbps == ideal
+    w = plts.workload(params, topo, pairs, 0, random.Random(1), "ecmp", "droptail", "modern")
+    ecmp = model_phase(w, w.phases[0])
+    assert not w.sprayed and max(f.goodput_mbps for f in ecmp.flows) <= ideal + 1e-6
+    assert min(f.goodput_mbps for f in ecmp.flows) < ideal - 1e-6, "some hash collision"
 
 
 def test_split_rates_freeze_a_flow_at_its_most_loaded_share():
@@ -151,21 +163,32 @@ def test_latency_rows_keep_the_data_connection_inside_its_window():
          "latency_ns": 250_000}
     samples = [{**s, "at_ns": int(t * 1e9)} for t in (0.5, 3.0, 9.5)] + \
         [{**s, "sport": 40001, "at_ns": int(3e9)}]          # iperf3's control connection
-    rows = plts.latency_rows(samples, [f], trim=1, duration=10, mono_to_wall=1000.0,
-                             base={"run": 0, "scheme": "rr", "recovery": "modern"})
+    rows = fabric.latency_rows(samples, [f], trim=1, duration=10, mono_to_wall=1000.0,
+                               base={"run": 0, "scheme": "rr", "recovery": "modern"})
     assert rows == [{"run": 0, "scheme": "rr", "recovery": "modern", "src": "0_0_2",
                      "dst": "1_0_2", "latency_us": 250.0}]
 
 
-def test_sim_queue_config_carries_red_s_parameters_and_asks_for_ecn():
-    """--backend sim: a variant on RED gets ns-3's RED with the AQM's own thresholds,
-    probability and weight, and hosts that ask for ECN; tail drop otherwise."""
+def test_sim_config_carries_red_s_parameters_and_asks_for_ecn():
+    """--backend sim: a network on RED gets ns-3's RED with the AQM's own thresholds,
+    probability and weight, and hosts that ask for ECN; tail drop otherwise; the workload's
+    recovery and latency sampling go with it."""
     params = _params(backend="sim", sample=32)
-    red = plts.sim_queue_config(params, "red,min=20,max=60,p=0.1,w=9", 0)
+    topo = topos.build("fattree,k=4")
+    pairs = dict(pairing(topo.hosts(), random.Random(1)))
+    sim = SimBackend(params, None)
+    red = sim._config(plts.workload(params, topo, pairs, 0, random.Random(1), "ecmp",
+                                    "red,min=20,max=60,p=0.1,w=9", "modern"))
     assert (red.queue_disc, red.ecn, red.red_min, red.red_max, red.red_p, red.red_wlog,
             red.sample) == ("red", True, 20.0, 60.0, 0.1, 9, 32)
     red.check()
     assert red.recovery == "prr"
-    tail = plts.sim_queue_config(params, "droptail", 1, "classic")
+    tail = sim._config(plts.workload(params, topo, pairs, 1, random.Random(1), "rr",
+                                     "droptail", "classic"))
     assert (tail.queue_disc, tail.ecn, tail.sample, tail.run, tail.recovery) == \
         ("droptail", False, 32, 2, "classic")
+    with pytest.raises(ValueError, match="the simulator has modern, classic only"):
+        sim._config(replace(plts.workload(params, topo, pairs, 0, random.Random(1), "rr",
+                                          "droptail", "modern"), recovery="noundo"))
+    with pytest.raises(ValueError, match="ECN marking at a fixed threshold is not simulated"):
+        sim_queue(sim_config(params, 0), "ecn,k=20", params.queue)

@@ -3,6 +3,7 @@ model's rates, the rows have the same columns whatever the backend, and a folder
 before the goodput column reads as if it had it."""
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -12,7 +13,7 @@ import topos
 from analysis.summaries import with_goodput
 from experiments.permutation.experiment import PARAMS, workload
 from harness.common import run_rng
-from harness.workload import FlowSpec, Phase, Workload, flow_rows, make
+from harness.workload import Bottleneck, FlowSpec, Phase, Workload, flow_rows, make
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
 
@@ -53,6 +54,24 @@ def test_a_bad_workload_says_why_in_one_line():
         Workload(w.topo, w.plan, 10.0, (), 10.0, 1.0, 1, 0)
     with pytest.raises(ValueError, match="one flow per source"):
         Phase("tcp", (FlowSpec("h1", "h2"), FlowSpec("h1", "h3"))).pairs()
+    with pytest.raises(ValueError, match="latency sampling must be >= 0"):
+        replace(w, latency=-1)
+    mptcp = Phase("mptcp", w.phases[0].flows, 2)
+    with pytest.raises(ValueError, match="a watched bottleneck carries TCP only"):
+        replace(w, phases=(mptcp,), bottleneck=Bottleneck("h1", ()))
+
+
+def test_a_sprayed_workload_is_split_evenly_and_draws_nothing():
+    """Per-packet spraying has no path per flow: the model splits each flow evenly over the
+    plan's paths (a permutation of a fat tree then fills every host link) and, unlike the
+    hash draw of a per-flow plan, takes nothing from the repetition's random stream."""
+    params = _params(transport="tcp", routing="spray,mode=rr")
+    w = workload(params, 0)
+    assert w.sprayed and w.plan.sprays and not workload(_params(), 0).sprayed
+    state = w.rng.getstate()
+    (m,) = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    assert w.rng.getstate() == state
+    assert {round(f.goodput_mbps, 6) for f in m.flows} == {round(m.ceiling_mbps, 6)}
 
 
 def test_an_older_folders_rows_read_their_backends_rate_as_goodput():
