@@ -16,7 +16,7 @@ themselves; this module names them, it does not import them.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -285,24 +285,31 @@ class Backend(Protocol):
     name: str
     #: its traffic takes the workload's duration in wall time (the emulator)
     realtime: bool
-    #: its goodput is measured (emulated, simulated), not the flow model's rate itself
+    #: its goodput is measured (emulated, simulated), not the flow model's rate itself; a
+    #: view that does not measure has no TCP (loss recovery, latency, queues mean nothing)
     measures: bool
+
+    def __init__(self, params: Any, folder: RunFolder) -> None:
+        ...
+
+    @staticmethod
+    def check(params: Any, w: Workload) -> None:
+        """One-line ValueError for what this view cannot run of ``w`` (before any run)."""
+        ...
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase of ``w``, in order; ``out``: the repetition's folder."""
         ...
 
 
-#: backend name -> how to make it for one run (its parameters, its folder)
-BACKENDS: dict[str, Callable[[Any, RunFolder], Backend]] = {}
+#: backend name -> its class (registered by its module, harness/backends/<name>.py)
+BACKENDS: dict[str, type[Backend]] = {}
 
 
-def register(name: str) -> Callable[[Callable[[Any, RunFolder], Backend]],
-                                    Callable[[Any, RunFolder], Backend]]:
-    def add(make: Callable[[Any, RunFolder], Backend]) -> Callable[[Any, RunFolder], Backend]:
-        BACKENDS[name] = make
-        return make
-    return add
+def register(cls: type[Backend]) -> type[Backend]:
+    """Class decorator of a backend module: the backend under its ``name``."""
+    BACKENDS[cls.name] = cls
+    return cls
 
 
 #: (backend, transport) -> why that view cannot run it (checked before a run starts)
@@ -316,12 +323,30 @@ def check_transports(backend: str, transports: list[str]) -> None:
             raise ValueError(f"--backend {backend}: {CANNOT[(backend, t)]}")
 
 
-def make(params: Any, folder: RunFolder) -> Backend:
-    """The backend ``params.backend`` names, for this run (its module imported only now: a
-    model run loads no emulator)."""
+def backend_class(name: str) -> type[Backend]:
+    """The backend called ``name`` (its module imported only now: a model run loads no
+    emulator)."""
     import importlib
-    importlib.import_module(f"harness.backends.{params.backend}")   # registers it
-    return BACKENDS[params.backend](params, folder)
+    importlib.import_module(f"harness.backends.{name}")   # registers it
+    return BACKENDS[name]
+
+
+def make(params: Any, folder: RunFolder) -> Backend:
+    """The backend ``params.backend`` names, for this run."""
+    return backend_class(params.backend)(params, folder)
+
+
+def check(params: Any, workloads: Iterable[Workload]) -> None:
+    """One-line ValueError when the view ``params.backend`` cannot run one of ``workloads``
+    (an experiment's validate calls it with the workloads its run would build)."""
+    cls = backend_class(params.backend)
+    for w in workloads:
+        cls.check(params, w)
+
+
+def measures(params: Any) -> bool:
+    """Whether the view ``params.backend`` measures (has TCP), or computes the model."""
+    return backend_class(params.backend).measures
 
 
 def flow_rows(w: Workload, m: Measurement) -> list[dict[str, object]]:

@@ -289,3 +289,18 @@ def redrawn_reference(
         if p.is_alive():
             p.kill()
     return root, out
+
+
+@pytest.fixture()
+def toy_flows(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The long-flow toy experiment of tests/toyflows/ (a folder outside experiments/ with no
+    backend code) registered with its one registry line, for as long as the test runs."""
+    import sys
+
+    from store import registry
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.setitem(registry.EXPERIMENTS, "toyflows",
+                        ("toyflows.experiment", "toyflows.figures:plot_toyflows"))
+    yield "toyflows"
+    for name in [m for m in sys.modules if m.startswith("toyflows")]:
+        del sys.modules[name]

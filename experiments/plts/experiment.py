@@ -67,15 +67,14 @@ from typing import Any
 import routing
 import topos
 from emulator import aqm as aqm_spec
-from emulator import dataplane_registry
 from harness import fabric
 from harness.common import add_backend, add_shared, run_rng
-from harness.fabric import QUEUE_INTERVAL, SIM_RECOVERY
+from harness.fabric import QUEUE_INTERVAL
 from harness.params import SimFlowParams, check_topo
 from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
-from harness.simrun import check_sim, sim_config, sim_queue
-from harness.workload import FlowSpec, Measurement, Phase, Workload, make
+from harness.simrun import check_sim
+from harness.workload import FlowSpec, Measurement, Phase, Workload, check, make, measures
 from model.flowmodel import goodput_capacity
 from routing.walk import split
 from store import write_csv
@@ -190,8 +189,9 @@ def label(scheme: str, aqm: str, params: PltsParams) -> str:
 
 
 def recoveries(params: PltsParams) -> list[str]:
-    """The run's recovery settings (the model has no TCP, so only 'modern' there)."""
-    return ["modern"] if params.backend == "model" else parse_recoveries(params.recovery)
+    """The run's recovery settings (a view that does not measure has no TCP: 'modern'
+    alone there)."""
+    return parse_recoveries(params.recovery) if measures(params) else ["modern"]
 
 
 def parse_recoveries(text: str) -> list[str]:
@@ -212,32 +212,16 @@ def validate(params: PltsParams) -> None:
     if not recs or any(r not in RECOVERY for r in recs) or len(set(recs)) != len(recs):
         raise ValueError(f"--recovery must be both or a comma list of distinct "
                          f"{', '.join(RECOVERY)}, got {params.recovery!r}")
-    if params.backend == "sim" and any(r not in SIM_RECOVERY for r in recs):
-        raise ValueError(f"--recovery {params.recovery!r}: the simulator has "
-                         f"{', '.join(SIM_RECOVERY)} only")
     if params.sample < 0:
         raise ValueError(f"--sample must be >= 0, got {params.sample}")
     if params.ecmp_aqm:
         if "ecmp" not in names:
             raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: --schemes has no ecmp")
-        if params.backend == "model":
-            raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: the flow model has no queues; "
-                             "AQM applies to emulated and simulated runs only")
         modes = [a.split(",")[0] for a in ecmp_aqms(params)]   # parsed: bad specs raise
         if len(set(modes)) != len(modes):
             raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: each mode at most once "
                              f"(got {', '.join(modes)})")
     check_sim(params)
-    if params.backend == "sim":
-        for _, a in variants(params):       # ECN marking at a threshold is not simulated
-            sim_queue(sim_config(params, 0), a, params.queue)
-    if params.backend == "emulated":
-        dp = dataplane_registry.make(params.dataplane)
-        dataplane_registry.check_needs(dp, "plts", NEEDS)
-        if any(aqm_spec.parse(a, params.queue).active for _, a in variants(params)):
-            dataplane_registry.check_needs(dp, f"--ecmp-aqm {params.ecmp_aqm}", {"aqm"})
-        for s in names:
-            dataplane_registry.check_modes(dp, SCHEMES[s], routing.modes(SCHEMES[s]))
     topo = topos.build(params.topo)
     if len(topo.hosts()) < 2:
         raise ValueError(f"--topo {params.topo} has fewer than two hosts")
@@ -248,6 +232,11 @@ def validate(params: PltsParams) -> None:
     if all(len(split(topo, plan, hosts[0], d)) < 2 for d in hosts[1:]):
         raise ValueError(f"--topo {params.topo}: one path between its hosts, so spraying "
                          "and ECMP cannot differ (use a fat tree with k >= 4)")
+    # what the view cannot run of each network (its dataplane, its simulator, its model);
+    # the networks' pairing is drawn as a run draws it
+    pairs = dict(pairing(hosts, run_rng(params.seed, 0)))
+    check(params, [workload(params, topo, pairs, 0, run_rng(params.seed, 0), s, a, rec)
+                   for rec in parse_recoveries(params.recovery) for s, a in variants(params)])
 
 
 #: the sender's TCP counts of a measured flow row, '' where a view does not count them

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.fidelity import gap_share, load_calibration, model_is_exact, report
+from emulator import aqm as aqm_spec
+from emulator import dataplane_registry
 from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
 from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm
@@ -225,6 +227,7 @@ def queue_lengths(tiers: Mapping[str, str]) -> Iterator[Sampler[dict[str, int]]]
         sampler.stop()
 
 
+@register
 class EmulatedBackend:
     """Real Mininet, the run's dataplane, iperf3, bwm-ng and MPTCP."""
     name = "emulated"
@@ -233,6 +236,18 @@ class EmulatedBackend:
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
+
+    @staticmethod
+    def check(params: Any, w: Workload) -> None:
+        """What the run's dataplane cannot do for ``w``: carry its plan, sample latency,
+        record a sprayed flow's split, run its network's AQM."""
+        dp = dataplane_registry.make(params.dataplane)
+        needs = {"latency_sampling"} if w.latency else set()
+        needs |= {"spread"} if w.sprayed else set()
+        if aqm_spec.parse(w.aqm or params.aqm, params.queue).active:
+            needs.add("aqm")
+        dataplane_registry.check_needs(dp, "this experiment", needs)
+        dataplane_registry.check_plan(dp, w.plan)
 
     def _bottleneck_phase(self, s: Session, w: Workload, phase: Phase,
                           out: Path) -> Measurement:
@@ -411,11 +426,11 @@ class EmulatedBackend:
         shortfall = check_subflows(flows, phase.subflows) if phase.transport == "mptcp" \
             else {}
         dp = s.emu.dataplane
-        if isinstance(dp, Spread):
-            spread = {f"{f.src}->{f.dst}" + (f"#{j}" if j else ""):
-                      dp.spread(s.emu, f.src, f.dst, sub)
-                      for f in flows for j, sub in enumerate(f.subflows)}
-            (out / "spread.json").write_text(json.dumps(spread, indent=1))
+        assert isinstance(dp, Spread), dp          # check() asked for it
+        spread = {f"{f.src}->{f.dst}" + (f"#{j}" if j else ""):
+                  dp.spread(s.emu, f.src, f.dst, sub)
+                  for f in flows for j, sub in enumerate(f.subflows)}
+        (out / "spread.json").write_text(json.dumps(spread, indent=1))
         return {f.src: f.iperf_mbps for f in flows}, sprayed_rates(w, phase), [], shortfall
 
     def _by_trace(self, s: Session, w: Workload, phase: Phase, flows: list[Flow],
@@ -450,9 +465,7 @@ class EmulatedBackend:
         s.facts["hosts_tcp_ecn"] = set_ecn(s.emu)
         if w.latency:
             dp = s.emu.dataplane
-            if not isinstance(dp, LatencySampling):
-                raise RunError(f"{w.where}: the {self.params.dataplane} dataplane has no "
-                               "latency sampling")
+            assert isinstance(dp, LatencySampling), dp      # check() asked for it
             dp.sample_latency(w.latency)
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
@@ -484,5 +497,3 @@ class EmulatedBackend:
             judge(self.folder, r, f"{w.where} {m.phase.transport}", opened)
         return got
 
-
-register("emulated")(EmulatedBackend)

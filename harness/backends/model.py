@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from emulator import aqm as aqm_spec
 from harness.runfolder import RunFolder
 from harness.workload import FlowResult, Measurement, Phase, Workload, register
 from model.flowmodel import goodput_capacity
@@ -72,6 +73,7 @@ def addressed_phase(w: Workload, phase: Phase) -> Measurement:
                        ceiling_mbps=goodput_capacity(w.bw))
 
 
+@register
 class ModelBackend:
     """Seconds for networks far beyond one machine (``--topo fattree,k=16``)."""
     name = "model"
@@ -81,9 +83,15 @@ class ModelBackend:
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
 
+    @staticmethod
+    def check(params: Any, w: Workload) -> None:
+        """The model has no queues: a network's own AQM is refused (the run's --aqm is, by
+        NetworkParams.check)."""
+        if w.aqm and aqm_spec.parse(w.aqm, params.queue).active:
+            raise ValueError(f"AQM {w.aqm}: the flow model has no queues; AQM applies to "
+                             "emulated and simulated runs only")
+
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase's model rates (nothing is written to ``out``)."""
         return [model_phase(w, p) for p in w.phases]
 
-
-register("model")(ModelBackend)

@@ -24,6 +24,7 @@ from sim.spec import SimConfig, payload_ceiling
 from store import write_csv
 
 
+@register
 class SimBackend:
     """Mainline ns-3: TCP only (it has no MPTCP)."""
     name = "sim"
@@ -33,16 +34,30 @@ class SimBackend:
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
 
-    def _config(self, w: Workload) -> SimConfig:
+    @staticmethod
+    def config(params: Any, w: Workload) -> SimConfig:
         """The simulation of ``w``: the run's parameters, the workload's AQM, recovery and
-        latency sampling."""
+        latency sampling; one-line ValueError for what ns-3 cannot simulate."""
         recovery = w.recovery or "modern"
         if recovery not in SIM_RECOVERY:
-            raise ValueError(f"--recovery {recovery}: the simulator has "
+            raise ValueError(f"--recovery {recovery!r}: the simulator has "
                              f"{', '.join(SIM_RECOVERY)} only")
-        cfg = replace(sim_config(self.params, w.rep, rto_min_ms(w.rto_min), w.interval),
+        cfg = replace(sim_config(params, w.rep, rto_min_ms(w.rto_min), w.interval),
                       sample=w.latency, recovery=SIM_RECOVERY[recovery])
-        return sim_queue(cfg, w.aqm or self.params.aqm, self.params.queue)
+        return sim_queue(cfg, w.aqm or params.aqm, params.queue)
+
+    @staticmethod
+    def check(params: Any, w: Workload) -> None:
+        """What ns-3 cannot run of ``w``: a recovery it has not, ECN marking at a threshold,
+        a transport other than TCP."""
+        SimBackend.config(params, w).check()
+        for p in w.phases:
+            if p.transport != "tcp":
+                raise ValueError(f"--backend sim: mainline ns-3 has no "
+                                 f"{p.transport.upper()}; use --transport tcp")
+
+    def _config(self, w: Workload) -> SimConfig:
+        return self.config(self.params, w)
 
     def _bottleneck_phase(self, w: Workload, phase: Phase, out: Path) -> Measurement:
         """The many-to-one senders in ns-3: goodput is the receiver's payload over the
@@ -155,5 +170,3 @@ class SimBackend:
                                       if w.latency else {})})
         return got
 
-
-register("sim")(SimBackend)

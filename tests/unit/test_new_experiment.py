@@ -2,17 +2,26 @@
 temporary folder, registered with one line, is offered by `run`, `sweep`, `list` and
 `--help`, appears in the README table the registry generates and in reproduce.sh's list,
 runs through the real CLI (model backend: no root, no network), is redrawn by `plot`, and
-its paper claims, declared in its own folder (claims.py), are judged by `report`."""
+its paper claims, declared in its own folder (claims.py), are judged by `report`.  A long-flow
+experiment (tests/toyflows/) says its traffic once as a Workload and runs in every view with
+no backend code of its own: the model and ns-3 here, the emulator in
+tests/integration/test_new_experiment.py."""
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
 from dcrepro import cli
 from emulator.dataplane_registry import capabilities
+from sim import ns3_version
 from store import read_csv, registry
+
+#: the long-flow toy (tests/toyflows/, registered by conftest's toy_flows)
+TOYFLOWS = Path(__file__).resolve().parents[1] / "toyflows"
 
 EXPERIMENT = '''
 """Toy: a seeded permutation on a fat tree, each flow's max-min rate on its first path."""
@@ -172,3 +181,47 @@ def test_a_new_experiment_is_one_folder_and_one_registry_line(toy, capsys):
     assert toy["counts"] == {"holds": 1, "does not hold": 1, "inconclusive": 0,
                              "not in the paper's regime": 0, "not measured": 0,
                              "run not trusted": 0}
+
+
+#: a test of the backend's name, in any form an experiment could write it
+_BACKEND_TEST = re.compile(r"backend\s*(==|!=)|backend\s+(not\s+)?in\b|"
+                           r"(==|!=)\s*[\"'](emulated|sim|model)[\"']")
+
+
+def test_the_long_flow_toy_has_no_backend_code():
+    """tests/toyflows/ says its traffic once and never names a view: no test of the
+    backend, no emulator, simulator or model import."""
+    for path in (TOYFLOWS / "experiment.py", TOYFLOWS / "claims.py", TOYFLOWS / "figures.py"):
+        text = path.read_text()
+        assert not _BACKEND_TEST.search(text), path
+        assert not re.search(r"^from (emulator|sim|model|dataplanes)\b|^import (emulator|sim)",
+                             text, re.M), path
+
+
+def _run_toy_flows(out, backend: str, *flags: str) -> list[dict[str, str]]:
+    assert cli.main(["run", "toyflows", "--backend", backend, "--out", str(out), *flags]) == 0
+    run_dir = next((out / "toyflows").iterdir())
+    assert (run_dir / "toyflows.png").stat().st_size > 5_000
+    assert [r["verdict"] for r in read_csv(run_dir / "claims.csv")] == ["holds"]
+    return read_csv(run_dir / "flows.csv")
+
+
+#: the flows.csv columns every view writes (harness.workload.flow_rows)
+COMMON = {"run", "transport", "src", "dst", "goodput_mbps", "norm_goodput", "model_mbps",
+          "norm_model", "subflows"}
+
+
+def test_a_new_long_flow_experiment_runs_in_the_model_view(toy_flows, tmp_path):
+    rows = _run_toy_flows(tmp_path, "model")
+    assert len(rows) == 16 and COMMON <= set(rows[0])
+    assert all(r["goodput_mbps"] == r["model_mbps"] for r in rows)
+
+
+@pytest.mark.slow
+def test_a_new_long_flow_experiment_runs_in_the_sim_view(toy_flows, tmp_path):
+    """The same folder, simulated in ns-3 (skipped where ns-3 is not installed)."""
+    if ns3_version() is None:
+        pytest.skip("ns-3 is not installed (./setup.sh --with-sim)")
+    rows = _run_toy_flows(tmp_path, "sim", "--duration", "3", "--trim", "0.5")
+    assert len(rows) == 16 and COMMON <= set(rows[0])
+    assert 0 < sum(float(r["norm_goodput"]) for r in rows) / 16 <= 1
