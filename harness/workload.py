@@ -16,7 +16,7 @@ themselves; this module names them, it does not import them.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -26,6 +26,7 @@ from topos.base import Topology
 
 if TYPE_CHECKING:
     from harness.runfolder import RunFolder
+    from harness.transfer import TransferResult, Transfers
 
 Transport = Literal["tcp", "mptcp", "udp"]
 
@@ -293,12 +294,17 @@ class Backend(Protocol):
         ...
 
     @staticmethod
-    def check(params: Any, w: Workload) -> None:
+    def check(params: Any, w: Workload | Transfers) -> None:
         """One-line ValueError for what this view cannot run of ``w`` (before any run)."""
         ...
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase of ``w``, in order; ``out``: the repetition's folder."""
+        ...
+
+    def transfer(self, net: Transfers, out: Path) -> Iterator[TransferResult]:
+        """Every file transfer of ``net`` (harness/transfer.py), in order, each as it ends
+        (nothing where the view does not measure: the experiment computes its bound)."""
         ...
 
 
@@ -336,7 +342,7 @@ def make(params: Any, folder: RunFolder) -> Backend:
     return backend_class(params.backend)(params, folder)
 
 
-def check(params: Any, workloads: Iterable[Workload]) -> None:
+def check(params: Any, workloads: Iterable[Workload | Transfers]) -> None:
     """One-line ValueError when the view ``params.backend`` cannot run one of ``workloads``
     (an experiment's validate calls it with the workloads its run would build)."""
     cls = backend_class(params.backend)

@@ -29,38 +29,36 @@ receiver or a bound wait that expires fails the run.
 ``--backend model`` writes the model's times only (no root, no network).  ``--backend sim``
 runs the same transfers packet by packet in ns-3 (no root; docs/sim.md): the plan's tree as
 static multicast routes, unicast and the replies on pinned routes, the real protocol's
-receivers and an event-driven copy of its sender in simulated time (``simxfer``); it writes
-the emulated run's tables, without CPU (the sender is never CPU-bound there).
+receivers and an event-driven copy of its sender in simulated time (harness/simxfer.py); it
+writes the emulated run's tables, without CPU (the sender is never CPU-bound there).
+
+Each repetition is one ``Transfers`` (harness/transfer.py: the network, the group and the
+transfers in order), which the emulated and sim backends run (harness/filexfer.py,
+harness/simxfer.py) and return as typed ``TransferResult``s; this file keeps what is orca's
+own: the workload's files, the cases of a repetition, the bound and the rows.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import routing
 import topos
 from apps.filexfer import protocol
 from emulator import cgroup
-from emulator.emulation import Emulation
-from emulator.proc import RunError, first_line, how_ended
 from harness.common import add_backend, add_shared, run_rng
 from harness.params import NetworkParams, check_topo
 from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
-from harness.sampling import cpu_sampler
-from harness.session import judge_measurement, session
-from harness.traffic import port_counters
+from harness.transfer import ETH_HEADER, Transfer, TransferResult, Transfers
+from harness.workload import check, make
 from model.network import path_links
 from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
-from sim import require_ns3
 from store import write_csv
 from topos.traffic import multicast
 
@@ -109,11 +107,8 @@ GROUP = "239.1.1.1"
 BASE_PORT = 6000
 #: file bytes a datagram: 1436 + 36 (app headers) + 28 (IP, UDP) = a full 1500-byte packet
 PAYLOAD = 1500 - protocol.DATA_HEADER_LEN - protocol.IP_UDP_OVERHEAD
-ETH_HEADER = 14
 SENDER_NET = ("away", "same")
 BACKENDS = ("emulated", "model", "sim")
-#: IP bytes a simulated link carries per frame byte: a point-to-point frame adds 2 bytes
-SIM_FRAME = 2
 #: the CPU a capped sender is pinned to with --sender-net away (RPS sends the rest elsewhere)
 SENDER_PIN = 0
 SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's data set
@@ -241,12 +236,6 @@ def validate(params: OrcaParams) -> None:
         raise ValueError(f"--sender-net away pins every sending process to one CPU: "
                          f"--sender-cpu x --procs must be at most 1 core, got "
                          f"{max(caps):g} x {max(procs_list(params))}")
-    if params.backend != "emulated" and any(caps):
-        raise ValueError(f"--sender-cpu caps a real sending process: it needs --backend "
-                         f"emulated (the {'simulator' if params.backend == 'sim' else 'model'}"
-                         " has no CPU)")
-    if params.backend == "sim":
-        require_ns3()
     if not 0 <= params.pace <= 1:
         raise ValueError(f"--pace must be in [0, 1] (0 = unpaced), got {params.pace}")
     if params.base_mb < 0:
@@ -267,6 +256,7 @@ def validate(params: OrcaParams) -> None:
     if max(procs_list(params)) > len(members):
         raise ValueError(f"--procs {params.procs}: at most one process per receiver "
                          f"({len(members)})")
+    check(params, [repetition(params, 0)[0]])     # what the view cannot run of it
 
 
 def group_of(topo: topos.Topology, params: OrcaParams, run: int) -> tuple[str, list[str]]:
@@ -301,179 +291,6 @@ def bound_s(sizes: list[int], copies: int, bw: float) -> list[float]:
     return [copies * b * 8 / (bw * 1e6) for b in one_copy_bytes(sizes)]
 
 
-# -- one transfer through the emulated network ---------------------------------------------
-
-def _app(emu: Emulation, host: str, args: list[str], log: Path,
-         cap: cgroup.CpuCap | None = None, pin: int | None = None) -> subprocess.Popen[str]:
-    """Start the file-transfer app in ``host``.  Its working folder is its log's folder (an
-    absolute path, like every path in ``args``), so neither where dcrepro was started nor
-    where this module sits matters; the app is found as an installed package."""
-    fh = open(log, "w")  # noqa: SIM115 - the child holds it; closed when we return
-    try:
-        return emu.popen(emu.host(host), [sys.executable, "-m", "apps.filexfer", *args],
-                         cwd=str(log.resolve().parent), cgroup=cap, pin=pin,
-                         stdout=subprocess.PIPE, stderr=fh, text=True)
-    finally:
-        fh.close()
-
-
-def _tail(path: Path) -> str:
-    text = path.read_text(errors="replace").strip() if path.exists() else ""
-    return text.splitlines()[-1][:300] if text else "no message"
-
-
-def transfer_limit(expected_s: float, rounds: int) -> float:
-    """Seconds a transfer of ``rounds`` rounds expected to take ``expected_s`` may take in
-    all (the emulated run's bound wait, and the simulated run's limit)."""
-    return 60 + 3 * expected_s + 2 * rounds
-
-
-def transfer(emu: Emulation, src: str, members: list[str], mode: str, procs: int,
-             sizes: list[int], port: int, rate_mbps: float, expected_s: float,
-             out: Path, cap: cgroup.CpuCap | None = None,
-             pin: int | None = None) -> dict[str, Any]:
-    """Run the app once (33 rounds) and check that every round delivered every byte.  With
-    ``cap``, the sender (every one of its processes) runs in that cgroup, whose limit the
-    caller has set; its throttling counters are read around the transfer."""
-    out = out.resolve()   # the apps run in other folders: hand them absolute paths only
-    out.mkdir(parents=True, exist_ok=True)
-    topo = emu.topo
-    recv_timeout = 30 + 2 * max(1.0, expected_s / len(sizes))  # silence a receiver accepts
-    recvs = {}
-    for i, r in enumerate(members, start=1):
-        ip = topo.ip(r)
-        args = ["recv", "--listen", f"0.0.0.0:{port}" if mode == "multicast" else f"{ip}:{port}",
-                "--id", str(i), "--report", str(out / f"recv-{r}.json"),
-                "--timeout", f"{recv_timeout:.0f}"]
-        if mode == "multicast":
-            args += ["--group", GROUP, "--iface", ip]
-        recvs[r] = _app(emu, r, args, out / f"recv-{r}.log")
-    deadline = time.monotonic() + 30
-    for r, p in recvs.items():               # readiness: each prints 'listening ...'
-        line = first_line(p, deadline - time.monotonic())
-        if not line.startswith("listening"):
-            raise RunError(f"receiver {r} not ready in 30 s: {_tail(out / f'recv-{r}.log')}")
-    dest = ",".join(f"{topo.ip(r)}:{port}" for r in members)
-    args = ["send", "--receivers", dest, "--mode", mode, "--procs", str(procs),
-            "--sizes", ",".join(map(str, sizes)), "--payload", str(PAYLOAD),
-            "--rate-mbps", f"{rate_mbps:.4f}", "--timeout", "20",
-            "--report", str(out / "sender.json"), "--mcast-if", topo.ip(src)]
-    if mode == "multicast":
-        args += ["--group", f"{GROUP}:{port}", "--ttl", "8"]
-    before = port_counters(emu)
-    access = topo.access_switch(src)
-    cpu = cpu_sampler(out / "cpu.csv", interval=0.25)   # transfers can be under a second
-    cpu.start()
-    limit = transfer_limit(expected_s, len(sizes))
-    throttle0 = cap.stat() if cap is not None else None
-    with emu.dequeue_gaps() as gaps:
-        sender = _app(emu, src, args, out / "sender.log", cap, pin)
-        end = time.monotonic() + limit
-        while sender.poll() is None:
-            if time.monotonic() > end:
-                raise RunError(f"{mode} x{procs}: the sender did not finish in {limit:.0f} s")
-            emu.check_alive()
-            for r, p in recvs.items():
-                if p.poll() not in (None, 0):
-                    raise RunError(f"receiver {r} ended with {how_ended(p)}: "
-                                   f"{_tail(out / f'recv-{r}.log')}")
-            try:
-                sender.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                pass
-    samples = cpu.stop()
-    throttle: dict[str, Any] | None = None
-    if cap is not None and throttle0 is not None:
-        end_stat = cap.stat()
-        throttle = {k: round(end_stat[k] - throttle0[k], 4) for k in end_stat}
-        throttle["limit"] = cap.read_limit()
-    if sender.returncode != 0:
-        raise RunError(f"{mode} x{procs}: sender ended with {how_ended(sender)}: "
-                       f"{_tail(out / 'sender.log')}")
-    for r, p in recvs.items():
-        try:
-            p.wait(timeout=recv_timeout + 10)
-        except subprocess.TimeoutExpired:
-            raise RunError(f"receiver {r} did not end after the sender's BYE") from None
-    after = port_counters(emu)
-    key = (access, topo.port(access, src))
-    sender_rep = json.loads((out / "sender.json").read_text())
-    receivers = {r: json.loads((out / f"recv-{r}.json").read_text()) for r in members}
-    for r, rep in receivers.items():
-        got = [x["bytes_received"] for x in rep["rounds"]]
-        if not rep["ok"] or got != sizes or not all(x["complete"] for x in rep["rounds"]):
-            raise RunError(f"{mode} x{procs}: receiver {r} did not get every byte "
-                           f"({rep.get('error') or 'rounds incomplete'})")
-    window = [u for _, u in samples]
-    return {"sender": sender_rep, "receivers": receivers, "dequeue_gaps": gaps,
-            "throttle": throttle,
-            "sender_link_bytes": after[key].rx_bytes - before[key].rx_bytes,
-            "cpu_mean": round(sum(window) / len(window), 1) if window else None,
-            "cpu_saturated_share": round(sum(u > 90 for u in window) / len(window), 3)
-            if window else None}
-
-
-# -- one transfer in ns-3 (--backend sim) ---------------------------------------------------
-
-def simulate_transfer(topo: topos.Topology, plan: routing.Plan, src: str, members: list[str],
-                      mode: str, procs: int, sizes: list[int], params: OrcaParams, run: int,
-                      port: int, expected_s: float, out: Path) -> dict[str, Any]:
-    """transfer()'s counterpart in ns-3: the same reports (sender.json, recv-*.json, written
-    into ``out``) and the bytes on the sender's link counted as Ethernet frames (IP + 14 a
-    packet, what the emulated switch port counts), plus sim.json.  Every round must deliver
-    every byte (RunError otherwise)."""
-    from sim.ns3run import simulate_datagrams
-    from sim.spec import SimConfig, build, group_of_plan, reply_routes
-
-    from .simxfer import SimTransfer
-    out.mkdir(parents=True, exist_ok=True)
-    limit = transfer_limit(expected_s, len(sizes))
-    cfg = SimConfig(duration=limit, trim=0.0, interval=limit, bw=params.bw,
-                    queue=params.queue, seed=params.seed, run=run + 1)
-    rng = run_rng(params.seed, run)
-    net = build(topo, plan, [(src, m) for m in members], cfg, rng)
-    flows = {f.dst: f for f in net.flows}
-    multicast = mode == "multicast"
-    group = group_of_plan(topo, plan, GROUP, src, members) if multicast else None
-    dests = {m: net.host_addr(m) if multicast else flows[m].dst_addr for m in members}
-    sources = {m: flows[m].src_addr for m in members}
-    # the pacer counts IP bytes; a simulated link's frame adds SIM_FRAME, not ETH_HEADER
-    rate = params.pace * params.bw * 1500 / (1500 + SIM_FRAME)
-    app = SimTransfer(src, members, mode, procs, sizes, PAYLOAD, rate, port,
-                      GROUP if multicast else None, 20.0, dests, sources, rng)
-    try:
-        res = simulate_datagrams(net, cfg, app, group,
-                                 reply_routes(net, group) if group else None, limit)
-    except protocol.WaitExpired as e:
-        raise RunError(f"{mode} x{procs} (sim): {e}") from None
-    snd, receivers = app.sender_report(), app.receiver_reports()
-    protocol.write_report(str(out / "sender.json"), snd)
-    for m, rep in receivers.items():
-        protocol.write_report(str(out / f"recv-{m}.json"), rep)
-    if not snd["ok"]:
-        raise RunError(f"{mode} x{procs} (sim): the transfer did not finish in {limit:.0f} "
-                       f"simulated s ({len(snd['rounds'])} of {len(sizes)} rounds)")
-    for r, rep in receivers.items():
-        got = [x["bytes_received"] for x in rep["rounds"]]
-        if got != sizes or not all(x["complete"] for x in rep["rounds"]):
-            raise RunError(f"{mode} x{procs} (sim): receiver {r} did not get every byte")
-    port_out = next(p for p in res.ports if p.node == src)
-    (out / "sim.json").write_text(json.dumps({
-        "config": {"bw": params.bw, "queue": params.queue, "seed": params.seed,
-                   "run": run + 1, "rate_mbps": rate}, "ns3": res.ns3_version,
-        "wall_s": round(res.wall_s, 3), "import_s": round(res.import_s, 3),
-        "end_s": res.end_s, "group": None if group is None else
-        [{"switch": h.switch, "from": h.parent, "to": list(h.children)} for h in group.hops],
-        "flows": [{"dst": f.dst, "path": f.path, "rev_path": f.rev_path,
-                   "src_addr": f.src_addr, "dst_addr": f.dst_addr} for f in net.flows],
-        "ports": [{"node": p.node, "peer": p.peer, "sent": p.sent, "sent_bytes": p.sent_bytes,
-                   "drops": p.drops} for p in res.ports]}, indent=1))
-    return {"sender": snd, "receivers": receivers, "dequeue_gaps": {}, "throttle": None,
-            "sender_link_bytes": port_out.sent_bytes + ETH_HEADER * port_out.sent,
-            "link_drops": sum(p.drops for p in res.ports),
-            "cpu_mean": None, "cpu_saturated_share": None, "sim_wall_s": res.wall_s}
-
-
 # -- the run -----------------------------------------------------------------------------------
 
 def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
@@ -493,7 +310,7 @@ def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
 
 
 def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
-          bounds: list[float], res: dict[str, Any] | None
+          bounds: list[float], res: TransferResult | None
           ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """transfers.csv, rounds.csv and receivers.csv rows of one transfer (model-only: None)."""
     base = {"run": run, "sender_cpu": cap, "workload": w, "mode": mode, "procs": procs}
@@ -502,8 +319,8 @@ def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
         t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4)}
         return t, [{**base, "round": i + 1, "size_bytes": s, "bound_s": round(b, 5)}
                    for i, (s, b) in enumerate(zip(sizes, bounds))], []
-    snd = res["sender"]
-    throttle = res.get("throttle")
+    snd = res.sender
+    throttle = res.throttle
     rounds = [{**base, "round": x["round"], "size_bytes": x["size_bytes"],
                "bound_s": round(b, 5), "send_s": round(x["send_s"], 5),
                "round_s": round(x["round_s"], 5), "bytes_sent": x["bytes_sent"],
@@ -511,24 +328,24 @@ def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
                "send_errors": x["send_errors"]}
               for x, b in zip(snd["rounds"], bounds)]
     recv_rows = []
-    for r, rep in res["receivers"].items():
+    for r, rep in res.receivers.items():
         recv_rows += [{**base, "receiver": r, "round": x["round"],
                        "bytes_received": x["bytes_received"], "complete": x["complete"],
                        "lost_before_repair": x["lost_before_repair"],
                        "repaired": x["repaired"], "duplicates": x["duplicates"],
                        "wait_s": "" if x["wait_s"] is None else round(x["wait_s"], 5)}
                       for x in rep["rounds"]]
-    full = res["dequeue_gaps"].get("full_size") or {}
+    full = res.dequeue_gaps.get("full_size") or {}
     gaps = full.get("within_10pct")
     t = {**base, "total_bytes": sum(sizes), "bound_s": round(sum(bounds), 4),
          "total_s": round(snd["total_s"], 4),
          "bound_ratio": round(sum(bounds) / snd["total_s"], 4),
-         "sender_link_bytes": res["sender_link_bytes"],
-         "copies": round(res["sender_link_bytes"] / one, 4),
+         "sender_link_bytes": res.sender_link_bytes,
+         "copies": round(res.sender_link_bytes / one, 4),
          "repairs_sent": sum(x["repairs_sent"] for x in snd["rounds"]),
          "lost_before_repair": sum(x["lost_before_repair"] for x in recv_rows),
          "send_errors": sum(x["send_errors"] for x in snd["rounds"]),
-         "cpu_mean": res["cpu_mean"], "cpu_saturated_share": res["cpu_saturated_share"],
+         "cpu_mean": res.cpu_mean, "cpu_saturated_share": res.cpu_saturated_share,
          "gaps_within_10pct": "" if gaps is None else gaps,
          # how many busy-link gaps that share is of (a sender that never fills the link
          # leaves few)
@@ -543,105 +360,70 @@ def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
     return t, rounds, recv_rows
 
 
+def repetition(params: OrcaParams, r: int) -> tuple[Transfers, dict[Transfer, tuple[float, int]],
+                                                    dict[str, int]]:
+    """Repetition ``r``: its network, group and transfers (``_cases``, in order), each
+    transfer's (sender cap, workload), and the copies of every file on the busiest link per
+    mode (the model's bound)."""
+    topo = topos.build(params.topo)
+    src, members = group_of(topo, params, r)
+    plan = routing.make_plan(topo, "st")
+    add_group(topo, plan, GROUP, src, members)
+    copies = busiest_copies(topo, plan, src, members)
+    files = schedule(base_bytes(params))
+    transfers: dict[Transfer, tuple[float, int]] = {}
+    for i, (c, w, mode, procs) in enumerate(_cases(params, r)):
+        sizes = tuple(f * w for f in files)
+        capped = f" cap {c:g}" if c else ""
+        t = Transfer(mode, procs, sizes, BASE_PORT + i,  # type: ignore[arg-type]
+                     sum(bound_s(list(sizes), copies[mode], params.bw)) / (params.pace or 1.0),
+                     f"x{w}-{mode}-p{procs}{f'-cpu{c:g}' if c else ''}",
+                     f"run {r}{capped} x{w} {mode} x{procs}", c)
+        transfers[t] = (c, w)
+    net = Transfers(topo, plan, src, tuple(members), GROUP, params.bw, params.queue,
+                    params.seed, r, params.pace, PAYLOAD, tuple(transfers),
+                    params.sender_net, SENDER_PIN)  # type: ignore[arg-type]
+    return net, transfers, copies
+
+
 def run(params: OrcaParams, folder: RunFolder) -> None:
     """Every repetition on one network: every workload in both modes, then Fig. 8's procs."""
-    emulated = params.backend == "emulated"
-    bw = params.bw
-    base = base_bytes(params)
-    files = schedule(base)
-    sizes_of = {w: [s * w for s in files] for w in workloads(params)}
-    folder.record("workload_bytes", {str(w): sum(s) for w, s in sizes_of.items()})
+    backend = make(params, folder)
+    files = schedule(base_bytes(params))
+    folder.record("workload_bytes", {str(w): sum(files) * w for w in workloads(params)})
     transfers: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
     recv_rows: list[dict[str, Any]] = []
     for r in range(params.runs):
-        topo = topos.build(params.topo)
-        src, members = group_of(topo, params, r)
-        plan = routing.make_plan(topo, "st")
-        add_group(topo, plan, GROUP, src, members)
-        copies = busiest_copies(topo, plan, src, members)
+        net, cases, copies = repetition(params, r)
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "group.json").write_text(json.dumps(
-            {"group": GROUP, "sender": src, "receivers": members, "copies": copies,
-             "tree": tree_edges(topo, src, members)}, indent=1))
-        cases = _cases(params, r)
-        if params.backend == "sim":
-            for i, (c, w, mode, procs) in enumerate(cases):
-                bounds = bound_s(sizes_of[w], copies[mode], bw)
-                folder.log.info("run %d: workload x%d, %s, %d process(es), simulated", r, w,
-                                mode, procs)
-                res = simulate_transfer(topo, plan, src, members, mode, procs, sizes_of[w],
-                                        params, r, BASE_PORT + i,
-                                        sum(bounds) / (params.pace or 1.0),
-                                        run_dir / f"x{w}-{mode}-p{procs}")
-                t, rr, rv = _rows(r, c, w, mode, procs, sizes_of[w], bounds, res)
-                t.update(backend="sim", link_drops=res["link_drops"],
-                         sim_wall_s=round(res["sim_wall_s"], 2))
-                transfers.append(t)
-                rounds += rr
-                recv_rows += rv
-                print(f"run {r} x{w} {mode} procs={procs} (sim): {t['total_s']:.3f} s "
-                      f"(bound {t['bound_s']:.3f} s), copies on the sender's link "
-                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, wall "
-                      f"{res['sim_wall_s']:.1f} s", flush=True)
-            folder.record(f"run{r:02d}", {"backend": "sim", "sender": src,
-                                          "receivers": members})
-            continue
-        if not emulated:
-            for c, w, mode, procs in cases:
-                t, rr, _ = _rows(r, c, w, mode, procs, sizes_of[w],
-                                 bound_s(sizes_of[w], copies[mode], bw), None)
-                transfers.append(t)
-                rounds += rr
-            continue
-        # the pacer counts IP bytes, the link's HTB Ethernet frames too
-        rate = params.pace * bw * 1500 / (1500 + ETH_HEADER)
-        with session(topo, plan, params, run_dir, f"{folder.id}-{r}") as s:
-            emu = s.emu
-            folder.record(f"run{r:02d}", s.facts)   # (again below, with the queue check)
-            # one cgroup for the sender of every capped transfer, its limit set per transfer
-            cap = emu.cpu_cap("sender") if any(c for c, *_ in cases) else None
-            access = topo.access_switch(src)
-            sender_port = f"{access}-eth{topo.port(access, src)}"
-            if cap is not None:
-                folder.record(f"run{r:02d}_sender_cgroup",
-                              {"path": str(cap.path), "cgroup_version": cap.hier.version})
-            for i, (c, w, mode, procs) in enumerate(cases):
-                bounds = bound_s(sizes_of[w], copies[mode], bw)
-                folder.log.info("run %d: cap %g, workload x%d, %s, %d process(es)", r, c, w,
-                                mode, procs)
-                nproc = procs if mode == "unicast" else 1
-                away = bool(c) and params.sender_net == "away"
-                if cap is not None:
-                    if c:   # every sending process gets c cores: the group c x nproc
-                        cap.set(c * nproc)
-                    # the first switch and what follows on other CPUs, or back in the
-                    # sender's softirq (the kernel's default, and every uncapped transfer's)
-                    rps = emu.steer_rx(sender_port, [k for k in range(os.cpu_count() or 1)
-                                                     if k != SENDER_PIN] if away else [])
-                    folder.log.info("sender port %s rps_cpus %s", sender_port, rps)
-                # a capped sender may take far longer than the link: its bounded waits grow
-                expected = sum(bounds) / (params.pace or 1.0) * (max(1.0, 0.5 / c) if c else 1)
-                res = transfer(emu, src, members, mode, procs, sizes_of[w], BASE_PORT + i,
-                               rate, expected,
-                               run_dir / f"x{w}-{mode}-p{procs}{f'-cpu{c:g}' if c else ''}",
-                               cap if c else None, SENDER_PIN if away else None)
-                t, rr, rv = _rows(r, c, w, mode, procs, sizes_of[w], bounds, res)
-                transfers.append(t)
-                rounds += rr
-                recv_rows += rv
-                capped = f" cap {c:g}" if c else ""
-                print(f"run {r}{capped} x{w} {mode} procs={procs}: {t['total_s']:.2f} s "
-                      f"(bound {t['bound_s']:.2f} s), copies on the sender's link "
-                      f"{t['copies']:.3f}, repairs {t['repairs_sent']}, CPU {t['cpu_mean']} %, "
-                      f"sender {t['sender_cores']} cores", flush=True)
-                # the same judgement as every iperf3 experiment (analysis.fidelity)
-                judge_measurement(folder, res, f"run {r}{capped} x{w} {mode} x{procs}")
-        folder.record(f"run{r:02d}", s.facts)
+            {"group": GROUP, "sender": net.src, "receivers": list(net.members),
+             "copies": copies, "tree": tree_edges(net.topo, net.src, list(net.members))},
+            indent=1))
+        # the model measures nothing: the bound alone, for every transfer
+        got: list[tuple[Transfer, TransferResult | None]] = \
+            [(t, None) for t in net.transfers] if not backend.measures else []
+        for t, res in itertools.chain(got, ((x.transfer, x) for x in
+                                            backend.transfer(net, run_dir))):
+            c, w = cases[t]
+            row, rr, rv = _rows(r, c, w, t.mode, t.procs, list(t.sizes),
+                                bound_s(list(t.sizes), copies[t.mode], params.bw), res)
+            transfers.append(row)
+            rounds += rr
+            recv_rows += rv
+            if res is None:
+                continue
+            row.update(backend=backend.name, **res.facts)
+            cpu = f", CPU {row['cpu_mean']} %, sender {row['sender_cores']} cores" \
+                if res.cpu_mean is not None else ""
+            print(f"{t.where} ({backend.name}): {row['total_s']:.3f} s (bound "
+                  f"{row['bound_s']:.3f} s), copies on the sender's link {row['copies']:.3f}, "
+                  f"repairs {row['repairs_sent']}{cpu}", flush=True)
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)
-    if params.backend in ("emulated", "sim"):
+    if backend.measures:
         write_csv(folder.path / "receivers.csv", recv_rows)
 
 

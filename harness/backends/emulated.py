@@ -42,6 +42,7 @@ from harness.fabric import (
     queue_rows,
     retrans_steps,
 )
+from harness.filexfer import transfers
 from harness.runfolder import RunFolder
 from harness.sampling import Sampler
 from harness.session import Session, judge, judge_measurement, session
@@ -56,6 +57,7 @@ from harness.traffic import (
     port_counters,
     run_iperf,
 )
+from harness.transfer import TransferResult, Transfers
 from harness.workload import (
     FlowResult,
     LinkBytes,
@@ -238,10 +240,13 @@ class EmulatedBackend:
         self.params, self.folder = params, folder
 
     @staticmethod
-    def check(params: Any, w: Workload) -> None:
+    def check(params: Any, w: Workload | Transfers) -> None:
         """What the run's dataplane cannot do for ``w``: carry its plan, sample latency,
         record a sprayed flow's split, run its network's AQM."""
         dp = dataplane_registry.make(params.dataplane)
+        if isinstance(w, Transfers):
+            dataplane_registry.check_plan(dp, w.plan)
+            return
         needs = {"latency_sampling"} if w.latency else set()
         needs |= {"spread"} if w.sprayed else set()
         if aqm_spec.parse(w.aqm or params.aqm, params.queue).active:
@@ -453,6 +458,15 @@ class EmulatedBackend:
                 w.topo, lost, phase.subflows, w.rng, BASE_PORT))
         model = rates_on_paths(w.topo, w.bw, pairs, routed)
         return {f.src: f.iperf_mbps for f in flows}, model, routed, shortfall
+
+    def transfer(self, net: Transfers, out: Path) -> Iterator[TransferResult]:
+        """Every file transfer of ``net`` on one emulated network (harness/filexfer.py),
+        the network's facts recorded before and after them."""
+        with session(net.topo, net.plan, self.params, out,
+                     f"{self.folder.id}-{net.rep}") as s:
+            self.folder.record(net.key, s.facts)   # (again below, with the queue check)
+            yield from transfers(s.emu, net, out, self.folder)
+        self.folder.record(net.key, s.facts)
 
     def _settings(self, s: Session, w: Workload) -> None:
         """What the workload sets on the whole network before its traffic: the senders'

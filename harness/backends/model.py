@@ -10,11 +10,13 @@ sprayed per packet (rnd, rr, cnt) has no one path: it is split evenly over the p
 reordering, so a spray's model rate is what a perfect transport would get."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from emulator import aqm as aqm_spec
 from harness.runfolder import RunFolder
+from harness.transfer import TransferResult, Transfers
 from harness.workload import FlowResult, Measurement, Phase, Workload, register
 from model.flowmodel import goodput_capacity
 from model.grin import address_maxmin, address_paths
@@ -84,12 +86,21 @@ class ModelBackend:
         self.params, self.folder = params, folder
 
     @staticmethod
-    def check(params: Any, w: Workload) -> None:
+    def check(params: Any, w: Workload | Transfers) -> None:
         """The model has no queues: a network's own AQM is refused (the run's --aqm is, by
-        NetworkParams.check)."""
+        NetworkParams.check); and no CPU: a sender's cap is refused."""
+        if isinstance(w, Transfers):
+            if any(t.cpu for t in w.transfers):
+                raise ValueError("--sender-cpu caps a real sending process: it needs "
+                                 "--backend emulated (the model has no CPU)")
+            return
         if w.aqm and aqm_spec.parse(w.aqm, params.queue).active:
             raise ValueError(f"AQM {w.aqm}: the flow model has no queues; AQM applies to "
                              "emulated and simulated runs only")
+
+    def transfer(self, net: Transfers, out: Path) -> Iterator[TransferResult]:
+        """Nothing: the model measures no transfer (the experiment computes its bound)."""
+        return iter(())
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase's model rates (nothing is written to ``out``)."""

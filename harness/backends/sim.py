@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,11 @@ from harness.fabric import SIM_RECOVERY, hop_counts, port_tiers, queue_rows, swi
 from harness.params import rto_min_ms
 from harness.runfolder import RunFolder
 from harness.simrun import sim_config, sim_queue, simulate_flows
+from harness.simxfer import simulate_transfer
+from harness.transfer import TransferResult, Transfers
 from harness.workload import FlowResult, FlowSpec, Measurement, Phase, Workload, register
 from model.network import rates_on_paths
+from sim import require_ns3
 from sim.spec import SimConfig, payload_ceiling
 from store import write_csv
 
@@ -47,9 +51,15 @@ class SimBackend:
         return sim_queue(cfg, w.aqm or params.aqm, params.queue)
 
     @staticmethod
-    def check(params: Any, w: Workload) -> None:
+    def check(params: Any, w: Workload | Transfers) -> None:
         """What ns-3 cannot run of ``w``: a recovery it has not, ECN marking at a threshold,
-        a transport other than TCP."""
+        a transport other than TCP; a sender's CPU cap (it has no CPU)."""
+        require_ns3()
+        if isinstance(w, Transfers):
+            if any(t.cpu for t in w.transfers):
+                raise ValueError("--sender-cpu caps a real sending process: it needs "
+                                 "--backend emulated (the simulator has no CPU)")
+            return
         SimBackend.config(params, w).check()
         for p in w.phases:
             if p.transport != "tcp":
@@ -159,6 +169,14 @@ class SimBackend:
         return Measurement(self.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)},
                            ceiling_mbps=payload_ceiling(w.bw), latency=tuple(latency),
                            queues=tuple(queues))
+
+    def transfer(self, net: Transfers, out: Path) -> Iterator[TransferResult]:
+        """Every file transfer simulated in turn (harness/simxfer.py), each in its folder."""
+        for t in net.transfers:
+            self.folder.log.info("%s, simulated", t.where)
+            yield simulate_transfer(net, t, out / t.folder)
+        self.folder.record(net.key, {"backend": "sim", "sender": net.src,
+                                     "receivers": list(net.members)})
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase simulated in turn; sim.json of each in its phase folder."""

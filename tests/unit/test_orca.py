@@ -13,6 +13,7 @@ from dcrepro import cli
 from experiments.orca import experiment as orca
 from experiments.orca import figures as aorca
 from harness.params import typed
+from harness.transfer import Transfer, TransferResult
 from routing.multicast import add_group
 
 
@@ -153,7 +154,7 @@ def test_model_backend_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFix
     # analysis.plot from experiments/orca/claims.py (tests/unit/test_claims.py judges them)
 
 
-# -- --backend sim: the event-driven transfer (experiments/orca/simxfer.py) without ns-3 ------
+# -- --backend sim: the event-driven transfer (harness/simxfer.py) without ns-3 ------------
 
 class FakeNet:
     """A tiny discrete-event network for SimTransfer, in Python: every host sends through
@@ -216,7 +217,7 @@ def _fake_transfer(mode: str, procs: int = 1, sizes=(30_000, 5_000, 12_345), dro
                    rate: float = 9.0, chunk: int = 1000):  # type: ignore[no-untyped-def]
     import random
 
-    from experiments.orca.simxfer import SimTransfer
+    from harness.simxfer import SimTransfer
     addrs = {"snd": "10.0.0.1", **{m: f"10.1.0.{i + 1}" for i, m in enumerate(MEMBERS3)}}
     net = FakeNet(addrs, drop=drop)
     dests = {m: addrs[m] for m in MEMBERS3}
@@ -286,10 +287,9 @@ def test_sim_rows_count_copies_as_the_emulated_run():
     (16 + 28 + 14) a receiver."""
     sizes = [30_000, 5_000, 12_345]
     net, xfer = _fake_transfer("unicast", sizes=tuple(sizes), chunk=orca.PAYLOAD)
-    res = {"sender": xfer.sender_report(), "receivers": xfer.receiver_reports(),
-           "dequeue_gaps": {}, "throttle": None, "cpu_mean": None,
-           "cpu_saturated_share": None,
-           "sender_link_bytes": sum(len(d) + 28 + 14 for d in net.sent["snd"])}
+    t = Transfer("unicast", 1, tuple(sizes), 6000, 1.0, "x1-unicast-p1", "run 0 x1 unicast x1")
+    res = TransferResult(t, xfer.sender_report(), xfer.receiver_reports(),
+                         sum(len(d) + 28 + 14 for d in net.sent["snd"]))
     t, rounds, recv = orca._rows(0, 0.0, 1, "unicast", 1, sizes, orca.bound_s(sizes, 3, 10.0),
                                  res)
     one = sum(orca.one_copy_bytes(sizes))

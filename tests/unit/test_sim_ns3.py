@@ -390,21 +390,25 @@ def test_multicast_at_line_rate_takes_one_copy_time(ns):
     assert end - 0.1 == pytest.approx(302 * frame + 30e-6, abs=1e-9)
 
 
-# -- orca --backend sim: the file transfer over the plan's tree (experiments/orca/simxfer.py) --
+# -- orca --backend sim: the file transfer over the plan's tree (harness/simxfer.py) ---------
 
 def _orca_transfer(tmp_path, spec: str, mode: str, sizes: list[int], procs: int = 1,
                    **kw):  # type: ignore[no-untyped-def]
     import topos
     from experiments.orca import experiment as orca
     from harness.params import typed
+    from harness.simxfer import simulate_transfer
+    from harness.transfer import Transfer, Transfers
     from routing.multicast import add_group
     params = typed(orca, {**orca.PARAMS.defaults(), "backend": "sim", "topo": spec,
                           "bw": 10.0, **kw})
     topo = topos.build(spec)
     plan = routing.make_plan(topo, "st")
     add_group(topo, plan, orca.GROUP, topo.sender, topo.receivers)
-    return orca.simulate_transfer(topo, plan, topo.sender, topo.receivers, mode, procs, sizes,
-                                  params, 0, orca.BASE_PORT, 10.0, tmp_path / mode)
+    t = Transfer(mode, procs, tuple(sizes), orca.BASE_PORT, 10.0, mode, f"test {mode}")
+    net = Transfers(topo, plan, topo.sender, tuple(topo.receivers), orca.GROUP, params.bw,
+                    params.queue, params.seed, 0, params.pace, orca.PAYLOAD, (t,))
+    return simulate_transfer(net, t, tmp_path / mode)
 
 
 #: three rounds of 30, 7 and 12 datagrams (the last of the second and third partial)
@@ -423,17 +427,17 @@ def test_orca_transfer_puts_one_copy_a_receiver_or_one_for_the_group(simulate, t
     from experiments.orca import experiment as orca
     res = _orca_transfer(tmp_path, "orca,receivers=4,racks=2", mode, ORCA_SIZES, procs,
                          pace=0.95)
-    rounds = res["sender"]["rounds"]
-    assert res["sender"]["ok"] and len(rounds) == 3
+    rounds = res.sender["rounds"]
+    assert res.sender["ok"] and len(rounds) == 3
     data = sum(r["datagrams_sent"][k] for r in rounds for k in r["datagrams_sent"])
     ends = sum(r["end_markers_sent"] for r in rounds)
     assert data - ends == copies * (30 + 7 + 12)
-    for rep in res["receivers"].values():
+    for rep in res.receivers.values():
         assert [r["bytes_received"] for r in rep["rounds"]] == ORCA_SIZES
         assert all(r["complete"] and r["lost_before_repair"] == 0 for r in rep["rounds"])
     one = sum(orca.one_copy_bytes(ORCA_SIZES))
-    assert copies <= res["sender_link_bytes"] / one <= copies * 1.02
-    assert sum(r["repairs_sent"] for r in rounds) == 0 and res["link_drops"] == 0
+    assert copies <= res.sender_link_bytes / one <= copies * 1.02
+    assert sum(r["repairs_sent"] for r in rounds) == 0 and res.facts["link_drops"] == 0
 
 
 def test_orca_link_bound_transfer_takes_the_hand_computed_time(simulate, tmp_path):
@@ -453,7 +457,7 @@ def test_orca_link_bound_transfer_takes_the_hand_computed_time(simulate, tmp_pat
         frames = [min(1436, size - k * 1436) + 66 for k in range(-(-size // 1436))]
         ack = 16 + len(f"ack_{i}") + 28 + 2
         want += (sum(frames) + 2 * max(frames) + 3 * ack) * 8 * bit
-    assert res["sender"]["total_s"] == pytest.approx(want, abs=3e-6)
+    assert res.sender["total_s"] == pytest.approx(want, abs=3e-6)
 
 
 def test_orca_backend_sim_runs_end_to_end(simulate, tmp_path):

@@ -1,4 +1,4 @@
-"""``--backend sim`` of orca: the 33-round transfer of apps/filexfer in ns-3's simulated time.
+"""The file transfer of apps/filexfer (orca, 001_…) in ns-3's simulated time (``--backend sim``).
 
 The receivers are the real protocol's ``ReceiverSession`` (apps/filexfer/receiver.py): fed
 every datagram ns-3 delivers, ticked at its own NACK times, its replies sent back to the
@@ -25,9 +25,11 @@ no receiver silence timeout (the sender's round timeout fails a stalled transfer
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from collections import deque
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from apps.filexfer import protocol
@@ -42,6 +44,16 @@ from apps.filexfer.sender import (
     channels_for,
     merge,
     plans_for,
+)
+from emulator.proc import RunError
+from harness.common import run_rng
+from harness.transfer import (
+    ETH_HEADER,
+    SIM_FRAME,
+    Transfer,
+    TransferResult,
+    Transfers,
+    transfer_limit,
 )
 
 #: the first port of the sender's sockets (one a channel; its own choice, as the kernel's)
@@ -369,3 +381,60 @@ class SimTransfer:
         """Every member's --report document."""
         return {m: {"tool": "sim: apps.filexfer recv", "group": self.group, "ok": True,
                     "error": None, **r.rx.report()} for m, r in self.receivers.values()}
+
+
+def simulate_transfer(net: Transfers, t: Transfer, out: Path) -> TransferResult:
+    """One transfer in ns-3, as harness/filexfer.py's in the emulator: the same reports
+    (sender.json, recv-*.json, written into ``out``) and the bytes on the sender's link
+    counted as Ethernet frames (IP + 14 a packet, what the emulated switch port counts),
+    plus sim.json.  Every round must deliver every byte (RunError otherwise)."""
+    from sim.ns3run import simulate_datagrams  # ns-3's import: 15-30 s, once
+    from sim.spec import SimConfig, build, group_of_plan, reply_routes
+
+    out.mkdir(parents=True, exist_ok=True)
+    mode, procs, sizes, members = t.mode, t.procs, list(t.sizes), list(net.members)
+    limit = transfer_limit(t.expected_s, len(sizes))
+    cfg = SimConfig(duration=limit, trim=0.0, interval=limit, bw=net.bw,
+                    queue=net.queue, seed=net.seed, run=net.rep + 1)
+    rng = run_rng(net.seed, net.rep)
+    sim_net = build(net.topo, net.plan, [(net.src, m) for m in members], cfg, rng)
+    flows = {f.dst: f for f in sim_net.flows}
+    multicast = mode == "multicast"
+    group = group_of_plan(net.topo, net.plan, net.group, net.src, members) if multicast \
+        else None
+    dests = {m: sim_net.host_addr(m) if multicast else flows[m].dst_addr for m in members}
+    sources = {m: flows[m].src_addr for m in members}
+    # the pacer counts IP bytes; a simulated link's frame adds SIM_FRAME, not ETH_HEADER
+    rate = net.rate_mbps(SIM_FRAME)
+    app = SimTransfer(net.src, members, mode, procs, sizes, net.payload, rate, t.port,
+                      net.group if multicast else None, 20.0, dests, sources, rng)
+    try:
+        res = simulate_datagrams(sim_net, cfg, app, group,
+                                 reply_routes(sim_net, group) if group else None, limit)
+    except protocol.WaitExpired as e:
+        raise RunError(f"{mode} x{procs} (sim): {e}") from None
+    snd, receivers = app.sender_report(), app.receiver_reports()
+    protocol.write_report(str(out / "sender.json"), snd)
+    for m, rep in receivers.items():
+        protocol.write_report(str(out / f"recv-{m}.json"), rep)
+    if not snd["ok"]:
+        raise RunError(f"{mode} x{procs} (sim): the transfer did not finish in {limit:.0f} "
+                       f"simulated s ({len(snd['rounds'])} of {len(sizes)} rounds)")
+    for r, rep in receivers.items():
+        got = [x["bytes_received"] for x in rep["rounds"]]
+        if got != sizes or not all(x["complete"] for x in rep["rounds"]):
+            raise RunError(f"{mode} x{procs} (sim): receiver {r} did not get every byte")
+    port_out = next(p for p in res.ports if p.node == net.src)
+    (out / "sim.json").write_text(json.dumps({
+        "config": {"bw": net.bw, "queue": net.queue, "seed": net.seed,
+                   "run": net.rep + 1, "rate_mbps": rate}, "ns3": res.ns3_version,
+        "wall_s": round(res.wall_s, 3), "import_s": round(res.import_s, 3),
+        "end_s": res.end_s, "group": None if group is None else
+        [{"switch": h.switch, "from": h.parent, "to": list(h.children)} for h in group.hops],
+        "flows": [{"dst": f.dst, "path": f.path, "rev_path": f.rev_path,
+                   "src_addr": f.src_addr, "dst_addr": f.dst_addr} for f in sim_net.flows],
+        "ports": [{"node": p.node, "peer": p.peer, "sent": p.sent, "sent_bytes": p.sent_bytes,
+                   "drops": p.drops} for p in res.ports]}, indent=1))
+    return TransferResult(t, snd, receivers, port_out.sent_bytes + ETH_HEADER * port_out.sent,
+                          facts={"link_drops": sum(p.drops for p in res.ports),
+                                 "sim_wall_s": round(res.wall_s, 2)})
