@@ -218,7 +218,8 @@ def _notes(config: dict[str, Any], rows: list[dict[str, str]]) -> str:
         backend, "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
                  "goodput / payload ceiling of one host link")
     text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{queues_note(p)}\n{how}"
-    return text + (validity_caption(rows) if backend == "emulated" else "")
+    # the CPU and off-queue loss columns only an emulated run's rows hold ('' without them)
+    return text + validity_caption(rows)
 
 
 def queues_note(params: dict[str, Any]) -> str:
