@@ -3,6 +3,7 @@ list | clean | calibrate | check | env."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
@@ -214,16 +215,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _execute(mod, params, Path(args.out))
 
 
-def _dry_run(mod: ModuleType, params: Any, out: Path) -> int:
-    """Print what the run would do and how long it would take here; build nothing (the
-    plan builds topology objects only: dcrepro/estimate.py)."""
+def _estimate(mod: ModuleType, params: Any, out: Path) -> tuple[Any, Any]:
+    """The run's plan and its wall-time estimate here (dcrepro/estimate.py): scaled by the
+    earlier runs under ``out`` (this experiment's, else any), else by the stored bring-up.
+    ValueError/SpecError when the plan cannot be made."""
     from . import check, estimate
     backend = params.backend_name()
-    try:
-        plan = estimate.plan_of(mod, params)
-    except (ValueError, SpecError) as exc:
-        print(f"dcrepro: error: {exc}", file=sys.stderr)
-        return 2
+    plan = estimate.plan_of(mod, params)
     modules = {name: _module(name) for name in EXPERIMENTS}
     earlier = estimate.earlier_runs(out, [mod.NAME], backend, modules)
     whose = f" of {mod.NAME} in {out}"
@@ -231,8 +229,20 @@ def _dry_run(mod: ModuleType, params: Any, out: Path) -> int:
         earlier = estimate.earlier_runs(out, EXPERIMENTS, backend, modules)
         whose = f" of other experiments in {out}"
     dataplane = str(getattr(params, "dataplane", check.REFERENCE_DATAPLANE))
-    est = estimate.estimate(plan, backend, earlier, check.stored_bringup(out, dataplane),
-                            dataplane, whose)
+    return plan, estimate.estimate(plan, backend, earlier,
+                                   check.stored_bringup(out, dataplane), dataplane, whose)
+
+
+def _dry_run(mod: ModuleType, params: Any, out: Path) -> int:
+    """Print what the run would do and how long it would take here; build nothing (the
+    plan builds topology objects only: dcrepro/estimate.py)."""
+    from . import estimate
+    backend = params.backend_name()
+    try:
+        plan, est = _estimate(mod, params, out)
+    except (ValueError, SpecError) as exc:
+        print(f"dcrepro: error: {exc}", file=sys.stderr)
+        return 2
     print("\n".join(estimate.lines(mod.NAME, params, plan, backend, est, out)))
     if backend == "emulated" and os.geteuid() != 0:
         print("note: the run itself needs root (sudo .venv/bin/dcrepro ...)")
@@ -357,6 +367,22 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                                                 "differences": diff, **seed})
 
 
+def _progress(mod: ModuleType, params: Any, out: Path,
+              folder: Any) -> contextlib.AbstractContextManager[object]:
+    """The run's progress line on a terminal (dcrepro/progress.py), from the dry run's
+    estimate; nothing off the terminal, or when the run has no plan to estimate."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        return contextlib.nullcontext()
+    from . import estimate
+    from .progress import progress_line
+    try:
+        plan, est = _estimate(mod, params, out)
+    except (ValueError, SpecError, OSError):
+        return contextlib.nullcontext()
+    return progress_line(estimate.network_shares(plan, params.backend_name(), est),
+                         est.seconds, folder)
+
+
 def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: object) -> int:
     """Run a validated experiment in a new run folder under ``out``; exit code.  The run
     gets its parameters typed and frozen (harness/params.py), whoever resolved them:
@@ -388,7 +414,8 @@ def _execute(mod: ModuleType, values: Mapping[str, Any], out: Path, **extra: obj
     print(f"run folder: {folder.path}", flush=True)
     measured = False
     try:
-        mod.run(params, folder)
+        with _progress(mod, params, out, folder):
+            mod.run(params, folder)
         folder.set_status("measured")
         measured = True
         code = _plot(folder.path)

@@ -123,6 +123,21 @@ def estimate(plan: RunPlan, backend: str, earlier: Sequence[tuple[RunPlan, float
     return Estimate(real_traffic(plan, backend), max(0.0, base * k), how)
 
 
+def network_shares(plan: RunPlan, backend: str, est: Estimate) -> list[float]:
+    """``est`` split over the plan's networks in the order the run brings them up: each
+    network's traffic and its share of the computing (the run's own part, its tables and
+    figures, is what the split leaves at the end)."""
+    c = COSTS.get(backend, EMULATED)
+    base = computing(plan, backend)
+    k = est.computing_s / base if base > 0 else 0.0
+    own = [c.network + c.node * n.nodes + c.phase * n.phases for n in plan.networks]
+    if backend == "sim":
+        own = [x + SIM_PACKET_S * 1.5 * SIM_HOPS * min(n.flows, n.receivers) * n.bw * 1e6 /
+               (8 * SIM_PACKET_BYTES) * n.traffic_s for x, n in zip(own, plan.networks)]
+    return [k * x + (n.traffic_s if backend == "emulated" else 0.0)
+            for x, n in zip(own, plan.networks)]
+
+
 def plan_of(mod: ModuleType, params: object) -> RunPlan:
     """The experiment's own plan of a run (``plan``), else harness.plan.default_plan."""
     made = getattr(mod, "plan", None)

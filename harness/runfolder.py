@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,13 @@ class RunFolder:
         self.log.handlers = [handler]
         self.log.setLevel(logging.INFO)
         self.log.propagate = False  # the CLI prints its own one-line message
+        #: called as each network of the run ends (the CLI's progress line sets it)
+        self.on_network: Callable[[str], None] = lambda where: None
+
+    def network_done(self, where: str) -> None:
+        """A network of the run is finished (a backend says so): the progress line's step
+        (dcrepro/progress.py; nothing happens without one)."""
+        self.on_network(where)
 
     def write_config(self) -> None:
         """Rewrite config.json (called again as runtime facts arrive)."""

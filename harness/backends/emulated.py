@@ -467,6 +467,7 @@ class EmulatedBackend:
             self.folder.record(net.key, s.facts)   # (again below, with the queue check)
             yield from transfers(s.emu, net, out, self.folder)
         self.folder.record(net.key, s.facts)
+        self.folder.network_done(net.key)
 
     def _settings(self, s: Session, w: Workload) -> None:
         """What the workload sets on the whole network before its traffic: the senders'
@@ -509,5 +510,6 @@ class EmulatedBackend:
             opened = f"; subflows {r['subflows_designed'] - r['subflows_missing']}/" \
                 f"{r['subflows_designed']}" if "subflows_designed" in r else ""
             judge(self.folder, r, f"{w.where} {m.phase.transport}", opened)
+        self.folder.network_done(w.where)
         return got
 

@@ -104,5 +104,7 @@ class ModelBackend:
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase's model rates (nothing is written to ``out``)."""
-        return [model_phase(w, p) for p in w.phases]
+        got = [model_phase(w, p) for p in w.phases]
+        self.folder.network_done(w.where)
+        return got
 

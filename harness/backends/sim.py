@@ -177,6 +177,7 @@ class SimBackend:
             yield simulate_transfer(net, t, out / t.folder)
         self.folder.record(net.key, {"backend": "sim", "sender": net.src,
                                      "receivers": list(net.members)})
+        self.folder.network_done(net.key)
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:
         """Every phase simulated in turn; sim.json of each in its phase folder."""
@@ -186,5 +187,6 @@ class SimBackend:
                                    **({"aqm": w.aqm} if w.aqm else {}),
                                    **({"latency_samples": sum(len(m.latency) for m in got)}
                                       if w.latency else {})})
+        self.folder.network_done(w.where)
         return got
 

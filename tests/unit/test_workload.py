@@ -17,6 +17,9 @@ from harness.workload import Bottleneck, FlowSpec, Phase, Workload, flow_rows, m
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 from topos.traffic import permutation
 
+#: what the model backend needs of a run folder: the progress line's step
+_FOLDER = SimpleNamespace(network_done=lambda where: None)
+
 
 def _params(**kw):  # type: ignore[no-untyped-def]
     return PARAMS(**{**PARAMS.defaults(), "backend": "model", "runs": 1, **kw})
@@ -25,7 +28,7 @@ def _params(**kw):  # type: ignore[no-untyped-def]
 def test_the_model_backend_draws_what_the_model_drew_by_hand():
     params = _params(transport="tcp,mptcp", subflows=4)
     w = workload(params, 0)
-    got = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    got = make(params, _FOLDER).run(w, None)  # type: ignore[arg-type]
     # the same draws by hand: the permutation, then the model's port numbers per transport
     rng = run_rng(params.seed, 0)
     topo = topos.build(params.topo)
@@ -69,7 +72,7 @@ def test_a_sprayed_workload_is_split_evenly_and_draws_nothing():
     w = workload(params, 0)
     assert w.sprayed and w.plan.sprays and not workload(_params(), 0).sprayed
     state = w.rng.getstate()
-    (m,) = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    (m,) = make(params, _FOLDER).run(w, None)  # type: ignore[arg-type]
     assert w.rng.getstate() == state
     assert {round(f.goodput_mbps, 6) for f in m.flows} == {round(m.ceiling_mbps, 6)}
 
@@ -99,7 +102,7 @@ def test_a_workloads_asks_and_names_reach_the_rows_and_the_model():
     assert (w.where, w.key) == ("run 3 jellyfish", "run03-jellyfish")
     plain = workload(params, 3)
     assert (plain.where, plain.key) == ("run 3", "run03")
-    (m,) = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    (m,) = make(params, _FOLDER).run(w, None)  # type: ignore[arg-type]
     assert all(not f.extra for f in m.flows)
     assert len(m.paths) == 2 * len(m.flows)
     assert {p["src"] for p in m.paths} == {f.spec.src for f in m.flows}
@@ -135,7 +138,7 @@ def test_the_model_runs_an_addressed_workload_on_its_designed_subflows():
     pairs = [(s[0], s[1]), (s[0], s[5]), (s[3], s[0])]          # s[0] sends twice
     w = grin.workload(params, topo, pairs, 0, 50.0, "grin1", run_rng(1, 0))
     assert w.key == "run00-active50-grin1" and w.phases[0].addressed
-    (m,) = make(params, SimpleNamespace()).run(w, None)  # type: ignore[arg-type]
+    (m,) = make(params, _FOLDER).run(w, None)  # type: ignore[arg-type]
     designed = {f"{a}->{b}": topo.designed_subflows(a, b) for a, b in pairs}
     want = address_maxmin(topo, params.bw, designed)
     assert [f.goodput_mbps for f in m.flows] == [want[f"{a}->{b}"] for a, b in pairs]
