@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import intervals
+from analysis.fidelity import host_timing
 from analysis.intervals import Band, Interval
 from analysis.summaries import with_goodput
 from model import jain_index
@@ -401,6 +402,23 @@ class Run:
 _REP = re.compile(r"^(?:run (\d+)\b|(?:n\d+-)?run(\d+):)")
 
 
+def repeatable(reasons: Iterable[str], prefix: str = "") -> list[int]:
+    """The repetitions (ascending) that only host timing flagged (fidelity.host_timing):
+    every flag naming one of them is the host's, and at least one does.  ``prefix``: only
+    the flags whose place starts so (outcast's 'n06-'); a flag naming no repetition names
+    none here."""
+    by: dict[int, bool] = {}
+    for reason in reasons:
+        if not reason.startswith(prefix):
+            continue
+        m = _REP.match(reason[len(prefix):] if prefix else reason)
+        if m is None:
+            continue
+        rep = int(m.group(1) or m.group(2))
+        by[rep] = by.get(rep, True) and host_timing(reason)
+    return sorted(r for r, only_host in by.items() if only_host)
+
+
 def _rep_id(value: Any) -> str:
     """A table's ``run`` cell as a repetition id ('08' and '8' alike; 'all' stays)."""
     text = str(value)
@@ -663,7 +681,10 @@ def _on_interval(claim: Claim, runs: list[Run], cond: str, got: Outcome,
         notes.append(f"{left_out} of {len(runs)} run folder(s) left out: the fidelity "
                      "check flagged them")
     if reps_out:
-        notes.append(f"{reps_out} repetition(s) left out: the fidelity check flagged them")
+        repeated = sum(len(r.config.get("repeats") or {}) for r in runs)
+        notes.append(f"{reps_out} repetition(s) left out: the fidelity check flagged them"
+                     + (f" ({repeated} run again: only this machine's timing flagged them)"
+                        if repeated else ""))
     if not trusted:
         return verdict(cond, Outcome(got.measured, got.holds, "; ".join(notes), got.basis),
                        NOT_TRUSTED)

@@ -192,6 +192,24 @@ def cc_fault_note(cc_bpf: Mapping[str, Any] | None) -> str | None:
             "network; each garbled window was repaired on its next ACK (docs/transports.md)")
 
 
+#: how the reasons that only this machine's timing gives begin (measurement_reasons): the
+#: CPU saturated, the busy links' dequeue gaps late, the software switch dropping outside
+#: its queues, bwm-ng falling behind.  A stalled or restarted flow, a lost subflow, a fault
+#: or a gap to the model is the run's own and is never put down to the host.
+HOST_TIMING = ("CPU above 90 %", "the software switch lost ", "only ",
+               "bwm-ng (the cross-check of iperf3) sampled ")
+
+
+def host_timing(reasons: str) -> bool:
+    """Whether every reason of one flag ('<where>: r1; r2') is the host's timing alone
+    (HOST_TIMING; 'only' as the dequeue gaps' 'only X% of ... dequeue gaps')."""
+    _, _, text = reasons.partition(": ")
+    parts = [r.strip() for r in text.split("; ") if r.strip()]
+    return bool(parts) and all(
+        r.startswith(HOST_TIMING) and (not r.startswith("only ") or "dequeue gaps" in r)
+        for r in parts)
+
+
 def measurement_reasons(meas: dict[str, Any]) -> list[str]:
     """The reasons to doubt one measurement that every experiment judges alike, from what
     its runner recorded (harness/traffic.run_iperf's facts, or the same keys from another

@@ -424,7 +424,10 @@ def run_answer(run: Run, verdicts: list[Verdict]) -> list[str]:
     run's verdict, value or interval and the paper's; one line counting the other claims;
     whether the fidelity checks flagged the run; where every claim's cause is."""
     runs = run.config.get("params", {}).get("runs")
+    repeats = run.config.get("repeats") or {}
     reps = f"{runs} repetition{'s' if runs != 1 else ''}" if runs else "its repetitions"
+    if runs and repeats:
+        reps += f" and {len(repeats)} repeat{'s' if len(repeats) != 1 else ''}"
     lines = [f"claims of this run, judged on {reps} (every one with its cause: "
              f"{run.path / 'claims.md'}):"]
     heads = _answer_heads([v for v in verdicts if v.headline])
@@ -449,6 +452,9 @@ def run_answer(run: Run, verdicts: list[Verdict]) -> list[str]:
                  f"trust: flagged ({len(flagged)}: {flagged[0][:80]}"
                  f"{'...' if len(flagged[0]) > 80 else ''}); intervals leave its "
                  "flagged repetitions out, claims on the whole run read 'run not trusted'")
+    if repeats:
+        lines.append("repeated (only this machine's timing flagged them): " + ", ".join(
+            f"run {old} as run {new}" for old, new in repeats.items()))
     return lines
 
 

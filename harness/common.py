@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import random
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import routing
 import topos
 from emulator import dataplane_registry
 
 from .params import Params, typed
+
+if TYPE_CHECKING:
+    from .runfolder import RunFolder
 
 BACKENDS = ("emulated", "model", "sim")
 
@@ -54,6 +57,12 @@ SHARED = {
     "trim": (float, "seconds dropped at the start and end of every flow"),
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
     "seed": (int, "root seed of the run"),
+    "repeat_flagged": (int, "repetitions that only this machine's timing flagged (CPU above "
+                            "90 %%, late dequeue gaps, the software switch's own losses, "
+                            "bwm-ng behind) are run again, each once, with a fresh draw, up "
+                            "to this many; the flagged ones stay in the folder and out of "
+                            "the intervals; a stall, a lost subflow or a fault is never "
+                            "repeated; 0: none"),
     "transport": (str, "tcp, mptcp, or a comma list of both"),
     "subflows": (int, "MPTCP subflows per connection (1..8)"),
     "cc": (str, "TCP congestion control, set for the run and restored afterwards"),
@@ -86,7 +95,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "traffic": ("what the hosts send, for how long, and their TCP",
                 ("transport", "subflows", "cc", "duration", "trim", "wmem", "rmem")),
     "repetitions and output": ("how many runs, their seeds, and where the run folder goes",
-                               ("runs", "seed", "quick", "out")),
+                               ("runs", "seed", "repeat_flagged", "quick", "out")),
     "backend": ("what carries the traffic", ("backend",)),
     "ns-3": ("the ns-3 simulation's own settings: --backend sim only (the others refuse them)",
              ("delay_us", "jitter", "pkt_jitter_us")),
@@ -213,3 +222,28 @@ def checked(mod: ModuleType, values: Mapping[str, Any]) -> Params:
 def run_rng(seed: int, run: int) -> random.Random:
     """The explicit RNG of repetition ``run`` of a run seeded with ``seed``."""
     return random.Random(seed * 1_000_003 + run)
+
+
+def repetitions(params: Any, folder: RunFolder, prefix: str = "") -> Iterator[int]:
+    """The repetitions a run makes: 0 .. runs-1, then, once they are done, a fresh one (the
+    next index: its own seed-derived draw) for each that only this machine's timing
+    flagged (analysis.claims.repeatable), up to ``params.repeat_flagged``; a repeat is not
+    repeated again.  The flagged repetitions stay in the folder, their flags naming them (so
+    the intervals leave them out); config.json's ``repeats`` says which ran again as which.
+    ``prefix``: the flags of this loop only (outcast's 'n06-', one loop per N)."""
+    from analysis.claims import repeatable
+    runs = int(params.runs)
+    yield from range(runs)
+    again = repeatable(folder.config.get("suspect", []), prefix)[:int(params.repeat_flagged)]
+    if not again:
+        return
+    repeats = folder.config.setdefault("repeats", {})
+    for i, r in enumerate(again):
+        new = runs + i
+        repeats[f"{prefix}{r}"] = new
+        folder.write_config()
+        print(f"repeating {prefix}run {r} as run {new}: only this machine's timing flagged it",
+              flush=True)
+        folder.log.info("repetition %s%d flagged for host timing only: run again as %d",
+                        prefix, r, new)
+        yield new

@@ -103,6 +103,8 @@ class NetworkParams(Params):
     shaper: str = "htb"
     runs: int = 1
     seed: int = 1
+    #: repetitions that host timing alone flagged, run again (harness.common.repetitions)
+    repeat_flagged: int = 2
     dataplane: str = "auto"
     idle_cpus: str = "auto"
     softirq_batch: int = SOFTIRQ_BATCH
@@ -118,6 +120,8 @@ class NetworkParams(Params):
                                            f"--aqm {link.aqm}", {"aqm"})
         if self.runs < 1:
             raise ValueError(f"--runs must be >= 1, got {self.runs}")
+        if self.repeat_flagged < 0:
+            raise ValueError(f"--repeat-flagged must be >= 0, got {self.repeat_flagged}")
         dataplane_registry.make(self.dataplane)       # a bad spec: one line
         check_idle_cpus(self.idle_cpus)
         if self.idle_cpus == "spin" and self.backend_name() != "emulated":

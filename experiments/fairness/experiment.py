@@ -22,7 +22,7 @@ from typing import Any
 import routing
 import topos
 from emulator.proc import RunError
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import FlowParams, check_subflows, check_transport, transports
 from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
@@ -362,7 +362,7 @@ def run(params: FairnessParams, folder: RunFolder) -> None:
     reports: list[dict[str, Any]] = []
     traffic_s = 0.0
     t_start = time.monotonic()
-    for r in range(params.runs):
+    for r in repetitions(params, folder):
         t = time.monotonic()
         nets = networks(params, r, ft)
         plan_s = round(time.monotonic() - t, 2)

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import routing
 import topos
 from emulator.hostnet import userspace_pm_available
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import FlowParams
 from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
@@ -262,7 +262,7 @@ def run(params: GrinParams, folder: RunFolder) -> None:
     backend = make(params, folder)
     bw = params.bw
     rows: list[dict[str, Any]] = []
-    for r in range(params.runs):
+    for r in repetitions(params, folder):
         for pct in actives(params):
             rng = run_rng(params.seed, r * 1000 + int(round(pct * 10)))
             base = topos.build(spec(params, 0))

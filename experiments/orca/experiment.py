@@ -50,7 +50,7 @@ import routing
 import topos
 from apps.filexfer import protocol
 from emulator import cgroup
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import NetworkParams, check_topo
 from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
@@ -394,7 +394,7 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
     transfers: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
     recv_rows: list[dict[str, Any]] = []
-    for r in range(params.runs):
+    for r in repetitions(params, folder):
         net, cases, copies = repetition(params, r)
         run_dir = folder.path / f"run{r:02d}"
         run_dir.mkdir(parents=True, exist_ok=True)

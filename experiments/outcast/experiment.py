@@ -23,7 +23,7 @@ from typing import Any
 
 import routing
 import topos
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import SimFlowParams, rto_min_ms
 from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
@@ -218,7 +218,7 @@ def run(params: OutcastParams, folder: RunFolder) -> None:
     t = Tables()
     backend = make(params, folder)
     for n in parse_flows(params.flows):
-        for r in range(params.runs):
+        for r in repetitions(params, folder, f"n{n:02d}-"):
             rng = run_rng(params.seed, 1000 * n + r)
             topo = topos.build(f"outcast,n={n}")
             assert isinstance(topo, OutcastLinear)

@@ -24,7 +24,7 @@ import networkx as nx
 
 import routing
 import topos
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import check_routing, check_topo, rto_min_ms
 from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
@@ -140,7 +140,7 @@ def run(params: OutcastFattreeParams, folder: RunFolder) -> None:
 
     t = Tables()
     backend = make(params, folder)
-    for r in range(params.runs):
+    for r in repetitions(params, folder):
         rng = run_rng(params.seed, r)
         topo = topos.build(params.topo)
         plan = routing.make_plan(topo, params.routing)

@@ -15,7 +15,7 @@ from typing import Any
 
 import routing
 import topos
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import (
     SimFlowParams,
     check_routing,
@@ -106,7 +106,7 @@ def run(params: PermutationParams, folder: RunFolder) -> None:
     reports: list[dict[str, Any]] = []
     bounds: dict[str, Any] = {}
     backend = make(params, folder)
-    for r in range(params.runs):
+    for r in repetitions(params, folder):
         w = workload(params, r)
         pairs = w.phases[0].pairs()
         run_dir = folder.path / f"run{r:02d}"

@@ -68,7 +68,7 @@ import routing
 import topos
 from emulator import aqm as aqm_spec
 from harness import fabric
-from harness.common import add_backend, add_shared, run_rng
+from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.fabric import QUEUE_INTERVAL
 from harness.params import SimFlowParams, check_topo
 from harness.plan import RunPlan, network, repeat
@@ -294,7 +294,7 @@ def run(params: PltsParams, folder: RunFolder) -> None:
     lats: list[dict[str, Any]] = []
     queues: list[dict[str, Any]] = []
     backend = make(params, folder)
-    for r in range(params.runs):
+    for r in repetitions(params, folder):
         rng = run_rng(params.seed, r)
         topo = topos.build(params.topo)
         pairs = dict(pairing(topo.hosts(), rng))
