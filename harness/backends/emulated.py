@@ -410,7 +410,7 @@ class EmulatedBackend:
         windows, with each flow's path length and its retransmissions around the sample;
         RunError when there is none (the sampling counters are in the facts)."""
         dp = s.emu.dataplane
-        assert isinstance(dp, LatencySampling), dp      # run() checked it
+        assert isinstance(dp, LatencySampling), dp      # check() asked for it
         samples, sampling = dp.latency_samples()
         mono_to_wall = time.time() - time.monotonic()
         s.facts["latency_sampling"] = sampling

@@ -100,6 +100,7 @@ class ModelBackend:
 
     def transfer(self, net: Transfers, out: Path) -> Iterator[TransferResult]:
         """Nothing: the model measures no transfer (the experiment computes its bound)."""
+        self.folder.network_done(net.key)
         return iter(())
 
     def run(self, w: Workload, out: Path) -> list[Measurement]:

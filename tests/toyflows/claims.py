@@ -12,8 +12,14 @@ def mean_goodput(runs: Any, _cond: Any) -> Outcome:
     return Outcome(f"{mean:.2f} of the link", mean > 0.3)
 
 
+def _never(runs: Any, _cond: Any) -> Outcome:
+    return Outcome(f"{len(runs)} run", False)
+
+
 CLAIMS = [
     Claim(experiment="toyflows", key="moves", text="flows get a share of their links",
           source="000_toy.txt", paper="> 0.3", criterion="mean norm_goodput > 0.3",
           reason="a test", measure=mean_goodput),
+    Claim(experiment="toyflows", key="never", text="a claim that fails", source="000_toy.txt",
+          paper="-", criterion="never", reason="a test", measure=_never),
 ]
