@@ -58,8 +58,8 @@ SHARED = {
     "runs": (int, "repetitions, each with its own seed-derived traffic"),
     "seed": (int, "root seed of the run"),
     "repeat_flagged": (int, "repetitions that only this machine's timing flagged (CPU above "
-                            "90 %%, late dequeue gaps, the software switch's own losses, "
-                            "bwm-ng behind) are run again, each once, with a fresh draw, up "
+                            "90 %%, late dequeue gaps, bwm-ng behind) are run again, each "
+                            "once, with a fresh draw, up "
                             "to this many; the flagged ones stay in the folder and out of "
                             "the intervals; a stall, a lost subflow or a fault is never "
                             "repeated; 0: none"),
