@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import html
 import json
 import os
 import re
@@ -33,6 +32,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
 
 from store import papers, registry
 
@@ -589,102 +591,42 @@ def _rel(path: Path, out: Path) -> str:
 
 # -- the page -------------------------------------------------------------------------------
 
-CSS = """
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
- margin:0;color:#1f2328;background:#fff}
-main{max-width:1500px;margin:0 auto;padding:18px 28px 60px}
-h1{font-size:26px;margin:4px 0 2px}h2{font-size:21px;margin:0 0 4px}
-h3{font-size:15px;margin:14px 0 6px}
-.sub{color:#59636e;margin:0 0 14px}
-table{border-collapse:collapse;width:100%}
-th,td{border-bottom:1px solid #d1d9e0;padding:6px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa;font-weight:600}
-table.summary{font-size:16px;margin-bottom:8px}
-table.summary td.n{text-align:center;font-weight:700;font-size:18px;width:9%}
-table.summary td.zero{color:#c4cbd2;font-weight:400}
-.v{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:13px;
- font-weight:600;white-space:nowrap}
-.legend{font-size:13px;color:#59636e;margin:6px 0 22px}
-.legend span.v{margin-right:4px}
-section{border-top:3px solid #d1d9e0;padding-top:14px;margin-top:26px}
-.cols{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:22px}
-@media (max-width:1000px){.cols{grid-template-columns:1fr}}
-table.claims{font-size:13.5px}
-.claim{font-weight:600}.src{color:#59636e;font-size:12px}
-.quote{color:#3d444d;font-style:italic;font-size:12.5px}
-.detail{color:#59636e;font-size:12px}
-figure{margin:0 0 14px}figure img{width:100%;border:1px solid #d1d9e0}
-figcaption{font-size:12px;color:#59636e}
-details{font-size:12.5px;margin:2px 0}summary{cursor:pointer;color:#0969da}
-.box{background:#f6f8fa;border:1px solid #d1d9e0;border-radius:6px;padding:8px 12px;
- margin:10px 0;font-size:13px}
-.box dt{float:left;clear:left;width:90px;color:#59636e}.box dd{margin:0 0 2px 96px}
-code{font:12.5px ui-monospace,"DejaVu Sans Mono",monospace;background:#eff1f3;
- padding:1px 4px;border-radius:4px;word-break:break-all}
-.flag{color:#9a6700;font-weight:600}.ok{color:#1a7f37;font-weight:600}
-a{color:#0969da}
-nav.toc{font-size:13.5px;margin:0 0 18px}nav.toc ul{margin:2px 0;padding-left:20px}
-nav.toc ul ul{display:flex;flex-wrap:wrap;gap:0 14px;list-style:none;padding-left:0}
-"""
+#: the page's template and stylesheet (analysis/templates/)
+TEMPLATES = Path(__file__).parent / "templates"
 
 
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
+@functools.lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    """Jinja2 over analysis/templates/, escaping every value it is given."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                              autoescape=True, undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True)
 
 
-def _badge(verdict: str) -> str:
-    return f'<span class="v" style="background:{COLOURS[verdict]}">{_e(verdict)}</span>'
-
-
-def _paper_html(text: str) -> str:
+def _paper_html(text: str) -> Markup:
     """The registry's PAPER text (markdown backticks) as HTML."""
-    parts = _e(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    parts = str(escape(text)).split("`")
+    return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
 
 
 def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
-    """index.html: the summary table on top, then one section per experiment."""
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """index.html (analysis/templates/report.html): the contents, the headline claims, the
+    counts per experiment, then one section per experiment with its claims, its runs and
+    its figures."""
     nruns = len({r.run_id for s in report.sections for r in s.runs})
-    rows = []
-    for s in report.sections:
-        c = counts(s.verdicts)
-        cells = "".join(
-            f'<td class="n{" zero" if not c[k] else ""}" style="color:'
-            f'{COLOURS[k] if c[k] else ""}">{c[k]}</td>' for k in VERDICTS)
-        rows.append(f'<tr class="total" data-experiment="{_e(s.experiment)}">'
-                    f'<td><a href="#{_e(s.experiment)}"><b>{_e(s.experiment)}</b></a></td>'
-                    f"<td>{len(s.verdicts)}</td>{cells}"
-                    f'<td class="detail">{_e(_runs_text(s))}</td></tr>')
-    head = "".join(f"<th>{_badge(k)}</th>" for k in VERDICTS)
-    legend = " ".join(f"{_badge(k)} {_e(m)}." for k, m in MEANING.items())
-    body = ["<h1>Which of the papers' claims hold</h1>",
-            f'<p class="sub">dcrepro report, {_e(now)}: {nruns} run'
-            f'{"s" if nruns != 1 else ""} from <code>{_e(report.root)}</code></p>',
-            _contents(report),
-            _headlines_html(report),
-            '<h2 id="every-claim">Every claim, by experiment</h2>',
-            '<table class="summary"><thead><tr><th>experiment</th><th>claims</th>'
-            f'{head}<th>runs judged</th></tr></thead><tbody>{"".join(rows)}</tbody></table>',
-            f'<p class="legend">{legend}</p>']
-    if report.skipped:
-        body.append('<div class="box"><b>Left out</b><ul>'
-                    + "".join(f"<li>{_e(x)}</li>" for x in report.skipped) + "</ul></div>")
-    body += [_section(s, out, figs) for s in report.sections]
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            "<title>dcrepro: which of the papers' claims hold</title>"
-            f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body)
-            + "\n</main></body></html>\n")
-
-
-def _contents(report: Report) -> str:
-    """The contents list: the headlines, the counts, then each experiment's section."""
-    items = ['<li><a href="#headlines">Headline claims</a></li>',
-             '<li><a href="#every-claim">Every claim, by experiment</a><ul>'
-             + "".join(f'<li><a href="#{_e(s.experiment)}">{_e(s.experiment)}</a></li>'
-                       for s in report.sections) + "</ul></li>"]
-    return f'<nav class="toc"><b>Contents</b><ul>{"".join(items)}</ul></nav>'
+    totals = [{"experiment": s.experiment, "claims": len(s.verdicts),
+               "counts": [(k, counts(s.verdicts)[k]) for k in VERDICTS],
+               "runs": _runs_text(s)} for s in report.sections]
+    headlines = [{"experiment": first.experiment, "short": paper.short, "title": paper.title,
+                  "venue": paper.venue, "text": first.text, "paper": first.paper,
+                  "cells": [views.get(view, []) for view in VIEW_ORDER]}
+                 for paper, first, views in report.headline_claims]
+    return _environment().get_template("report.html").render(
+        css=Markup((TEMPLATES / "report.css").read_text()), colours=COLOURS,
+        verdicts=VERDICTS, meaning=list(MEANING.items()),
+        now=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), nruns=nruns,
+        root=report.root, headlines=headlines, totals=totals, skipped=report.skipped,
+        sections=[_section(s, out, figs) for s in report.sections])
 
 
 def _fig_id(run_id: str, name: str) -> str:
@@ -692,119 +634,53 @@ def _fig_id(run_id: str, name: str) -> str:
     return "fig-" + re.sub(r"[^A-Za-z0-9_-]", "-", f"{run_id}-{name}")
 
 
-def _headlines_html(report: Report) -> str:
-    """The headline claims first: per paper, each view's verdict with its 95 % interval,
-    linked to the experiment's section where every claim and figure is."""
-    rows = []
-    for paper, first, views in report.headline_claims:
-        cells = "".join(
-            "<td>" + "<br>".join(
-                (f"{_e(v.condition)}: " if len(vs) > 1 and v.condition else "")
-                + _badge(v.verdict) + f" {_e(v.interval or v.measured)}" for v in vs)
-            + "</td>" if (vs := views.get(view)) else "<td>-</td>" for view in VIEW_ORDER)
-        rows.append(f'<tr class="headline" data-experiment="{_e(first.experiment)}">'
-                    f'<td><a href="#{_e(first.experiment)}">{_e(paper.short)}</a>'
-                    f'<div class="src">{_e(paper.title)}; {_e(paper.venue)}</div></td>'
-                    f"<td>{_e(first.text)}</td><td>{_e(first.paper)}</td>{cells}</tr>")
-    return ('<h2 id="headlines">Headline claims</h2>'
-            '<table class="claims"><thead><tr><th>paper</th><th>headline claim</th>'
-            "<th>paper's value</th><th>emulated</th><th>ns-3</th><th>flow model</th></tr>"
-            f"</thead><tbody>{''.join(rows)}</tbody></table>")
-
-
-def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> str:
+def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> dict[str, Any]:
+    """What the template shows of one experiment: its claims (headlines first, the others
+    folded), where the views disagree, its runs' boxes and its figures."""
     drawn = {(run_id, Path(rel).name) for run_id, rels in figs.items() for rel in rels}
-    rows: list[str] = []
-    supporting: list[str] = []
+    rows: list[dict[str, Any]] = []
+    supporting: list[dict[str, Any]] = []
     for v in s.verdicts:
-        quote = f'<div class="quote">&ldquo;{_e(v.quote)}&rdquo;</div>' if v.quote else ""
-        why = (f"<details><summary>why this criterion</summary>{_e(v.reason)}</details>"
-               if v.reason else "")
-        because = (f'<div class="detail">because {_e(v.because)}</div>' if v.because
-                   else "")
-        measured = _e(v.measured) + (f' <span class="src">({_e(v.basis)})</span>'
-                                     if v.basis in ("model", "sim") and v.measured else "")
         # a headline judged on an interval is drawn beside the paper's number (HEADLINES)
         fig = HEADLINES if v.headline and v.bounds is not None else v.figure
         judged_on = next(((r, fig) for r in v.runs if (r, fig) in drawn), None)
-        if judged_on:
-            measured += f' <a class="src" href="#{_fig_id(*judged_on)}">figure {_e(fig)}</a>'
-        (rows if v.headline else supporting).append(
-            f'<tr class="claim" data-experiment="{_e(v.experiment)}" '
-            f'data-verdict="{_e(v.verdict)}">'
-            f'<td><div class="claim label">{_e(v.label)}</div>{quote}'
-            f'<div class="src">{_e(v.source)}</div></td>'
-            f"<td>{_e(v.paper)}</td><td>{measured}"
-            f'<div class="detail">{_e(v.detail)}</div></td>'
-            f"<td>{_e(v.criterion)}{why}</td><td>{_badge(v.verdict)}{because}</td></tr>")
-    head = ('<table class="claims"><thead><tr><th>claim (where the paper states it)</th>'
-            "<th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr></thead>")
-    table = (f"{head}<tbody>{''.join(rows)}</tbody></table>" if rows else "")
-    if supporting:
-        table += (f"<details{'' if rows else ' open'}><summary>{len(supporting)} supporting "
-                  f"claim{'s' if len(supporting) > 1 else ''} (premises, orderings, other "
-                  f"views and scales)</summary>{head}<tbody>{''.join(supporting)}</tbody>"
-                  "</table></details>")
-    if s.disagree:
-        table += ('<div class="box"><b>Where the views disagree</b><ul>'
-                  + "".join(f"<li>{_e(d)}</li>" for d in s.disagree) + "</ul></div>")
-    runs_html = "".join(_run_box(r, out) for r in s.runs)
-    if s.others:
-        runs_html += ('<p class="detail">also given, used by no claim (older, incomplete '
-                      "or of other parameters): "
-                      + ", ".join(f'<a href="{_e(_rel(r.path, out))}">{_e(r.run_id)}</a> '
-                                  f"({_e(r.status.get('status'))})" for r in s.others)
-                      + "</p>")
+        (rows if v.headline else supporting).append({
+            "v": v, "basis": v.basis if v.basis in ("model", "sim") and v.measured else "",
+            "fig": fig if judged_on else "",
+            "fig_id": _fig_id(*judged_on) if judged_on else ""})
     figures = []
     for run in s.runs:
         notes = figure_notes(run)
         for rel in figs.get(run.run_id, []):
             name = Path(rel).name
-            note = (f"<details><summary>how this figure is made</summary>"
-                    f"{_e(notes[name])}</details>" if name in notes else "")
-            figures.append(f'<figure id="{_fig_id(run.run_id, name)}"><a href="{_e(rel)}">'
-                           f'<img src="{_e(rel)}" alt="{_e(name)} of run {_e(run.run_id)}"></a>'
-                           f"<figcaption>{_e(name)}, run {_e(run.run_id)}{note}"
-                           "</figcaption></figure>")
+            figures.append({"id": _fig_id(run.run_id, name), "src": rel,
+                            "alt": f"{name} of run {run.run_id}",
+                            "caption": f"{name}, run {run.run_id}", "link": "",
+                            "note": notes.get(name, "")})
     for folder in s.ablations:
         for rel in figs.get(str(folder), []):
-            link = _rel(folder / "ablation.md", out)
-            figures.append(f'<figure><a href="{_e(rel)}"><img src="{_e(rel)}" '
-                           f'alt="ablation {_e(folder.name)}"></a>'
-                           f"<figcaption>ablation {_e(folder.name)}: one setting changed at "
-                           f'a time (<a href="{_e(link)}">table and command</a>)'
-                           "</figcaption></figure>")
-    if not figures:
-        figures.append('<p class="detail">no figures: no run judged these claims</p>'
-                       if not s.runs else '<p class="detail">the run has no figures</p>')
-    missing = all(v.verdict == NOT_MEASURED for v in s.verdicts) and not s.runs
-    return (f'<section id="{_e(s.experiment)}"><h2>{_e(s.experiment)}</h2>'
-            f'<p class="sub">{_paper_html(s.paper)}'
-            + (" &mdash; <b>no complete run</b>" if missing else "") + "</p>"
-            f'<div class="cols"><div>{table}{runs_html}</div>'
-            f'<div>{"".join(figures)}</div></div></section>')
+            figures.append({"id": "", "src": rel, "alt": f"ablation {folder.name}",
+                            "caption": f"ablation {folder.name}: one setting changed at a "
+                                       "time", "link": _rel(folder / "ablation.md", out),
+                            "note": ""})
+    return {"experiment": s.experiment, "paper": _paper_html(s.paper),
+            "missing": all(v.verdict == NOT_MEASURED for v in s.verdicts) and not s.runs,
+            "rows": rows, "supporting": supporting, "disagree": s.disagree,
+            "boxes": [_run_box(r, out) for r in s.runs],
+            "others": [{"folder": _rel(r.path, out), "run_id": r.run_id,
+                        "status": r.status.get("status")} for r in s.others],
+            "figures": figures}
 
 
-def _run_box(run: Run, out: Path) -> str:
+def _run_box(run: Run, out: Path) -> dict[str, Any]:
+    """One run's box: its fidelity verdict and reasons, provenance, rerun and parameters."""
     p = provenance(run)
     verdict, reasons = fidelity(run)
-    cls = "flag" if reasons or not run.ok else "ok"
-    listing = ""
-    if reasons:
-        items = "".join(f"<li>{_e(r)}</li>" for r in reasons)
-        listing = (f"<details{' open' if len(reasons) <= 3 else ''}><summary>"
-                   f"{len(reasons)} reason{'s' if len(reasons) > 1 else ''}</summary>"
-                   f"<ul>{items}</ul></details>")
-    rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in p.items()
-                   if k not in ("rerun", "folder", "run id"))
-    params = ", ".join(f"{k}={v}" for k, v in run.params.items())
-    return (f'<div class="box"><b>run {_e(run.run_id)}</b> &middot; '
-            f'<a href="{_e(_rel(run.path, out))}">run folder</a>'
-            f'<div>fidelity: <span class="{cls}">{_e(verdict)}</span>{listing}</div>'
-            f"<details><summary>provenance and rerun</summary>"
-            f"<dl>{rows}<dt>rerun</dt><dd><code>{_e(p['rerun'])}</code></dd></dl></details>"
-            f"<details><summary>parameters</summary><code>{_e(params)}</code></details>"
-            "</div>")
+    return {"run_id": run.run_id, "folder": _rel(run.path, out), "verdict": verdict,
+            "cls": "flag" if reasons or not run.ok else "ok", "reasons": reasons,
+            "provenance": [(k, v) for k, v in p.items() if k not in ("rerun", "folder",
+                                                                      "run id")],
+            "rerun": p["rerun"], "params": ", ".join(f"{k}={v}" for k, v in run.params.items())}
 
 
 def render(report: Report, out: Path) -> tuple[Path, list[str]]:
