@@ -700,6 +700,12 @@ def _on_interval(claim: Claim, runs: list[Run], cond: str, got: Outcome,
                        NOT_MEASURED)
     iv = intervals.mean_interval(smp.values, deterministic(trusted, smp.values))
     word, why = intervals.decide(iv, claim.band, claim.repetitions)
+    if word == INCONCLUSIVE and not iv.deterministic and iv.n >= claim.repetitions:
+        # straddling: how many units would decide it, if their spread stayed this one
+        more = intervals.to_decide(iv, claim.band)
+        why += (f" (at this spread about {more} {smp.unit}s would decide it)" if more else
+                f" (at this spread more than {intervals.DECIDE_MAX} {smp.unit}s would be "
+                "needed)")
     off = regime_of(claim, trusted, cond)
     if off:
         word, why = NOT_REGIME, off

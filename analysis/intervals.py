@@ -79,6 +79,30 @@ def mean_interval(values: Sequence[float], deterministic: bool = False) -> Inter
     return Interval(mean, mean - half, mean + half, n)
 
 
+#: the most units to_decide projects (beyond it: "more than")
+DECIDE_MAX = 200
+
+
+def to_decide(iv: Interval, band: Band) -> int | None:
+    """About how many units would decide an interval that straddles an edge of ``band``, if
+    their spread stayed this one: the fewest n whose Student half-width falls below the
+    mean's distance to that edge.  None when no n up to DECIDE_MAX does (or the mean sits
+    on the edge); a projection, not a promise: more units also move the mean."""
+    if iv.deterministic or iv.n < 2:
+        return None
+    edges = [e for e in (band.lo, band.hi) if iv.lo < e < iv.hi]
+    if not edges:
+        return None
+    gap = min(abs(iv.mean - e) for e in edges)
+    from scipy import stats  # see mean_interval
+    t_n = float(stats.t.ppf(0.5 + LEVEL / 2, iv.n - 1))
+    sd = (iv.hi - iv.lo) / 2 * math.sqrt(iv.n) / t_n
+    for n in range(iv.n + 1, DECIDE_MAX + 1):
+        if float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * sd / math.sqrt(n) < gap:
+            return n
+    return None
+
+
 def decide(iv: Interval, band: Band, needed: int) -> tuple[str, str]:
     """The verdict of an interval against a band, and why in a few words.  ``needed`` is
     the number of units the claim asked for before its runs (ignored for a deterministic

@@ -148,3 +148,22 @@ def test_samples_and_band_go_together():
     with pytest.raises(ValueError):
         C.Claim(experiment="toy", key="k", text="t", source="s", paper="p", criterion="c",
                 reason="r", measure=_pooled, samples=_stat)
+
+
+def test_a_straddling_interval_says_how_many_units_would_decide_it():
+    """Five values, mean 1.0, sd 0.1, against a band from 1.05: the half-width (0.124)
+    straddles the edge 0.05 away; at the same spread the half-width t(n-1) 0.1 / sqrt(n)
+    falls below 0.05 at n = 18 (t(17) = 2.110: 0.0497), not at 17 (t(16) = 2.120: 0.0514)."""
+    from analysis.intervals import DECIDE_MAX, to_decide
+    xs = [0.9, 0.95, 1.0, 1.05, 1.1]     # sd 0.0791
+    iv = mean_interval(xs)
+    sd = 0.079057
+    got = to_decide(iv, Band(1.0 + 0.05))
+    from scipy import stats
+    want = next(n for n in range(6, 500)
+                if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < 0.05)
+    assert got == want
+    assert to_decide(iv, Band(1.0)) is None            # the mean on the edge: none decides
+    assert to_decide(iv, Band(2.0)) is None            # not straddling: nothing to decide
+    assert to_decide(mean_interval([0.0, 2.0]), Band(1.0 + 1e-6)) is None   # past the cap
+    assert DECIDE_MAX >= 100
