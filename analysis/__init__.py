@@ -18,17 +18,12 @@ def plot(run_dir: str | Path) -> list[Path]:
 def plot_and_judge(run_dir: str | Path) -> tuple[list[Path], list[Verdict]]:
     """plot(), and the verdicts it wrote to claims.md (none for an experiment without
     claims)."""
-    from store import plottable, status_of
-
-    path = Path(run_dir)
-    status = status_of(path)
-    if not plottable(status):
-        raise ValueError(f"{path}: run is '{status['status']}' ({status.get('error')}); "
-                         "a failed run is never plotted as data")
     from store.registry import EXPERIMENTS, claims, plotter
 
     from .claims import write_run_claims
-    from .figures import HEADLINES, NOTES, headline_plot
+    from .figures import HEADLINES, NOTES, headline_plot, refuse_unplottable
+    path = Path(run_dir)
+    refuse_unplottable(path)
     config = json.loads((path / "config.json").read_text())
     if config["experiment"] not in EXPERIMENTS:
         raise ValueError(f"no figures defined for experiment {config['experiment']}")

@@ -3,9 +3,8 @@ folder and labelled run folders, ``OUT LABEL=RUN_FOLDER ...``, checked once."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from store import write_csv
 
@@ -32,7 +31,7 @@ def labelled_runs(argv: list[str], prog: str,
     return Path(argv[0]), runs
 
 
-def write(out: Path, rows: list[dict[str, Any]], lines: list[str],
+def write(out: Path, rows: Sequence[Mapping[str, object]], lines: list[str],
           draw: Callable[[Path], Path]) -> Path:
     """An ablation's three outputs in ``out``: ablation.csv (``rows``), ablation.md
     (``lines``) and the figure ``draw`` saves there (its path is returned)."""

@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from analysis import intervals
 from analysis.fidelity import host_timing
@@ -39,6 +39,7 @@ from analysis.intervals import Band, Interval
 from analysis.summaries import with_goodput
 from model import jain_index
 from store import cell, read_csv, write_csv
+from store.views import View, view
 
 HOLDS = intervals.HOLDS
 FAILS = intervals.FAILS
@@ -323,6 +324,11 @@ class Run:
         return str(self.params.get("backend", "emulated"))
 
     @property
+    def view(self) -> View:
+        """What its backend can measure (store/views.py): a claim asks this, not the name."""
+        return view(self.backend)
+
+    @property
     def ok(self) -> bool:
         """A complete run: status ok (suspect or not)."""
         return self.status.get("status") == "ok"
@@ -430,6 +436,11 @@ def rows(runs: list[Run], name: str) -> list[dict[str, str]]:
     return [{**r, "_run": run.run_id} for run in runs for r in run.table(name)]
 
 
+def same_view(runs: list[Run]) -> list[Run]:
+    """The runs of the newest run's view only: rates of different views are not pooled."""
+    return [r for r in runs if r.view == runs[0].view]
+
+
 def need_rows(runs: list[Run], name: str, what: str = "") -> list[dict[str, str]]:
     """rows(), or Missing when no run has any."""
     got = rows(runs, name)
@@ -446,18 +457,22 @@ def num(row: Mapping[str, Any], col: str) -> float:
     return x
 
 
+#: a unit of a grouping (grouped, per_unit): e.g. a repetition, (run id, run)
+U = TypeVar("U")
+
+
 def grouped(rows: Iterable[Mapping[str, Any]], col: str,
-            key: Callable[[Mapping[str, Any]], Any]) -> dict[Any, list[float]]:
+            key: Callable[[Mapping[str, Any]], U | None]) -> dict[U, list[float]]:
     """The present values of ``col`` by ``key(row)``, in first-seen order (rows whose key
     is None are left out): e.g. per repetition, ``(row["_run"], row["run"])``."""
-    out: dict[Any, list[float]] = {}
+    out: dict[U, list[float]] = {}
     for r in rows:
         if (k := key(r)) is not None and (x := cell(r.get(col))) == x:
             out.setdefault(k, []).append(x)
     return out
 
 
-def per_unit(a: Mapping[Any, list[float]], b: Mapping[Any, list[float]],
+def per_unit(a: Mapping[U, list[float]], b: Mapping[U, list[float]],
              stat: Callable[[list[float], list[float]], float]) -> tuple[float, ...]:
     """``stat(a[k], b[k])`` for every unit ``k`` (e.g. a repetition: (run id, run)) that
     both groupings hold, in ``a``'s order; a unit where ``stat`` is not a number (a mean

@@ -114,3 +114,33 @@ def decide(iv: Interval, band: Band, needed: int) -> tuple[str, str]:
     if iv.hi < band.lo or iv.lo > band.hi:
         return FAILS, "the interval lies outside the band"
     return INCONCLUSIVE, "the interval straddles the band's edge"
+
+
+# -- drawing intervals (the ablations' figures: experiments/<exp>/ablation.py) --------------
+
+def error_bars(ivs: Sequence[Interval | None]) -> list[list[float]]:
+    """matplotlib's ``yerr`` (or ``xerr``) for intervals drawn about their means:
+    [[mean - lo, ...], [hi - mean, ...]], never below 0 (the mean of equal values can differ
+    from them in the last bit); 0 for a missing one."""
+    return [[max(0.0, iv.mean - iv.lo) if iv else 0.0 for iv in ivs],
+            [max(0.0, iv.hi - iv.mean) if iv else 0.0 for iv in ivs]]
+
+
+def bars_words(ns: Sequence[int]) -> str:
+    """What a figure's interval bars are, given the number of repetitions behind each:
+    'bars: the Student-t 95 % interval of the mean over 5 repetitions' (or '5-10'), with
+    '; one repetition: no interval' when some have one, or that alone when all do."""
+    have = sorted(set(ns))
+    many = [n for n in have if n > 1]
+    if not many:
+        return "one repetition: no interval"
+    count = f"{many[0]}" if len(many) == 1 else f"{many[0]}-{many[-1]}"
+    return (f"bars: the Student-t 95 % interval of the mean over {count} repetitions"
+            + ("; one repetition: no interval" if have[0] < 2 else ""))
+
+
+def bracket_text(iv: Interval, digits: int = 3) -> str:
+    """'0.912 [0.880, 0.944]' (``digits`` decimals); the mean alone for one repetition."""
+    if iv.n < 2:
+        return f"{iv.mean:.{digits}f}"
+    return f"{iv.mean:.{digits}f} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"

@@ -36,7 +36,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from store import papers, registry
+from store import papers, registry, wall_s
 
 from .claims import (
     COLOURS,
@@ -368,13 +368,15 @@ def _cond(v: Verdict) -> str:
 
 
 def _screen_view(views: dict[str, list[Verdict]]) -> tuple[str, list[Verdict]]:
-    """The view a screen line shows: the emulator's when it judged the claim, else the
-    first (VIEW_ORDER) that did."""
-    for view in VIEW_ORDER:
-        if views.get(view):
-            return view, views[view]
-    view = next(iter(views))
-    return view, views[view]
+    """The view a screen line shows, and its verdicts (one line each): the emulator's when
+    it judged the claim, else the first (VIEW_ORDER) that did.  A claim not measured in any
+    of its conditions gets one line (GRIN2's emulated run and two models: three lines said
+    the same "not measured")."""
+    view = next((v for v in VIEW_ORDER if views.get(v)), next(iter(views)))
+    vs = views[view]
+    if len(vs) > 1 and all(v.verdict == NOT_MEASURED for v in vs):
+        vs = vs[:1]
+    return view, vs
 
 
 def screen(report: Report, reference: Report | None) -> list[str]:
@@ -404,16 +406,67 @@ def screen(report: Report, reference: Report | None) -> list[str]:
     width = max((len(v.verdict) for _, v, _, _ in rows), default=0)
     lines += [f"{no} {v.verdict:<{width}} {text:<{SCREEN_TEXT}} {rest}"
               for no, v, text, rest in rows] or ["  (none: these runs judge no headline claim)"]
+    lines += to_decide_lines(report, [v for _, v, _, _ in rows])
     shown = {(v.experiment, v.key) for _, v, _, _ in rows}
     rest = [v for s in report.sections for v in s.verdicts
             if (v.experiment, v.key) not in shown]
-    if rest:
-        lines.append(f"other claims: {len(rest)} ({count_words(rest)})")
     split = sum(len(s.disagree) for s in report.sections)
-    if split:
-        lines.append(f"views disagree on {split} claim(s): see the page")
+    disagree = f"views disagree on {split} claim(s): see the page" if split else ""
+    if rest:
+        lines.append(f"other claims: {len(rest)} ({count_words(rest)})"
+                     + (f"; {disagree}" if disagree else ""))
+    elif disagree:
+        lines.append(disagree)
     # (each one named: what the report left out is never silent, issue #56)
     return lines + [f"skipped  {x}" for x in report.skipped]
+
+
+def _wall_per_repetition(run: Run) -> float | None:
+    """A finished run's wall time (config's start to its final status) per repetition, s."""
+    try:
+        reps = int(run.config["params"]["runs"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    wall = wall_s(run.config, run.status)
+    return wall / reps if wall and wall > 0 and reps > 0 else None
+
+
+def to_decide_lines(report: Report, shown: list[Verdict]) -> list[str]:
+    """How many of the screen's headline verdicts are decided, and for the others what
+    would decide them: more repetitions of an experiment (its sweep with ``--runs N``, and
+    about how much longer, from these runs' own time per repetition), or other runs (not
+    measured here, or outside the paper's regime: each claim's detail on the page names the
+    run it needs)."""
+    if not shown:
+        return []
+    decided = sum(v.verdict in DECIDED for v in shown)
+    short: dict[str, tuple[int, int]] = {}     # experiment -> (fewest n, most needed)
+    elsewhere = 0
+    for v in shown:
+        if v.verdict in (NOT_MEASURED, NOT_REGIME):
+            elsewhere += 1
+            continue
+        claim = next((c for c in registry.claims(v.experiment) if c.key == v.key), None)
+        needed = getattr(claim, "repetitions", 0)
+        if v.verdict not in DECIDED and v.values and len(v.values) < needed:
+            n, most = short.get(v.experiment, (len(v.values), needed))
+            short[v.experiment] = (min(n, len(v.values)), max(most, needed))
+    lines = [f"decided here: {decided} of {len(shown)} headline claims" + (
+        f"; {elsewhere} not measured, or not in the paper's regime, in these runs (the page "
+        "names the run each needs)" if elsewhere else "")]
+    for name, (n, needed) in short.items():
+        # every run folder of it here (outcast-fattree's sweep makes one per routing)
+        runs = [r for s in report.sections if s.experiment == name for r in s.runs]
+        pers = [_wall_per_repetition(r) for r in runs]
+        more = f" (about {max(1, round(sum(x for x in pers if x) * (needed - n) / 60))} " \
+               "min more)" if pers and all(pers) else ""
+        # as many more as are missing: a flagged repetition that was run still counts as run
+        made = max((int(r.config.get("params", {}).get("runs") or 0) for r in runs),
+                   default=0)
+        lines.append(f"  {name}: {n} of {needed} repetitions; "
+                     f"{registry.sweep_command(name)} --quick --runs "
+                     f"{max(needed, made + needed - n)}{more}")
+    return lines
 
 
 #: how many characters of a claim's paper value, and of why it has no value, the run's
@@ -432,6 +485,9 @@ def run_answer(run: Run, verdicts: list[Verdict]) -> list[str]:
         reps += f" and {len(repeats)} repeat{'s' if len(repeats) != 1 else ''}"
     lines = [f"claims of this run, judged on {reps} (every one with its cause: "
              f"{run.path / 'claims.md'}):"]
+    against = papers.scale(run.experiment, run.params)
+    if against:
+        lines.append(f"  set-up against the paper: {against}")
     heads = _answer_heads([v for v in verdicts if v.headline])
     width = max((len(v.verdict) for v in heads), default=0)
     for v in heads:
@@ -638,6 +694,7 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> dict[str, Any
     """What the template shows of one experiment: its claims (headlines first, the others
     folded), where the views disagree, its runs' boxes and its figures."""
     drawn = {(run_id, Path(rel).name) for run_id, rels in figs.items() for rel in rels}
+    scales = {r.run_id: papers.scale(r.experiment, r.params) for r in s.runs}
     rows: list[dict[str, Any]] = []
     supporting: list[dict[str, Any]] = []
     for v in s.verdicts:
@@ -647,7 +704,8 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> dict[str, Any
         (rows if v.headline else supporting).append({
             "v": v, "basis": v.basis if v.basis in ("model", "sim") and v.measured else "",
             "fig": fig if judged_on else "",
-            "fig_id": _fig_id(*judged_on) if judged_on else ""})
+            "fig_id": _fig_id(*judged_on) if judged_on else "",
+            "scale": next((scales[r] for r in v.runs if scales.get(r)), "")})
     figures = []
     for run in s.runs:
         notes = figure_notes(run)

@@ -1,14 +1,15 @@
 """Per-run summaries written next to the raw data (flows.csv, summary.csv)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from model import jain_index
-from store import write_csv
+from store import cell, write_csv
 
 #: the measures summary.csv summarizes, where flows.csv has them (harness.workload.flow_rows)
 MEASURES = ("norm_goodput", "norm_bwm", "norm_acked", "norm_msk_acked", "norm_msk_received",
@@ -23,6 +24,47 @@ LEGACY_GOODPUT = {"emulated": "iperf", "sim": "sim", "model": "model"}
 GOODPUT_MEANS = {"emulated": "iperf3 goodput at the receiver",
                  "sim": "simulated (ns-3) payload goodput at the receiver",
                  "model": "flow-model max-min rates on the routing plan's paths"}
+
+
+#: a table's row, and what rows are grouped by (group_rows)
+R = TypeVar("R", bound=Mapping[str, Any])
+K = TypeVar("K")
+
+
+def group_rows(rows: Iterable[R], key: Callable[[R], K]) -> dict[K, list[R]]:
+    """The rows by ``key(row)``, the groups in the order they first come."""
+    out: dict[K, list[R]] = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def runs_and_all(rows: list[R]) -> Iterator[tuple[Any, list[R]]]:
+    """Each run's rows (its ``run`` column, in sorted order), then every row as run 'all':
+    the rows a summary.csv has per run and pooled."""
+    for run in sorted({r["run"] for r in rows}) + ["all"]:
+        yield run, [r for r in rows if run == "all" or r["run"] == run]
+
+
+def nan_mean(values: Iterable[float]) -> float:
+    """The mean of the values that are numbers (NaN left out); NaN without any."""
+    v = [x for x in values if x == x]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def run_ratios(rows: list[R], value: Callable[[R], float], mine: Callable[[R], bool],
+               runs: Iterable[Any]) -> list[float]:
+    """Per run of ``runs`` (the rows' ``run`` column): the mean of ``value`` over the rows
+    ``mine`` picks over its mean over the others (NaN values left out; NaN where either has
+    none, or the others' mean is not above 0)."""
+    by_run = group_rows(rows, lambda r: r["run"])
+    out = []
+    for run in runs:
+        sel = by_run.get(run, [])
+        a = nan_mean(value(r) for r in sel if mine(r))
+        b = nan_mean(value(r) for r in sel if not mine(r))
+        out.append(a / b if b > 0 else float("nan"))
+    return out
 
 
 def goodput_means(backend: str) -> str:
@@ -50,9 +92,23 @@ def group_stats(values: Iterable[float]) -> dict[str, float]:
             "p10": round(float(np.percentile(v, 10)), 4), "min": round(float(v.min()), 4)}
 
 
-def _mean(values: list[Any], digits: int) -> Any:
-    vals = [float(v) for v in values if v is not None and v == v]
-    return round(float(np.mean(vals)), digits) if vals else ""
+def present(values: Iterable[Any]) -> list[float]:
+    """The cells among ``values`` that hold a number (empty and NaN left out; inf kept: it
+    is a value)."""
+    return [x for x in (cell(v) for v in values) if x == x]
+
+
+def rounded(x: float, digits: int = 4) -> Any:
+    """A number for a table: rounded, '' when missing (NaN); inf stays inf ('inf')."""
+    if x != x:
+        return ""
+    return x if math.isinf(x) else round(x, digits)
+
+
+def mean_present(values: Iterable[Any], digits: int) -> Any:
+    """The mean of the cells among ``values`` that hold a number, rounded; '' without any."""
+    v = present(values)
+    return round(float(np.mean(v)), digits) if v else ""
 
 
 def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
@@ -65,8 +121,7 @@ def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
     out = []
     for group in dict.fromkeys(r[key] for r in rows):
         mine = [r for r in rows if r[key] == group]
-        for run in sorted({r["run"] for r in mine}) + ["all"]:
-            sel = [r for r in mine if run == "all" or r["run"] == run]
+        for run, sel in runs_and_all(mine):
             fids = [f for f in reports if f.get(key) == group and (run == "all" or
                                                                     f["run"] == run)]
             for metric in MEASURES:
@@ -74,14 +129,14 @@ def write_permutation_summary(run_dir: Path, rows: list[dict[str, Any]],
                     continue
                 row = {key: group, "run": run, "measure": metric,
                        **group_stats(r[metric] for r in sel),
-                       "cpu_mean": _mean([r.get("cpu_mean") for r in sel], 1),
-                       "cpu_saturated_share": _mean([r.get("cpu_saturated_share")
-                                                     for r in sel], 3)}
+                       "cpu_mean": mean_present((r.get("cpu_mean") for r in sel), 1),
+                       "cpu_saturated_share": mean_present(
+                           (r.get("cpu_saturated_share") for r in sel), 3)}
                 if metric == "norm_goodput" and fids:
-                    row["fidelity_aggregate_ratio"] = _mean([f["aggregate_ratio"]
-                                                             for f in fids], 3)
-                    row["fidelity_median_error"] = _mean([f["median_abs_error"]
-                                                          for f in fids], 3)
+                    row["fidelity_aggregate_ratio"] = mean_present(
+                        (f["aggregate_ratio"] for f in fids), 3)
+                    row["fidelity_median_error"] = mean_present(
+                        (f["median_abs_error"] for f in fids), 3)
                     row["suspect"] = any(f["suspect"] for f in fids)
                 out.append(row)
     write_csv(run_dir / "summary.csv", out)

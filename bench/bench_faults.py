@@ -25,6 +25,7 @@ status ``measured``), injects one fault, and records:
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import random
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.cleanup import machine_leftovers
+from emulator.emulation import BROKEN_FOUND
 from emulator.registry import BPFFS_DIR
 from emulator.sysinfo import ovsdb_pid, vswitchd_pid, wait_subflows
 
@@ -84,6 +86,25 @@ def finish(p: subprocess.Popen, timeout: float) -> tuple[str, bool]:
 def run_folder(out: Path) -> Path | None:
     found = list(out.glob("permutation/*/status.json"))
     return found[0].parent if found else None
+
+
+#: the words of the live subflow watch's warning (harness.traffic.SubflowWatch)
+SUBFLOW_WARNING = " lost subflows: "
+
+
+def flagged_after(run: Path | None, since: float, mark: str = SUBFLOW_WARNING) -> float | None:
+    """Seconds from ``since`` (wall clock) to the run's first line with ``mark`` in its
+    log.txt (a live subflow warning by default; its lines start with the local time, to the
+    millisecond); None if none."""
+    try:
+        lines = (run / "log.txt").read_text().splitlines() if run else []
+    except OSError:
+        return None
+    for line in lines:
+        if mark in line:
+            when = dt.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            return round(when - since, 2)
+    return None
 
 
 def status(run: Path | None) -> dict[str, Any]:
@@ -325,9 +346,10 @@ def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: 
                 # nothing joined to flush: the trial says so rather than judge the flush
                 row["note"] = "the extra subflows had not joined 30 s into the traffic"
             time.sleep(2.5)
+    wall = time.time()
     if phase != "before":
         phase_seen = status(run_folder(out)).get("status", "-")
-        t = time.monotonic()
+        t, wall = time.monotonic(), time.time()
         victim = act(p)
     _, hung = finish(p, 180)
     if hung:
@@ -340,6 +362,10 @@ def _trial(act: Callable[[subprocess.Popen | None], str], expected: str, fault: 
                error=(st.get("error") or "")[:140])
     suspect = "; ".join(st.get("suspect") or [])     # judged whole, shown cut
     row["suspect"] = suspect[:140]
+    if fault in MPTCP_FAULTS:       # the live watch's warning, not the end's suspect reason
+        row["fault_to_flag_s"] = flagged_after(run, wall)
+    else:                           # when the watch found it, before the teardown
+        row["fault_to_detect_s"] = flagged_after(run, wall, BROKEN_FOUND)
     left = machine_leftovers()
     if fault in RESTART_OVS:
         subprocess.run([str(REPO / "setup.sh")], capture_output=True, timeout=300, check=False)
@@ -408,7 +434,8 @@ def main() -> int:
     plan += [rng.choice(combos) for _ in range(args.trials - len(plan))]
     print(f"bench_faults: {len(plan)} trials of {len(combos)} combinations; runs in {root}")
     cols = ("fault", "phase", "dataplane", "status_at_fault", "exit", "fault_to_exit_s",
-            "status", "correct", "leftovers", "next_run_ok", "error", "suspect")
+            "fault_to_detect_s", "fault_to_flag_s", "status", "correct", "leftovers",
+            "next_run_ok", "error", "suspect")
     print(" | ".join(cols))
     rows = []
     for fault, phase, dp in plan:

@@ -59,17 +59,17 @@ REFERENCE_CPUS = 2
 REFERENCE_DATAPLANE = "bpf"
 #: Wall time of each experiment's sweep in the quick reproduction (``./scripts/reproduce.sh``,
 #: which runs them in registry order), seconds, on the 2-core reference VM (Debian 12,
-#: kernel 6.18): the fresh-clone CI (``.ci/run``) of commit 6149332, 2026-12-02 18:52-19:02
-#: UTC, from the start times of consecutive run folders (its reproduce.sh: 581 s with
-#: setup.sh's second pass; 505-603 s in the four CI runs of that day).  grin-hops: with the
-#: report after it (about 20 s together, not measured apart).  fairness: its five quick
-#: repetitions since they were raised from two (`scripts/jellyfish-sweep.sh --quick --runs 5`,
-#: 166 s, 2026-12-02 21:20 UTC, the same VM).  Total 667 s.
+#: kernel 6.18), since quick mode runs the headline claims' set-ups on the repetitions they
+#: need (issue #54, docs/notebook/2026-12-03-quick-budgets.md): the fresh-clone CI (``.ci/run``)
+#: of commit 9767b70, 2026-12-03 09:01-09:18 UTC, from the start times of consecutive run
+#: folders (grin-hops: with the report after it); outcast-fattree, back to one repetition per
+#: routing after that run, from the CI of 5673e54 the same morning (its st and hashed
+#: folders, 24 s + 21 s).  Total 855 s.
 REFERENCE_QUICK_S: dict[str, float] = {
-    "permutation": 69, "fairness": 166, "outcast": 58, "outcast-fattree": 91, "plts": 108,
-    "orca": 27, "grin": 128, "grin-hops": 20,
+    "permutation": 160, "fairness": 175, "outcast": 175, "outcast-fattree": 45, "plts": 99,
+    "orca": 25, "grin": 165, "grin-hops": 11,
 }
-REFERENCE_QUICK_WHEN = "fresh-clone CI, 2026-12-02"
+REFERENCE_QUICK_WHEN = "fresh-clone CI, 2026-12-03"
 #: The check's bring-up (median of BRINGUPS) on the reference VM, the one the times above
 #: come from (2 vCPUs, AMD EPYC, kernel 6.18): the median and the range of five ``dcrepro
 #: check`` runs, 2026-12-02, commit 5802ada + this check, bpf, warm program cache

@@ -19,7 +19,6 @@ seconds plus its solver's.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.plan import RunPlan, default_plan
+from store import wall_s
 
 from . import check
 
@@ -153,14 +153,13 @@ def wall_time(run_dir: Path) -> tuple[dict[str, object], float] | None:
     try:
         config = json.loads((run_dir / "config.json").read_text())
         status = json.loads((run_dir / "status.json").read_text())
-        start = dt.datetime.strptime(config["started_utc"], "%Y%m%dT%H%M%SZ").replace(
-            tzinfo=dt.UTC)
-        end = dt.datetime.fromisoformat(status["time_utc"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
-    if status.get("status") != "ok":
+    wall = wall_s(config, status) if isinstance(config, dict) and isinstance(status, dict) \
+        else None
+    if wall is None or status.get("status") != "ok":
         return None
-    return config, (end - start).total_seconds()
+    return config, wall
 
 
 def earlier_runs(root: Path, names: Iterable[str], backend: str,

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .sweep import Progress, _eta, check_code, finish, read_manifest, state, todo
+from tqdm import tqdm  # the ETA's format, as dcrepro/sweep.py's
+
+from .sweep import Progress, check_code, finish, read_manifest, state, todo
 
 ENGINES = ("local", "parallel", "slurm")
 #: seconds between looks at the sweep folder (progress) and at Slurm's queue
@@ -346,5 +348,5 @@ def _ticker(sweep_dir: Path, pending: list[dict[str, Any]],
             spent = time.monotonic() - t0
             left = len(pending) - done
             say(f"[{done}/{len(pending)}] finished" +
-                (f", ETA {_eta(spent / done * left)}" if done and left else ""))
+                (f", ETA {tqdm.format_interval(spent / done * left)}" if done and left else ""))
     return tick

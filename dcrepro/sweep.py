@@ -40,6 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# the ETA of a progress line in tqdm's format ('05:42', '1:02:05'), as the run's own bar
+from tqdm import tqdm
+
 from store import read_csv, status_of, write_csv
 
 #: run-one's exit code when another launch holds the run (EX_TEMPFAIL)
@@ -215,12 +218,6 @@ def run_one(sweep_dir: Path, line: dict[str, Any], experiment: str,
         lock.close()
 
 
-def _eta(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
-
-
 class Progress:
     """progress.log and the terminal: one timestamped line each."""
 
@@ -306,7 +303,7 @@ def _run_sweep(sweep_dir: Path, experiment: str, lines: list[dict[str, Any]],
     code, spent = 0, list[float]()
     try:
         for n, x in enumerate(pending, start=1):
-            eta = (f", ETA {_eta(sum(spent) / len(spent) * (len(pending) - n + 1))}"
+            eta = (f", ETA {tqdm.format_interval(sum(spent) / len(spent) * (len(pending) - n + 1))}"
                    if spent else "")
             # counted in the whole manifest, so that a resumed sweep says where it is
             say(f"{point(x, lines)} {x['label']} ({x['run_id']}){eta}")

@@ -17,7 +17,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +50,8 @@ from .sockdiag import SockInfo, dump, netns_sockets
 from .sysinfo import read_sysctl
 
 LOG = logging.getLogger("dcrepro")
+#: how check_alive's warning begins (bench_faults finds the moment of detection by it)
+BROKEN_FOUND = "stopping the run: "
 DEFAULT_DATAPLANE = "bpf"
 #: how often check_alive looks at every link without being told to (seconds).  A link
 #: event (the kernel's RTNLGRP_LINK: a deleted or downed interface) triggers a look at the
@@ -213,6 +215,12 @@ class Emulation:
         self._set_sysctls: dict[str, str] = {}   # what this run set them to
         self._cc_reg: ccs.Registration | None = None
         self.link_group = 4096 + secrets.randbelow(2**30)
+
+    @property
+    def rates(self) -> Mapping[tuple[str, str], float]:
+        """Every link's rate (Mb/s) by (node, peer), as the topology resolved it once for
+        this run's link rate: what shaping, AQM, probes and the traffic's shares all read."""
+        return self.topo.link_rates(self.link.bw)
 
     # ---- bring-up ----
     def __enter__(self) -> Emulation:
@@ -427,7 +435,7 @@ class Emulation:
         pin = BPFFS_DIR / f"{self.run_id}+qgap"
         assert self.registry is not None
         self.registry.add("bpffs", [str(pin)])
-        links: dict[LinkRef, float] = {f"{n}-eth{p}": self.topo.link_bw(n, peer, self.link.bw)
+        links: dict[LinkRef, float] = {f"{n}-eth{p}": self.rates[(n, peer)]
                  for n, p, peer in shaping.link_ends(self.topo) if self.topo.is_switch(n)}
         probe = QueueGapProbe(links, pin, shaper=self.link.shaper)
         try:
@@ -485,6 +493,15 @@ class Emulation:
         0.2 s while traffic runs; the link look (one sysfs read per switch port, about 25 us
         each) is taken when the kernel reported a link change, and every LINK_LOOK_S in any
         case; a queue is judged from the kernel's own message about it."""
+        try:
+            self._check_alive()
+        except RunError as exc:
+            # logged when found (log.txt has its time), since the run's end comes only
+            # after the teardown: bench_faults reads fault_to_detect_s from this line
+            LOG.warning("%s%s", BROKEN_FOUND, exc)
+            raise
+
+    def _check_alive(self) -> None:
         now = time.monotonic()
         if self.net is not None:
             events = queuewatch.read_events(self._events)
@@ -522,7 +539,7 @@ class Emulation:
         index = {name: i for i, name in socket.if_nameindex()}
         self._queue_ports = {
             index[f"{n}-eth{p}"]: queuewatch.Port(f"{n}-eth{p}", f"{n} port {p} (to {peer})",
-                                                  self.topo.link_bw(n, peer, self.link.bw))
+                                                  self.rates[(n, peer)])
             for n, p, peer in shaping.link_ends(self.topo)
             if self.topo.is_switch(n) and f"{n}-eth{p}" in index}
 

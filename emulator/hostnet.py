@@ -206,8 +206,13 @@ def grin_mptcp_endpoints(topo: GrinTopology, host_pids: dict[str, int],
         lines = ["mptcp endpoint flush",
                  f"mptcp limits set subflow {limit} add_addr_accepted {limit}"]
         if mesh and topo.faces(h):
-            # the primary address too, so that it opens subflows to announced addresses
-            lines.append(f"mptcp endpoint add {topo.node(h).ip} dev {h}-eth0 {flags}")
+            # the primary address too, so that it opens subflows to announced addresses.
+            # Not bound to the uplink (no "dev"): the kernel binds an endpoint's subflows
+            # to its device, and the subflow to a neighbour's secondary address, which is
+            # in h's own prefix, is routed over the horizontal link (topo.subflow_path);
+            # bound to eth0 it found no neighbour entry there, sat in SYN-SENT and died
+            # 3 s later (session 46: 2 of 4 subflows of a GRIN1 pair, every time)
+            lines.append(f"mptcp endpoint add {topo.node(h).ip} {flags}")
         for s in topo.faces(h):
             dev = f"{h}-eth{topo.port(h, s)}"
             lines += [f"mptcp endpoint add {topo.secondary[(h, s)]} dev {dev} signal",

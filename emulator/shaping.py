@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from topos.base import Topology
+from topos.base import DEFAULT_BW, Topology
 
 from . import netns
 from .aqm import AqmSpec
@@ -63,7 +63,7 @@ class LinkSpec:
     of ``burst`` (see burst_bytes) and a tail-drop pfifo of ``queue`` packets; ``aqm``
     (emulator/aqm.py) is what the switch does at every switch port before that queue."""
 
-    bw: float = 10.0
+    bw: float = DEFAULT_BW
     queue: int = 100
     burst: str = "default"
     aqm: str = "droptail"
@@ -117,8 +117,9 @@ def shape(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> None:
     """Shape every link end: switch ends in the root namespace, host ends in their own."""
     root: list[str] = []
     per_host: dict[str, list[str]] = {}
+    rates = topo.link_rates(link.bw)
     for node, port, peer in link_ends(topo):
-        lines = tc_lines(f"{node}-eth{port}", topo.link_bw(node, peer, link.bw), link.queue,
+        lines = tc_lines(f"{node}-eth{port}", rates[(node, peer)], link.queue,
                          link.burst_b, link.shaper)
         if topo.is_switch(node):
             root += lines
@@ -156,7 +157,7 @@ def _tbf_classes(state: dict[str, list[dict[str, Any]]]) -> dict[str, list[netns
 
 def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[str, Any]:
     """Refuse the run unless every link end is the asked root (HTB with one class, or TBF)
-    + pfifo leaf of the asked limit, at that link's own rate (topo.link_bw: a GRIN ToR
+    + pfifo leaf of the asked limit, at that link's own rate (topo.link_rates: a GRIN ToR
     uplink is a multiple of the run's) with the asked burst in its buckets (when one was
     asked; TBF: its default too), all read back from the kernel.  Returns what was found,
     the bursts' range included."""
@@ -172,12 +173,13 @@ def verify(topo: Topology, link: LinkSpec, host_pids: dict[str, int]) -> dict[st
         raise RunError(f"could not read the {link.shaper.upper()} rates back: {exc}") from None
     want_burst = link.burst_b or (TBF_DEFAULT_BURST if link.shaper == "tbf" else None)
     bursts: list[int] = []
+    rates = topo.link_rates(link.bw)
     for n, p, peer in ends:
         intf = f"{n}-eth{p}"
         qs = state.get(intf, [])
         kinds = {q["kind"]: q for q in qs}
         limit = kinds.get("pfifo", {}).get("options", {}).get("limit")
-        want = topo.link_bw(n, peer, link.bw) * 1e6
+        want = rates[(n, peer)] * 1e6
         got = classes.get(intf, [])
         if link.shaper not in kinds or limit != link.queue:
             bad.append(f"{intf}: {[q['kind'] for q in qs]} limit={limit}")

@@ -22,6 +22,7 @@ qdisc refused (ENOBUFS).  The derived per-inlet numbers count packets really los
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -188,8 +189,10 @@ def measured_mbps(f: Flow) -> float:
     set-up sat in RTO backoff behind the full port is measured over the same seconds as
     the others (iperf3 counts each flow from its own test start: session 13 found such
     senders credited with rates measured on an empty link); iperf3's rate only when the
-    sender has no samples (never connected: 0)."""
-    return f.acked_mbps if f.acked_mbps is not None else f.iperf_mbps
+    sender has no samples (never connected: 0; acked_mbps is NaN then, not None, which
+    left such senders, and one whose connection came up after the window, with no rate
+    and their claim "not measured" until 2026-12-03)."""
+    return f.iperf_mbps if math.isnan(f.acked_mbps) else f.acked_mbps
 
 
 def many_to_one(emu: Emulation, b: Bottleneck, flows: list[Flow], duration: float,
@@ -236,7 +239,7 @@ def many_to_one(emu: Emulation, b: Bottleneck, flows: list[Flow], duration: floa
     bwm_path = out / "bwm.csv"
     t0 = min(f.start for f in order)
     port_of = {x: g.label for g in groups for x in g.senders}
-    rate = emu.topo.link_bw(emu.topo.access_switch(b.receiver), b.receiver, emu.link.bw)
+    rate = emu.rates[(emu.topo.access_switch(b.receiver), b.receiver)]
     traced = write_arrivals(out, tracer, bottleneck, rate, t0, (trim, duration - trim),
                             {emu.topo.ip(n): n for n in names}, port_of)
     received = series_by_interface(bwm_path, received=True)  # one read for every use

@@ -170,7 +170,8 @@ BACKEND_HELP = {
 }
 
 
-def add_backend(p: Any, choices: tuple[str, ...] = ("emulated", "model")) -> None:
+def add_backend(p: argparse.ArgumentParser,
+                choices: tuple[str, ...] = ("emulated", "model")) -> None:
     """The --backend flag, offering the backends an experiment has (its default: emulated
     where it has it, else its only one), in the backend group add_shared made for ``p``
     (without one, among ``p``'s own flags)."""

@@ -31,6 +31,10 @@ from emulator import dataplane_registry
 from emulator.emulation import SOFTIRQ_BATCH, check_idle_cpus
 from emulator.rcvlowat import check as check_rcvlowat
 from emulator.shaping import LinkSpec
+from topos.base import DEFAULT_BW
+
+#: an experiment's --quick overrides (``QUICK``): parameter name -> value, of the flag's type
+Quick = dict[str, str | float]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +100,7 @@ class NetworkParams(Params):
     while the network is up (``softirq_batch``: emulator.emulation.SOFTIRQ_BATCH).  An
     experiment redeclares a field to change its default."""
 
-    bw: float = 10.0
+    bw: float = DEFAULT_BW
     queue: int = 100
     burst: str = "default"
     aqm: str = "droptail"

@@ -16,6 +16,7 @@ from emulator.proc import pid_alive
 from emulator.registry import STATE_DIR
 from emulator.sysinfo import cpu_model, git_state, mitigations
 from store import FINAL
+from store.papers import scale
 
 REPO = Path(__file__).resolve().parent.parent
 #: one marker per unfinished run folder: a run killed by SIGKILL is found from here
@@ -30,6 +31,23 @@ def process_start(pid: int) -> str:
     except OSError:
         return ""
     return stat.rsplit(")", 1)[1].split()[19]
+
+
+#: the handler of the newest run folder on the "dcrepro" logger (_share_warnings)
+_SHARED: list[logging.Handler] = []
+
+
+def _share_warnings(handler: logging.Handler) -> None:
+    """The harness's own warnings (the "dcrepro" logger: a flow started again, a subflow
+    lost, a tracer's count) go to the newest run's log.txt too, beside the terminal: the
+    log keeps the run's whole story, with the time of each.  A run made later in the same
+    process (a sweep's next point) takes them over."""
+    shared = logging.getLogger("dcrepro")
+    for old in _SHARED:
+        shared.removeHandler(old)
+        old.close()
+    _SHARED[:] = [handler]
+    shared.addHandler(handler)
 
 
 class RunFolder:
@@ -47,7 +65,9 @@ class RunFolder:
             # which machine (the report's provenance; a sweep's fingerprint.json has it too)
             "machine": {"host": socket.gethostname(), "cpu_model": cpu_model(),
                         "mitigations": mitigations()},
-            "started_utc": stamp}
+            "started_utc": stamp,
+            # the set-up against the paper's (rate, duration), as the verdicts show it
+            "scale": scale(experiment, params)}
         self.write_config()
         self.set_status("running")
         self.log = logging.getLogger(f"dcrepro.{self.id}")
@@ -58,6 +78,7 @@ class RunFolder:
         self.log.handlers = [handler]
         self.log.setLevel(logging.INFO)
         self.log.propagate = False  # the CLI prints its own one-line message
+        _share_warnings(handler)
         #: called as each network of the run ends (the CLI's progress line sets it)
         self.on_network: Callable[[str], None] = lambda where: None
 

@@ -29,9 +29,11 @@ from .bwmng import (
     series_mean,
 )
 from .sampling import (
+    Sampler,
     cpu_sampler,
     cpu_shares,
     cpu_times,
+    mptcp_rows,
     stop_mptcp_sampler,
     stop_tcp_sampler,
     tcp_sampler,
@@ -370,11 +372,14 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
     pids = list(emu.host_pids.values())
     stack0 = stack_totals(pids)
     subflow_timing: dict[str, Any] = {}   # MPTCP: the subflow looks and restarts
+    # MPTCP: a connection that loses subflows is named while the traffic runs (issue #56)
+    live = SubflowWatch(msk, flows, duration, trim) if msk is not None else None
     try:
         with emu.dequeue_gaps() as gaps:
             unconnected = _clients_and_wait(emu, flows, transport, duration, trim, out, wrap,
                                             servers, bwm, grace, may_not_connect, want,
-                                            interval, subflow_timing)
+                                            interval, subflow_timing,
+                                            live.look if live is not None else None)
         times1 = cpu_times()
         # what the hosts' stacks sent again: TCP retransmissions, MPTCP reinjections
         stack = stack_delta(stack0, stack_totals(pids))
@@ -461,7 +466,9 @@ def run_iperf(emu: Emulation, flows: list[Flow], transport: str, duration: float
             "late_note": late_note(flows, duration, trim),
             # a connection that lost subflows inside its window (a flushed endpoint, a
             # path manager that closed them): a reason to doubt the run, with when
-            "subflow_drops": drops, "subflow_note": subflow_note(drops)}
+            "subflow_drops": drops, "subflow_note": subflow_note(drops),
+            # when the live watch named each of them (SubflowWatch), s after the fall
+            "subflow_seen": live.seen if live is not None else {}}
 
 
 #: a flow started again (MPTCP short of subflows) must share at least this much of its
@@ -632,6 +639,41 @@ def subflow_note(drops: list[dict[str, Any]]) -> str | None:
             f"{d['at_s']:g} s into its window{single}")
 
 
+class SubflowWatch:
+    """subflow_drops while the traffic runs: at every look (the wait's watch, every
+    WATCH_INTERVAL), the MPTCP sampler's new samples are added to each connection's rows and
+    every flow not yet named is judged on its window so far.  A fall is named in one warning
+    line at once, within about two sampling intervals of it (it takes two samples below
+    the most seen); the run's suspect reason (subflow_note) is still judged at the end, on
+    every sample.  ``seen``: flow -> how long after the fall's first low sample it was
+    named, s."""
+
+    def __init__(self, sampler: Sampler[Any], flows: list[Flow], duration: float,
+                 trim: float) -> None:
+        self.sampler, self.flows, self.duration, self.trim = sampler, flows, duration, trim
+        self.taken = 0                  # samples already added to ``conns``
+        self.conns: Connections = {}
+        self.seen: dict[str, float] = {}
+
+    def look(self) -> None:
+        """Add the new samples; name each flow that has just lost subflows."""
+        new = self.sampler.samples[self.taken:]   # appended by its thread: read a copy
+        if not new:
+            return
+        self.taken += len(new)
+        for when, dumps in new:
+            for r in mptcp_rows(when, dumps):
+                self.conns.setdefault((r["host"], r["saddr"], int(r["sport"]), r["daddr"],
+                                       int(r["dport"])), []).append(r)
+        waiting = [f for f in self.flows if f.name not in self.seen and f.start > 0]
+        for d in subflow_drops(waiting, self.conns, self.duration, self.trim):
+            f = next(f for f in waiting if f.name == d["flow"])
+            self.seen[f.name] = round(time.time() - (f.start + self.trim + d["at_s"]), 2)
+            LOG.warning("%s lost subflows: %d -> %d, %g s into its window (seen %.1f s "
+                        "later)", f.name, d["subflows_before"], d["subflows_after"],
+                        d["at_s"], self.seen[f.name])
+
+
 def connections(samples: list[dict[str, Any]]) -> Connections:
     """mptcp_samples rows grouped by connection, once for every reader of them."""
     by_conn: Connections = {}
@@ -664,7 +706,7 @@ def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
             k = max(mine, key=lambda k: max(int(r["bytes_acked"]) for r in mine[k]))
             mine = {k: mine[k]}
         try:
-            link = emu.topo.link_bw(f.src, emu.topo.access_switch(f.src), emu.link.bw)
+            link = emu.rates[(f.src, emu.topo.access_switch(f.src))]
         except Exception:
             link = None
         share = round(f.iperf_mbps / link, 4) if link and transport == "tcp" else None
@@ -677,6 +719,11 @@ def flow_limits(emu: Emulation, flows: list[Flow], transport: str,
                 acked.append(per[-1]["acked_mbps"])
         if acked:
             f.acked_mbps = round(sum(acked), 4)
+        elif mine and min(float(r["time"]) for rows in mine.values() for r in rows) > \
+                f.start + duration - trim:
+            # its data connection came up only after its window had closed (its SYN in RTO
+            # backoff: an Outcast sender behind a full port): nothing acked in the window
+            f.acked_mbps = 0.0
         first = [float(r["time"]) for rows in mine.values() for r in rows
                  if int(r.get("bytes_acked") or 0) > 1]
         if first:
@@ -726,12 +773,15 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                       trim: float, out: Path, first: float,
                       clients: list[tuple[Flow, Any, subprocess.Popen[bytes]]],
                       servers: list[tuple[Flow, Any, subprocess.Popen[bytes]]],
-                      bwm: subprocess.Popen[bytes], may_not_connect: bool = False) -> None:
+                      bwm: subprocess.Popen[bytes], may_not_connect: bool = False,
+                      alive: Callable[[], None] | None = None) -> None:
     """Record every flow's connection (MPTCP: its subflows) while traffic runs, for the
-    subflow check and for tracing; watch everything meanwhile.  Each look reads the senders'
-    sockets over sock_diag in this process (Emulation.sockets) and keeps them in
-    ``sockets[-late].json``; it was an `ss` process in every host, which on a loaded CPU took
-    4.5 s (k=4, MPTCP at 75 % CPU) to 15 s (k=6 saturated) and spent, inside the measured
+    subflow check and for tracing; watch everything meanwhile (``alive``: the wait's own
+    check, the dataplane's and the live subflow watch's; default the dataplane's).  Each
+    look reads the senders' sockets over sock_diag in this process (Emulation.sockets) and
+    keeps them in ``sockets[-late].json``; it was an `ss` process in every host, which on
+    a loaded CPU took 4.5 s (k=4, MPTCP at 75 % CPU) to 15 s (k=6 saturated) and spent,
+    inside the measured
     window, the CPU the emulated network needed.
 
     Early enough to finish before the flows end (starting 54 clients takes up to 5 s).
@@ -759,7 +809,7 @@ def _snapshot_sockets(emu: Emulation, flows: list[Flow], transport: str, duratio
                 break
             # the same watch as wait_iperf's, from the first second of traffic
             watch_once([(f.name, p) for f, _, p in servers],
-                       [("bwm-ng", bwm)], emu.check_alive)
+                       [("bwm-ng", bwm)], alive or emu.check_alive)
             time.sleep(min(WATCH_INTERVAL, max(0.0, when - time.monotonic())))
 
     def look(when: float, of: list[Flow], name: str) -> None:
@@ -853,6 +903,14 @@ def _short_of_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int],
     return short
 
 
+# A lost SYN or MP_JOIN is sent again 1 s later (the initial RTO): a flow is not started
+# again before that retry had half a second to land.  (At 1.0 s, the earlier floor, a short
+# test window restarted flows just as their retried SYNs arrived: on OVS's userspace switch,
+# which loses 0.3-1.5 % of packets, 3 of 4 idle 1-s-trim runs restarted 3-9 flows at
+# 1.13-1.16 s, and one such restarted flow never connected in a CI run on 2026-12-03.)
+FIRST_RETRY_DONE_S = 1.5
+
+
 def _await_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int], trim: float,
                     clients: dict[str, tuple[Flow, Any, subprocess.Popen[bytes]]],
                     restart: Callable[[list[Flow]], None], watch: Callable[[], None],
@@ -873,7 +931,8 @@ def _await_subflows(emu: Emulation, flows: list[Flow], want: dict[str, int], tri
             short = _short_of_subflows(emu, pending, want, procs)
             looks.append(time.monotonic() - t)
             pending = [f for f in pending if f.name in short]
-            due = [f for f in pending if time.time() >= f.start + max(1.0, trim - 0.5)]
+            due = [f for f in pending
+                   if time.time() >= f.start + max(FIRST_RETRY_DONE_S, trim - 0.5)]
             if attempt == 0 and due:
                 for f in due:
                     LOG.warning("%s: %s before its window; started again", f.name,
@@ -898,10 +957,12 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
                       bwm: subprocess.Popen[bytes], grace: float,
                       may_not_connect: bool, want: dict[str, int] | None = None,
                       interval: float = 0.5,
-                      subflow_timing: dict[str, Any] | None = None) -> set[str]:
+                      subflow_timing: dict[str, Any] | None = None,
+                      look: Callable[[], None] | None = None) -> set[str]:
     """Start every client (MPTCP with ``want``: wait for the subflows, restarting a short
-    flow once), snapshot the sockets late in the window, wait under watch; returns the
-    names of the flows that never connected (only with ``may_not_connect``)."""
+    flow once), snapshot the sockets late in the window, wait under watch (``look``: one
+    more check at every watch, SubflowWatch's); returns the names of the flows that never
+    connected (only with ``may_not_connect``)."""
     # the senders' sock_diag sockets for the looks below, made before the traffic loads the
     # machine (a k=6 MPTCP-8 run's first look, which made them, took 7.8 s on 2026-11-29)
     emu.open_sockets(sorted({f.src for f in flows}))
@@ -929,12 +990,17 @@ def _clients_and_wait(emu: Emulation, flows: list[Flow], transport: str, duratio
                             subflow_timing if subflow_timing is not None else {})
         clients = [by_client[f.name] for f in flows]
         servers[:] = [by_server[f.name] for f in flows]
+
+        def alive() -> None:
+            emu.check_alive()
+            if look is not None:
+                look()
+
         _snapshot_sockets(emu, flows, transport, duration, trim, out, first, clients,
-                          servers, bwm, may_not_connect)
+                          servers, bwm, may_not_connect, alive)
         return wait_iperf([(f.name, by_client[f.name][2], by_server[f.name][2])
                            for f in flows],
-                          duration + grace, out, watch=[("bwm-ng", bwm)],
-                          alive=emu.check_alive,
+                          duration + grace, out, watch=[("bwm-ng", bwm)], alive=alive,
                           reports={f.name: f.client_report(out) for f in flows},
                           may_not_connect=may_not_connect)
     finally:

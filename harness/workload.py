@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from routing.plan import Plan
+from store.views import View
 from topos.base import Topology
 
 if TYPE_CHECKING:
@@ -283,12 +284,8 @@ class Measurement:
 
 class Backend(Protocol):
     """Runs a workload: the emulator, ns-3 or the flow model."""
-    name: str
-    #: its traffic takes the workload's duration in wall time (the emulator)
-    realtime: bool
-    #: its goodput is measured (emulated, simulated), not the flow model's rate itself; a
-    #: view that does not measure has no TCP (loss recovery, latency, queues mean nothing)
-    measures: bool
+    #: what it is and can measure (store/views.py: the folder readers ask the same)
+    view: View
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         ...
@@ -313,8 +310,8 @@ BACKENDS: dict[str, type[Backend]] = {}
 
 
 def register(cls: type[Backend]) -> type[Backend]:
-    """Class decorator of a backend module: the backend under its ``name``."""
-    BACKENDS[cls.name] = cls
+    """Class decorator of a backend module: the backend under its view's name."""
+    BACKENDS[cls.view.name] = cls
     return cls
 
 
@@ -352,7 +349,7 @@ def check(params: Any, workloads: Iterable[Workload | Transfers]) -> None:
 
 def measures(params: Any) -> bool:
     """Whether the view ``params.backend`` measures (has TCP), or computes the model."""
-    return backend_class(params.backend).measures
+    return backend_class(params.backend).view.measures
 
 
 def flow_rows(w: Workload, m: Measurement) -> list[dict[str, object]]:

@@ -30,11 +30,7 @@ Link = tuple[str, str]
 
 def capacities(topo: Topology, bw: float) -> dict[Link, float]:
     """Payload goodput of every directed link (both directions of every topology link)."""
-    caps = {}
-    for link in topo.links():
-        rate = goodput_capacity(link.rate(bw))
-        caps[(link.a, link.b)] = caps[(link.b, link.a)] = rate
-    return caps
+    return {ends: goodput_capacity(rate) for ends, rate in topo.link_rates(bw).items()}
 
 
 def path_links(src: str, switches: Sequence[str], dst: str) -> list[Link]:

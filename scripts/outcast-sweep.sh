@@ -7,5 +7,5 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 . scripts/run-folder.sh
 ./setup.sh
 DCREPRO=${DCREPRO:-.venv/bin/dcrepro}
-run_folder outcast-sweep run $DCREPRO run outcast --flows 2,6,12 "$@"
+run_folder outcast-sweep run $DCREPRO run outcast "$@"
 show_figures outcast-sweep "$dir"

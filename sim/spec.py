@@ -39,7 +39,7 @@ from typing import Any
 from model.network import hash_select
 from routing.plan import SPRAY_MODES, Plan
 from routing.walk import walk
-from topos.base import Topology
+from topos.base import DEFAULT_BW, Topology
 
 #: dcrepro's congestion control names -> ns-3 TCP types (Linux's "reno" is NewReno + SACK)
 CC_TYPES = {"reno": "ns3::TcpNewReno", "newreno": "ns3::TcpNewReno",
@@ -81,7 +81,7 @@ class SimConfig:
     duration: float = 10.0
     trim: float = 1.0
     interval: float = 0.5
-    bw: float = 10.0
+    bw: float = DEFAULT_BW
     queue: int = 100
     host_queue: int | None = None
     queue_disc: str = "droptail"
@@ -308,8 +308,9 @@ def build(topo: Topology, plan: Plan, pairs: list[tuple[str, str]], cfg: SimConf
     links: list[SimLink] = []
     ends: dict[str, dict[str, tuple[int, int]]] = {n.name: {} for n in topo}
     subnets = LINK_NET.subnets(new_prefix=30)
+    rates = topo.link_rates(cfg.bw)
     for i, link in enumerate(topo.links()):
-        links.append(SimLink(link.a, link.port_a, link.b, link.port_b, link.rate(cfg.bw),
+        links.append(SimLink(link.a, link.port_a, link.b, link.port_b, rates[(link.a, link.b)],
                              str(next(subnets))))
         if link.b in ends[link.a]:
             raise ValueError(f"sim: {link.a} and {link.b} are joined twice; static routes "

@@ -6,7 +6,18 @@ Layers, lowest first (a unit test holds the code to them): ``store``; ``topos``,
 ``model`` (flow models and LPs); ``analysis`` (reads run folders only); ``dataplane`` and
 ``controller`` (the network); ``experiments`` (drive traffic, write run folders) and the CLI.
 """
-from .folder import FINAL, cell, newest_ok_run, plottable, read_csv, read_json, status_of, write_csv
+from .folder import (
+    FINAL,
+    Row,
+    cell,
+    newest_ok_run,
+    plottable,
+    read_csv,
+    read_json,
+    status_of,
+    wall_s,
+    write_csv,
+)
 
-__all__ = ["FINAL", "cell", "newest_ok_run", "plottable", "read_csv", "read_json", "status_of",
-           "write_csv"]
+__all__ = ["FINAL", "Row", "cell", "newest_ok_run", "plottable", "read_csv", "read_json",
+           "status_of", "wall_s", "write_csv"]

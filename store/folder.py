@@ -4,11 +4,15 @@ creates them); its status.json says whether its tables are complete."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+#: one table row as an experiment writes it: column -> value (a number or text)
+Row = dict[str, object]
 
 #: statuses a run ends with; anything else means the run is (or was, when killed) running
 FINAL = ("ok", "failed", "interrupted", "killed")
@@ -17,6 +21,18 @@ FINAL = ("ok", "failed", "interrupted", "killed")
 def plottable(status: dict[str, Any]) -> bool:
     """True when every table of the run was written (figures may be redrawn from it)."""
     return status.get("status") in ("ok", "measured") or bool(status.get("data_complete"))
+
+
+def wall_s(config: dict[str, Any], status: dict[str, Any]) -> float | None:
+    """A run's wall time, s: from its start (config.json's started_utc) to its latest
+    status (status.json's time_utc, after the figures); None when either is missing."""
+    try:
+        start = dt.datetime.strptime(config["started_utc"], "%Y%m%dT%H%M%SZ").replace(
+            tzinfo=dt.UTC)
+        end = dt.datetime.fromisoformat(status["time_utc"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (end - start).total_seconds()
 
 
 def status_of(path: Path) -> dict[str, Any]:
@@ -48,7 +64,7 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not readable JSON ({type(exc).__name__})") from None
 
 
-def write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+def write_csv(path: Path, rows: Iterable[Mapping[str, object]]) -> None:
     """Write dict rows with the union of their keys as header, NaN as empty."""
     rows = list(rows)
     keys: list[str] = []

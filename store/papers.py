@@ -4,7 +4,9 @@ only by file name.  The titles and venues are the papers' own where their text g
 the GRIN text starts at its abstract, so its title and venue are the published paper's."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,9 @@ class Condition:
     experiment: str                # whose judged run the value comes from
     param: str                     # the config.json parameter
     unit: str = ""
+    #: the paper's value(s) as numbers in ``unit`` (a range: its ends), where it gives any:
+    #: a run's scale against the paper is ours over these (``scale``)
+    numbers: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,9 +72,9 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                   "write-up gives no ratio; htsim's 1.5x comes from the MPTCP paper), "
                   "`fairness` the two topologies' flows rank by rank.",
           conditions=(
-              Condition("link rate", "15 Mb/s", "fairness", "bw", "Mb/s"),
-              Condition("flow duration", "60 s", "fairness", "duration", "s"),
-              Condition("trimmed at each end", "5 s", "fairness", "trim", "s"),
+              Condition("link rate", "15 Mb/s", "fairness", "bw", "Mb/s", (15.0,)),
+              Condition("flow duration", "60 s", "fairness", "duration", "s", (60.0,)),
+              Condition("trimmed at each end", "5 s", "fairness", "trim", "s", (5.0,)),
               Condition("fat tree", "k=4, 16 hosts", "fairness", "fattree"),
               Condition("Jellyfish", "16 hosts (switches not stated)", "fairness",
                         "jellyfish"),
@@ -97,7 +102,7 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                   "that is CPU-bound; `orca` caps the sender's CPU (--sender-cpu) to reach "
                   "that regime, since an uncapped sender here is bound by its link.",
           conditions=(
-              Condition("link rate", "10 Gb/s NICs", "orca", "bw", "Mb/s"),
+              Condition("link rate", "10 Gb/s NICs", "orca", "bw", "Mb/s", (10000.0,)),
               Condition("receivers", "the computation nodes (count not stated)", "orca",
                         "members"),
               Condition("workload multiplier", "x1 to x16 (88 MB to 1.4 GB)", "orca",
@@ -166,7 +171,8 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                   "Section 5.1 finds h1 routing within 7 % of the maximum multi-commodity "
                   "flow on average; `grin-hops` solves that study in the flow model.",
           conditions=(
-              Condition("link rate", "1 and 10 Gb/s", "grin", "bw", "Mb/s"),
+              Condition("link rate", "1 and 10 Gb/s", "grin", "bw", "Mb/s",
+                        (1000.0, 10000.0)),
               Condition("racks", "not stated for Fig. 7", "grin", "racks"),
               Condition("servers a rack", "not stated for Fig. 7", "grin", "servers"),
               Condition("traffic", "all-to-all (Fig. 7)", "grin", "pattern"),
@@ -216,6 +222,57 @@ PAPERS: dict[str, Paper] = {p.file: p for p in (
                      "fabric latency per scheme (Fig. 1(b))"),
           )),
 )}
+
+
+def paper_of(experiment: str) -> Paper | None:
+    """The paper whose claims ``experiment`` judges."""
+    return next((p for p in PAPERS.values() if experiment in p.experiments), None)
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}" if x < 1 else f"{x:g}"
+
+
+#: (experiment, parameter, our value) -> what a measured check found that value does to a
+#: headline statistic against the paper's value (issue #54 part 2: ns-3, where it has a view
+#: of the statistic); ``scale`` adds it after that condition.  Checked so far: 000's TCP
+#: mean at quick mode's 5 Mb/s (docs/notebook/2026-12-03-scaled-rate-ns3.md).
+SCALE_CHECKS: dict[tuple[str, str, float], str] = {
+    ("permutation", "bw", 5.0): "in ns-3 the TCP mean reads +0.041 [+0.002, +0.079] of the "
+                                "link above 15 Mb/s's: not the paper's regime for it; "
+                                "bench/bench_scaled_rate.py",
+}
+
+
+def scale(experiment: str, params: Mapping[str, Any]) -> str:
+    """A run's set-up against the paper's (issue #54 part 2), from its parameters: every
+    condition of its paper with a unit, for this experiment, as "link rate 10 of 15 Mb/s
+    (0.667x)", or "(the paper's not stated)"; '' when there is none.  Written into every
+    run's config.json, shown beside its verdicts (the run's answer and the report's
+    page)."""
+    paper = paper_of(experiment)
+    conditions = [c for c in paper.conditions if c.unit] if paper else []
+    mine = {c.param for c in conditions if c.experiment == experiment}
+    parts = []
+    # the paper's set-up is one for all its experiments: another experiment's condition
+    # counts where this one has none on that parameter (permutation takes fairness' rate)
+    for c in conditions:
+        if (c.experiment != experiment and c.param in mine) or \
+                params.get(c.param) in (None, ""):
+            continue
+        try:
+            ours = float(params[c.param])
+        except (TypeError, ValueError):
+            continue
+        if not c.numbers:
+            parts.append(f"{c.what} {_num(ours)} {c.unit} (the paper's not stated)")
+            continue
+        theirs = "-".join(_num(n) for n in c.numbers)
+        factor = "-".join(_num(ours / n) for n in sorted(c.numbers, reverse=True))
+        checked = SCALE_CHECKS.get((experiment, c.param, ours))
+        parts.append(f"{c.what} {_num(ours)} of {theirs} {c.unit} ({factor}x)"
+                     + (f" ({checked})" if checked else ""))
+    return "; ".join(parts)
 
 
 def citation(p: Paper) -> str:

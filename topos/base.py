@@ -8,8 +8,9 @@ that ``port(a, b)`` is the OpenFlow port number in the running switch.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -18,6 +19,9 @@ import networkx as nx
 # use 10.(128+i).x.y, so both stay inside 10.0.0.0/8, on-link for every host.
 EXTRA_ADDR_BASE = 128
 MAX_EXTRA_ADDRS = 8
+
+#: the run's link rate (Mb/s) when it names none (--bw): the one default of every view
+DEFAULT_BW = 10.0
 
 
 class TopologyError(ValueError):
@@ -40,7 +44,8 @@ class Node:
 @dataclass(frozen=True)
 class Link:
     """An undirected link; ``bw`` (Mb/s) overrides the run's link rate when set, ``scale``
-    multiplies it (a ToR uplink worth three server links: ``scale=3``)."""
+    multiplies it (a ToR uplink worth three server links: ``scale=3``).  Its rate in a run is
+    ``Topology.link_rates``'s."""
 
     a: str
     port_a: int
@@ -48,12 +53,6 @@ class Link:
     port_b: int
     bw: float | None = None
     scale: float | None = None
-
-    def rate(self, default: float) -> float:
-        """This link's rate in Mb/s when the run's link rate is ``default``."""
-        if self.bw is not None:
-            return self.bw
-        return default * self.scale if self.scale is not None else default
 
     def other(self, name: str) -> str:
         """The far end of the link as seen from ``name``."""
@@ -73,6 +72,8 @@ class Topology:
         self._port_of: dict[tuple[str, str], int] = {}
         self._dpids: set[int] = set()
         self._ips: set[str] = set()
+        #: link_rates' resolutions by the run's link rate (dropped when a link changes)
+        self._rates: dict[float, dict[tuple[str, str], float]] = {}
 
     # -- building -------------------------------------------------------------------------
     def add_switch(self, name: str, dpid: int, **attrs: Any) -> str:
@@ -123,10 +124,12 @@ class Topology:
         del self._ports[a][port_a], self._ports[b][port_b]
         link = next(l for l in self._links if {l.a, l.b} == {a, b})
         self._links.remove(link)
+        self._rates.clear()
         return link
 
     def _attach(self, link: Link) -> None:
         self._links.append(link)
+        self._rates.clear()
         self._ports[link.a][link.port_a] = (link.b, link.port_b)
         self._ports[link.b][link.port_b] = (link.a, link.port_a)
         self._port_of[(link.a, link.b)] = link.port_a
@@ -211,12 +214,17 @@ class Topology:
         return [p for p in self.neighbors(switch)
                 if not self.is_switch(p) and self.access_switch(p) == switch]
 
-    def link_bw(self, a: str, b: str, default: float) -> float:
-        """Rate of link a-b (Mb/s) when the run's link rate is ``default``."""
-        for link in self._links:
-            if {link.a, link.b} == {a, b}:
-                return link.rate(default)
-        raise TopologyError(f"no link {a}-{b}")
+    def link_rates(self, bw: float) -> Mapping[tuple[str, str], float]:
+        """Every link's rate in Mb/s when the run's link rate is ``bw``, by (node, peer) both
+        ways: the link's own ``bw`` if it has one, else the run's times its ``scale``.  The
+        one place a link's rate is resolved: once per run rate, then kept (read-only)."""
+        rates = self._rates.get(bw)
+        if rates is None:
+            rates = self._rates[bw] = {}
+            for l in self._links:
+                rate = l.bw if l.bw is not None else bw * l.scale if l.scale is not None else bw
+                rates[(l.a, l.b)] = rates[(l.b, l.a)] = rate
+        return MappingProxyType(rates)
 
     def switch_graph(self) -> nx.Graph:
         """Undirected graph of switches only (what routing computes paths on)."""

@@ -144,7 +144,7 @@ class BpfDataplane(Dataplane):
         self.aqm = spec.describe()
         if not spec.active:
             return ""
-        rates = {f"{n}-eth{p}": emu.topo.link_bw(n, peer, emu.link.bw)
+        rates = {f"{n}-eth{p}": emu.rates[(n, peer)]
                  for n, p, peer in link_ends(emu.topo) if emu.topo.is_switch(n)}
         self.aqm_ports = {_ifindex(name): name for name in rates}
         entries = aqm.aqm_entries(spec, {i: rates[n] for i, n in self.aqm_ports.items()},

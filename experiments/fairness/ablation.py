@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 
 from analysis.ablation import labelled_runs, write
 from analysis.figures import save
-from analysis.intervals import mean_interval
+from analysis.intervals import Interval, bars_words, bracket_text, error_bars, mean_interval
 from analysis.summaries import with_goodput
 from store import cell, read_csv
 
@@ -85,13 +85,22 @@ def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:
     labels = list(dict.fromkeys(r["label"] for r in rows))
     head = ["| run | " + " | ".join(MEASURES.values()) + " |",
             "|---|" + "---|" * len(MEASURES)]
+    ivs = {lab: measured_interval([r for r in rows if r["label"] == lab]) for lab in labels}
+    # the interval's column only where a folder has more than one repetition (one per
+    # folder, as the seed-paired arms have: their interval is the pairs' below)
+    many = any(iv is not None and iv.n > 1 for iv in ivs.values())
     lines = ["# fairness coupling ablation (issue #28)", "",
-             "Jellyfish / fat tree mean normalized throughput, mean over repetitions.", "",
-             *head]
+             "Jellyfish / fat tree mean normalized throughput, mean over repetitions"
+             + ("; the last column: the measured one's Student-t 95 % interval over them."
+                if many else "."), "",
+             *([head[0] + " measured: mean [95 % interval], repetitions |", head[1] + "---|"]
+               if many else head)]
     for lab in labels:
         mine = [r for r in rows if r["label"] == lab]
+        iv = ivs[lab]
         lines.append(f"| {lab} | " + " | ".join(
-            f"{st.mean(float(r[c]) for r in mine):.3f}" for c in MEASURES) + " |")
+            f"{st.mean(float(r[c]) for r in mine):.3f}" for c in MEASURES) + " |"
+            + ((f" {bracket_text(iv)}, {iv.n} |" if iv else " |") if many else ""))
     if whole:
         lines += ["", "Jellyfish / fat tree, ratio of the means over every flow of every "
                   "repetition (the agreement claim's measure).", "", *head]
@@ -109,6 +118,13 @@ def summary(rows: list[Row], whole: Sequence[Row] = ()) -> list[str]:
                       + f"; mean {st.mean(diffs):+.3f}"
                       + (f" (sd {st.stdev(diffs):.3f})" if len(diffs) > 1 else "")]
     return lines
+
+
+def measured_interval(mine: Sequence[Row]) -> Interval | None:
+    """The mean over repetitions of the measured ratio and its Student-t 95 % interval
+    (None without a measured repetition)."""
+    vals = [v for r in mine if (v := float(r["norm_goodput"])) == v]
+    return mean_interval(vals) if vals else None
 
 
 def seed_pairs(whole: Sequence[Row]) -> str:
@@ -146,16 +162,24 @@ _PLOTTED = (("norm_model_tcp_coupled", "^", "TCP-like, coupled (pooled)"),
 
 def plot(out: Path, rows: list[Row]) -> Path:
     """ablation.png: per run folder, each repetition's measured ratio (small dots), their
-    mean (large dot), and the mean of each model on the same paths (markers)."""
+    mean (large dot) with its Student-t 95 % interval, and the mean of each model on the
+    same paths (markers; the models' own spread over repetitions is not drawn: they are
+    there to say where the measurement sits, and five more bars hid it)."""
     labels = list(dict.fromkeys(r["label"] for r in rows))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2) + 2.4, 4.2))
+    ns = []
     for i, lab in enumerate(labels):
         mine = [r for r in rows if r["label"] == lab]
+        iv = measured_interval(mine)
+        if iv is None:
+            continue
+        ns.append(iv.n)
         meas = [float(r["norm_goodput"]) for r in mine]
-        ax.plot([i - 0.12] * len(meas), meas, ".", color="0.6", ms=5,
+        ax.plot([i - 0.2] * len(meas), meas, ".", color="0.6", ms=5,
                 label="measured, one repetition" if i == 0 else None)
-        ax.plot(i - 0.12, st.mean(meas), "o", color="k", ms=8,
-                label="measured, mean" if i == 0 else None)
+        ax.errorbar([i - 0.12], [iv.mean], yerr=error_bars([iv]) if iv.n > 1 else None,
+                    fmt="o", color="k", ms=8, capsize=3,
+                    label="measured, mean" if i == 0 else None)
         for k, (col, marker, name) in enumerate(_PLOTTED):
             vals = [v for r in mine if (v := cell(r.get(col))) == v]
             if vals:
@@ -163,10 +187,17 @@ def plot(out: Path, rows: list[Row]) -> Path:
                         mew=2, label=name if i == 0 else None)
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
     ax.axhline(1.0, color="0.5", lw=0.8)
-    ax.set(ylabel="Jellyfish / fat tree, mean normalized",
+    ax.set(ylabel="Jellyfish / fat tree, mean throughput\n(each normalized to the link rate)",
            title="Jellyfish / fat tree: measured and the models on the same paths")
-    ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+    ax.grid(alpha=0.3, axis="y")
+    # beside the axes: inside (lower left) it covered the first folders' points
+    words = bars_words(ns)
+    handles, names = ax.get_legend_handles_labels()
+    first = sorted(range(len(names)), key=lambda k: not names[k].startswith("measured"))
+    ax.legend([handles[k] for k in first], [names[k] for k in first], fontsize=7,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), title_fontsize=7,
+              title="black " + words.replace(" of the mean", "\nof the mean").replace(
+                  "; ", "\n") if words.startswith("bars") else "measured: " + words)
     return save(fig, out / "ablation.png")
 
 

@@ -8,13 +8,14 @@ many servers as the fat tree); every chosen run's flows are pooled.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
 
 from analysis.claims import (
     Cause,
+    Claim,
     Missing,
     Outcome,
     Run,
@@ -27,6 +28,7 @@ from analysis.claims import (
     need_rows,
     per_unit,
     ratio_of_means,
+    same_view,
 )
 from analysis.intervals import Band
 from model import COUPLED_CCS
@@ -57,22 +59,19 @@ PAPER_SCALE = "fairness/20261128T100516Z-c66b83"
 COUPLING_ARMS = ("fairness-ablation-coupling-2",)
 
 
-def _same_backend(runs: list[Run]) -> list[Run]:
-    return [r for r in runs if r.backend == runs[0].backend]
-
-
 def _runs_by_topology(runs: list[Run], topology: str, metric: str = "") -> list[list[float]]:
     """_by_topology's groups, without their keys."""
     return list(_by_topology(runs, topology, metric).values())
 
 
-def _by_topology(runs: list[Run], topology: str, metric: str = "") -> dict[Any, list[float]]:
+def _by_topology(runs: list[Run], topology: str, metric: str = ""
+                 ) -> dict[tuple[str, str | None], list[float]]:
     """Per repetition (run folder, run): the topology's flows' normalized throughputs in
     ``metric``; by default bwm-ng's for emulated runs (the write-up's tool for Fig. 6), the
     max-min model's otherwise.  Repetition i of the Jellyfish and of the fat tree ran one
     after the other with the same seed: the key pairs them."""
-    runs = _same_backend(runs)
-    metric = metric or ("norm_bwm" if runs[0].backend == "emulated" else "norm_model")
+    runs = same_view(runs)
+    metric = metric or ("norm_bwm" if runs[0].view.emulates else "norm_model")
     if metric in RENO_MODELS:   # a run made before the model: solved on its stored paths
         try:
             runs = [Run(r.path, r.config, r.status, r.invalid, {"flows.csv": remodel(
@@ -177,7 +176,7 @@ def agreement_conditions(runs: list[Run]) -> list[str]:
 def agrees_with_model(runs: list[Run], cond: str) -> Outcome:
     """The emulated Jellyfish/fat-tree ratio of mean iperf3 goodput against the same ratio
     of a model's rates on the run's traced paths."""
-    if runs[0].backend != "emulated":
+    if not runs[0].view.emulates:
         raise Missing("needs an emulated run (the model backend has nothing to agree with)")
     metric = tcp_metric(runs) if cond == TCP_LIKE_COND else _COND_METRIC[cond]
     emu, _, _ = _ratio(runs, "norm_goodput")
@@ -248,7 +247,7 @@ BASE = [
 ]
 
 
-def _tcp_like(runs: list[Run], cond: str, measure: Any) -> Outcome:
+def _tcp_like(runs: list[Run], cond: str, measure: Callable[..., Outcome]) -> Outcome:
     return measure(runs, cond, tcp_metric(runs))
 
 
@@ -331,10 +330,10 @@ VARIANT_CAUSES: dict[tuple[str, str], Cause] = {
 }
 
 
-def _variant(base: Any, suffix: str, cond: str, select: dict[str, tuple[str, ...]],
-             metric: str | None, why: str) -> Any:
-    measure = partial(base.measure, metric=metric) if metric else \
-        partial(_tcp_like, measure=base.measure)
+def _variant(base: Claim, suffix: str, cond: str, select: dict[str, tuple[str, ...]],
+             metric: str | None, why: str) -> Claim:
+    full: Callable[..., Outcome] = base.measure   # BASE's measures also take metric=
+    measure = partial(full, metric=metric) if metric else partial(_tcp_like, measure=full)
     cause = VARIANT_CAUSES.get((base.key, suffix))
     return _claim(key=f"{base.key}-{suffix}", text=base.text, paper=base.paper,
                   quote=base.quote, criterion=base.criterion,

@@ -13,22 +13,29 @@ models (max-min, aggregate, TCP-like, LIA's equilibrium) then run on the paths t
 from __future__ import annotations
 
 import json
+import random
 import time
+from argparse import ArgumentParser
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 import routing
 import topos
 from emulator.proc import RunError
 from harness.common import add_backend, add_shared, repetitions, run_rng
-from harness.params import FlowParams, check_subflows, check_transport, transports
+from harness.params import FlowParams, Quick, check_subflows, check_transport, transports
 from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.workload import FlowSpec, LinkBytes, Phase, Workload, flow_rows, make
 from model import TCP_LIKE, alpha_fair_rates, connection_rates, lia_subflow_rates, maxmin_rates
 from model.network import capacities, path_links
+from routing.plan import Plan
+from store import Row
 from topos.base import Topology, TopologyError
 from topos.jellyfish import path_length_distribution
 from topos.spec import Spec
@@ -73,14 +80,14 @@ PARAMS = FairnessParams
 #: quick mode runs the 5 repetitions a verdict needs (analysis.claims: Claim.repetitions),
 #: so that its headline claims can be decided, not only shown (issue #54): 166 s on 2 cores
 #: against 82 s for two (2026-12-02, `scripts/jellyfish-sweep.sh --quick --runs 5`)
-QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 5}
+QUICK: Quick = {"duration": 12.0, "trim": 3.0, "runs": 5}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
 #: links are grouped by the layers of their two ends, in this order
 LAYER_ORDER = ("host", "edge", "tor", "agg", "core", "switch")
 
 
-def add_arguments(p: Any) -> None:
+def add_arguments(p: ArgumentParser) -> None:
     """Shared flags plus the two topologies, ksp's k, the backend and the growth options."""
     add_shared(p, PARAMS, QUICK)
     p.add_argument("--fattree", default=None,
@@ -161,7 +168,7 @@ def _buildable(label: str, spec: Spec) -> Topology:
     raise ValueError(f"{label} '{spec}' cannot be built: {err}")
 
 
-def draw_jellyfish(spec: Spec, rng: Any, tries: int = 20) -> Topology:
+def draw_jellyfish(spec: Spec, rng: random.Random, tries: int = 20) -> Topology:
     """The Jellyfish of ``spec`` with a seed drawn from ``rng`` (redrawn if disconnected)."""
     for _ in range(tries):
         seed = rng.randrange(1, 2**31)
@@ -173,7 +180,7 @@ def draw_jellyfish(spec: Spec, rng: Any, tries: int = 20) -> Topology:
     raise RunError(f"jellyfish '{spec}': {tries} seeds in a row gave disconnected graphs")
 
 
-def permutation(topo: Topology, rng: Any, cache: dict[int, list[int]]) -> dict[str, str]:
+def permutation(topo: Topology, rng: random.Random, cache: dict[int, list[int]]) -> dict[str, str]:
     """A permutation matrix by host index; topologies of equal size share it within a run."""
     hosts = topo.hosts()
     n = len(hosts)
@@ -191,7 +198,7 @@ def link_class(topo: Topology, u: str, v: str) -> str:
     return f"{a}-{b}"
 
 
-def networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]) -> list[Workload]:
+def networks(params: FairnessParams, r: int, ft: tuple[Topology, Plan]) -> list[Workload]:
     """Repetition ``r``'s networks, one workload each: the fat tree, the Jellyfish (and the
     one with more servers), each with its permutation.
 
@@ -218,7 +225,7 @@ def networks(params: FairnessParams, r: int, ft: tuple[Topology, Any]) -> list[W
     return out
 
 
-def _solved(solve: Callable[[], Any]) -> Any:
+def _solved(solve: Callable[[], T]) -> T | None:
     """A TCP-like model's rates, or NaN rates (logged) when its solver gives up: the run's
     measurements stay, and the claims on that model say 'not measured'."""
     try:
@@ -229,15 +236,33 @@ def _solved(solve: Callable[[], Any]) -> Any:
         return None
 
 
+T = TypeVar("T")
+
+
+def _at(rates: NDArray[np.float64] | None, i: int) -> float:
+    """A model's i-th rate, NaN when the model was left out (None)."""
+    return float(rates[i]) if rates is not None else float("nan")
+
+
 #: what a backend measured of each (sub)flow beside its path (emulated: tcp_info), kept in
 #: subflows.csv
 MEASURED = ("mbps", "rtt_ms")
 
 
+class ConnectionModel(TypedDict):
+    """One connection's rates (Mb/s) in the flow models, and its distinct paths."""
+    mbps: float
+    aggregate_mbps: float
+    tcp_mbps: float
+    tcp_coupled_mbps: float
+    lia_mbps: float
+    paths: int
+
+
 def model_rates(topo: Topology, pairs: dict[str, str], routed: list[Mapping[str, Any]],
                 bw: float, aggregate: bool, tcp_model: str = "off"
-                ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float],
-                           list[dict[str, Any]]]:
+                ) -> tuple[dict[str, ConnectionModel], dict[tuple[str, str], float],
+                           list[Row]]:
     """The flow models on the paths the (sub)flows took (``routed``: a Measurement's
     paths). Per connection (keyed by source): max-min rate, aggregate rate, the TCP-like
     model's rate (``tcp_model``: a name of model.TCP_LIKE, or off) with uncoupled and with
@@ -268,26 +293,25 @@ def model_rates(topo: Topology, pairs: dict[str, str], routed: list[Mapping[str,
     for p, rate in zip(paths, sub):
         for link in p:
             load[link] += float(rate)
-    out, subs, i = {}, [], 0
+    out: dict[str, ConnectionModel] = {}
+    subs: list[Row] = []
+    i = 0
     for n, s in enumerate(srcs):
         mine = [rt for rt in routed if rt["src"] == s]
         tcp = lia = 0.0
         for rt in mine:
-            tcp += float(tcp_sub[i]) if tcp_sub is not None else float("nan")
-            lia += float(lia_sub[i]) if lia_sub is not None else float("nan")
+            tcp += _at(tcp_sub, i)
+            lia += _at(lia_sub, i)
             subs.append({"src": s, "dst": pairs[s], **rt.get("five_tuple", {}),
                          "path": ">".join(rt["path"]), "links": len(rt["path"]) + 1,
                          "model_mbps": round(float(sub[i]), 4),
-                         "model_tcp_mbps": round(float(tcp_sub[i]), 4)
-                         if tcp_sub is not None else float("nan"),
-                         "model_lia_mbps": round(float(lia_sub[i]), 4)
-                         if lia_sub is not None else float("nan"),
+                         "model_tcp_mbps": round(_at(tcp_sub, i), 4),
+                         "model_lia_mbps": round(_at(lia_sub, i), 4),
                          **{k: rt[k] for k in MEASURED if k in rt}})
             i += 1
-        out[s] = {"mbps": float(rates[n]),
-                  "aggregate_mbps": float(agg[n]) if agg is not None else float("nan"),
+        out[s] = {"mbps": float(rates[n]), "aggregate_mbps": _at(agg, n),
                   "tcp_mbps": tcp if tcp_sub is not None else float("nan"),
-                  "tcp_coupled_mbps": float(tcp_c[n]) if tcp_c is not None else float("nan"),
+                  "tcp_coupled_mbps": _at(tcp_c, n),
                   "lia_mbps": lia if lia_sub is not None else float("nan"),
                   "paths": len({tuple(p) for p in conns[s]})}
     return out, load, subs
@@ -298,7 +322,7 @@ def _aggregate_wanted(params: FairnessParams, topo: Topology) -> bool:
     return mode == "on" or (mode == "auto" and len(topo.hosts()) <= AGGREGATE_AUTO_MAX_HOSTS)
 
 
-def path_length_rows(r: int, label: str, topo: Topology) -> list[dict[str, Any]]:
+def path_length_rows(r: int, label: str, topo: Topology) -> list[Row]:
     """Share of ordered host pairs at each path length (links, host links included)."""
     dist = path_length_distribution(topo, max_hops=6)
     return [{"run": r, "topology": label, "spec": topo.spec, "hops": h,
@@ -306,13 +330,14 @@ def path_length_rows(r: int, label: str, topo: Topology) -> list[dict[str, Any]]
 
 
 def measured_link_rows(topo: Topology, links: LinkBytes, bw: float, r: int,
-                       label: str) -> list[dict[str, Any]]:
+                       label: str) -> list[Row]:
     """Utilisation of every directed link over the window (switch tx; host uplinks by rx)."""
     if links.window_s <= 0:
         return []
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
+    rates = topo.link_rates(bw)
     for (u, v), nbytes in links.bytes.items():
-        cap = topo.link_bw(u, v, bw) * 1e6 * links.window_s / 8
+        cap = rates[(u, v)] * 1e6 * links.window_s / 8
         rows.append({"run": r, "topology": label, "source": "measured", "u": u, "v": v,
                      "layer": link_class(topo, u, v), "bytes": nbytes,
                      "util": round(nbytes / cap, 5), "drops": links.drops.get((u, v), "")})
@@ -320,16 +345,17 @@ def measured_link_rows(topo: Topology, links: LinkBytes, bw: float, r: int,
 
 
 def model_link_rows(topo: Topology, load: dict[tuple[str, str], float], bw: float, r: int,
-                    label: str) -> list[dict[str, Any]]:
+                    label: str) -> list[Row]:
     """Model utilisation of every directed link (load / link rate; payload, so <= 0.96)."""
+    rates = topo.link_rates(bw)
     return [{"run": r, "topology": label, "source": "model", "u": u, "v": v,
-             "layer": link_class(topo, u, v), "util": round(mbps / topo.link_bw(u, v, bw), 5)}
+             "layer": link_class(topo, u, v), "util": round(mbps / rates[(u, v)], 5)}
             for (u, v), mbps in sorted(load.items())]
 
 
 # -- the experiment -------------------------------------------------------------------------
 
-def _fat_tree(params: FairnessParams) -> tuple[Topology, Any]:
+def _fat_tree(params: FairnessParams) -> tuple[Topology, Plan]:
     topo = topos.build(params.fattree)
     return topo, routing.make_plan(topo, "ecmp")
 
@@ -355,11 +381,11 @@ def run(params: FairnessParams, folder: RunFolder) -> None:
 
     backend = make(params, folder)
     ft = _fat_tree(params)
-    rows: list[dict[str, Any]] = []
-    links: list[dict[str, Any]] = []
-    lengths: list[dict[str, Any]] = []
-    subflows: list[dict[str, Any]] = []
-    reports: list[dict[str, Any]] = []
+    rows: list[Row] = []
+    links: list[Row] = []
+    lengths: list[Row] = []
+    subflows: list[Row] = []
+    reports: list[Row] = []
     traffic_s = 0.0
     t_start = time.monotonic()
     for r in repetitions(params, folder):
@@ -371,7 +397,7 @@ def run(params: FairnessParams, folder: RunFolder) -> None:
         for w in nets:
             lengths += path_length_rows(r, w.label, w.topo)
             for m in backend.run(w, run_dir / w.label):
-                traffic_s += w.duration if backend.realtime else 0.0
+                traffic_s += w.duration if backend.view.realtime else 0.0
                 agg = _aggregate_wanted(params, w.topo)
                 t = time.monotonic()
                 pred, load, subs = model_rates(w.topo, m.phase.pairs(), list(m.paths),

@@ -16,15 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
 import topos
-from analysis.figures import caption, note, rank_plot, save
-from analysis.summaries import group_stats, with_goodput
+from analysis.figures import (
+    caption,
+    interval_bars,
+    judged,
+    note,
+    optional_table,
+    rank_plot,
+    run_means,
+    save,
+    table,
+)
+from analysis.intervals import Interval, mean_interval
+from analysis.summaries import group_rows, group_stats, runs_and_all, with_goodput
 from model import alpha_fair_rates, lia_rates
 from model.network import Link, capacities, path_links
 from store import cell, read_csv, read_json, write_csv
@@ -35,10 +43,8 @@ MODEL_METRICS = ("norm_model", "norm_model_aggregate", "norm_model_tcp",
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        out.setdefault(str(r["topology"]), []).append(r)
-    return out
+    """The rows by topology."""
+    return group_rows(rows, lambda r: str(r["topology"]))
 
 
 def write_model_summary(run_dir: Path, rows: list[dict[str, Any]]) -> None:
@@ -46,8 +52,7 @@ def write_model_summary(run_dir: Path, rows: list[dict[str, Any]]) -> None:
     write_csv(run_dir / "flows.csv", rows)
     out = []
     for topo, mine in _groups(rows).items():
-        for run in sorted({r["run"] for r in mine}) + ["all"]:
-            sel = [r for r in mine if run == "all" or r["run"] == run]
+        for run, sel in runs_and_all(mine):
             for metric in MODEL_METRICS:
                 stats = group_stats(cell(r.get(metric)) for r in sel)
                 if stats["n"]:
@@ -144,16 +149,19 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
     """rank.png (+ model/aggregate variants) from flows.csv rows."""
     emulated = "norm_bwm" in rows[0]         # wire rates: a measured view
     groups = _groups(rows)
-    out = []
     nets = _extra(config)
+    main = "norm_bwm" if emulated else "norm_model"
+    out = [note(rank_plot(
+        run_dir / "rank.png", [(_label(t, rs), rs, main) for t, rs in groups.items()],
+        caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)"),
+        claims=judged(run_dir, config, "rank.png")),
+        nets, "throughput: bwm-ng at each receiver's switch port (L2 frames), as the "
+        "paper; flows sorted within each run, mean over runs at each rank, shaded: its "
+        "95 % interval" if emulated else
+        "flow-level model over the routing plans (CRC32 hash per switch of synthetic "
+        "5-tuples); independent max-min subflows (upstream MPTCP: no coupled CC); shaded: "
+        "the 95 % interval of the mean over runs")]
     if emulated:
-        out.append(note(rank_plot(
-            run_dir / "rank.png",
-            [(_label(t, rs), rs, "norm_bwm") for t, rs in groups.items()],
-            caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)")),
-            nets, "throughput: bwm-ng at each receiver's switch port (L2 frames), as the "
-            "paper; flows sorted within each run, mean over runs at each rank, shaded: its "
-            "95 % interval"))
         series = []
         tcp = config["params"].get("tcp_model", "off")
         for t, rs in groups.items():
@@ -175,62 +183,55 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             config, "iperf3 vs bwm-ng, by rank of flow")),
             "iperf3: receiver payload; bwm-ng: receiver port, L2 frames (1514 B per 1448 B "
             "of payload)"))
-    else:
+    elif any(cell(r.get("norm_model_aggregate")) == cell(r.get("norm_model_aggregate"))
+             for r in rows):
         out.append(note(rank_plot(
-            run_dir / "rank.png",
-            [(_label(t, rs), rs, "norm_model") for t, rs in groups.items()],
-            caption(config, "Jellyfish vs fat tree: throughput by rank of flow (000 Fig. 6)")),
-            nets, "flow-level model over the routing plans (CRC32 hash per switch of "
-            "synthetic 5-tuples); independent max-min subflows (upstream MPTCP: no coupled "
-            "CC); shaded: the 95 % interval of the mean over runs"))
-        if any(cell(r.get("norm_model_aggregate")) == cell(r.get("norm_model_aggregate"))
-               for r in rows):
-            out.append(note(rank_plot(
-                run_dir / "rank_aggregate.png",
-                [(_label(t, rs), rs, "norm_model_aggregate") for t, rs in groups.items()],
-                caption(config, "coupled-MPTCP ideal, by rank of flow")), nets,
-                "flow-level model, coupled MPTCP ideal (aggregate max-min over each "
-                "connection's paths)"))
+            run_dir / "rank_aggregate.png",
+            [(_label(t, rs), rs, "norm_model_aggregate") for t, rs in groups.items()],
+            caption(config, "coupled-MPTCP ideal, by rank of flow")), nets,
+            "flow-level model, coupled MPTCP ideal (aggregate max-min over each "
+            "connection's paths)"))
     return out
 
 
 def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
     """Share of host pairs at each path length and within h hops (paper Fig. 1 idea)."""
     rows = read_csv(run_dir / "path_lengths.csv")
-    by: dict[str, dict[int, list[float]]] = {}
+    # topology -> run -> hops -> share (a length a run's graph lacks is a share of 0)
+    per: dict[str, dict[str, dict[int, float]]] = {}
     for r in rows:
-        by.setdefault(r["topology"], {}).setdefault(int(r["hops"]), []).append(
-            float(r["share"]))
-    hops = sorted({h for d in by.values() for h in d if h >= 2})  # a path has >= 2 links
+        per.setdefault(r["topology"], {}).setdefault(r.get("run", "0"), {})[
+            int(r["hops"])] = float(r["share"])
+    hops = sorted({h for d in per.values() for run in d.values() for h in run
+                   if h >= 2})   # a path has >= 2 links
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
-    width = 0.8 / max(1, len(by))
-    for i, (topo, d) in enumerate(by.items()):
-        mean = np.array([np.mean(d.get(h, [0.0])) for h in hops])
-        lo = np.array([np.min(d.get(h, [0.0])) for h in hops])
-        hi = np.array([np.max(d.get(h, [0.0])) for h in hops])
-        x = np.arange(len(hops)) + (i - (len(by) - 1) / 2) * width
-        # clipped: a share equal in every run can give a rounding-sized negative error bar
-        ax1.bar(x, mean, width, yerr=np.clip([mean - lo, hi - mean], 0, None), capsize=2,
-                label=topo)
-        cum = np.cumsum(mean)
+    width = 0.8 / max(1, len(per))
+    runs = max((len(d) for d in per.values()), default=0)
+    for i, (topo, d) in enumerate(per.items()):
+        # the mean over runs (one random graph each) and its Student-t 95 % interval
+        ivs = [mean_interval([run.get(h, 0.0) for run in d.values()]) for h in hops]
+        x = np.arange(len(hops)) + (i - (len(per) - 1) / 2) * width
+        interval_bars(ax1, x, ivs, width, capsize=2, label=topo)
+        cum = np.cumsum([iv.mean for iv in ivs])
         ax2.plot(hops[:-1], cum[:-1], marker="o", label=topo)
     names = [str(h) for h in hops[:-1]] + [f">{hops[-2]}"]
     ax1.set_xticks(np.arange(len(hops)), names)
     ax1.set_xlabel("path length (links, host links included)")
     ax1.set_ylabel("fraction of server pairs")
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8, loc="upper left")     # upper right covered the fat tree's bar
     ax1.grid(alpha=0.3, axis="y")
     ax2.set_xticks(hops[:-1])
     ax2.set_xlabel("h")
     ax2.set_ylabel("fraction of server pairs within h links")
     ax2.set_ylim(0, 1.05)
     ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=8, loc="upper left")
     fig.suptitle(caption(config, "path lengths between servers (Jellyfish paper, Fig. 1)"),
                  fontsize=9)
     path = save(fig, run_dir / "path_lengths.png")
-    return note(path, "shortest paths computed from the graphs; Jellyfish: mean over runs "
-                "(one random graph per run), bars min-max")
+    return note(path, "shortest paths computed from the graphs; mean over runs (one random "
+                "Jellyfish graph per run), bars: the Student-t 95 % interval of that mean"
+                + (f" over {runs} runs" if runs > 1 else " (one run: none)"))
 
 
 def core_balance(links: list[dict[str, str]]) -> dict[str, float]:
@@ -257,14 +258,15 @@ def plot_utilisation(run_dir: Path, config: dict[str, Any]) -> Path | None:
     for r in rows:
         groups.setdefault((r["topology"], r["layer"]), []).append(float(r["util"]))
     keys = list(groups)
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(keys)), 4.5))
+    # at least 7.2 in: the title's run line (about 100 characters) ran past a 6-in frame
+    fig, ax = plt.subplots(figsize=(max(7.2, 1.3 * len(keys)), 4.5))
     data = [groups[k] for k in keys]
     ax.boxplot(data, showfliers=False, widths=0.5)
     rng = np.random.default_rng(0)
     for i, vals in enumerate(data, start=1):
         ax.scatter(i + rng.uniform(-0.18, 0.18, len(vals)), vals, s=6, alpha=0.4)
     ax.set_xticks(range(1, len(keys) + 1), [f"{t}\n{layer}" for t, layer in keys], fontsize=8)
-    ax.set_ylabel("link utilisation (per direction)")
+    ax.set_ylabel("link utilisation per direction\n(bytes sent / what the link rate allows)")
     ax.set_ylim(0, 1.1)
     ax.grid(alpha=0.3, axis="y")
     source = rows[0].get("source", "")
@@ -318,10 +320,8 @@ def subflow_facts(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 def _by(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple[Any, ...],
                                                                   list[dict[str, Any]]]:
-    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in rows:
-        out.setdefault(tuple(r[k] for k in keys), []).append(r)
-    return out
+    """The rows by their values of ``keys``."""
+    return group_rows(rows, lambda r: tuple(r[k] for k in keys))
 
 
 #: the rates compared per subflow: measured (tcp_info bytes acked), max-min, TCP-like
@@ -375,11 +375,19 @@ def subflow_summary(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def group_intervals(items: list[dict[str, Any]], by: str, col: str) -> dict[Any, Interval]:
+    """Per value of ``by``: each run's mean of ``col`` over its items with that value (NaN
+    left out), and their mean over the runs with its Student-t 95 % interval."""
+    means = {value: run_means(group, lambda f: float(f[col]))
+             for (value,), group in _by(items, (by,)).items()}
+    return {value: mean_interval(m) for value, m in means.items() if m}
+
+
 def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
     """subflows.png and subflow_summary.csv from subflows.csv: every subflow's rate by its
     path length and by its fabric share, measured beside max-min and the TCP-like model
     (issue #28: why Jellyfish loses)."""
-    rows = read_csv(run_dir / "subflows.csv") if (run_dir / "subflows.csv").is_file() else []
+    rows = optional_table(run_dir / "subflows.csv")
     if not rows:
         return None
     facts = subflow_facts(rows)
@@ -389,24 +397,24 @@ def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
     rates = SUBFLOW_RATES if emulated else SUBFLOW_RATES[1:]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
     styles = {"measured": "-", "max-min": "--", "TCP-like model": ":"}
+    runs = len({f["run"] for f in facts})
     for i, (topo, _) in enumerate(_by(facts, ("topology",)).items()):
         color = f"C{i}"
-        mine = [r for r in summary if r["topology"] == topo[0]]
-        for ax, by in ((axes[0], "links"), (axes[1], "fabric_share")):
-            sel = [r for r in mine if r["by"] == by]
+        mine = [f for f in facts if f["topology"] == topo[0]]
+        # per connection: its subflows' total, by how many distinct paths they took
+        conns = [{"run": fs[0]["run"], "paths": fs[0]["paths"],
+                  **{col: sum(f[col] for f in fs) for col, _ in rates}}
+                 for fs in _by(mine, ("run", "src")).values()]
+        for ax, by, items in ((axes[0], "links", mine), (axes[1], "fabric_share", mine),
+                              (axes[2], "paths", conns)):
             for col, name in rates:
-                ax.plot([r["value"] for r in sel], [r[f"mean_{col}"] for r in sel],
-                        styles[name], color=color, marker="o", ms=3,
-                        label=f"{topo[0]} {name}")
-        # per connection: its subflows' total by how many distinct paths they took
-        conns = _by([f for f in facts if f["topology"] == topo[0]], ("run", "src"))
-        for col, name in rates:
-            by_paths: dict[int, list[float]] = {}
-            for fs in conns.values():
-                by_paths.setdefault(fs[0]["paths"], []).append(sum(f[col] for f in fs))
-            xs = sorted(by_paths)
-            axes[2].plot(xs, [_nanmean(by_paths[x]) for x in xs], styles[name], color=color,
-                         marker="o", ms=3, label=f"{topo[0]} {name}")
+                ivs = group_intervals(items, by, col)
+                xs = sorted(ivs)
+                ax.plot(xs, [ivs[x].mean for x in xs], styles[name], color=color,
+                        marker="o", ms=3, label=f"{topo[0]} {name}")
+                if runs > 1 and col == rates[0][0]:    # measured (else the first model)
+                    ax.fill_between(xs, [max(0.0, ivs[x].lo) for x in xs],
+                                    [ivs[x].hi for x in xs], color=color, alpha=0.18, lw=0)
     axes[0].set_xlabel("path length (links, host links included)")
     axes[1].set_xlabel("most subflows on one switch-to-switch link of its path")
     axes[2].set_xlabel("distinct paths of the connection's subflows")
@@ -415,17 +423,24 @@ def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
     axes[2].set_ylabel("mean connection rate (Mb/s)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+        ax.set_ylim(bottom=0)          # a rate (an interval of two runs can reach below 0)
+    # under the panels: inside the first one it covered the Jellyfish band
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7,
+               frameon=False)
     fig.suptitle(caption(config, "why Jellyfish loses: subflow rate by path length and by "
                          "link sharing"), fontsize=9)
-    path = save(fig, run_dir / "subflows.png")
+    path = save(fig, run_dir / "subflows.png", rect=(0, 0.06, 1, 1))
     share = "; ".join(f"{r['topology']}: {r['share_colliding']:.0%} of subflows collide with "
                       f"a sibling, {r['mean_paths_per_connection']} paths per connection"
                       for r in summary if r["by"] == "all")
     return note(path, "rates: " + ("tcp_info bytes acked per subflow socket over its flow's "
                                    "window (measured), " if emulated else "")
                 + "max-min and the TCP-like model (independent subflows) on the traced "
-                "paths; mean per group", share)
+                "paths; per group, each run's mean, then their mean over runs; shaded: the "
+                "Student-t 95 % interval of the measured one's (of max-min's without a "
+                "measurement), cut at 0; the summary's means pool every run's subflows",
+                share)
 
 
 def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:
@@ -433,10 +448,8 @@ def plot_fairness(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     (+ rank_vs_model.png and iperf_vs_bwm.png when emulated, rank_aggregate.png for the model
     when computed)."""
     run_dir = Path(run_dir)
-    rows = with_goodput(read_csv(run_dir / "flows.csv"),
+    rows = with_goodput(table(run_dir, "flows.csv", "flows"),
                         config["params"].get("backend", "emulated"))
-    if not rows:
-        raise ValueError(f"{run_dir}: flows.csv has no flows")
     out = plot_rank(run_dir, config, rows)
     out.append(plot_path_lengths(run_dir, config))
     for extra in (plot_utilisation(run_dir, config), plot_subflows(run_dir, config)):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from analysis.claims import (
     Cause,
@@ -26,6 +25,7 @@ from analysis.claims import (
     num,
 )
 from analysis.intervals import Band
+from analysis.summaries import group_rows
 from store import cell
 
 from .figures import COLUMNS, PAPER_H2_SELDOM, hop_seeds, network_label, seed_words
@@ -127,7 +127,7 @@ def regime(pattern: str) -> Callable[[list[Run], str], str]:
     return check
 
 
-def run_shares(params: Mapping[str, Any]) -> list[float]:
+def run_shares(params: Mapping[str, object]) -> list[float]:
     """The active shares (%) a run's parameters name ('' or garbage: none)."""
     try:
         return [float(x) for x in str(params.get("active") or "").split(",") if x.strip()]
@@ -146,11 +146,11 @@ CROSSOVER = 40.0
 MATCH = Band(0.9, 1.1)
 
 
-def starts_at_fig6_lowest(params: Mapping[str, Any]) -> bool:
+def starts_at_fig6_lowest(params: Mapping[str, object]) -> bool:
     return min(run_shares(params), default=math.inf) <= FIG6_LOWEST
 
 
-def spans_crossover(params: Mapping[str, Any]) -> bool:
+def spans_crossover(params: Mapping[str, object]) -> bool:
     """A share on each side of the crossover: only such a run says where the order turns."""
     got = run_shares(params)
     return any(a < CROSSOVER for a in got) and any(a > CROSSOVER for a in got)
@@ -293,7 +293,7 @@ def _over_original(net: str) -> Claim:
 
 def _vs_multihomed(net: str, better: bool, where: str, paper: str, quote: str,
                    reason: str, causes: Mapping[str, Cause] | None = None,
-                   **headline: Any) -> Claim:
+                   **headline: object) -> Claim:
     """An ordering the paper states: GRIN of one degree at least as good as the multihomed
     baseline (+1 NIC) (``better``), or below it."""
     return _claim(key=f"{net}-multihomed",
@@ -419,10 +419,7 @@ def _hop_rows(runs: list[Run]) -> list[dict[str, str]]:
 
 def _per_seed(rows: list[dict[str, str]]) -> dict[tuple[str, str], list[dict[str, str]]]:
     """hops.csv's rows by unit: (run id, seed)."""
-    by: dict[tuple[str, str], list[dict[str, str]]] = {}
-    for r in rows:
-        by.setdefault((r["_run"], r["seed"]), []).append(r)
-    return by
+    return group_rows(rows, lambda r: (r["_run"], r["seed"]))
 
 
 def _seeds_note(rows: list[dict[str, str]]) -> str:

@@ -17,15 +17,17 @@ and claims.py judges the section's three sentences on it.
 """
 from __future__ import annotations
 
+from argparse import ArgumentParser
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from harness.common import add_backend, add_shared
-from harness.params import Params
+from harness.params import Params, Quick
 from harness.plan import Network, RunPlan
 from harness.runfolder import RunFolder
 from model.grin import GROUP_SIZE, PATTERNS, HopInstance, grin_topology, hop_instances
-from store import write_csv
+from store import Row, write_csv
 
 NAME = "grin-hops"
 HELP = ("GRIN section 5.1 on the flow model (no root): h1 and h2 routing against the maximum "
@@ -58,10 +60,10 @@ class GrinHopsParams(Params):
 PARAMS = GrinHopsParams
 #: about 30 s on one core; seed 1 is one the bench has shown already (2026-11-24), so a
 #: quick look spends none of the criterion's fresh seeds 101-105
-QUICK: dict[str, Any] = {"degrees": "1,2", "active": "10,50", "seeds": 1, "seed": 1}
+QUICK: Quick = {"degrees": "1,2", "active": "10,50", "seeds": 1, "seed": 1}
 
 
-def add_arguments(p: Any) -> None:
+def add_arguments(p: ArgumentParser) -> None:
     """Shared flags (--seed: the first seed) plus the network, the grid and --seeds."""
     add_shared(p, PARAMS, QUICK)
     add_backend(p, BACKENDS)
@@ -84,16 +86,20 @@ def add_arguments(p: Any) -> None:
                         f"{QUICK['seeds']})")
 
 
-def _values(text: str, flag: str, cast: Any) -> list[Any]:
+T = TypeVar("T")
+
+
+def _values(text: str, flag: str, cast: Callable[[str], T]) -> list[T]:
     """A comma list (ranges a-b of integers too) of distinct values, in the given order."""
-    out: list[Any] = []
+    out: list[T] = []
+    ranges = cast is int
     try:
         for part in (x.strip() for x in str(text).split(",")):
             if not part:
                 continue
-            if cast is int and "-" in part[1:]:
+            if ranges and "-" in part[1:]:
                 lo, hi = part.split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
+                out.extend(cast(str(v)) for v in range(int(lo), int(hi) + 1))
             else:
                 out.append(cast(part))
     except ValueError:
@@ -149,7 +155,7 @@ def validate(params: GrinHopsParams) -> None:
                              f"traffic needs at least {GROUP_SIZE}")
 
 
-def row(x: HopInstance) -> dict[str, Any]:
+def row(x: HopInstance) -> Row:
     """hops.csv's row of one instance: flows in units of one server link."""
     r = x.result
 
@@ -173,15 +179,17 @@ def run(params: GrinHopsParams, folder: RunFolder) -> None:
                                        "one non-blocking switch, rack placement",
                             "lp": "HiGHS (scipy.optimize.linprog)", "instances": total,
                             "seeds": grid[3]})
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
+    spent = 0.0
     for x in hop_instances(params.racks, params.servers, *grid):
         rows.append(row(x))
+        spent += round(x.result.seconds, 3)   # as the row has it
         folder.log.info("%d/%d: seed %d, GRIN%d, %s, %g %% active: h1 gap %.4f, h2 gap "
                         "%.4f (%.1f s)", len(rows), total, x.seed, x.degree, x.pattern,
                         x.active_pct, rows[-1]["h1_gap"], rows[-1]["h2_gap"],
                         x.result.seconds)
         write_csv(folder.path / "hops.csv", rows)
-    folder.record("seconds", round(sum(r["seconds"] for r in rows), 1))
+    folder.record("seconds", round(spent, 1))
 
 
 def plan(params: GrinHopsParams) -> RunPlan:

@@ -26,6 +26,8 @@ from analysis.claims import (
 )
 from analysis.intervals import Band
 
+from .figures import sender_cpu
+
 PAPER = "001_da816e6d87c9a0a9.txt"
 PAPER_SPEEDUP = 4.16      # Fig. 5: Orca over unicast at the largest workload (1.4 GB)
 PAPER_PROCS_GAIN = 0.85   # Fig. 8: "improves the total application running time by 85%"
@@ -45,17 +47,13 @@ CPU_BOUND_SHARE = 0.8
 FALL_SHARE, STEP_SLACK = 0.8, 1.05
 
 
-def _cap(row: dict[str, str]) -> float:
-    return float(row.get("sender_cpu") or 0)   # folders before --sender-cpu: uncapped
-
-
 def _all_rows(runs: list[Run]) -> list[dict[str, str]]:
     return need_rows(runs[:1], "summary.csv")
 
 
 def _summary(runs: list[Run]) -> list[dict[str, str]]:
     """The uncapped transfers (Figs. 5-8 as the experiment always ran them)."""
-    rows = [r for r in _all_rows(runs) if not _cap(r)]
+    rows = [r for r in _all_rows(runs) if not sender_cpu(r)]
     if not rows:
         raise Missing("no uncapped transfers (--sender-cpu 0)")
     return rows
@@ -64,6 +62,12 @@ def _summary(runs: list[Run]) -> list[dict[str, str]]:
 def _measured(runs: list[Run]) -> bool:
     rows = _summary(runs)
     return str(rows[0].get("measured")) == "True"
+
+
+def _cpuless(runs: list[Run]) -> bool:
+    """Whether the runs' view measures transfers with no CPU under them (ns-3's): sending
+    processes only share the sender's link, and a CPU cap means nothing."""
+    return runs[0].view.measures and not runs[0].view.has_cpu
 
 
 def _regime(runs: list[Run]) -> str:
@@ -100,7 +104,7 @@ def procs_gain(runs: list[Run], _cond: str) -> Outcome:
                        "no unicast with more than one sending process (--procs 1,2,4)")
     detail = ("more processes cannot beat the link the copies share; the paper's sender was "
               "CPU-bound" if _measured(runs) else "model bound, not a measurement")
-    if runs[0].backend == "sim":
+    if _cpuless(runs):
         detail += " (ns-3 has no CPU: the processes only share the sender's link)"
     return Outcome(f"unicast time = {s:.2f}x multicast's ({int(num(most, 'procs'))} "
                    "processes)", s >= 1 + PAPER_PROCS_GAIN, detail)
@@ -137,7 +141,7 @@ def rounds_complete(runs: list[Run], _cond: str) -> Outcome:
     key = ("run", "workload", "mode", "procs", "round")
 
     def at(r: dict[str, str]) -> tuple[str | float, ...]:
-        return (*(r[k] for k in key), _cap(r))
+        return (*(r[k] for k in key), sender_cpu(r))
     sizes = {at(r): r["size_bytes"] for r in runs[0].table("rounds.csv")}
     bad = [r for r in receivers if r["complete"] != "True"
            or sizes.get(at(r)) != r["bytes_received"]]
@@ -152,7 +156,7 @@ def rounds_complete(runs: list[Run], _cond: str) -> Outcome:
 
 def capped(runs: list[Run]) -> list[str]:
     """One condition per sender cap in the run (cores per sending process), smallest first."""
-    caps = sorted({_cap(r) for r in runs[0].table("summary.csv")} - {0.0})
+    caps = sorted({sender_cpu(r) for r in runs[0].table("summary.csv")} - {0.0})
     return [f"sender_cpu={c:g}" for c in caps]
 
 
@@ -166,8 +170,7 @@ def rep_ratios(runs: list[Run], cond: str, many: bool) -> Samples:
     unicast's total time over multicast's, unicast with one process or (``many``) with the
     most processes the run has.  From transfers.csv: each transfer of each repetition."""
     cap = _cap_of(cond)
-    rows = [r for r in need_rows(runs, "transfers.csv") if float(r.get("sender_cpu") or 0)
-            == cap]
+    rows = [r for r in need_rows(runs, "transfers.csv") if sender_cpu(r) == cap]
     # a measured transfer's time, or the model's bound where nothing was sent
     col = "total_s" if any(r.get("total_s", "") != "" for r in rows) else "bound_s"
     rows = [r for r in rows if r.get(col, "") != ""]
@@ -191,10 +194,10 @@ def cpu_bound(runs: list[Run], cond: str) -> str:
     give, and its Fig. 8 gains from more cores: its sender was CPU-bound.  A link-bound
     sender gives the number of receivers by construction, and more processes change
     nothing."""
-    if runs and runs[0].backend != "emulated":
+    if runs and not runs[0].view.has_cpu:
         return (f"the {runs[0].backend} view has no CPU: its sender is link-bound, so the "
                 "ratio is the number of receivers by construction")
-    rows = [r for r in _all_rows(runs) if _cap(r) == _cap_of(cond)
+    rows = [r for r in _all_rows(runs) if sender_cpu(r) == _cap_of(cond)
             and r.get("mode") == "unicast" and int(num(r, "procs")) == 1]
     bw = float(runs[0].params.get("bw") or 0)
     if not rows or not bw:
@@ -213,14 +216,13 @@ def _capped_rows(runs: list[Run], cond: str, regime_required: bool = True
     Missing when the cap did not make one unicast process CPU-bound (not the paper's
     regime, so the claim cannot be judged there), unless not ``regime_required`` (a claim
     whose ``regime`` says so itself)."""
-    if runs and runs[0].backend == "sim":
+    if runs and _cpuless(runs):
         raise Missing("not simulated: a CPU-bound sender is a real process under a CPU cap, "
                       "and ns-3 has no CPU (an imposed per-process rate would only restate "
                       "the prediction)")
     if not cond:
         raise Missing("no capped transfers (run with --sender-cpu)")
-    cap = float(cond.split("=", 1)[1])
-    mine = [r for r in _all_rows(runs) if _cap(r) == cap]
+    mine = [r for r in _all_rows(runs) if sender_cpu(r) == _cap_of(cond)]
     if not mine:
         raise Missing(f"no transfers under {cond}")
     top = max(int(num(r, "workload")) for r in mine)

@@ -43,15 +43,15 @@ import itertools
 import json
 import os
 import random
+from argparse import ArgumentParser
 from dataclasses import dataclass
-from typing import Any
 
 import routing
 import topos
 from apps.filexfer import protocol
 from emulator import cgroup
 from harness.common import add_backend, add_shared, repetitions, run_rng
-from harness.params import NetworkParams, check_topo
+from harness.params import NetworkParams, Quick, check_topo
 from harness.plan import RunPlan, network
 from harness.runfolder import RunFolder
 from harness.transfer import ETH_HEADER, Transfer, TransferResult, Transfers
@@ -59,7 +59,7 @@ from harness.workload import check, make
 from model.network import path_links
 from routing.multicast import add_group, tree_edges
 from routing.walk import first_choice, walk
-from store import write_csv
+from store import Row, write_csv
 from topos.traffic import multicast
 
 NAME = "orca"
@@ -97,7 +97,7 @@ class OrcaParams(NetworkParams):
 
 
 PARAMS = OrcaParams
-QUICK: dict[str, Any] = {"runs": 1, "workloads": "1,4,16", "procs": "1,4"}
+QUICK: Quick = {"runs": 1, "workloads": "1,4,16", "procs": "1,4"}
 
 ROUNDS = 33
 #: the paper's base workload (88 MB), its largest (1.4 GB) and that one's largest file
@@ -114,7 +114,7 @@ SENDER_PIN = 0
 SCHEDULE_SEED = 33  # fixed: every run sends the same files, like the paper's data set
 
 
-def add_arguments(p: Any) -> None:
+def add_arguments(p: ArgumentParser) -> None:
     """Shared flags plus the workloads, the sender processes, pacing and group size."""
     add_shared(p, PARAMS, QUICK)
     add_backend(p, BACKENDS)
@@ -278,7 +278,7 @@ def busiest_copies(topo: topos.Topology, plan: routing.Plan, src: str,
     """Copies of every file on the busiest link, per mode: a tree carries each once; unicast
     paths add up (on the orca testbed: every receiver's copy crosses the sender's link)."""
     tree_edges(topo, src, members)   # raises if a member cannot be reached
-    load: dict[Any, int] = {}
+    load: dict[tuple[str, str], int] = {}
     for m in members:
         sws = walk(topo, plan, src, m, first_choice)
         for link in path_links(src, sws, m):
@@ -311,7 +311,7 @@ def _cases(params: OrcaParams, run: int) -> list[tuple[float, int, str, int]]:
 
 def _rows(run: int, cap: float, w: int, mode: str, procs: int, sizes: list[int],
           bounds: list[float], res: TransferResult | None
-          ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+          ) -> tuple[Row, list[Row], list[Row]]:
     """transfers.csv, rounds.csv and receivers.csv rows of one transfer (model-only: None)."""
     base = {"run": run, "sender_cpu": cap, "workload": w, "mode": mode, "procs": procs}
     one = sum(one_copy_bytes(sizes))
@@ -391,9 +391,9 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
     backend = make(params, folder)
     files = schedule(base_bytes(params))
     folder.record("workload_bytes", {str(w): sum(files) * w for w in workloads(params)})
-    transfers: list[dict[str, Any]] = []
-    rounds: list[dict[str, Any]] = []
-    recv_rows: list[dict[str, Any]] = []
+    transfers: list[Row] = []
+    rounds: list[Row] = []
+    recv_rows: list[Row] = []
     for r in repetitions(params, folder):
         net, cases, copies = repetition(params, r)
         run_dir = folder.path / f"run{r:02d}"
@@ -404,7 +404,7 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
             indent=1))
         # the model measures nothing: the bound alone, for every transfer
         got: list[tuple[Transfer, TransferResult | None]] = \
-            [(t, None) for t in net.transfers] if not backend.measures else []
+            [(t, None) for t in net.transfers] if not backend.view.measures else []
         for t, res in itertools.chain(got, ((x.transfer, x) for x in
                                             backend.transfer(net, run_dir))):
             c, w = cases[t]
@@ -415,15 +415,15 @@ def run(params: OrcaParams, folder: RunFolder) -> None:
             recv_rows += rv
             if res is None:
                 continue
-            row.update(backend=backend.name, **res.facts)
+            row.update(backend=backend.view.name, **res.facts)
             cpu = f", CPU {row['cpu_mean']} %, sender {row['sender_cores']} cores" \
                 if res.cpu_mean is not None else ""
-            print(f"{t.where} ({backend.name}): {row['total_s']:.3f} s (bound "
+            print(f"{t.where} ({backend.view.name}): {row['total_s']:.3f} s (bound "
                   f"{row['bound_s']:.3f} s), copies on the sender's link {row['copies']:.3f}, "
                   f"repairs {row['repairs_sent']}{cpu}", flush=True)
     write_csv(folder.path / "transfers.csv", transfers)
     write_csv(folder.path / "rounds.csv", rounds)
-    if backend.measures:
+    if backend.view.measures:
         write_csv(folder.path / "receivers.csv", recv_rows)
 
 

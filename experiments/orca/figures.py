@@ -13,14 +13,25 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
-from analysis.figures import caption, note, save
+from analysis.figures import (
+    caption,
+    footer_height,
+    headroom,
+    judged,
+    note,
+    optional_table,
+    panel_row,
+    paper_mark,
+    paper_values,
+    save,
+    save_judged,
+    table,
+    time_axis,
+)
 from analysis.intervals import mean_interval
+from analysis.summaries import mean_present
 from store import cell, read_csv, write_csv
 
 MODES = ("multicast", "unicast")
@@ -43,6 +54,24 @@ def _interval(times: list[float]) -> tuple[float, float]:
     """The 95 % interval of the mean of ``times`` (the mean itself for one run)."""
     iv = mean_interval(times)
     return round(iv.lo, 4), round(iv.hi, 4)
+
+
+def ratio_text(transfers: list[dict[str, str]], cap: float, workload: int, procs: int) -> str:
+    """Unicast's time (``procs`` processes) over multicast's, per repetition, as the claims
+    take it (claims.rep_ratios): '3.83x [3.80, 3.86]' (their mean and its 95 % interval),
+    '3.83x' with one repetition, '' without a pair."""
+    col = _time_col(transfers)
+    times: dict[str, dict[str, float]] = {}
+    for t in transfers:
+        if (sender_cpu(t) == cap and int(t["workload"]) == workload and t.get(col, "") != ""
+                and (t["mode"] == "multicast" or int(t["procs"]) == procs)):
+            times.setdefault(str(t.get("run", "")), {})[t["mode"]] = cell(t[col])
+    ratios = [m["unicast"] / m["multicast"] for m in times.values()
+              if m.get("multicast", 0) > 0 and "unicast" in m]
+    if not ratios:
+        return ""
+    iv = mean_interval(ratios)
+    return f"{iv.mean:.2f}x" + (f"\n[{iv.lo:.2f}, {iv.hi:.2f}]" if iv.n > 1 else "")
 
 
 def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -75,13 +104,13 @@ def summarize(transfers: list[dict[str, str]]) -> list[dict[str, Any]]:
             row["copies"] = round(mean(cell(t["copies"]) for t in mine), 4)
             row["copies_max"] = round(max(cell(t["copies"]) for t in mine), 4)
             row["repairs_mean"] = round(mean(cell(t["repairs_sent"]) for t in mine), 1)
-            row["cpu_mean"] = _mean_present(t.get("cpu_mean") for t in mine)
+            row["cpu_mean"] = mean_present((t.get("cpu_mean") for t in mine), 1)
             # the sender's own CPU: cores it used while sending, and its cap's throttling
-            row["sender_cores"] = _mean_present((t.get("sender_cores") for t in mine), 4)
+            row["sender_cores"] = mean_present((t.get("sender_cores") for t in mine), 4)
             row["throttled_share"] = _throttled_share(mine)
             # goodput of one sending process: bytes on the sender's link per second over
             # the processes that sent them (the rate that a cap limits)
-            row["mbps_per_process"] = _mean_present(
+            row["mbps_per_process"] = mean_present(
                 (cell(t.get("sender_link_bytes")) * 8 / cell(t[col]) / 1e6
                  / (procs if mode == "unicast" else 1) for t in mine), 3)
         out.append(row)
@@ -101,12 +130,6 @@ def _throttled_share(rows: list[dict[str, str]]) -> Any:
     return round(sum(a for a, _ in pairs) / sum(b for _, b in pairs), 4) if pairs else ""
 
 
-def _mean_present(values: Any, digits: int = 1) -> Any:
-    v = [cell(x) for x in values]
-    v = [x for x in v if x == x]
-    return round(mean(v), digits) if v else ""
-
-
 # -- figures ------------------------------------------------------------------------------
 
 def _notes(config: dict[str, Any]) -> str:
@@ -124,51 +147,82 @@ def _notes(config: dict[str, Any]) -> str:
     return text
 
 
-def _figure(ncols: int, title: str, width: float = 6.5) -> tuple[Any, np.ndarray]:
-    fig, axes = plt.subplots(1, ncols, figsize=(max(7.0, width * ncols), 4.8), squeeze=False)
-    fig.suptitle(title, fontsize=10)
-    return fig, axes[0]
+def _time_bars(ax: Any, xs: Any, rows: list[dict[str, Any]], width: float, tick: float,
+               bound: str | None, **style: Any) -> list[float]:
+    """Bars of the rows' mean times at ``xs`` with the 95 % interval of each mean (whiskers)
+    and the model's bound as a black tick ``tick`` points wide (legend entry ``bound``);
+    returns the tops the labels over them must clear."""
+    ys = [r["time_s"] for r in rows]
+    # one run: no whisker (a zero-width cap would look like an interval)
+    many = any(r["runs"] > 1 for r in rows)
+    ax.bar(xs, ys, width, yerr=[[r["time_s"] - r["time_lo_s"] for r in rows],
+                                [r["time_hi_s"] - r["time_s"] for r in rows]] if many else None,
+           capsize=3, **style)
+    ax.scatter(xs, [r["bound_s"] for r in rows], marker="_", s=tick, color="black", zorder=3,
+               label=bound)
+    return [r["time_hi_s"] for r in rows] + ys
 
+
+def _speedup(row: dict[str, Any], transfers: list[dict[str, str]] | None, cap: float,
+             workload: int, procs: int) -> str:
+    """The label over a unicast bar: its time over multicast's per repetition (ratio_text),
+    else the summary's ratio of the means."""
+    return (ratio_text(transfers, cap, workload, procs) if transfers else "") or \
+        f"{row['speedup_of_multicast']:.2f}x"
 
 
 def plot_exec_time(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
-                   notes: str) -> Path:
+                   notes: str, transfers: list[dict[str, str]] | None = None) -> Path:
     """Fig. 5: total time per workload, multicast vs single-process unicast, the mean's 95 %
-    interval as whiskers, the model's bound as a black tick, the speedup above each pair."""
-    fig, (ax,) = _figure(1, caption(config, "execution time vs workload (001 Fig. 5)"))
+    interval as whiskers, the model's bound as a black tick, the speedup above each pair
+    (per repetition, its mean and 95 % interval, as the claims take it), the paper's
+    speedup as the unicast time it implies at the largest workload (red diamond), and
+    under the figure the claims judged on it."""
+    claims = judged(run_dir, config, "exec_time.png")
+    fig, (ax,) = panel_row(1, caption(config, "execution time vs workload (001 Fig. 5)"),
+                           height=4.8 + footer_height(claims))
     loads = sorted({r["workload"] for r in summary})
     x = np.arange(len(loads))
+    tops: list[float] = []
     for i, mode in enumerate(MODES):
         rows = {r["workload"]: r for r in summary if r["mode"] == mode and r["procs"] == 1}
         xs = [x[j] + (i - 0.5) * 0.38 for j, w in enumerate(loads) if w in rows]
-        ys = [rows[w]["time_s"] for w in loads if w in rows]
-        err = [[rows[w]["time_s"] - rows[w]["time_lo_s"] for w in loads if w in rows],
-               [rows[w]["time_hi_s"] - rows[w]["time_s"] for w in loads if w in rows]]
-        ax.bar(xs, ys, 0.36, yerr=err, capsize=3, color=COLORS[mode],
-               label=f"{mode}{' (1 process)' if mode == 'unicast' else ''}")
-        ax.scatter(xs, [rows[w]["bound_s"] for w in loads if w in rows], marker="_", s=300,
-                   color="black", zorder=3, label="model bound" if i == 0 else None)
+        tops += _time_bars(ax, xs, [rows[w] for w in loads if w in rows], 0.36, 300,
+                           "model bound" if i == 0 else None, color=COLORS[mode],
+                           label=f"{mode}{' (1 process)' if mode == 'unicast' else ''}")
+    cap = min((r["sender_cpu"] for r in summary), default=0.0)
+    paper = paper_values(config, "exec_time.png").get("speedup")
     for j, w in enumerate(loads):
         u = [r for r in summary if r["workload"] == w and r["mode"] == "unicast"
              and r["procs"] == 1 and "speedup_of_multicast" in r]
+        m = [r for r in summary if r["workload"] == w and r["mode"] == "multicast"]
+        y_paper = None
+        if paper is not None and m and w == loads[-1]:
+            # the paper's 4.16x as the unicast time it gives beside our multicast, labelled
+            # to its left (over the gap and multicast's lower bar)
+            y_paper = paper * m[0]["time_s"]
+            paper_mark(ax, x[j] + 0.19, y_paper, f"paper {paper:g}x", offset=(-7, 0),
+                       ha="right")
+            tops.append(y_paper)
         if u:
-            # above the whisker's top, not through it
-            ax.annotate(f"{u[0]['speedup_of_multicast']:.2f}x",
-                        (x[j], max(u[0]["time_s"], u[0]["time_hi_s"])),
-                        ha="center", va="bottom", fontsize=8, xytext=(0, 6),
+            # above the whisker's top (and the paper's diamond), not through them
+            ax.annotate(_speedup(u[0], transfers, cap, w, 1),
+                        (x[j], max(u[0]["time_s"], u[0]["time_hi_s"], y_paper or 0)),
+                        ha="center", va="bottom", fontsize=8, xytext=(0, 8),
                         textcoords="offset points")
-    # room above the tallest bar for its speedup label, inside the frame
-    ax.set_ylim(top=ax.get_ylim()[1] * 1.1)
+    headroom(ax, tops, 0.3)
     mb = {r["workload"]: r["total_mb"] for r in summary}
     ax.set_xticks(x, [f"x{w}\n{mb[w]:.3g} MB" for w in loads])
     ax.set_xlabel("workload (33 rounds in total)")
     ax.set_ylabel("execution time (s)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    return note(save(fig, run_dir / "exec_time.png"), notes,
+    return note(save_judged(fig, run_dir / "exec_time.png", claims), notes,
                 "multicast vs single-process unicast; whiskers: the 95 % interval of the mean "
-                "over runs; black tick: "
-                "the model's bound; above each pair: unicast's time over multicast's")
+                "over runs; black tick: the model's bound; above each pair: unicast's time "
+                "over multicast's, the mean over repetitions and its 95 % interval; red "
+                "diamond: the unicast time the paper's speedup gives beside our multicast "
+                "(largest workload); under the figure: the claims judged on it")
 
 
 def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
@@ -180,7 +234,7 @@ def _cdf(ax: Any, values: list[float], label: str, style: str = "-") -> None:
 def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]], col: str,
               title: str, xlabel: str, name: str, notes: str, how: str) -> Path:
     """One panel per mode (single-process unicast), one CDF per workload (all runs)."""
-    fig, axes = _figure(2, caption(config, title), width=4.5)
+    fig, axes = panel_row(2, caption(config, title), width=4.5)
     loads = sorted({int(r["workload"]) for r in rows})
     for ax, mode in zip(axes, MODES):
         for w in loads:
@@ -189,6 +243,7 @@ def plot_cdfs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
             _cdf(ax, [v for v in vals if v == v], f"x{w}")
         ax.set_title(mode + (" (1 process)" if mode == "unicast" else ""), fontsize=9)
         ax.set_xscale("log")
+        time_axis(ax, "x")        # '10 ms', '20 ms', ...: no overlapping minor labels
         ax.set_xlabel(xlabel)
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
@@ -201,9 +256,11 @@ def _cap_label(c: float) -> str:
 
 
 def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
-               notes: str) -> Path | None:
+               notes: str, transfers: list[dict[str, str]] | None = None) -> Path | None:
     """Fig. 8: unicast time vs sending processes at the largest workload, multicast beside;
-    one panel per sender cap (--sender-cpu)."""
+    one panel per sender cap (--sender-cpu); above each unicast bar its time over
+    multicast's (per repetition: mean and 95 % interval), the paper's 1.85x as the time it
+    gives over the most processes' bar, and under the figure the claims judged on it."""
     top = max(r["workload"] for r in summary)
     caps = sorted({r["sender_cpu"] for r in summary})
     panels: list[tuple[float, list[dict[str, Any]], dict[str, Any]]] = []
@@ -215,46 +272,50 @@ def plot_procs(run_dir: Path, config: dict[str, Any], summary: list[dict[str, An
             panels.append((c, uni, mcs[0]))
     if not panels:
         return None
-    fig, axes = _figure(len(panels), caption(config, f"unicast sending processes, workload "
-                                                     f"x{top} (001 Fig. 8)"), width=4.5)
+    claims = judged(run_dir, config, "procs.png")
+    paper = paper_values(config, "procs.png").get("procs")
+    fig, axes = panel_row(len(panels), caption(config, f"unicast sending processes, workload "
+                                                       f"x{top} (001 Fig. 8)"), width=4.5,
+                          height=5.0 + footer_height(claims))
     for ax, (c, uni, mc) in zip(axes, panels):
         labels = [f"unicast\n{r['procs']} proc" for r in uni] + ["multicast"]
-        bars = [*uni, mc]
-        ys = [r["time_s"] for r in bars]
-        lo = [r["time_s"] - r["time_lo_s"] for r in bars]
-        hi = [r["time_hi_s"] - r["time_s"] for r in bars]
         colors = [COLORS["unicast"]] * len(uni) + [COLORS["multicast"]]
-        ax.bar(range(len(ys)), ys, 0.6, yerr=[lo, hi], capsize=3, color=colors)
-        ax.scatter(range(len(ys)), [r["bound_s"] for r in bars], marker="_", s=400,
-                   color="black", zorder=3, label="model bound (link)")
+        tops = _time_bars(ax, range(len(labels)), [*uni, mc], 0.6, 400, "model bound (link)",
+                          color=colors)
         for i, r in enumerate(uni):
             if "speedup_of_multicast" in r:
-                ax.annotate(f"{r['speedup_of_multicast']:.2f}x",
+                ax.annotate(_speedup(r, transfers, c, top, int(r["procs"])),
                             (i, max(r["time_s"], r["time_hi_s"])),
-                            ha="center", va="bottom", fontsize=8, xytext=(0, 6),
+                            ha="center", va="bottom", fontsize=7.5, xytext=(0, 4),
                             textcoords="offset points")
-        ax.set_ylim(top=ax.get_ylim()[1] * 1.1)      # the speedup labels inside the frame
+        if paper is not None and len(uni) > 1:
+            # the paper's 85 % better: unicast with the most processes at 1.85x multicast
+            y = paper * mc["time_s"]
+            # between that bar and multicast's, labelled to the right: above multicast's
+            # bar (y > its time), clear of the ratio labels over the unicast bars
+            paper_mark(ax, len(uni) - 0.5, y, f"paper {paper:g}x", offset=(5, 0))
+            tops.append(y)
+        headroom(ax, tops, 0.3)      # the labels inside the frame
         ax.set_title(_cap_label(c), fontsize=9)
-        ax.set_xticks(range(len(ys)), labels, fontsize=8)
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
         ax.set_ylabel("execution time (s)")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-    return note(save(fig, run_dir / "procs.png"), notes,
+        ax.legend(fontsize=7.5, loc="upper right")
+    return note(save_judged(fig, run_dir / "procs.png", claims), notes,
                 "unicast with 1, 2, ... sending processes against multicast, at the largest "
                 "workload, per sender cap; whiskers: the 95 % interval of the mean over runs; "
-                "black tick: the link's "
-                "bound; above each unicast bar: its time over multicast's")
+                "black tick: the link's bound; above each unicast bar: its time over "
+                "multicast's (mean over repetitions and its 95 % interval); red diamond: "
+                "the time the paper's 1.85x gives (unicast, most processes); under the "
+                "figure: the claims judged on it")
 
 
 def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """summary.csv and every figure; returns the figures drawn."""
     run_dir = Path(run_dir)   # (analysis.plot has refused a run that is not ok)
-    transfers = read_csv(run_dir / "transfers.csv")
-    if not transfers:
-        raise ValueError(f"{run_dir}: transfers.csv has no transfers")
+    transfers = table(run_dir, "transfers.csv", "transfers")
     rounds = read_csv(run_dir / "rounds.csv")
-    recv_path = run_dir / "receivers.csv"
-    receivers = read_csv(recv_path) if recv_path.exists() else []
+    receivers = optional_table(run_dir / "receivers.csv")
     summary = summarize(transfers)
     write_csv(run_dir / "summary.csv", summary)
     notes = _notes(config)
@@ -263,20 +324,20 @@ def plot_orca(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     rounds = [r for r in rounds if sender_cpu(r) == base]
     receivers = [r for r in receivers if sender_cpu(r) == base]
     out = [plot_exec_time(run_dir, config, [r for r in summary if r["sender_cpu"] == base],
-                          notes)]
+                          notes, transfers)]
     send_col = "round_s" if rounds and rounds[0].get("round_s", "") != "" else "bound_s"
     out.append(plot_cdfs(run_dir, config, rounds, send_col,
-                         "per-round send time (001 Fig. 6)", "send time (s)", "send_cdf.png",
+                         "per-round send time (001 Fig. 6)", "send time", "send_cdf.png",
                          notes, "send time: a round's first datagram to its last ACK; one CDF "
                          "per workload, every run"))
     if receivers:
         first = sorted({r["receiver"] for r in receivers})[0]
         mine = [r for r in receivers if r["receiver"] == first]
         out.append(plot_cdfs(run_dir, config, mine, "wait_s",
-                             f"wait time of receiver {first} (001 Fig. 7)", "wait time (s)",
+                             f"wait time of receiver {first} (001 Fig. 7)", "wait time",
                              "wait_cdf.png", notes, f"wait time: {first}'s ACK of file i to "
                              "file i+1's arrival; one CDF per workload, every run"))
-    procs = plot_procs(run_dir, config, summary, notes)
+    procs = plot_procs(run_dir, config, summary, notes, transfers)
     if procs is not None:
         out.append(procs)
     return out

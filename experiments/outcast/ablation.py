@@ -1,5 +1,6 @@
 """Issue #26's ablation of the TCP Outcast (linear topology): one setting changed at a time
-against the default, 10 repetitions per N, shown as distributions.
+against the default, 10 repetitions per N, shown as distributions (every repetition, the
+median and quartiles) beside the mean and its Student-t 95 % interval, the claims' statistic.
 
 ``scripts/outcast-ablation.sh`` runs ``dcrepro run outcast`` once per setting below, each into
 ``results/outcast-ablation/<setting>/``, then calls ``python -m experiments.outcast.ablation
@@ -16,10 +17,11 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
+from analysis.intervals import bars_words, bracket_text, error_bars, mean_interval
 from store import cell, newest_ok_run, read_csv, write_csv
 
 from .figures import rate
@@ -82,18 +84,41 @@ def newest_run(folder: Path) -> Path | None:
     return newest_ok_run(folder, "outcast")
 
 
-def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:
+class SettingRow(TypedDict):
+    """ablation.csv's row: one setting at one N, over its repetitions."""
+    setting: str
+    flows: int
+    runs: int
+    lone_share_median: float
+    lone_share_q1: float
+    lone_share_q3: float
+    # the mean over repetitions and its Student-t 95 % interval (the claims' statistic, was
+    # the repetitions' min and max); '' without a repetition
+    lone_share_mean: float | str
+    lone_share_lo: float | str
+    lone_share_hi: float | str
+    runs_below_half: int
+    lone_zero_runs: int
+    lone_port_drop_rate_median: float
+    uplink_drop_rate_median: float
+    cpu_mean: float
+    run_folder: str
+    shares: str                      # every repetition's, space-separated
+
+
+def setting_rows(name: str, run: Path) -> list[SettingRow]:
     """One row per N of one setting's run: the lone flow's share of its fair share over the
     repetitions, how many were outcasts, drop rates per input port, CPU."""
     summary = [r for r in read_csv(run / "summary.csv") if r.get("run") != "all"]
     flows = read_csv(run / "flows.csv")
-    out = []
+    out: list[SettingRow] = []
     for n in sorted({int(cell(r["flows"])) for r in summary}):
         rows = [r for r in summary if int(cell(r["flows"])) == n]
         shares = [cell(r["lone_share_of_fair"]) for r in rows]
         shares = [x for x in shares if x == x]
         lone_zero = sum(1 for f in flows if int(cell(f["flows"])) == n and f["role"] == "lone"
                         and rate(f) == 0)
+        iv = mean_interval(shares) if shares else None
         col = {c: [cell(r[c]) for r in rows if r.get(c, "") != ""]
                for c in ("drop_rate_lone_port", "drop_rate_uplink_port", "cpu_mean")}
         out.append({
@@ -101,8 +126,9 @@ def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:
             "lone_share_median": round(_quantile(shares, 0.5), 4),
             "lone_share_q1": round(_quantile(shares, 0.25), 4),
             "lone_share_q3": round(_quantile(shares, 0.75), 4),
-            "lone_share_min": round(min(shares), 4) if shares else "",
-            "lone_share_max": round(max(shares), 4) if shares else "",
+            "lone_share_mean": round(iv.mean, 4) if iv else "",
+            "lone_share_lo": round(iv.lo, 4) if iv else "",
+            "lone_share_hi": round(iv.hi, 4) if iv else "",
             "runs_below_half": sum(x < OUTCAST_SHARE for x in shares),
             "lone_zero_runs": lone_zero,
             "lone_port_drop_rate_median": round(_quantile(col["drop_rate_lone_port"], 0.5), 4),
@@ -114,9 +140,9 @@ def setting_rows(name: str, run: Path) -> list[dict[str, Any]]:
     return out
 
 
-def collect(root: Path) -> list[dict[str, Any]]:
+def collect(root: Path) -> list[SettingRow]:
     """Rows of every setting that has a complete run under ``root``, in SETTINGS order."""
-    rows: list[dict[str, Any]] = []
+    rows: list[SettingRow] = []
     for s in SETTINGS + JITTER:
         run = newest_run(root / s.name)
         if run is not None:
@@ -124,16 +150,17 @@ def collect(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
-    """The table of ablation.md: one line per setting, N columns of median (quartiles) and
-    outcasts out of runs."""
+def markdown(rows: list[SettingRow]) -> str:
+    """The table of ablation.md: one line per setting, N columns of median (quartiles),
+    outcasts out of runs, and the mean [its 95 % interval]."""
     ns = sorted({int(r["flows"]) for r in rows})
     head = "| setting | changes | " + " | ".join(
-        f"N = {n}: median (q1-q3), outcasts" for n in ns) + " |"
+        f"N = {n}: median (q1-q3), outcasts; mean [95 % interval]" for n in ns) + " |"
     lines = ["# Outcast ablation: one setting changed at a time", "",
              "The lone flow's goodput as a share of its fair share (link / (N + 1)): median "
-             "and quartiles over the repetitions, and in how many repetitions it stayed "
-             "below half (an outcast).  Made by `scripts/outcast-ablation.sh` (10 "
+             "and quartiles over the repetitions, in how many repetitions it stayed "
+             "below half (an outcast), and the mean over the repetitions with its Student-t "
+             "95 % interval (the claims' statistic).  Made by `scripts/outcast-ablation.sh` (10 "
              "repetitions x 12 s per N and setting; ns-3's jitter sweep: the commands of "
              "`--list --jitter`), then `.venv/bin/python -m experiments.outcast.ablation "
              "<its folder>`; docs/notebook/002-outcast.md reads it.", "", head,
@@ -147,13 +174,21 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             r = mine.get(n)
             cells.append("-" if r is None else
                          f"{r['lone_share_median']:.3f} ({r['lone_share_q1']:.3f}-"
-                         f"{r['lone_share_q3']:.3f}), {r['runs_below_half']} of {r['runs']}")
+                         f"{r['lone_share_q3']:.3f}), {r['runs_below_half']} of {r['runs']}"
+                         + (f"; mean {bracket_text(mean_interval(_shares(r)))}"
+                            if _shares(r) else ""))
         lines.append(f"| `{s.name}` | {s.changes} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> Path:
-    """One panel per N: every repetition's lone share, per setting, with the median."""
+def _shares(r: SettingRow) -> list[float]:
+    """Every repetition's lone share of a row (its ``shares`` column)."""
+    return [float(v) for v in r["shares"].split()]
+
+
+def plot(rows: list[SettingRow], path: Path) -> Path:
+    """One panel per N: every repetition's lone share, per setting (dots), and their mean
+    with its Student-t 95 % interval (black; was the median, a line without a spread)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -164,24 +199,34 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     names = [s.name for s in SETTINGS + JITTER if any(r["setting"] == s.name for r in rows)]
     fig, axes = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 4.2), sharey=True,
                              squeeze=False)
+    counts, below = [], False
     for ax, n in zip(axes[0], ns):
         for i, name in enumerate(names):
             r = next((x for x in rows if x["setting"] == name and int(x["flows"]) == n), None)
             if r is None or not r["shares"]:
                 continue
-            ys = [float(v) for v in r["shares"].split()]
-            xs = [i + 0.25 * ((k % 5) - 2) / 2 for k in range(len(ys))]
-            ax.scatter(xs, ys, s=14, alpha=0.7)
-            ax.hlines(r["lone_share_median"], i - 0.3, i + 0.3, color="k", lw=1.5)
+            ys = _shares(r)
+            # the dots left of the setting's tick, its mean and interval right of them
+            xs = [i - 0.12 + 0.2 * ((k % 5) - 2) / 2 for k in range(len(ys))]
+            ax.scatter(xs, ys, s=14, alpha=0.7, color=f"C{i % 10}")
+            iv = mean_interval(ys)
+            counts.append(iv.n)
+            below |= iv.lo < 0
+            ax.errorbar([i + 0.22], [iv.mean], yerr=error_bars([iv]) if iv.n > 1 else None,
+                        fmt="o", color="k", ms=4, capsize=3, elinewidth=1.2)
         ax.axhline(OUTCAST_SHARE, ls="--", color="grey", lw=1)
         ax.axhline(1.0, ls=":", color="grey", lw=1)
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
         ax.set_title(f"N = {n}")
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("lone flow's goodput / fair share (each repetition)")
+    axes[0][0].set_ylabel("lone flow's goodput / its fair share")
+    # a share: an interval reaching below 0 is cut there (after every panel is drawn: the
+    # shared axis's top then fits them all)
+    axes[0][0].set_ylim(bottom=-0.1)
     fig.suptitle("TCP Outcast ablation: one setting changed at a time (dashed: half the "
-                 "fair share)")
-    fig.tight_layout()
+                 "fair share, dotted: the fair share)\ndots: each repetition; black: their "
+                 "mean, " + bars_words(counts) + (" (cut at 0)" if below else ""),
+                 fontsize=10)
     return save(fig, path)
 
 

@@ -11,14 +11,15 @@ and flows.csv only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from analysis.claims import (
     Cause,
     Claim,
+    Measure,
     Missing,
     Outcome,
     Run,
+    Sampler,
     Samples,
     claim_maker,
     fmt,
@@ -56,7 +57,7 @@ def lone_shares(runs: list[Run]) -> dict[int, float]:
     return out
 
 
-def _share_at(n: int) -> Any:
+def _share_at(n: int) -> Measure:
     def measure(runs: list[Run], _cond: str) -> Outcome:
         shares = lone_shares(runs)
         if n not in shares:
@@ -67,7 +68,7 @@ def _share_at(n: int) -> Any:
     return measure
 
 
-def _robust_at(n: int) -> Any:
+def _robust_at(n: int) -> Measure:
     def measure(runs: list[Run], _cond: str) -> Outcome:
         shares = [num(r, "lone_share_of_fair") for r in need_rows(runs, "summary.csv")
                   if r.get("run") != "all" and int(num(r, "flows")) == n]
@@ -109,7 +110,7 @@ def others_jain(runs: list[Run], _cond: str) -> Outcome:
                    ", ".join(f"N={n}: {fmt(j, 3)}" for n, j in mean.items()))
 
 
-def rep_lone_shares(n: int) -> Any:
+def rep_lone_shares(n: int) -> Sampler:
     """Per repetition at N = ``n``: the lone flow's goodput over its fair share."""
     def samples(runs: list[Run], _cond: str) -> Samples:
         return Samples(tuple(num(r, "lone_share_of_fair") for r in need_rows(runs, "summary.csv")

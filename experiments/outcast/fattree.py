@@ -17,21 +17,22 @@ model`` through the flow model on each sender's hashed path (no queue: no outcas
 """
 from __future__ import annotations
 
+from argparse import ArgumentParser
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
 import routing
 import topos
 from harness.common import add_backend, add_shared, repetitions, run_rng
-from harness.params import check_routing, check_topo, rto_min_ms
+from harness.params import Quick, check_routing, check_topo, rto_min_ms
 from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import Bottleneck, Inlet, make
 from routing.plan import Plan
 from routing.walk import first_choice, walk
+from store import Row
 from topos.base import Topology
 
 from .experiment import (
@@ -68,10 +69,15 @@ class OutcastFattreeParams(ManyToOneParams):
 
 PARAMS = OutcastFattreeParams
 BACKENDS = ("emulated", "model", "sim")
-QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 1}
+#: quick mode: one repetition of each headline routing (its sweep runs st and hashed,
+#: scripts/fattree-outcast-sweep.sh), for the figures; the 5 a verdict needs took 104 s and
+#: 116 s and left both undecided (CI of 9767b70, 2026-12-03), more than the 15-min
+#: reproduction has room for (docs/notebook/2026-12-03-quick-budgets.md), so the screen
+#: says what --runs 5 would take
+QUICK: Quick = {"duration": 12.0, "trim": 3.0, "runs": 1}
 
 
-def add_arguments(p: Any) -> None:
+def add_arguments(p: ArgumentParser) -> None:
     """Shared flags plus --receiver, --rto-min, --interval and --backend."""
     add_shared(p, PARAMS, QUICK)
     p.add_argument("--receiver", type=str, default=None,
@@ -98,7 +104,7 @@ def validate(params: OutcastFattreeParams) -> None:
 
 
 def layout(topo: Topology, plan: Plan, receiver: str
-           ) -> tuple[Bottleneck, dict[str, str], dict[str, dict[str, Any]]]:
+           ) -> tuple[Bottleneck, dict[str, str], dict[str, Row]]:
     """The receiver's port on its edge switch with its inlets (the ports where senders
     enter it), each sender's entry, and its hop count and locality."""
     edge = topo.access_switch(receiver)

@@ -11,15 +11,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
 from analysis.arrivals import QUANTILES, parse_run_lengths
 from analysis.fidelity import validity_caption
-from analysis.figures import caption, note, save
+from analysis.figures import (
+    caption,
+    footer_height,
+    headroom,
+    interval_bars,
+    judged,
+    note,
+    optional_table,
+    refuse_unplottable,
+    run_means,
+    save,
+    save_judged,
+)
+from analysis.intervals import error_bars, mean_interval
+from analysis.summaries import nan_mean, rounded, run_ratios, runs_and_all
 from model import jain_index
 from store import cell, read_csv, write_csv
 
@@ -43,15 +54,6 @@ def rate(row: Mapping[str, Any]) -> float:
     return cell(got) if got not in (None, "") else cell(row["iperf_mbps"])
 
 
-def _mean(values: list[float]) -> float:
-    v = [x for x in values if x == x]
-    return float(np.mean(v)) if v else float("nan")
-
-
-def _r(x: float, nd: int = 4) -> Any:
-    return round(x, nd) if x == x else ""
-
-
 def _jain(values: list[float]) -> float:
     """Jain's index of the measured values (NaN when none was measured, or all are zero)."""
     v = [x for x in values if x == x]
@@ -73,31 +75,27 @@ def outcast_stats(rows: list[dict[str, Any]], drops: list[dict[str, Any]]) -> di
     agg = [rate(r) for r in rows if r["role"] != "lone"]
     share = [cell(r["share_of_fair"]) for r in rows if r["role"] == "lone"]
     runs = sorted({r["run"] for r in rows})
-    ratio = []
-    for run in runs:
-        lo = [rate(r) for r in rows if r["run"] == run and r["role"] == "lone"]
-        ag = [rate(r) for r in rows if r["run"] == run and r["role"] != "lone"]
-        ratio.append(_mean(lo) / _mean(ag) if ag and _mean(ag) > 0 else float("nan"))
+    ratio = run_ratios(rows, rate, lambda r: r["role"] == "lone", runs)
     lone_drops = [cell(d["drops"]) for d in drops if "lone" in str(d["port"])]
     lone_rx = [cell(d["rx_packets"]) for d in drops if "lone" in str(d["port"])]
     agg_drops = [cell(d["drops"]) for d in drops if "lone" not in str(d["port"])]
     agg_rx = [cell(d["rx_packets"]) for d in drops if "lone" not in str(d["port"])]
     return {
-        "runs": len(runs), "lone_mbps": _r(_mean(lone)),
-        "lone_share_of_fair": _r(_mean(share)),
-        "lone_share_min": _r(min(share)) if share else "",
-        "lone_share_max": _r(max(share)) if share else "",
-        "others_mean_mbps": _r(_mean(agg)), "lone_over_others": _r(_mean(ratio)),
-        "jain_all": _r(_mean([_jain([rate(r) for r in rows if r["run"] == run])
-                              for run in runs])),
-        "drops_lone_port": _r(_mean(lone_drops), 1),
-        "drop_rate_lone_port": _r(sum(lone_drops) / sum(lone_rx)) if sum(lone_rx) else "",
-        "drops_uplink_port": _r(_mean(agg_drops), 1),
-        "drop_rate_uplink_port": _r(sum(agg_drops) / sum(agg_rx)) if sum(agg_rx) else "",
-        "retransmits_lone": _r(_mean([cell(r["retransmits"]) for r in rows
-                                      if r["role"] == "lone"]), 1),
-        "cpu_mean": _r(_mean([cell(r["cpu_mean"]) for r in rows]), 1),
-        "cpu_max": _r(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1),
+        "runs": len(runs), "lone_mbps": rounded(nan_mean(lone)),
+        "lone_share_of_fair": rounded(nan_mean(share)),
+        "lone_share_min": rounded(min(share)) if share else "",
+        "lone_share_max": rounded(max(share)) if share else "",
+        "others_mean_mbps": rounded(nan_mean(agg)), "lone_over_others": rounded(nan_mean(ratio)),
+        "jain_all": rounded(nan_mean([_jain([rate(r) for r in rows if r["run"] == run])
+                                      for run in runs])),
+        "drops_lone_port": rounded(nan_mean(lone_drops), 1),
+        "drop_rate_lone_port": rounded(sum(lone_drops) / sum(lone_rx)) if sum(lone_rx) else "",
+        "drops_uplink_port": rounded(nan_mean(agg_drops), 1),
+        "drop_rate_uplink_port": rounded(sum(agg_drops) / sum(agg_rx)) if sum(agg_rx) else "",
+        "retransmits_lone": rounded(nan_mean([cell(r["retransmits"]) for r in rows
+                                              if r["role"] == "lone"]), 1),
+        "cpu_mean": rounded(nan_mean([cell(r["cpu_mean"]) for r in rows]), 1),
+        "cpu_max": rounded(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1),
     }
 
 
@@ -123,10 +121,9 @@ def write_outcast_summary(run_dir: Path, rows: list[dict[str, Any]],
     for n in sorted({r["flows"] for r in rows}):
         mine = [r for r in rows if r["flows"] == n]
         dmine = [d for d in drops if d["flows"] == n]
-        for run in sorted({r["run"] for r in mine}) + ["all"]:
-            sel = [r for r in mine if run == "all" or r["run"] == run]
+        for run, sel in runs_and_all(mine):
             dsel = [d for d in dmine if run == "all" or d["run"] == run]
-            out.append({"flows": n, "run": run, "fair_mbps": _r(params["bw"] / (int(n) + 1)),
+            out.append({"flows": n, "run": run, "fair_mbps": rounded(params["bw"] / (int(n) + 1)),
                         **outcast_stats(sel, dsel)})
     write_csv(run_dir / "summary.csv", out)
 
@@ -138,31 +135,27 @@ def fattree_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def is_local(r: dict[str, Any]) -> bool:
         return str(r["local"]) == "True"
 
-    ratio = []
-    for run in runs:
-        lo = [rate(r) for r in rows if r["run"] == run and is_local(r)]
-        rem = [rate(r) for r in rows if r["run"] == run and not is_local(r)]
-        ratio.append(_mean(lo) / _mean(rem) if rem and _mean(rem) > 0 else float("nan"))
+    ratio = run_ratios(rows, rate, is_local, runs)
     finite = sorted(x for x in ratio if x == x)
     out = {"runs": len(runs),
-           "local_mbps": _r(_mean([rate(r) for r in rows if is_local(r)])),
-           "remote_mean_mbps": _r(_mean([rate(r) for r in rows if not is_local(r)])),
-           "local_over_remote": _r(_mean(ratio)),
-           "local_over_remote_min": _r(min(ratio)) if ratio else "",
-           "local_over_remote_max": _r(max(ratio)) if ratio else "",
-           "local_over_remote_median": _r(float(np.median(finite))) if finite else "",
-           "local_over_remote_q1": _r(float(np.percentile(finite, 25))) if finite else "",
-           "local_over_remote_q3": _r(float(np.percentile(finite, 75))) if finite else "",
+           "local_mbps": rounded(nan_mean([rate(r) for r in rows if is_local(r)])),
+           "remote_mean_mbps": rounded(nan_mean([rate(r) for r in rows if not is_local(r)])),
+           "local_over_remote": rounded(nan_mean(ratio)),
+           "local_over_remote_min": rounded(min(ratio)) if ratio else "",
+           "local_over_remote_max": rounded(max(ratio)) if ratio else "",
+           "local_over_remote_median": rounded(float(np.median(finite))) if finite else "",
+           "local_over_remote_q1": rounded(float(np.percentile(finite, 25))) if finite else "",
+           "local_over_remote_q3": rounded(float(np.percentile(finite, 75))) if finite else "",
            "runs_local_below_half": sum(x < 0.5 for x in finite),
-           "local_share_of_fair": _r(_mean([cell(r["share_of_fair"]) for r in rows
-                                            if is_local(r)]))}
+           "local_share_of_fair": rounded(nan_mean([cell(r["share_of_fair"]) for r in rows
+                                                    if is_local(r)]))}
     for hops in sorted({int(r["hops"]) for r in rows}):
-        out[f"mean_mbps_{hops}hops"] = _r(_mean([rate(r) for r in rows
-                                                 if int(r["hops"]) == hops]))
-    out["jain_all"] = _r(_mean([_jain([rate(r) for r in rows if r["run"] == run])
-                                for run in runs]))
-    out["cpu_mean"] = _r(_mean([cell(r["cpu_mean"]) for r in rows]), 1)
-    out["cpu_max"] = _r(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1)
+        out[f"mean_mbps_{hops}hops"] = rounded(nan_mean([rate(r) for r in rows
+                                                         if int(r["hops"]) == hops]))
+    out["jain_all"] = rounded(nan_mean([_jain([rate(r) for r in rows if r["run"] == run])
+                                        for run in runs]))
+    out["cpu_mean"] = rounded(nan_mean([cell(r["cpu_mean"]) for r in rows]), 1)
+    out["cpu_max"] = rounded(max((cell(r["cpu_max"]) for r in rows), default=float("nan")), 1)
     return out
 
 
@@ -174,8 +167,7 @@ def write_fattree_summary(run_dir: Path, rows: list[dict[str, Any]],
     summary.csv (per run + all)."""
     _write_tables(run_dir, rows, series, drops, drop_series, arrivals)
     out = []
-    for run in sorted({r["run"] for r in rows}) + ["all"]:
-        sel = [r for r in rows if run == "all" or r["run"] == run]
+    for run, sel in runs_and_all(rows):
         out.append({"routing": params["routing"], "run": run, **fattree_stats(sel)})
     write_csv(run_dir / "summary.csv", out)
 
@@ -218,27 +210,37 @@ def _time_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special
     ax.set_ylabel("Mb/s")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
+    # room above the data for the legend: upper right, it covered the end of the series
+    entries = len(ax.get_legend_handles_labels()[0])
+    ax.set_ylim(0, ax.get_ylim()[1] * (1.12 + 0.045 * ((entries + 1) // 2)))
     ax.legend(fontsize=6, ncol=2, loc="upper right")
 
 
 def _bar_panel(ax: Any, rows: list[dict[str, str]], senders: list[str], special: str,
                fair: float, title: str) -> None:
-    means, lo, hi = [], [], []
+    """Each sender's average goodput over runs (one value per run) and, with more than one
+    run, the Student-t 95 % interval of that mean (analysis.intervals, the claims'), not the
+    runs' min-max; ``title`` says which."""
+    ivs = []
     for s in senders:
-        v = [rate(r) for r in rows if r["sender"] == s]
-        means.append(_mean(v))
-        # never below 0: a mean of equal values can differ from them in the last bit
-        lo.append(max(0.0, _mean(v) - min(v)))
-        hi.append(max(0.0, max(v) - _mean(v)))
+        v = [x for r in rows if r["sender"] == s and (x := rate(r)) == x]
+        ivs.append(mean_interval(v) if v else None)
     colors = ["black" if s == special else "tab:blue" for s in senders]
-    ax.bar(range(len(senders)), means, yerr=[lo, hi], color=colors, capsize=2)
+    tops = interval_bars(ax, range(len(senders)), ivs, color=colors, capsize=2)
     ax.axhline(fair, color="red", ls="--", lw=1, label=f"fair share {fair:.2f} Mb/s")
     ax.set_xticks(range(len(senders)))
     ax.set_xticklabels(senders, rotation=60, fontsize=6)
     ax.set_ylabel("average goodput (Mb/s)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    headroom(ax, [*tops, fair], 0.18)
+    ax.legend(fontsize=7, loc="upper right")
     ax.grid(alpha=0.3, axis="y")
+
+
+def _bars_words(runs: int) -> str:
+    """What a sender bar's whisker is, for a panel title."""
+    return (f"bars: 95 % interval of the mean over {runs} runs" if runs > 1
+            else "one run, no interval")
 
 
 def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[str, str]]) -> None:
@@ -264,14 +266,6 @@ def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[st
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:   # a flow-model run has no drops to draw
         ax.legend(fontsize=6)
-
-
-def _check_ok(config: dict[str, Any], run_dir: Path) -> None:
-    from store import plottable, status_of
-    status = status_of(run_dir)
-    if not plottable(status):
-        raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "
-                         "a failed run is never plotted as data")
 
 
 #: tables a time-series figure needs beyond flows.csv: a folder kept without them (raw data
@@ -308,7 +302,7 @@ def _complete(run_dir: Path, figure: str, series: Table | None, drops: Table | N
 def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """Per N: outcast_nNN.png (goodput and offered rate over time, averages, drops per
     input port); over all N: outcast_share.png (lone flow's share of its fair share)."""
-    _check_ok(config, run_dir)
+    refuse_unplottable(run_dir)
     params = config["params"]
     rows, *rest = _tables(run_dir)
     figs = []
@@ -337,7 +331,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                         "rate entering the network at each sender's switch port (bwm-ng rx)",
                         fair)
         _bar_panel(axes[1, 0], mine, senders, "lone", fair,
-                   f"average over runs (bars: min-max of {st['runs']} runs); lone = "
+                   f"average over runs ({_bars_words(int(st['runs']))}); lone = "
                    f"{st['lone_share_of_fair']} of fair share")
         run_drops = [d for d in drops if int(d["flows"]) == n and d["run"] == run0]
         if params.get("backend") == "sim":   # exact totals, no time series
@@ -349,22 +343,24 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                                      "port 3 (bottleneck s1 port 1 -> recv)"), fontsize=11)
         path = save(fig, run_dir / f"outcast_n{n:02d}.png")
         figs.append(note(path, _extra(params, mine), DROP_METHOD))
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    claims = judged(run_dir, config, "outcast_share.png")
+    fig, ax = plt.subplots(figsize=(7, 4.8 + footer_height(claims)))
     for label, pick, color in (("lone flow (own port)", lambda r: r["role"] == "lone", "black"),
                                ("flows behind s2 (mean)", lambda r: r["role"] != "lone",
                                 "tab:blue")):
         xs, ys, means = [], [], []
         for n in ns:
-            by_run: dict[str, list[float]] = {}
-            for r in rows:
-                if int(r["flows"]) == n and pick(r):
-                    by_run.setdefault(r["run"], []).append(cell(r["share_of_fair"]))
-            vals = [_mean(v) for v in by_run.values()]
+            vals = run_means([r for r in rows if int(r["flows"]) == n and pick(r)],
+                             lambda r: cell(r["share_of_fair"]))
             xs += [n] * len(vals)
             ys += vals
-            means.append(_mean(vals))
+            means.append(mean_interval(vals) if vals else None)
         ax.scatter(xs, ys, color=color, alpha=0.5, s=14)
-        ax.plot(ns, means, marker="o", color=color, label=label)
+        have = [(n, iv) for n, iv in zip(ns, means) if iv is not None]
+        if have:    # the mean over runs and its 95 % interval (Student's t, as the claims)
+            ax.errorbar([n for n, _ in have], [iv.mean for _, iv in have],
+                        yerr=error_bars([iv for _, iv in have]), marker="o", color=color,
+                        capsize=3, label=label)
     ax.axhline(1, color="red", ls="--", lw=1, label="fair share 1/(N+1)")
     ax.axhline(0.5, color="grey", ls=":", lw=1, label="half of fair share")
     ax.set_xlabel("competing flows N behind s2")
@@ -374,9 +370,11 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.legend(fontsize=7)
     ax.set_title(caption(config, "lone flow's share of its fair share vs N (002 Fig. 4)"),
                  fontsize=9)
-    path = save(fig, run_dir / "outcast_share.png")
-    figs.append(note(path, _extra(params, rows), "lines: mean over runs; dots: single runs; "
-                     "fair share = link / (N + 1)"))
+    path = save_judged(fig, run_dir / "outcast_share.png", claims)
+    figs.append(note(path, _extra(params, rows), "lines: mean over runs, whiskers its 95 % "
+                     "interval (Student's t); dots: single runs; fair share = link / (N + 1)"
+                     + ("; under the figure: the claims judged on it, the paper's words "
+                        "beside ours" if claims else "")))
     first = {n: min(int(r["run"]) for r in rows if int(r["flows"]) == n) for n in ns}
     points = [(f"N={n}", run_dir / f"n{n:02d}-run{first[n]:02d}") for n in ns]
     figs += plot_arrivals(run_dir, config, points)
@@ -393,7 +391,7 @@ def _sim_drop_panel(ax: Any, run_drops: list[dict[str, str]], queue: str, run: s
 def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     """fattree_outcast.png: goodput over time of the senders outside the receiver's pod and
     the local sender; average goodput grouped by hop distance; drops per input port."""
-    _check_ok(config, run_dir)
+    refuse_unplottable(run_dir)
     params = config["params"]
     rows, *rest = _tables(run_dir)
     tables = _complete(run_dir, "fattree_outcast.png", *rest)
@@ -415,26 +413,36 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                 f"+ {local} (run {run0})", fair)
     ax = axes[0, 1]
     hops = sorted({int(r["hops"]) for r in rows})
+    ticks = []
     for i, h in enumerate(hops):
         per_sender: dict[str, list[float]] = {}
         for r in rows:
             if int(r["hops"]) == h:
                 per_sender.setdefault(r["sender"], []).append(rate(r))
-        vals = [_mean(v) for v in per_sender.values()]
-        ax.bar(i, _mean(vals), color="black" if h == min(hops) else "tab:blue", alpha=0.8)
+        vals = [nan_mean(v) for v in per_sender.values()]
+        # the whisker: each run's mean over these senders, their Student-t 95 % interval
+        reps = run_means([r for r in rows if int(r["hops"]) == h], rate)
+        iv = mean_interval(reps) if reps else None
+        err = error_bars([iv]) if iv is not None and iv.n > 1 else None
+        ax.bar(i, nan_mean(vals), color="black" if h == min(hops) else "tab:blue", alpha=0.8,
+               yerr=err, capsize=3)
         ax.scatter([i] * len(vals), vals, color="orange", s=12, zorder=5)
-        ax.text(i, _mean(vals), f"{_mean(vals):.2f}\n({len(vals)} senders)", ha="center",
-                va="bottom", fontsize=7)
+        # the bar's value under its tick: above the bar, it covered the senders' dots
+        ticks.append(f"{h} hops\n{nan_mean(vals):.2f} ({len(vals)} "
+                     f"sender{'s' * (len(vals) != 1)})")
     ax.axhline(fair, color="red", ls="--", lw=1, label=f"fair share {fair:.2f} Mb/s")
     ax.set_xticks(range(len(hops)))
-    ax.set_xticklabels([f"{h} hops" for h in hops])
+    ax.set_xticklabels(ticks, fontsize=8)
     ax.set_ylabel("average goodput (Mb/s)")
-    ax.set_title(f"by hop distance (dots: senders, mean of {st['runs']} runs); "
-                 f"local/remote = {st['local_over_remote']}", fontsize=9)
+    runs = int(st["runs"])
+    ax.set_title(f"by hop distance: dots senders, {runs} run{'s' * (runs != 1)}"
+                 + ("; bars 95 % interval" if runs > 1 else "")
+                 + f"; local/remote = {st['local_over_remote']}", fontsize=8.5)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, axis="y")
     senders = list(dict.fromkeys(r["sender"] for r in rows))
-    _bar_panel(axes[1, 0], rows, senders, local, fair, "average goodput per sender")
+    _bar_panel(axes[1, 0], rows, senders, local, fair,
+               f"average goodput per sender ({_bars_words(int(st['runs']))})")
     if sim:
         _sim_drop_panel(axes[1, 1], [d for d in drops if d["run"] == run0],
                         f"the queue to {params['receiver']}", run0)
@@ -457,16 +465,24 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     per_run = [fattree_stats([r for r in rows if r["run"] == run]) for run in runs]
     ratios = [cell(s["local_over_remote"]) for s in per_run]
     hops = sorted({int(r["hops"]) for r in rows})
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    claims = judged(run_dir, config, "fattree_outcast_runs.png")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6 + footer_height(claims)))
     ax = axes[0]
     finite = [x for x in ratios if x == x]
+    if finite:    # the mean over runs with its 95 % interval (Student's t, as the claims)
+        iv = mean_interval(finite)
+        many = iv.n > 1     # one run: its value, no interval (not a '[x, x]' one)
+        ax.errorbar([iv.mean], [1.32], xerr=error_bars([iv]) if many else None, fmt="o",
+                    color="black", capsize=4, zorder=6,
+                    label=f"mean {iv.mean:.2f} [{iv.lo:.2f}, {iv.hi:.2f}], 95 %" if many
+                    else f"{iv.mean:.2f} (one run: no interval)")
     try:  # matplotlib >= 3.10 names the orientation; older ones only know vert
         ax.boxplot(finite, orientation="horizontal", widths=0.5)
     except TypeError:
         ax.boxplot(finite, vert=False, widths=0.5)
     jitter = np.random.default_rng(0).uniform(-0.12, 0.12, len(ratios))
     ax.scatter(ratios, 1 + jitter, color="tab:orange", zorder=5, s=25,
-               label=f"one run each ({len(ratios)} runs)")
+               label=f"one run each ({len(ratios)} run{'s' if len(ratios) != 1 else ''})")
     ax.axvline(1.0, color="grey", ls=":", lw=1, label="local = remote")
     ax.axvline(0.5, color="red", ls="--", lw=1, label="local at half the remote mean")
     ax.set_yticks([])
@@ -488,9 +504,11 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     ax.grid(alpha=0.3, axis="y")
     fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
                                  f"{params['routing']}: {len(runs)} runs"), fontsize=11)
-    path = save(fig, run_dir / "fattree_outcast_runs.png")
+    path = save_judged(fig, run_dir / "fattree_outcast_runs.png", claims)
     return note(path, _extra(params, rows), "left: the local sender's goodput over the "
-                "remote senders' mean, one dot per run; right: mean goodput by hop distance")
+                "remote senders' mean, one dot per run, the box its quartiles, the black "
+                "bar the mean over runs and its 95 % interval; right: mean goodput by hop "
+                "distance" + ("; under the figure: the claims judged on it" if claims else ""))
 
 
 # -- arrivals at the bottleneck ---------------------------------------------------------------
@@ -570,8 +588,7 @@ def plot_arrivals(run_dir: Path, config: dict[str, Any],
     fig, axes = plt.subplots(len(points), 3, figsize=(15, 3.6 * len(points)), squeeze=False)
     for (label, point), row in zip(points, axes):
         rows = _arrival_table(point)
-        summary = read_csv(point / "arrivals_summary.csv") \
-            if (point / "arrivals_summary.csv").exists() else []
+        summary = optional_table(point / "arrivals_summary.csv")
         shares = ", ".join(f"{s['port'].split(' (')[0]} {s['drop_share']}" for s in summary)
         _raster(row[0], rows, mid - 0.5, mid + 0.5, f"{label}: arrivals in 1 s; drop share "
                                                      f"{shares}")

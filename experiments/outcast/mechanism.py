@@ -34,9 +34,9 @@ Usage (writes nothing but ``--csv`` when given)::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from analysis.arrivals import IDLE_GAP, bracket, port_stats
-from store import cell, read_csv, write_csv
+from store import Row, cell, read_csv, write_csv
 
 LONE_PORT = "s1 port 2 (lone)"
 
@@ -53,20 +53,15 @@ LONE_PORT = "s1 port 2 (lone)"
 EARLY = 0.1
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
-    with open(path, newline="", encoding="ascii") as fh:
-        return list(csv.DictReader(fh))
-
-
 def _arrivals(point: Path, window: list[float], service_s: float
               ) -> tuple[dict[str, dict[str, Any]], dict[str, float | None]]:
     """Port statistics by port name from a point folder's arrivals.csv, over ``window``,
     the lone flow's arrival phase (``lone_phase``) and, where the point has releases.csv,
     the race for each freed slot (``slot_race``)."""
-    rows = _read(point / "arrivals.csv")
+    rows = read_csv(point / "arrivals.csv")   # harness/arrivals.py writes both in ASCII
     extra = lone_phase(rows, service_s, *window)
     if (point / "releases.csv").exists():
-        extra.update(slot_race(rows, _read(point / "releases.csv"), window[0], window[1],
+        extra.update(slot_race(rows, read_csv(point / "releases.csv"), window[0], window[1],
                                service_s))
     return {s["port"]: s for s in port_stats(rows, service_s, *window)}, extra
 
@@ -86,7 +81,7 @@ def _by_second(t: list[float], v: list[float], t_lo: float, t_hi: float) -> list
     return out
 
 
-def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_lo: float,
+def slot_race(arrivals: list[dict[str, str]], releases: list[dict[str, str]], t_lo: float,
               t_hi: float, service_s: float) -> dict[str, float | None]:
     """Who takes the slot a release frees.  For each arrival in the window, the time since
     the queue's last release, and whether it is the first arrival since then.  Per port
@@ -143,7 +138,7 @@ def slot_race(arrivals: list[dict[str, Any]], releases: list[dict[str, Any]], t_
             "lone_delay_us": med[True], "shared_delay_us": med[False]}
 
 
-def lone_phase(rows: list[dict[str, Any]], service_s: float, t_lo: float, t_hi: float
+def lone_phase(rows: list[dict[str, str]], service_s: float, t_lo: float, t_hi: float
                ) -> dict[str, float | None]:
     """Where in the shared port's service period the lone flow's packets arrive: for each
     lone arrival between two shared-port arrivals at most 1.5 service times apart, its
@@ -162,13 +157,13 @@ def lone_phase(rows: list[dict[str, Any]], service_s: float, t_lo: float, t_hi: 
             "lone_accept_later": round(float(a[~e].mean()), 4) if (~e).any() else None}
 
 
-def point_rows(label: str, run: Path) -> list[dict[str, Any]]:
+def point_rows(label: str, run: Path) -> list[Row]:
     """One row per (N, repetition) of one run folder that has its arrival trace."""
     runtime = json.loads((run / "config.json").read_text()).get("runtime", {})
     summary = {(int(cell(r["flows"])), int(cell(r["run"]))): r
                for r in read_csv(run / "summary.csv") if r.get("run") != "all"}
     flows = read_csv(run / "flows.csv")
-    out = []
+    out: list[Row] = []
     for (n, rep), s in sorted(summary.items()):
         key = f"n{n:02d}-run{rep:02d}"
         facts = runtime.get(key, {}).get("arrivals", {})
@@ -198,20 +193,26 @@ def point_rows(label: str, run: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _median(values: list[Any]) -> float | None:
+def _median(values: Sequence[object]) -> float | None:
     v = [float(x) for x in values if isinstance(x, (int, float)) and x == x]
     return round(float(np.median(v)), 4) if v else None
 
 
-def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _count(p: Row, key: str) -> int:
+    """A point's count (0 where it has none)."""
+    v = p.get(key)
+    return v if isinstance(v, int) else 0
+
+
+def summary_rows(points: list[Row]) -> list[Row]:
     """Per setting and N: medians over the repetitions, outcasts (share < 0.5), and the rank
     correlation between the lone flow's share and the shared port's idle share."""
-    out = []
-    order = list(dict.fromkeys(p["setting"] for p in points))      # as given
-    for label, n in sorted({(p["setting"], p["flows"]) for p in points},
+    out: list[Row] = []
+    order = list(dict.fromkeys(str(p["setting"]) for p in points))      # as given
+    for label, n in sorted({(str(p["setting"]), _count(p, "flows")) for p in points},
                            key=lambda k: (order.index(k[0]), k[1])):
         mine = [p for p in points if p["setting"] == label and p["flows"] == n]
-        share = [p["lone_share"] for p in mine]
+        share = [cell(p["lone_share"]) for p in mine]
         idle = [p["shared_idle_share"] for p in mine]
         rho = _spearman(share, idle)
         delay = [p.get("shared_delay_us") for p in mine]
@@ -227,10 +228,10 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                  "lone_accept_later", "lone_first_share",
                                  "lone_accept_first", "lone_accept_not_first",
                                  "lone_delay_us", "shared_delay_us")},
-                    "shared_delay_jumps": sum(p.get("shared_delay_jumps") or 0 for p in mine),
-                    "shared_delay_transitions": sum(max(0, (p.get("shared_delay_seconds")
-                                                            or 0) - 1) for p in mine),
-                    **{k: sum(p.get(k) or 0 for p in mine)
+                    "shared_delay_jumps": sum(_count(p, "shared_delay_jumps") for p in mine),
+                    "shared_delay_transitions": sum(max(0, _count(p, "shared_delay_seconds")
+                                                        - 1) for p in mine),
+                    **{k: sum(_count(p, k) for p in mine)
                        for k in ("jumps_silent", "steps_silent", "jumps_quiet",
                                  "steps_quiet")},
                     "spearman_share_vs_idle": rho,
@@ -238,14 +239,14 @@ def summary_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _spearman(x: Any, y: Any) -> float | None:
+def _spearman(x: Sequence[object], y: Sequence[object]) -> float | None:
     """Rank correlation, or None with fewer than 3 points or a constant side."""
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None
     return round(float(spearmanr(x, y).statistic), 3)
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
+def markdown(rows: list[Row]) -> str:
     """The summary as a Markdown table."""
     cols = list(rows[0])
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="outcast run folders with per-point arrival traces")
     p.add_argument("--csv", type=Path, help="also write every repetition's row here")
     args = p.parse_args(argv)
-    points: list[dict[str, Any]] = []
+    points: list[Row] = []
     for item in args.runs:
         label, sep, folder = item.partition("=")
         run = Path(folder)

@@ -8,10 +8,12 @@ permutations, as the write-up's 8 runs do).
 """
 from __future__ import annotations
 
-from typing import Any
+import statistics
+from collections.abc import Callable
 
 from analysis.claims import (
     Cause,
+    Claim,
     Missing,
     Outcome,
     Run,
@@ -25,6 +27,7 @@ from analysis.claims import (
     per_unit,
     ratio_of_means,
     rows,
+    same_view,
 )
 from analysis.intervals import Band
 from store import cell
@@ -48,15 +51,11 @@ HTSIM_TOLERANCE = 0.05
 CONTROLS = ("lia", "cubic")
 
 
-def _same_backend(runs: list[Run]) -> list[Run]:
-    """Runs of the newest run's backend only (model and emulated rates are not pooled)."""
-    return [r for r in runs if r.backend == runs[0].backend]
-
-
-def _by_rep(runs: list[Run], transport: str, col: str = "") -> dict[Any, list[float]]:
+def _by_rep(runs: list[Run], transport: str, col: str = ""
+            ) -> dict[tuple[str, str | None], list[float]]:
     """Per repetition (run folder, run): the transport's flows' normalized throughputs (or
     the column ``col``)."""
-    runs = _same_backend(runs)
+    runs = same_view(runs)
     # goodput whatever the view: iperf3's (emulated, what rank.png draws), the simulated
     # receiver's (sim), the model's max-min rate (model)
     metric = col or "norm_goodput"
@@ -90,7 +89,7 @@ MIN_MPTCP_SUBFLOWS = 2
 def multipath(runs: list[Run], _cond: str) -> str:
     """'' when every MPTCP flow of every repetition ran on at least two subflows (the
     emulator's measured count; the model's is the count it was asked for), else why not."""
-    runs = _same_backend(runs)
+    runs = same_view(runs)
     counts = [v for g in grouped(rows(runs, "flows.csv"), "subflows", lambda r: 1 if r.get(
         "transport") == "mptcp" else None).values() for v in g]
     few = sum(1 for v in counts if v < MIN_MPTCP_SUBFLOWS)
@@ -103,14 +102,19 @@ def _mean(groups: list[list[float]]) -> float:
     return sum(flat) / len(flat)
 
 
-def mean_over_tcp(runs: list[Run], _cond: str) -> Outcome:
-    """MPTCP's mean over TCP's mean, every flow of every repetition."""
+def _over_tcp(runs: list[Run], holds: Callable[[float], bool]) -> Outcome:
+    """MPTCP's mean over TCP's mean, every flow of every repetition, judged by ``holds``."""
     tcp, mptcp = _mean(_per_run(runs, "tcp")), _mean(_per_run(runs, "mptcp"))
     if tcp <= 0:
         raise Missing("TCP's mean throughput is 0")
     ratio = mptcp / tcp
-    return Outcome(f"{fmt(ratio)}x", ratio > 1.0,
+    return Outcome(f"{fmt(ratio)}x", holds(ratio),
                    f"mean normalized throughput MPTCP {fmt(mptcp, 3)}, TCP {fmt(tcp, 3)}")
+
+
+def mean_over_tcp(runs: list[Run], _cond: str) -> Outcome:
+    """MPTCP's mean over TCP's mean, above 1."""
+    return _over_tcp(runs, lambda ratio: ratio > 1.0)
 
 
 def jain_over_tcp(runs: list[Run], _cond: str) -> Outcome:
@@ -121,7 +125,7 @@ def jain_over_tcp(runs: list[Run], _cond: str) -> Outcome:
 
 def tools_agree(runs: list[Run], _cond: str) -> Outcome:
     """Median over MPTCP flows of bwm-ng's over iperf3's rate, against the framing ratio."""
-    flows = need_rows(_same_backend(runs), "flows.csv")
+    flows = need_rows(same_view(runs), "flows.csv")
     if not any("bwm_mbps" in r for r in flows):
         raise Missing(f"the {runs[0].backend} view measures no wire rate (bwm-ng): the "
                       "emulator's does")
@@ -132,9 +136,7 @@ def tools_agree(runs: list[Run], _cond: str) -> Outcome:
             ratios.append(bwm / ipf)
     if not ratios:
         raise Missing("no MPTCP flow with both an iperf3 and a bwm-ng rate")
-    ratios.sort()
-    mid = len(ratios) // 2
-    med = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    med = statistics.median(ratios)
     off = med / FRAME_OVER_PAYLOAD - 1
     return Outcome(f"bwm-ng/iperf3 {fmt(med, 3)} ({off:+.1%} from {fmt(FRAME_OVER_PAYLOAD, 3)})",
                    abs(off) <= TOOLS_TOLERANCE, f"median of {len(ratios)} MPTCP flows")
@@ -142,12 +144,7 @@ def tools_agree(runs: list[Run], _cond: str) -> Outcome:
 
 def fig4_ratio(runs: list[Run], _cond: str) -> Outcome:
     """MPTCP's mean over TCP's, against Fig. 4's about 1.5."""
-    tcp, mptcp = _mean(_per_run(runs, "tcp")), _mean(_per_run(runs, "mptcp"))
-    if tcp <= 0:
-        raise Missing("TCP's mean throughput is 0")
-    ratio = mptcp / tcp
-    return Outcome(f"{fmt(ratio)}x", abs(ratio / FIG4_RATIO - 1) <= FIG4_TOLERANCE,
-                   f"mean normalized throughput MPTCP {fmt(mptcp, 3)}, TCP {fmt(tcp, 3)}")
+    return _over_tcp(runs, lambda ratio: abs(ratio / FIG4_RATIO - 1) <= FIG4_TOLERANCE)
 
 
 def htsim_mean(runs: list[Run], _cond: str) -> Outcome:
@@ -260,7 +257,7 @@ WIRE_CAUSES = {
 }
 
 
-def _per_cc(cc: str) -> list[Any]:
+def _per_cc(cc: str) -> list[Claim]:
     """The k=4 claims of issue #28 for one congestion control: emulated k=4 runs with
     ``--cc cc`` only (a condition per control: the controls run as separate runs)."""
     select = {"cc": (cc,), "topo": ("fattree,k=4",), "backend": ("emulated",), **_PATTERN}

@@ -10,13 +10,14 @@ machine (e.g. ``--topo fattree,k=16``) take seconds; ``--backend sim`` runs ns-3
 from __future__ import annotations
 
 import json
+from argparse import ArgumentParser
 from dataclasses import dataclass
-from typing import Any
 
 import routing
 import topos
 from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.params import (
+    Quick,
     SimFlowParams,
     check_routing,
     check_subflows,
@@ -29,6 +30,7 @@ from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import FlowSpec, Phase, Workload, check_transports, flow_rows, make
 from model.network import lp_bounds
+from store import Row
 from topos.traffic import pairing, permutation
 
 NAME = "permutation"
@@ -60,14 +62,17 @@ class PermutationParams(SimFlowParams):
 
 PARAMS = PermutationParams
 BACKENDS = ("emulated", "model", "sim")
-QUICK: dict[str, Any] = {"duration": 12.0, "trim": 3.0, "runs": 2}
+#: quick mode runs the 5 repetitions its headline claims need (analysis.claims:
+#: Claim.repetitions), so that they can be decided, not only shown (issue #54): 158 s on 2
+#: cores against 64 s for two (2026-12-03, `scripts/permutation-sweep.sh --quick --runs 5`)
+QUICK: Quick = {"duration": 12.0, "trim": 3.0, "runs": 5}
 #: --pattern: who sends to whom.  "pairing" is an ablation: half the hosts send, the other
 #: half receive, so no access link carries one flow's data and another's ACKs (in a
 #: permutation every host does both); the paper's figure is the permutation.
 PATTERNS = {"permutation": permutation, "pairing": pairing}
 
 
-def add_arguments(p: Any) -> None:
+def add_arguments(p: ArgumentParser) -> None:
     """Shared flags plus --backend and --pattern."""
     add_shared(p, PARAMS, QUICK)
     add_backend(p, BACKENDS)
@@ -102,9 +107,9 @@ def run(params: PermutationParams, folder: RunFolder) -> None:
     """All repetitions: fresh permutation per repetition, same network for both transports."""
     from analysis.summaries import write_permutation_summary
 
-    rows: list[dict[str, Any]] = []
-    reports: list[dict[str, Any]] = []
-    bounds: dict[str, Any] = {}
+    rows: list[Row] = []
+    reports: list[Row] = []
+    bounds: Row = {}
     backend = make(params, folder)
     for r in repetitions(params, folder):
         w = workload(params, r)

@@ -1,12 +1,53 @@
 """Figures of the permutation experiment, from its run folder only (flows.csv)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis.figures import caption, fidelity_plot, note, rank_plot
+from analysis.figures import (
+    caption,
+    fidelity_plot,
+    judged,
+    note,
+    paper_claims,
+    paper_line,
+    paper_number,
+    paper_source,
+    rank_plot,
+)
 from analysis.summaries import goodput_means, with_goodput
 from store import read_csv
+
+
+def paper_marks(config: dict[str, Any], claims: list[tuple[Any, Any]], tcp: str, mptcp: str
+                ) -> Callable[[Any, dict[str, tuple[float, str]]], None] | None:
+    """What rank.png draws of the paper's numbers, when this run measures the claims that
+    hold them (the k=4 claims against htsim): htsim's MPTCP-8 mean (the htsim-mean
+    claim's paper text, 'htsim 0.877': figures may not import claims.py) and its MPTCP/TCP
+    ratio (the fig4-ratio claim's paper_value) applied to our TCP mean, each a dotted red
+    line labelled with where it is from, beside our two means (dashed); None when no such
+    claim is measured."""
+    keys = {v.key for _, v in claims}
+    found = {c.key.rsplit("-", 1)[0]: c for c in paper_claims(config, "rank.png")
+             if c.key in keys}
+    ratio, mean = found.get("fig4-ratio"), found.get("htsim-mean")
+    htsim = paper_number(mean) if mean is not None else None
+    if ratio is None and htsim is None:
+        return None
+
+    def draw(ax: Any, means: dict[str, tuple[float, str]]) -> None:
+        for label in (tcp, mptcp):
+            if label in means:
+                ax.axhline(means[label][0], color=means[label][1], lw=0.9, ls="--",
+                           alpha=0.8, zorder=1)
+        if mean is not None and htsim is not None:
+            paper_line(ax, htsim, f"htsim MPTCP-8 mean {htsim:g} ({paper_source(mean)})")
+        if ratio is not None and ratio.paper_value is not None and tcp in means:
+            paper_line(ax, ratio.paper_value * means[tcp][0],
+                       f"htsim's {ratio.paper_value:g}x our TCP mean ({paper_source(ratio)})",
+                       below=htsim is not None)
+    return draw
 
 
 def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
@@ -21,18 +62,25 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     # the wire rate (bwm-ng) and the comparison with the model on traced paths: the
     # emulator's measurements
     wire = bool(rows) and "norm_bwm" in rows[0]
+    claims = judged(run_dir, config, "rank.png")
+    marks = paper_marks(config, claims, f"TCP-{routing}", f"MPTCP-{routing}")
     out = [note(rank_plot(run_dir / "rank.png",
                           [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
-                          caption(config, "throughput by rank of flow (000 Fig. 4)")),
+                          caption(config, "throughput by rank of flow (000 Fig. 4)"),
+                          claims=claims, decorate=marks),
                 f"{how}; flows sorted within each run, mean over runs at each rank, shaded: "
-                "the 95 % interval of the mean over runs")]
+                "the 95 % interval of the mean over runs" +
+                ("; dashed: our mean per transport; red dotted: htsim's numbers the write-up's "
+                 "Fig. 4 claims are judged against (the claims' values), MPTCP-8's mean and "
+                 "its ratio to TCP's applied to our TCP mean" if marks else ""))]
     if wire:
         t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
         out.append(note(rank_plot(
             run_dir / "iperf_vs_bwm.png",
             [("iperf3 (receiver payload)", by_t[t], "norm_goodput"),
              ("bwm-ng (receiver port, L2 frames)", by_t[t], "norm_bwm")],
-            caption(config, f"iperf3 vs bwm-ng, {t.upper()} (000 Fig. 5)")),
+            caption(config, f"iperf3 vs bwm-ng, {t.upper()} (000 Fig. 5)"),
+            claims=judged(run_dir, config, "iperf_vs_bwm.png")),
             "iperf3: payload goodput at the receiver; bwm-ng: L2 frames at the receiver's "
             "switch port, so a frame carries 1514 B per 1448 B of payload (ratio 1.046)"))
         out.append(note(fidelity_plot(run_dir / "fidelity.png",

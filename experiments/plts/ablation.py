@@ -24,22 +24,65 @@ import argparse
 import statistics as st
 import sys
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import matplotlib
+from matplotlib.axes import Axes
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from analysis.ablation import labelled, write
 from analysis.figures import save
+from analysis.intervals import Interval, bars_words, error_bars, mean_interval
 from store import read_csv
 
 from .claims import PAPER_SPRAY_OVER_ECMP
 from .figures import LABELS, PAPER_PCT, RECOVERIES, SPRAYS, _ordered, aqm_mode, aqm_of
 
-Row = dict[str, Any]
+#: a flows.csv row as read
+Row = dict[str, str]
+
+
+class Network(TypedDict):
+    """ablation.csv's row of one emulated ECMP network."""
+    kind: str
+    source: str
+    run: str
+    recovery: str
+    scheme: str
+    aqm: str
+    pct_ideal: float
+    model_pct: float
+    sprays_pct: float
+    spray_over_ecmp: float
+
+
+class Spread(TypedDict):
+    """Mean over the runs of each run's mean % of ideal, and its Student-t 95 % interval
+    (analysis.intervals, the claims' interval; one run: the value alone)."""
+    pct_ideal: float
+    pct_lo: float
+    pct_hi: float
+    runs: int
+
+
+class Recovery(Spread):
+    """ablation.csv's row of one (recovery, scheme, ECMP's queue)."""
+    kind: str
+    source: str
+    recovery: str
+    scheme: str
+    aqm: str
+
+
+class Counted(Spread):
+    """ablation.csv's row of one scheme of a counter ablation's run."""
+    kind: str
+    source: str
+    scheme: str
 
 
 def _mean(rows: list[Row], col: str = "pct_ideal") -> float:
@@ -61,7 +104,7 @@ def draws(model_rows: list[Row]) -> list[float]:
     return [_mean(by[k]) for k in sorted(by, key=int)]
 
 
-def networks(rows: list[Row], source: str) -> list[Row]:
+def networks(rows: list[Row], source: str) -> list[Network]:
     """One row per emulated ECMP network under modern recovery: its measured and modelled
     (traced paths) mean % of ideal, and the sprays' mean over the same run's sprays."""
     modern = [r for r in rows if str(r["recovery"]) == "modern"]
@@ -72,7 +115,7 @@ def networks(rows: list[Row], source: str) -> list[Row]:
             ecmp[(int(r["run"]), aqm_mode(aqm_of(r)))].append(r)
         elif r["scheme"] in SPRAYS:
             sprays[int(r["run"])][str(r["scheme"])].append(r)
-    out = []
+    out: list[Network] = []
     for (run, mode), mine in sorted(ecmp.items()):
         if not sprays[run]:
             continue
@@ -84,9 +127,9 @@ def networks(rows: list[Row], source: str) -> list[Row]:
     return out
 
 
-def recoveries(rows: list[Row], source: str) -> list[Row]:
+def recoveries(rows: list[Row], source: str) -> list[Recovery]:
     """One row per (recovery, scheme, ECMP's queue) of a run with more than one recovery:
-    mean % of ideal over every flow, and the lowest and highest per-run mean."""
+    the mean over runs of each run's mean % of ideal, with its 95 % interval."""
     recs = _ordered((str(r["recovery"]) for r in rows), RECOVERIES)
     if len(recs) < 2:
         return []
@@ -100,18 +143,29 @@ def recoveries(rows: list[Row], source: str) -> list[Row]:
                                             list(LABELS).index(kv[0][1])))]
 
 
-def _spread(per_run: dict[str, list[Row]]) -> Row:
-    """Mean % of ideal over every flow of every run, and the lowest and highest per-run
-    mean."""
-    means = [_mean(v) for v in per_run.values()]
-    return {"pct_ideal": round(_mean(sum(per_run.values(), [])), 2),
-            "run_min": round(min(means), 2), "run_max": round(max(means), 2),
-            "runs": len(means)}
+def _spread(per_run: dict[str, list[Row]]) -> Spread:
+    """Each run's mean % of ideal over its flows (one pairing and hash draw each: the
+    independent unit), their mean and its Student-t 95 % interval (was the runs' min-max)."""
+    iv = mean_interval([_mean(v) for v in per_run.values()])
+    return {"pct_ideal": round(iv.mean, 2), "pct_lo": round(iv.lo, 2),
+            "pct_hi": round(iv.hi, 2), "runs": iv.n}
 
 
-def counted(rows: list[Row], label: str) -> list[Row]:
-    """One row per scheme of a run of the counter ablation: mean % of ideal over every
-    flow, and the lowest and highest per-run mean."""
+def _interval(r: Spread) -> Interval:
+    """A row's interval back from its columns."""
+    return Interval(float(r["pct_ideal"]), float(r["pct_lo"]), float(r["pct_hi"]),
+                    int(r["runs"]))
+
+
+def _cell(r: Spread) -> str:
+    """'66.7 [62.1, 71.3]' (one run: the value alone), for the tables."""
+    iv = _interval(r)
+    return f"{iv.mean:.1f}" + (f" [{iv.lo:.1f}, {iv.hi:.1f}]" if iv.n > 1 else "")
+
+
+def counted(rows: list[Row], label: str) -> list[Counted]:
+    """One row per scheme of a run of the counter ablation: the mean over runs of each
+    run's mean % of ideal, with its 95 % interval."""
     by: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by[str(r["scheme"])][str(r["run"])].append(r)
@@ -119,19 +173,22 @@ def counted(rows: list[Row], label: str) -> list[Row]:
             for scheme in LABELS if scheme in by]
 
 
-def ecmp_needed(nets: list[Row]) -> float:
+def ecmp_needed(nets: list[Network]) -> float:
     """ECMP's % of ideal at or below which the networks' mean spray reaches the paper's
     spray/ECMP ratio."""
     return st.mean(float(n["sprays_pct"]) for n in nets) / PAPER_SPRAY_OVER_ECMP
 
 
-def summary(draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> list[str]:
+def summary(draw_pcts: list[float], nets: list[Network], recs: list[Recovery]) -> list[str]:
     """ablation.md's lines."""
     lines = ["# PLTS ablations (issue #28)", ""]
     if draw_pcts and nets:
         need = ecmp_needed(nets)
         spray = need * PAPER_SPRAY_OVER_ECMP
         q = sorted(draw_pcts)
+        # the draws' range, not an interval: the question is where single draws (one
+        # pairing and hash each) fall against the 1.5x threshold, a spread of outcomes
+        # (and the histogram shows them all), not the uncertainty of their mean
         lines += [
             f"ECMP's draw: {len(q)} flow-model draws, ECMP mean % of ideal median "
             f"{st.median(q):.1f} (range {q[0]:.1f}-{q[-1]:.1f}); {PAPER_SPRAY_OVER_ECMP:g}x "
@@ -144,26 +201,27 @@ def summary(draw_pcts: list[float], nets: list[Row], recs: list[Row]) -> list[st
                   for n in nets]
         lines.append("")
     if recs:
-        lines += ["Undo: mean % of ideal per recovery (lowest-highest per-run mean).", "",
-                  "| source | recovery | scheme | % of ideal | runs |", "|---|---|---|---|---|"]
+        lines += ["Undo: mean % of ideal per recovery (each run's mean over its flows; their "
+                  "mean over the runs [its Student-t 95 % interval]).", "",
+                  "| source | recovery | scheme | % of ideal [95 % interval] | runs |",
+                  "|---|---|---|---|---|"]
         lines += [f"| {r['source']} | {r['recovery']} | {LABELS[r['scheme']]} ({r['aqm']}) | "
-                  f"{r['pct_ideal']} ({r['run_min']}-{r['run_max']}) | {r['runs']} |"
-                  for r in recs]
+                  f"{_cell(r)} | {r['runs']} |" for r in recs]
     return lines
 
 
-def counter_lines(cnts: list[Row]) -> list[str]:
+def counter_lines(cnts: list[Counted]) -> list[str]:
     """ablation.md's lines for the counter ablation."""
     if not cnts:
         return []
-    return ["", "Counters: mean % of ideal per run (lowest-highest per-run mean).", "",
-            "| run | scheme | % of ideal | runs |", "|---|---|---|---|"] + [
-        f"| {r['source']} | {LABELS[r['scheme']]} | {r['pct_ideal']} ({r['run_min']}-"
-        f"{r['run_max']}) | {r['runs']} |" for r in cnts]
+    return ["", "Counters: mean % of ideal per labelled run folder (each repetition's mean "
+            "over its flows; their mean [its Student-t 95 % interval]).", "",
+            "| run | scheme | % of ideal [95 % interval] | runs |", "|---|---|---|---|"] + [
+        f"| {r['source']} | {LABELS[r['scheme']]} | {_cell(r)} | {r['runs']} |" for r in cnts]
 
 
-def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row],
-         cnts: list[Row] | None = None) -> Path:
+def plot(out: Path, draw_pcts: list[float], nets: list[Network], recs: list[Recovery],
+         cnts: list[Counted] | None = None) -> Path:
     """ablation.png: the draw's histogram, spray/ECMP against ECMP's model per network, and
     % of ideal per recovery (the three when draws, networks or recoveries are given), and
     % of ideal per counted run (when given)."""
@@ -195,14 +253,16 @@ def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row],
                        [float(n["spray_over_ecmp"]) for n in mine], marker=marker,
                        label=f"ECMP on {mode}")
     ax.axhline(PAPER_SPRAY_OVER_ECMP, color="C3", ls="--", label="paper: 1.5x")
+    # room above the paper's line (at the autoscaled top it ran along the frame)
+    ax.set_ylim(top=max(ax.get_ylim()[1], PAPER_SPRAY_OVER_ECMP + 0.04))
     ax.set(xlabel="ECMP's flow model on its traced paths, % of ideal",
            ylabel="sprays' mean / ECMP's mean (measured)",
            title="(b) emulated networks: ratio against ECMP's draw")
     if nets:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="center right")   # best: lower left, beside the points
     rec_names = _ordered((str(r["recovery"]) for r in recs), RECOVERIES)
     variants = list(dict.fromkeys((r["scheme"], r["aqm"]) for r in recs))
-    _range_bars(axes[2], [(f"recovery={rec}", {(r["scheme"], r["aqm"]): r for r in recs
+    _interval_bars(axes[2], [(f"recovery={rec}", {(r["scheme"], r["aqm"]): r for r in recs
                                                 if r["recovery"] == rec})
                           for rec in rec_names],
                 variants, [f"{LABELS[s]}\n({a})" for s, a in variants],
@@ -210,33 +270,38 @@ def plot(out: Path, draw_pcts: list[float], nets: list[Row], recs: list[Row],
     return save(fig, out / "ablation.png")
 
 
-def _counter_panel(ax: Any, cnts: list[Row]) -> None:
+def _counter_panel(ax: Axes, cnts: list[Counted]) -> None:
     """% of ideal per scheme, a bar per counted run, the paper's values dotted."""
     labels = list(dict.fromkeys(r["source"] for r in cnts))
     schemes = [(s, "") for s in LABELS if any(r["scheme"] == s for r in cnts)]
-    _range_bars(ax, [(lab, {(r["scheme"], ""): r for r in cnts if r["source"] == lab})
+    _interval_bars(ax, [(lab, {(r["scheme"], ""): r for r in cnts if r["source"] == lab})
                      for lab in labels],
                 schemes, [LABELS[s] for s, _ in schemes],
                 "counters: CNT by bytes or by packets (dotted: paper)")
 
 
-def _range_bars(ax: Any, groups: list[tuple[str, dict[tuple[str, str], Row]]],
-                variants: list[tuple[str, str]], ticks: list[str], title: str) -> None:
-    """Mean % of ideal per (scheme, variant): a bar per group (its per-run range as error
-    bars), the paper's value of each scheme dotted."""
+def _interval_bars(ax: Axes, groups: Sequence[tuple[str, Mapping[tuple[str, str], Spread]]],
+                   variants: list[tuple[str, str]], ticks: list[str], title: str) -> None:
+    """Mean % of ideal per (scheme, variant): a bar per group, the Student-t 95 % interval
+    of the mean over its runs as error bars (none for one run), the paper's value of each
+    scheme dotted; the axis label says what the bars are."""
     width = 0.8 / max(len(groups), 1)
+    ns = []
     for i, (label, have) in enumerate(groups):
-        shown = [(j, have[v]) for j, v in enumerate(variants) if v in have]
-        ys = [float(r["pct_ideal"]) for _, r in shown]
-        lo = [max(0.0, y - float(r["run_min"])) for y, (_, r) in zip(ys, shown)]
-        hi = [max(0.0, float(r["run_max"]) - y) for y, (_, r) in zip(ys, shown)]
-        ax.bar([j + i * width for j, _ in shown], ys, width, yerr=[lo, hi],
-               capsize=3, label=label)
+        shown = [(j, _interval(have[v])) for j, v in enumerate(variants) if v in have]
+        ivs = [iv for _, iv in shown]
+        ns += [iv.n for iv in ivs]
+        ax.bar([j + i * width for j, _ in shown], [iv.mean for iv in ivs], width,
+               yerr=error_bars(ivs) if any(iv.n > 1 for iv in ivs) else None, capsize=3,
+               label=label)
     for j, (scheme, _) in enumerate(variants):
         if scheme in PAPER_PCT:
             ax.plot([j - width / 2, j + 0.8 - width / 2], [PAPER_PCT[scheme]] * 2, "k:")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(variants))], ticks, fontsize=8)
-    ax.set(ylabel="mean % of ideal (bars: per-run range)", ylim=(0, 105), title=title)
+    # the words under the axis: its label holds the unit only ('5-10 repetitions' made it
+    # run past the panel)
+    ax.set(ylabel="mean % of ideal", ylim=(0, 105), title=title)
+    ax.set_xlabel(bars_words(ns).replace("; ", "\n"), fontsize=7)
     if groups:
         ax.legend(fontsize=8, loc="lower right")
 
@@ -258,14 +323,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"plts ablation: {d} has no flows.csv", file=sys.stderr)
             return 2
     draw_pcts = draws(read_csv(a.draws / "flows.csv")) if a.draws else []
-    nets: list[Row] = []
-    recs: list[Row] = []
+    nets: list[Network] = []
+    recs: list[Recovery] = []
     for d in a.runs:
         rows = read_csv(d / "flows.csv")
         nets += networks(rows, d.name)
         recs += recoveries(rows, d.name)
     cnts = [row for lab, d in counters for row in counted(read_csv(d / "flows.csv"), lab)]
-    print(write(a.out, nets + recs + cnts, summary(draw_pcts, nets, recs) + counter_lines(cnts),
+    print(write(a.out, [*nets, *recs, *cnts], summary(draw_pcts, nets, recs) + counter_lines(cnts),
                 lambda o: plot(o, draw_pcts, nets, recs, cnts)))
     return 0
 

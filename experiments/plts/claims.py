@@ -15,15 +15,15 @@ runs are not pooled.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
 from analysis.claims import Cause, Claim, Missing, Outcome, Run, Samples, claim_maker, need_rows
 from analysis.intervals import Band
+from analysis.summaries import rounded
 from store import cell
 
-from .figures import PAPER_PCT, RECOVERIES, SPRAYS, _ordered, _r, _ratio, aqm_mode, aqm_of
+from .figures import PAPER_PCT, RECOVERIES, SPRAYS, _ordered, _ratio, aqm_mode, aqm_of
 
 PAPER = "004_a477753408ad7b79.txt"
 PAPER_SPRAY_OVER_ECMP = 1.5       # "1.5x better throughput"
@@ -158,7 +158,7 @@ def pct_of_ideal(scheme: str) -> Callable[[list[Run], str], Outcome]:
         m = _val(_by_scheme(runs, cond), scheme, "mean_pct_ideal")
         if m != m:
             raise Missing(f"no {scheme} flows")
-        return Outcome(f"{_r(m, 2)}", abs(m - paper) <= PCT_TOLERANCE,
+        return Outcome(f"{rounded(m, 2)}", abs(m - paper) <= PCT_TOLERANCE,
                        f"mean % of ideal over every {scheme} flow of every run")
     return measure
 
@@ -192,7 +192,7 @@ def spray_over_ecmp(runs: list[Run], cond: str) -> Outcome:
     ratio = _ratio(float(np.mean(list(present.values()))), ecmp) if present else float("nan")
     if ratio != ratio:
         raise Missing("needs ECMP and at least one spray")
-    return Outcome(f"{_r(ratio, 3)}", ratio >= PAPER_SPRAY_OVER_ECMP,
+    return Outcome(f"{rounded(ratio, 3)}", ratio >= PAPER_SPRAY_OVER_ECMP,
                    ", ".join(f"{s} {_ratio(m, ecmp):.2f}x" for s, m in present.items()))
 
 
@@ -206,7 +206,7 @@ def latency_ratio(pct: str, paper: float) -> Callable[[list[Run], str], Outcome]
         ratio = _ratio(float(np.mean(list(lat.values()))), base) if lat else float("nan")
         if ratio != ratio:
             raise Missing("no latency samples (the model backend has none)")
-        return Outcome(f"{_r(ratio, 3)}", ratio <= paper,
+        return Outcome(f"{rounded(ratio, 3)}", ratio <= paper,
                        f"ecmp {base:g} us, " + ", ".join(
                            f"{s} {v:g} us ({_ratio(v, base):.2f})" for s, v in lat.items()))
     return measure
@@ -217,8 +217,8 @@ def ecmp_spread(runs: list[Run], cond: str) -> Outcome:
     s = _val(by, "ecmp", "max_over_min_run_median")
     if s != s:
         raise Missing("no ECMP flows moved data")
-    return Outcome(f"{_r(s, 2)}", s >= PAPER_SPREAD,
-                   f"pooled over runs {_r(_val(by, 'ecmp', 'max_over_min'), 2)}")
+    return Outcome(f"{rounded(s, 2)}", s >= PAPER_SPREAD,
+                   f"pooled over runs {rounded(_val(by, 'ecmp', 'max_over_min'), 2)}")
 
 
 def spray_spread(runs: list[Run], cond: str) -> Outcome:
@@ -227,7 +227,7 @@ def spray_spread(runs: list[Run], cond: str) -> Outcome:
     if not sp:
         raise Missing("no spray's flows moved data")
     worst = max(sp.values())
-    return Outcome(f"{_r(worst, 2)}", worst < PAPER_SPREAD,
+    return Outcome(f"{rounded(worst, 2)}", worst < PAPER_SPREAD,
                    ", ".join(f"{s} {v:.2f}" for s, v in sp.items()))
 
 
@@ -235,7 +235,7 @@ _make = claim_maker(PAPER, experiment="plts", conditions=conditions,
                     figure="throughput.png")
 
 
-def _claim(**fields: Any) -> Claim:
+def _claim(**fields: object) -> Claim:
     """A plts claim: every reason ends with which condition is the paper's set-up."""
     return _make(**{**fields, "reason": f"{fields['reason']}  {SETUP}"})
 

@@ -61,8 +61,8 @@ from __future__ import annotations
 
 import json
 import random
+from argparse import ArgumentParser
 from dataclasses import dataclass
-from typing import Any
 
 import routing
 import topos
@@ -70,14 +70,14 @@ from emulator import aqm as aqm_spec
 from harness import fabric
 from harness.common import add_backend, add_shared, repetitions, run_rng
 from harness.fabric import QUEUE_INTERVAL
-from harness.params import SimFlowParams, check_topo
+from harness.params import Quick, SimFlowParams, check_topo
 from harness.plan import RunPlan, network, repeat
 from harness.runfolder import RunFolder
 from harness.simrun import check_sim
 from harness.workload import FlowSpec, Measurement, Phase, Workload, check, make, measures
 from model.flowmodel import goodput_capacity
 from routing.walk import split
-from store import write_csv
+from store import Row, write_csv
 from topos.traffic import pairing
 
 #: 5 Mb/s links: on this 2-core machine 10 Mb/s kept the CPU above 90 % for the sprayed
@@ -121,7 +121,11 @@ class PltsParams(SimFlowParams):
 
 PARAMS = PltsParams
 BACKENDS = ("emulated", "model", "sim")
-QUICK: dict[str, Any] = {"duration": 16.0, "trim": 4.0, "runs": 1}
+#: quick mode runs the headline claims' regime, the paper's (classic recovery, ECMP on
+#: RED/ECN: claims.paper_regime), on one repetition: five, what a verdict needs, take about
+#: 8 min here (issue #54), so the quick verdicts say how many more would decide them
+QUICK: Quick = {"duration": 16.0, "trim": 4.0, "runs": 1, "recovery": "classic",
+                "ecmp_aqm": "red"}
 
 #: scheme -> routing spec
 SCHEMES = {"ecmp": "ecmp", "rnd": "spray,mode=rnd", "cnt": "spray,mode=cnt",
@@ -130,7 +134,7 @@ SCHEMES = {"ecmp": "ecmp", "rnd": "spray,mode=rnd", "cnt": "spray,mode=cnt",
 RECOVERY = tuple(fabric.RECOVERY)
 
 
-def add_arguments(p: Any) -> None:
+def add_arguments(p: ArgumentParser) -> None:
     """Shared flags plus the schemes, the loss recovery and the latency sampling rate."""
     add_shared(p, PARAMS, QUICK)
     add_backend(p, BACKENDS)
@@ -244,7 +248,7 @@ TCP_COLUMNS = ("retrans", "reord_seen", "dsack_dups", "reordering")
 
 
 def _row(run: int, scheme: str, aqm: str, recovery: str, src: str, dst: str, ideal: float,
-         mbps: float, model: float, **extra: Any) -> dict[str, Any]:
+         mbps: float, model: float, **extra: object) -> Row:
     return {"run": run, "scheme": scheme, "aqm": aqm, "recovery": recovery, "src": src,
             "dst": dst,
             "ideal_mbps": round(ideal, 4), "mbps": round(mbps, 4),
@@ -269,7 +273,7 @@ def workload(params: PltsParams, topo: topos.Topology, pairs: dict[str, str], r:
 
 
 def rows_of(m: Measurement, w: Workload, scheme: str, aqm: str, recovery: str,
-            measures: bool) -> list[dict[str, Any]]:
+            measures: bool) -> list[Row]:
     """flows.csv rows of one network: % of the view's ideal (the payload ceiling of one host
     link as it carries it; the model's rates, at Ethernet's, scaled to it), and where the
     view measures, the sender's TCP counts."""
@@ -277,7 +281,7 @@ def rows_of(m: Measurement, w: Workload, scheme: str, aqm: str, recovery: str,
     scale = ideal / goodput_capacity(w.bw)
     rows = []
     for f in m.flows:
-        extra: dict[str, Any] = {}
+        extra: Row = {}
         if measures:
             extra = {**{k: f.sender.get(k, "") for k in TCP_COLUMNS},
                      **{k: v for k, v in f.sender.items() if k not in TCP_COLUMNS}}
@@ -290,9 +294,9 @@ def rows_of(m: Measurement, w: Workload, scheme: str, aqm: str, recovery: str,
 def run(params: PltsParams, folder: RunFolder) -> None:
     """Every run: one pairing, every recovery setting, every scheme, each on a fresh
     network."""
-    rows: list[dict[str, Any]] = []
-    lats: list[dict[str, Any]] = []
-    queues: list[dict[str, Any]] = []
+    rows: list[Row] = []
+    lats: list[Row] = []
+    queues: list[Row] = []
     backend = make(params, folder)
     for r in repetitions(params, folder):
         rng = run_rng(params.seed, r)
@@ -311,12 +315,12 @@ def run(params: PltsParams, folder: RunFolder) -> None:
                 if m.report is not None:
                     (out / "fidelity.json").write_text(json.dumps(
                         {**m.report, "scheme": scheme}, indent=1))
-                rows += rows_of(m, w, scheme, aqm, recovery, backend.measures)
+                rows += rows_of(m, w, scheme, aqm, recovery, backend.view.measures)
                 base = {"run": r, "scheme": scheme, "aqm": aqm, "recovery": recovery}
                 lats += [{**base, **x} for x in m.latency]
                 queues += [{**base, **x} for x in m.queues]
     write_csv(folder.path / "flows.csv", rows)
-    if backend.measures:
+    if backend.view.measures:
         write_csv(folder.path / "latency.csv", lats)
         write_csv(folder.path / "queues.csv", queues)
 

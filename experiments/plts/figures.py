@@ -17,15 +17,33 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from analysis.figures import caption, note, rank_curves, save
-from analysis.summaries import group_stats
+from analysis.figures import (
+    caption,
+    footer_height,
+    interval_bars,
+    judged,
+    note,
+    optional_table,
+    panel_row,
+    paper_mark,
+    paper_values,
+    per_run,
+    rank_curves,
+    rank_line,
+    refuse_unplottable,
+    run_means,
+    save,
+    save_judged,
+    seconds_text,
+    table,
+    time_axis,
+)
+from analysis.intervals import Interval, mean_interval
+from analysis.summaries import group_stats, present, rounded
 from model import jain_index
 from store import cell, read_csv, write_csv
 
@@ -33,9 +51,10 @@ SCHEMES = ("ecmp", "rnd", "cnt", "rr")
 SPRAYS = ("rnd", "cnt", "rr")
 RECOVERIES = ("modern", "classic", "noundo")
 LABELS = {"ecmp": "ECMP", "rnd": "PLTS-RND", "cnt": "PLTS-CNT", "rr": "PLTS-RR"}
-#: the paper's Fig. 1(a) numbers given in its text (% of ideal throughput)
-PAPER_PCT = {"rr": 92.0, "cnt": 81.0}
 TCP_COUNTERS = ("retrans", "reord_seen", "dsack_dups")
+#: the paper's Fig. 1(a) numbers given in its text (% of ideal throughput): the claims'
+#: paper_value (claims.py), which the figures draw (analysis.figures.paper_values)
+PAPER_PCT = {"rr": 92.0, "cnt": 81.0}
 LAT_SAMPLES_DRAWN = 2000          # points per ranked latency curve (quantiles, not thinning)
 
 #: the queue note of every figure (older runs, before --ecmp-aqm: one queue for all)
@@ -49,18 +68,6 @@ LATENCY_DEF = ("latency: one-way fabric latency of sampled data packets, from in
 
 # -- helpers ------------------------------------------------------------------------------
 
-
-
-def _finite(values: Iterable[Any]) -> list[float]:
-    """Numeric cells that are present (NaN and empty dropped; +inf kept: it is a value)."""
-    return [x for x in (cell(v) for v in values) if x == x]
-
-
-def _r(x: float, nd: int = 4) -> Any:
-    """Rounded number, '' for missing (inf stays inf: written as 'inf')."""
-    if x != x:
-        return ""
-    return x if math.isinf(x) else round(x, nd)
 
 
 def _count(x: float) -> Any:
@@ -96,7 +103,7 @@ def spread(values: Iterable[Any]) -> float:
     """max/min of per-flow throughputs.  A starved flow (min 0, max > 0) gives inf: a flow
     that got nothing is more than any finite factor behind; NaN when no flow moved data or
     there are no values (the spread is undefined then)."""
-    v = _finite(values)
+    v = present(values)
     if not v or max(v) <= 0:
         return float("nan")
     lo = min(v)
@@ -116,49 +123,49 @@ def _ratio(a: float, b: float) -> float:
 
 def _flow_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     runs = list(dict.fromkeys(str(r.get("run", "")) for r in rows))
-    mbps = _finite(r.get("mbps") for r in rows)
+    mbps = present(r.get("mbps") for r in rows)
     pct = group_stats(cell(r.get("pct_ideal")) for r in rows)
-    pct_v = _finite(r.get("pct_ideal") for r in rows)
+    pct_v = present(r.get("pct_ideal") for r in rows)
     model_pct = [100 * _ratio(cell(r.get("model_mbps")), cell(r.get("ideal_mbps"))) for r in rows]
     model_pct = [x for x in model_pct if x == x and not math.isinf(x)]
     per_run = [[r.get("mbps") for r in rows if str(r.get("run", "")) == run] for run in runs]
     run_spread = [s for s in (spread(v) for v in per_run) if s == s]
     # Jain per run (flows of one run share the fabric), then averaged over runs
-    jains = [jain_index(v) for v in (_finite(x) for x in per_run) if v]
+    jains = [jain_index(v) for v in (present(x) for x in per_run) if v]
     jains = [j for j in jains if j == j]
     out: dict[str, Any] = {
         "flows": len(rows), "flows_missing": sum(cell(r.get("mbps")) != cell(r.get("mbps"))
                                                  for r in rows),
         "runs": len(runs),
         "mean_pct_ideal": pct.get("mean", ""),
-        "median_pct_ideal": _r(float(np.median(pct_v))) if pct_v else "",
+        "median_pct_ideal": rounded(float(np.median(pct_v))) if pct_v else "",
         "p10_pct_ideal": pct.get("p10", ""),
-        "p90_pct_ideal": _r(float(np.percentile(pct_v, 90))) if pct_v else "",
-        "min_pct_ideal": _r(min(pct_v)) if pct_v else "",
-        "max_pct_ideal": _r(max(pct_v)) if pct_v else "",
-        "mean_mbps": _r(float(np.mean(mbps))) if mbps else "",
-        "min_mbps": _r(min(mbps)) if mbps else "",
-        "max_mbps": _r(max(mbps)) if mbps else "",
+        "p90_pct_ideal": rounded(float(np.percentile(pct_v, 90))) if pct_v else "",
+        "min_pct_ideal": rounded(min(pct_v)) if pct_v else "",
+        "max_pct_ideal": rounded(max(pct_v)) if pct_v else "",
+        "mean_mbps": rounded(float(np.mean(mbps))) if mbps else "",
+        "min_mbps": rounded(min(mbps)) if mbps else "",
+        "max_mbps": rounded(max(mbps)) if mbps else "",
         # pooled over every run's flows ...
-        "max_over_min": _r(spread(mbps)),
+        "max_over_min": rounded(spread(mbps)),
         # ... and per run (one run = one realisation of the paper's single experiment),
         # median over runs; the claims use this one so that runs are not mixed
-        "max_over_min_run_median": _r(float(np.median(run_spread))) if run_spread else "",
-        "jain": _r(float(np.mean(jains))) if jains else "",
-        "mean_model_pct_ideal": _r(float(np.mean(model_pct))) if model_pct else "",
+        "max_over_min_run_median": rounded(float(np.median(run_spread))) if run_spread else "",
+        "jain": rounded(float(np.mean(jains))) if jains else "",
+        "mean_model_pct_ideal": rounded(float(np.mean(model_pct))) if model_pct else "",
     }
     for c in TCP_COUNTERS:
-        v = _finite(r.get(c) for r in rows)
+        v = present(r.get(c) for r in rows)
         out[f"{c}_sum"] = _count(float(sum(v))) if v else ""
-        out[f"{c}_median"] = _r(float(np.median(v))) if v else ""
-    reo = _finite(r.get("reordering") for r in rows)
-    out["reordering_median"] = _r(float(np.median(reo))) if reo else ""
-    cpu = _finite(r.get("cpu_mean") for r in rows)
-    sat = _finite(r.get("cpu_saturated_share") for r in rows)
-    loss = _finite(r.get("emulator_loss_share") for r in rows)
-    out["cpu_mean"] = _r(float(np.mean(cpu)), 1) if cpu else ""
-    out["cpu_saturated_share"] = _r(float(np.mean(sat)), 3) if sat else ""
-    out["emulator_loss_share_max"] = _r(max(loss), 6) if loss else ""
+        out[f"{c}_median"] = rounded(float(np.median(v))) if v else ""
+    reo = present(r.get("reordering") for r in rows)
+    out["reordering_median"] = rounded(float(np.median(reo))) if reo else ""
+    cpu = present(r.get("cpu_mean") for r in rows)
+    sat = present(r.get("cpu_saturated_share") for r in rows)
+    loss = present(r.get("emulator_loss_share") for r in rows)
+    out["cpu_mean"] = rounded(float(np.mean(cpu)), 1) if cpu else ""
+    out["cpu_saturated_share"] = rounded(float(np.mean(sat)), 3) if sat else ""
+    out["emulator_loss_share_max"] = rounded(max(loss), 6) if loss else ""
     return out
 
 
@@ -169,8 +176,8 @@ def _latency_stats(values: list[float]) -> dict[str, Any]:
                 "latency_p99_us": ""}
     # numpy's default (linear interpolation between closest ranks)
     p50, p90, p99 = (float(x) for x in np.percentile(v, [50, 90, 99]))
-    return {"latency_samples": int(v.size), "latency_p50_us": _r(p50, 2),
-            "latency_p90_us": _r(p90, 2), "latency_p99_us": _r(p99, 2)}
+    return {"latency_samples": int(v.size), "latency_p50_us": rounded(p50, 2),
+            "latency_p90_us": rounded(p90, 2), "latency_p99_us": rounded(p99, 2)}
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -196,7 +203,7 @@ def summarize(flows_rows: list[dict[str, Any]],
     for rec in _ordered((k[0] for k in keys), RECOVERIES):
         for scheme, aqm in _variants([(s, a) for r, s, a in keys if r == rec]):
             key = (rec, scheme, aqm)
-            lat = _finite(r.get("latency_us") for r in latency_rows if _key(r) == key)
+            lat = present(r.get("latency_us") for r in latency_rows if _key(r) == key)
             out.append({"scheme": scheme, "aqm": aqm, "recovery": rec,
                         **_flow_stats([r for r in flows_rows if _key(r) == key]),
                         **_latency_stats(lat)})
@@ -234,15 +241,6 @@ def queues_note(params: dict[str, Any]) -> str:
             f"{params.get('queue')}; hosts ask for ECN where the ports mark)")
 
 
-def _figure(n_panels: int, title: str) -> tuple[Any, np.ndarray]:
-    """One panel per recovery side by side under a short title."""
-    fig, axes = plt.subplots(1, n_panels, figsize=(max(7.0, 6.0 * n_panels), 4.8),
-                             squeeze=False)
-    fig.suptitle(title, fontsize=10)
-    return fig, axes[0]
-
-
-
 def _by(rows: list[dict[str, str]], rec: str) -> dict[tuple[str, str], list[dict[str, str]]]:
     """The rows of one recovery by (scheme, AQM), in scheme order."""
     mine = [r for r in rows if r.get("recovery", "") == rec]
@@ -254,35 +252,51 @@ def _per_recovery(run_dir: Path, config: dict[str, Any], recs: list[str], notes:
                   name: str, title: str, draw: Callable[[Any, str], Any], legend: tuple[str, int],
                   what: str) -> Path:
     """One figure ``name``, a panel per loss recovery: ``draw(ax, rec)`` fills it, then its
-    legend (where, font size) and title; saved with the run's notes and ``what`` it shows."""
-    fig, axes = _figure(len(recs), caption(config, title))
+    legend (where, font size) and title; under it the claims judged on it (the paper's
+    value beside ours, analysis.figures.claims_footer); saved with the run's notes and
+    ``what`` it shows."""
+    claims = judged(run_dir, config, name)
+    fig, axes = panel_row(len(recs), caption(config, title), height=4.8 + footer_height(claims))
     for ax, rec in zip(axes, recs):
         draw(ax, rec)
         ax.legend(loc=legend[0], fontsize=legend[1])
         ax.set_title(f"recovery={rec}", fontsize=9)
-    return note(save(fig, run_dir / name), notes, what)
+    return note(save_judged(fig, run_dir / name, claims), notes,
+                what + ("; under the figure: the claims judged on it, the paper's value "
+                        "beside ours" if claims else ""))
 
 
 def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[str, Any]],
-                    recs: list[str], notes: str) -> Path:
-    """Fig. 1(a): mean % of ideal per scheme, per-flow min-max whiskers, paper markers."""
+                    recs: list[str], notes: str,
+                    rows: list[dict[str, str]] | None = None) -> Path:
+    """Fig. 1(a): per scheme the mean over repetitions of its mean % of ideal (as the
+    claims take it) with the 95 % interval of that mean, the paper's numbers (claims'
+    paper_value) as red diamonds."""
+    paper = {k.split("-")[0]: v for k, v in paper_values(config, "throughput.png").items()
+             if k.endswith("-pct")}
+
     def draw(ax: Any, rec: str) -> None:
         srows = [s for s in summary if s["recovery"] == rec and s["flows"]]
         x = np.arange(len(srows))
-        mean = np.array([cell(s["mean_pct_ideal"]) for s in srows])
-        lo = np.array([cell(s["min_pct_ideal"]) for s in srows])
-        hi = np.array([cell(s["max_pct_ideal"]) for s in srows])
-        ax.bar(x, mean, 0.6, yerr=[mean - lo, hi - mean], capsize=4, color="tab:blue",
-               alpha=0.8, label="measured" if config["params"].get("backend") != "model"
-               else "flow model")
-        for xi, m in zip(x, mean):
-            if m == m:
-                ax.text(xi, m / 2, f"{m:.1f}", ha="center", fontsize=8, color="white")
+        mine = _by(rows or [], rec)
+        ivs = []
+        for s in srows:
+            reps = run_means(mine.get((s["scheme"], aqm_of(s)), []),
+                             lambda r: cell(r.get("pct_ideal")))
+            pooled = cell(s["mean_pct_ideal"])    # without the flows' rows: no interval
+            ivs.append(mean_interval(reps) if reps else Interval(pooled, pooled, pooled, 1))
+        tops = interval_bars(ax, x, ivs, 0.6, capsize=4, color="tab:blue", alpha=0.8,
+                             label="measured" if config["params"].get("backend") != "model"
+                             else "flow model")
+        for xi, iv in zip(x, ivs):
+            if iv.mean == iv.mean:
+                ax.text(xi, iv.mean / 2, f"{iv.mean:.1f}", ha="center", fontsize=8,
+                        color="white")
         labelled = False
         for xi, s in zip(x, srows):
-            if s["scheme"] in PAPER_PCT:
-                ax.scatter(xi, PAPER_PCT[s["scheme"]], marker="D", color="red", zorder=5,
-                           label=None if labelled else "paper")
+            if s["scheme"] in paper:
+                paper_mark(ax, xi + 0.12, paper[s["scheme"]], f"paper {paper[s['scheme']]:g}",
+                           offset=(5, 0), legend=None if labelled else "paper")
                 labelled = True
         model = [(xi, cell(s.get("mean_model_pct_ideal"))) for xi, s in zip(x, srows)]
         model = [(xi, m) for xi, m in model if m == m]
@@ -291,49 +305,65 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
                        label="flow model (mean)")
         ax.set_xticks(x, [_label(s["scheme"], aqm_of(s)) for s in srows], fontsize=8)
         ax.set_ylabel("average throughput (% of ideal)")
-        ax.set_ylim(0, max(105.0, float(np.nanmax(hi, initial=0)) + 5))
+        ax.set_ylim(0, max(105.0, float(np.nanmax(tops, initial=0)) + 5))
         ax.grid(alpha=0.3, axis="y")
     return _per_recovery(run_dir, config, recs, notes, "throughput.png",
                          "average throughput per scheme (004 Fig. 1a)", draw,
                          ("lower right", 8),
-                         "bars: mean % of ideal over every flow of every run; whiskers: "
-                         "per-flow min-max; red diamonds: the paper (RR 92 %, CNT 81 %); the "
-                         "paper cites MPTCP ~90 % on this setup (not measured here)")
+                         "bars: per repetition the scheme's mean % of ideal over its flows, "
+                         "then the mean over repetitions; whiskers: its 95 % interval "
+                         "(Student's t, as the claims); red diamonds: the paper's numbers; "
+                         "the paper cites MPTCP ~90 % on this setup (not measured here)")
 
 
 def _latency(us: float) -> str:
-    """A latency in the unit that reads best: '850 us', '4.1 ms', '115 ms'."""
-    if us < 1000:
-        return f"{us:.0f} us"
-    return f"{us / 1000:.2g} ms" if us < 10_000 else f"{us / 1000:.0f} ms"
+    """A latency in the unit that reads best, at most 3 significant digits: '850 µs',
+    '4.1 ms', '115 ms'."""
+    return seconds_text(us / 1e6)
 
 
 def plot_latency_rank(run_dir: Path, config: dict[str, Any], latency: list[dict[str, str]],
                       recs: list[str], notes: str) -> Path:
-    """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked."""
+    """Fig. 1(b): every sampled packet's latency ranked, per scheme, log y, p90/p99 marked;
+    the paper's spray/ECMP ratios (claims' paper_value) as the latency they give beside
+    ECMP's p90 and p99 (red diamonds)."""
+    paper = paper_values(config, "latency_rank.png")
+
     def draw(ax: Any, rec: str) -> None:
+        ecmp: dict[int, float] = {}
         for (scheme, aqm), mine in _by(latency, rec).items():
-            v = np.asarray(_finite(r["latency_us"] for r in mine), dtype=float)
+            v = np.asarray(present(r["latency_us"] for r in mine), dtype=float)
             if v.size == 0:
                 continue
             q = np.linspace(0, 1, min(v.size, LAT_SAMPLES_DRAWN))
             y = np.quantile(v, q)
             p90, p99 = np.percentile(v, [90, 99])
+            if scheme == "ecmp" and not ecmp:
+                ecmp = {90: float(p90), 99: float(p99)}
             (line,) = ax.plot(q, y, lw=1.3, label=f"{_label(scheme, aqm)} (p90 "
                               f"{_latency(p90)}, p99 {_latency(p99)}, n={v.size})")
             ax.scatter([0.9], [p90], marker="o", color=line.get_color(), zorder=5)
             ax.scatter([0.99], [p99], marker="s", color=line.get_color(), zorder=5)
         for x in (0.9, 0.99):
             ax.axvline(x, color="grey", lw=0.7, ls=":")
+        # p90's label above-left of its diamond, p99's below-left: the two sit close
+        for pct, x, dy, va in ((90, 0.9, 5, "bottom"), (99, 0.99, -5, "top")):
+            ratio = paper.get(f"latency-p{pct}")
+            if ratio is not None and pct in ecmp:
+                paper_mark(ax, x, ratio * ecmp[pct], f"paper p{pct}: ECMP's x {ratio:.3g}",
+                           offset=(-6, dy), ha="right", va=va)
         ax.set_yscale("log")
         ax.set_xlim(0, 1)
+        time_axis(ax, "y", per_second=1e6)      # '10 µs' ... '100 ms', no six digits
         ax.set_xlabel("rank of packet (fraction of samples)")
-        ax.set_ylabel("one-way fabric latency (us)")
+        ax.set_ylabel("one-way fabric latency")
         ax.grid(alpha=0.3, which="both")
     return _per_recovery(run_dir, config, recs, notes, "latency_rank.png",
-                         "packet latency, ranked (004 Fig. 1b)", draw, ("best", 7),
+                         "packet latency, ranked (004 Fig. 1b)", draw, ("lower right", 7),
                          f"{LATENCY_DEF}; every run's samples pooled, each curve drawn at "
-                         f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99")
+                         f"{LAT_SAMPLES_DRAWN} quantiles; circles: p90, squares: p99; red "
+                         "diamonds: the spray latency the paper's spray/ECMP ratios give "
+                         "beside our ECMP")
 
 
 def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]],
@@ -344,14 +374,11 @@ def plot_flows_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, 
             valid = [r for r in mine if cell(r.get("pct_ideal")) == cell(r.get("pct_ideal"))]
             if not valid:
                 continue
-            mean, lo, hi = rank_curves(valid, "pct_ideal")
             runs = list(dict.fromkeys(r["run"] for r in valid))
             sp = [spread(r["mbps"] for r in valid if r["run"] == run) for run in runs]
             sp = [s for s in sp if s == s]
-            x = np.arange(1, len(mean) + 1)
             text = f"max/min {np.median(sp):.1f}" if sp else "max/min n/a"
-            ax.plot(x, mean, marker="o", ms=3, label=f"{_label(scheme, aqm)} ({text})")
-            ax.fill_between(x, lo, hi, alpha=0.2)
+            rank_line(ax, rank_curves(valid, "pct_ideal"), f"{_label(scheme, aqm)} ({text})")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("rank of flow")
         ax.set_ylabel("throughput (% of ideal)")
@@ -400,39 +427,48 @@ def latency_sources(latency: list[dict[str, str]],
         for scheme, aqm in _variants([(s, a) for r, s, a in keys if r == rec]):
             key = (rec, scheme, aqm)
             mine = [r for r in latency if _key(r) == key]
-            v = np.asarray(_finite(r.get("latency_us") for r in mine), dtype=float)
+            v = np.asarray(present(r.get("latency_us") for r in mine), dtype=float)
             row: dict[str, Any] = {"scheme": scheme, "aqm": aqm, "recovery": rec,
                                    "samples": int(v.size)}
             if not v.size:
                 continue
             p99 = float(np.percentile(v, 99))
-            row["p99_ms"] = _r(p99 / 1000, 3)
+            row["p99_ms"] = rounded(p99 / 1000, 3)
             for h in sorted({int(cell(r["hops"])) for r in mine
                              if cell(r.get("hops")) == cell(r.get("hops"))}):
-                hv = _finite(r["latency_us"] for r in mine if cell(r.get("hops")) == h)
+                hv = present(r["latency_us"] for r in mine if cell(r.get("hops")) == h)
                 row[f"hops{h}_samples"] = len(hv)
-                row[f"hops{h}_mean_ms"] = _r(float(np.mean(hv)) / 1000, 3)
-                row[f"hops{h}_p99_ms"] = _r(float(np.percentile(hv, 99)) / 1000, 3)
+                row[f"hops{h}_mean_ms"] = rounded(float(np.mean(hv)) / 1000, 3)
+                row[f"hops{h}_p99_ms"] = rounded(float(np.percentile(hv, 99)) / 1000, 3)
+                # per repetition its own p99, and their mean's Student-t 95 % interval:
+                # what latency_sources.png draws (a pooled p99 has no interval)
+                reps = per_run([r for r in mine if cell(r.get("hops")) == h],
+                               lambda r: cell(r["latency_us"]))
+                iv = mean_interval([float(np.percentile(u, 99)) / 1000 for u in reps.values()])
+                row[f"hops{h}_run_p99_ms"] = rounded(iv.mean, 3)
+                row[f"hops{h}_run_p99_lo_ms"] = rounded(iv.lo, 3)
+                row[f"hops{h}_run_p99_hi_ms"] = rounded(iv.hi, 3)
+                row[f"hops{h}_runs"] = iv.n
             tiers = [q for q in queues if _key(q) == key]
             means = {t: _weighted([q for q in tiers if q["tier"] == t], "mean_ms")
                      for t in FABRIC_TIERS}
             path = sum(m for m in means.values() if m == m)
             for t in FABRIC_TIERS:
                 mine_t = [q for q in tiers if q["tier"] == t]
-                row[f"{t}_mean_ms"] = _r(means[t], 3)
-                row[f"{t}_p99_ms"] = _r(_weighted(mine_t, "p99_ms"), 3)
-                row[f"{t}_share"] = _r(means[t] / path, 3) if path > 0 and means[t] == \
+                row[f"{t}_mean_ms"] = rounded(means[t], 3)
+                row[f"{t}_p99_ms"] = rounded(_weighted(mine_t, "p99_ms"), 3)
+                row[f"{t}_share"] = rounded(means[t] / path, 3) if path > 0 and means[t] == \
                     means[t] else ""
                 for c in ("tail_drops", "aqm_drops", "aqm_marks"):
-                    row[f"{t}_{c}"] = _count(float(sum(_finite(q.get(c) for q in mine_t)))) \
+                    row[f"{t}_{c}"] = _count(float(sum(present(q.get(c) for q in mine_t)))) \
                         if mine_t else ""
-            row["path_mean_ms"] = _r(path, 3) if tiers else ""
+            row["path_mean_ms"] = rounded(path, 3) if tiers else ""
             rt = [(cell(r.get("latency_us")), cell(r.get("flow_retrans"))) for r in mine]
             rt = [(lv, n) for lv, n in rt if lv == lv and n == n]
             if rt:
                 top = [n for lv, n in rt if lv >= p99]
-                row["retrans_share_all"] = _r(float(np.mean([n > 0 for _, n in rt])), 3)
-                row["retrans_share_p99"] = _r(float(np.mean([n > 0 for n in top])), 3) \
+                row["retrans_share_all"] = rounded(float(np.mean([n > 0 for _, n in rt])), 3)
+                row["retrans_share_p99"] = rounded(float(np.mean([n > 0 for n in top])), 3) \
                     if top else ""
             out.append(row)
     return out
@@ -452,16 +488,31 @@ def plot_latency_sources(run_dir: Path, config: dict[str, Any], rows: list[dict[
         x = np.arange(len(mine))
         ax = axrow[0]
         hops = sorted({int(k[4:k.index("_")]) for r in mine for k in r
-                       if k.startswith("hops") and k.endswith("_p99_ms")})
+                       if k.startswith("hops") and k.endswith("_p99_ms") and "run" not in k})
         width = 0.8 / max(1, len(hops))
+        # each repetition's own p99, their mean and its 95 % interval where the table has
+        # them (an older latency_sources.csv: the pooled p99, no interval)
+        per_run = any(f"hops{h}_run_p99_ms" in r for r in mine for h in hops)
+        runs = max((int(cell(r.get(f"hops{h}_runs")) or 0) for r in mine for h in hops
+                    if cell(r.get(f"hops{h}_runs")) == cell(r.get(f"hops{h}_runs"))),
+                   default=0)
         for j, h in enumerate(hops):
-            vals = [cell(r.get(f"hops{h}_p99_ms")) for r in mine]
-            ax.bar(x + (j - (len(hops) - 1) / 2) * width, vals, width, color=colors[j],
-                   label=f"{h} hops")
+            col = f"hops{h}_run_p99" if per_run else f"hops{h}_p99"
+            p99s = np.array([cell(r.get(f"{col}_ms")) for r in mine], dtype=float)
+            err = None
+            if per_run and runs > 1:
+                lo = np.array([cell(r.get(f"{col}_lo_ms")) for r in mine], dtype=float)
+                hi = np.array([cell(r.get(f"{col}_hi_ms")) for r in mine], dtype=float)
+                # a log axis: the interval's low end kept above 0
+                err = np.clip([p99s - np.maximum(lo, 1e-6 * p99s), hi - p99s], 0, None)
+            ax.bar(x + (j - (len(hops) - 1) / 2) * width, p99s, width, color=colors[j],
+                   yerr=err, capsize=2, label=f"{h} hops")
         ax.set_yscale("log")
         ax.set_xticks(x, names, fontsize=7, rotation=20)
         ax.set_ylabel("p99 one-way fabric latency (ms)")
-        ax.set_title(f"recovery={rec}: p99 by path length", fontsize=9)
+        ax.set_title(f"recovery={rec}: p99 by path length" +
+                     (f" (mean of {runs} runs' p99, 95 % interval)" if per_run and runs > 1
+                      else ""), fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3, axis="y", which="both")
         ax = axrow[1]
@@ -487,13 +538,15 @@ def plot_latency_sources(run_dir: Path, config: dict[str, Any], rows: list[dict[
             vals = [100 * cell(r.get(col)) for r in mine]
             ax.bar(x + (j - 0.5) * 0.35, vals, 0.35, color=colors[j + 7], label=what)
         ax.set_xticks(x, names, fontsize=7, rotation=20)
-        ax.set_ylim(0, 105)
+        ax.set_ylim(0, 118)       # room for the legend above the bars (it met the tallest)
         ax.set_ylabel("% with a retransmission of the flow\nwithin the 0.5 s around it")
         ax.set_title("do slow packets coincide with retransmissions?", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", ncol=2)
         ax.grid(alpha=0.3, axis="y")
     return note(save(fig, run_dir / "latency_sources.png"), notes,
-                f"{LATENCY_DEF}; {SOURCES_DEF}; right: the flow's tcp_info total_retrans "
+                f"{LATENCY_DEF}; {SOURCES_DEF}; left: each repetition's p99 per path "
+                "length, the bar their mean, the whisker its Student-t 95 % interval; "
+                "right: the flow's tcp_info total_retrans "
                 "rose between the two looks (0.5 s apart) around the sample; "
                 "latency_sources.csv has every number")
 
@@ -507,23 +560,16 @@ def plot_plts(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     (only when latency.csv has samples) latency_rank.png; one panel per recovery value; and
     where queues.csv and the samples' path lengths exist, latency_sources.csv and
     latency_sources.png.  Returns the figures drawn."""
-    from store import plottable, status_of
     run_dir = Path(run_dir)
-    status = status_of(run_dir)
-    if not plottable(status):
-        raise ValueError(f"{run_dir}: run is '{status['status']}' ({status.get('error')}); "
-                         "a failed run is never plotted as data")
-    rows = read_csv(run_dir / "flows.csv")
-    if not rows:
-        raise ValueError(f"{run_dir}: flows.csv has no flows")
-    lat_path = run_dir / "latency.csv"
-    latency = read_csv(lat_path) if lat_path.exists() else []
+    refuse_unplottable(run_dir)
+    rows = table(run_dir, "flows.csv", "flows")
+    latency = optional_table(run_dir / "latency.csv")
     summary = summarize(rows, latency)
     write_csv(run_dir / "summary.csv", summary)
     recs = _ordered((r.get("recovery", "") for r in rows), RECOVERIES)
     notes = _notes(config, rows)
-    out = [plot_throughput(run_dir, config, summary, recs, notes)]
-    if _finite(r.get("latency_us") for r in latency):
+    out = [plot_throughput(run_dir, config, summary, recs, notes, rows)]
+    if present(r.get("latency_us") for r in latency):
         lat_recs = _ordered((r.get("recovery", "") for r in latency), RECOVERIES)
         out.append(plot_latency_rank(run_dir, config, latency, lat_recs, notes))
     out.append(plot_flows_rank(run_dir, config, rows, recs, notes))

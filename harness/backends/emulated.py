@@ -27,7 +27,7 @@ from emulator import aqm as aqm_spec
 from emulator import dataplane_registry
 from emulator.dataplane import LatencySampling, Spread
 from emulator.emulation import Emulation
-from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm
+from emulator.hostnet import grin_mptcp_endpoints, grin_userspace_pm, userspace_pm_available
 from emulator.netns import root_qlens
 from emulator.proc import RunError
 from harness.backends.model import sprayed_rates
@@ -70,8 +70,9 @@ from model.flowmodel import goodput_capacity
 from model.grin import address_maxmin
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
 from store import read_csv
+from store.views import VIEWS
 from topos.base import Topology
-from topos.grin import GrinTopology
+from topos.grin import MAX_SUBFLOWS, GrinTopology
 
 
 def counter_sampler(emu: Emulation, flows: list[Flow], duration: float,
@@ -109,14 +110,14 @@ def link_bytes(topo: Topology, sampler: Sampler[Any]) -> LinkBytes:
     return LinkBytes(t1 - t0, nbytes, drops)
 
 
-def subflow_rates(samples: Path, flows: list[Flow], duration: float,
+def subflow_rates(samples: list[dict[str, str]], flows: list[Flow], duration: float,
                   trim: float) -> dict[tuple[str, int], dict[str, float]]:
     """Per (sub)flow socket, keyed by (source address, port): its goodput (bytes acked, from
-    the tcp_info samples, over its flow's trimmed window) and its median smoothed RTT."""
-    from store import read_csv
+    the tcp_info samples' rows, over its flow's trimmed window) and its median smoothed
+    RTT."""
     window = {f.src: (f.start + trim, f.start + duration - trim) for f in flows}
     by: dict[tuple[str, int], list[dict[str, str]]] = {}
-    for row in read_csv(samples) if samples.is_file() else []:
+    for row in samples:
         t0, t1 = window.get(row["host"], (0.0, -1.0))
         if t0 <= float(row["time"]) <= t1:
             by.setdefault((row["saddr"], int(row["sport"])), []).append(row)
@@ -232,9 +233,7 @@ def queue_lengths(tiers: Mapping[str, str]) -> Iterator[Sampler[dict[str, int]]]
 @register
 class EmulatedBackend:
     """Real Mininet, the run's dataplane, iperf3, bwm-ng and MPTCP."""
-    name = "emulated"
-    realtime = True
-    measures = True
+    view = VIEWS["emulated"]
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
@@ -242,11 +241,21 @@ class EmulatedBackend:
     @staticmethod
     def check(params: Any, w: Workload | Transfers) -> None:
         """What the run's dataplane cannot do for ``w``: carry its plan, sample latency,
-        record a sprayed flow's split, run its network's AQM."""
+        record a sprayed flow's split, run its network's AQM; what this kernel's MPTCP
+        cannot: the userspace path manager where it has none, more subflows per connection
+        than upstream's in-kernel one opens."""
         dp = dataplane_registry.make(params.dataplane)
         if isinstance(w, Transfers):
             dataplane_registry.check_plan(dp, w.plan)
             return
+        if w.path_manager == "userspace" and not userspace_pm_available():
+            raise ValueError("--pm userspace: this kernel has no userspace MPTCP path manager "
+                             "(/proc/sys/net/mptcp/available_path_managers)")
+        for phase in w.phases:
+            most = max(phase.wanted(f) for f in phase.flows)
+            if w.path_manager == "kernel" and most > MAX_SUBFLOWS:
+                raise ValueError(f"{w.where}: a connection of {most} subflows; upstream MPTCP "
+                                 f"opens at most {MAX_SUBFLOWS} (--pm userspace opens more)")
         needs = {"latency_sampling"} if w.latency else set()
         needs |= {"spread"} if w.sprayed else set()
         if aqm_spec.parse(w.aqm or params.aqm, params.queue).active:
@@ -297,7 +306,7 @@ class EmulatedBackend:
                 {"acked_mbps": f.acked_mbps, "first_ack_s": f.first_ack_s,
                  "retransmits": f.retransmits, "connected": f.connected,
                  **flow_events(meas, f.src)}, series))
-        return Measurement(self.name, phase, tuple(results),
+        return Measurement(self.view.name, phase, tuple(results),
                            {k: meas[k] for k in ("cpu_mean", "cpu_max", "cpu_saturated_share",
                                                  "emulator_loss_share")},
                            inlets=tuple(meas["drops"]),
@@ -339,7 +348,10 @@ class EmulatedBackend:
             raise
         if pm is not None:
             s.facts.update(pm.summary())
-        latency = self._latency(s, w, phase, flows, out) if w.latency else []
+        # the senders' tcp_info samples, read once for the latency rows and the subflows
+        samples_csv = out / "tcp_samples.csv"
+        tcp_rows = read_csv(samples_csv) if samples_csv.is_file() else []
+        latency = self._latency(s, w, phase, flows, tcp_rows) if w.latency else []
         links = link_bytes(w.topo, sampler) if sampler is not None else None
         if w.wire and meas["bwm_incomplete"]:
             raise RunError(f"{w.where}: {meas['measurement_note']}: the bwm-ng data this "
@@ -388,14 +400,14 @@ class EmulatedBackend:
                                               for k in ("reord_seen", "dsack_dups",
                                                         "reordering")}})
                         for spec, f in zip(phase.flows, flows))
-        rates = subflow_rates(out / "tcp_samples.csv", flows, w.duration, w.trim)
+        rates = subflow_rates(tcp_rows, flows, w.duration, w.trim)
         queues = []
         if qlens is not None:
             window = (min(f.start for f in flows) + w.trim,
                       max(f.start for f in flows) + w.duration - w.trim)
             queues = queue_rows(qlens.samples, tiers, read_csv(out / "ports.csv"), window,
                                 w.bw, {})
-        return Measurement(self.name, phase, results,
+        return Measurement(self.view.name, phase, results,
                            {"cpu_mean": meas["cpu_mean"],
                             "cpu_saturated_share": meas["cpu_saturated_share"],
                             "emulator_loss_share": meas["emulator_loss_share"],
@@ -405,10 +417,11 @@ class EmulatedBackend:
                            queues=tuple(queues))
 
     def _latency(self, s: Session, w: Workload, phase: Phase, flows: list[Flow],
-                 out: Path) -> list[dict[str, Any]]:
+                 tcp_rows: list[dict[str, str]]) -> list[dict[str, Any]]:
         """The switches' latency samples of the phase's data connections inside their
-        windows, with each flow's path length and its retransmissions around the sample;
-        RunError when there is none (the sampling counters are in the facts)."""
+        windows, with each flow's path length and its retransmissions around the sample
+        (from the senders' tcp_info rows); RunError when there is none (the sampling
+        counters are in the facts)."""
         dp = s.emu.dataplane
         assert isinstance(dp, LatencySampling), dp      # check() asked for it
         samples, sampling = dp.latency_samples()
@@ -416,7 +429,7 @@ class EmulatedBackend:
         s.facts["latency_sampling"] = sampling
         rows = latency_rows(samples, flows, w.trim, w.duration, mono_to_wall, {},
                             hops=hop_counts(w.topo, phase.pairs()),
-                            steps=retrans_steps(read_csv(out / "tcp_samples.csv")))
+                            steps=retrans_steps(tcp_rows))
         if not rows:
             raise RunError(f"{w.where}: no latency sample inside the measurement window "
                            f"({sampling})")

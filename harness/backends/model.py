@@ -28,6 +28,7 @@ from model.network import (
     tcp_like_rates_on_paths,
 )
 from routing.walk import split
+from store.views import VIEWS
 
 
 def sprayed_rates(w: Workload, phase: Phase) -> dict[str, float]:
@@ -78,9 +79,7 @@ def addressed_phase(w: Workload, phase: Phase) -> Measurement:
 @register
 class ModelBackend:
     """Seconds for networks far beyond one machine (``--topo fattree,k=16``)."""
-    name = "model"
-    realtime = False
-    measures = False
+    view = VIEWS["model"]
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder

@@ -26,14 +26,13 @@ from model.network import rates_on_paths
 from sim import require_ns3
 from sim.spec import SimConfig, payload_ceiling
 from store import write_csv
+from store.views import VIEWS
 
 
 @register
 class SimBackend:
     """Mainline ns-3: TCP only (it has no MPTCP)."""
-    name = "sim"
-    realtime = False
-    measures = True
+    view = VIEWS["sim"]
 
     def __init__(self, params: Any, folder: RunFolder) -> None:
         self.params, self.folder = params, folder
@@ -66,9 +65,6 @@ class SimBackend:
                 raise ValueError(f"--backend sim: mainline ns-3 has no "
                                  f"{p.transport.upper()}; use --transport tcp")
 
-    def _config(self, w: Workload) -> SimConfig:
-        return self.config(self.params, w)
-
     def _bottleneck_phase(self, w: Workload, phase: Phase, out: Path) -> Measurement:
         """The many-to-one senders in ns-3: goodput is the receiver's payload over the
         trimmed window, the offered rate what the sender's NIC sent (frames); drops per
@@ -80,8 +76,9 @@ class SimBackend:
         switch = b.switch(w.topo)
         port_key = (switch, b.receiver)
         watch = list(dict.fromkeys((switch, peer) for i in b.inlets for peer in i.peers))
-        res = simulate_flows(w.topo, w.plan, [(n, b.receiver) for n in names], self._config(w),
-                             w.rng, out, watch_drops=[port_key], watch_rx=watch)
+        res = simulate_flows(w.topo, w.plan, [(n, b.receiver) for n in names],
+                             self.config(self.params, w), w.rng, out, watch_drops=[port_key],
+                             watch_rx=watch)
         dropped_by = res.drops_by_flow[port_key]
         flows = tuple(FlowResult(spec, f.goodput_mbps, math.nan, 1,
                                  {"measured": f.goodput_mbps, "offered": f.offered_mbps},
@@ -102,7 +99,7 @@ class SimBackend:
                            "bottleneck_qdisc_drops": port.drops,
                            "check_residual": sum(dropped_by.values()) - port.drops,
                            "window_s": w.duration})
-        return Measurement(self.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)},
+        return Measurement(self.view.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)},
                            inlets=tuple(inlets))
 
     def _phase(self, w: Workload, phase: Phase, out: Path) -> Measurement:
@@ -111,7 +108,7 @@ class SimBackend:
         if w.bottleneck is not None:
             return self._bottleneck_phase(w, phase, out)
         pairs = phase.pairs()
-        cfg = self._config(w)
+        cfg = self.config(self.params, w)
 
         def progress(t: float, wall: float) -> None:
             if abs(t - round(t)) < 1e-9:   # every whole simulated second
@@ -166,7 +163,7 @@ class SimBackend:
             queues = queue_rows(samples, port_tiers(w.topo),
                                 [{k: str(v) for k, v in p.items()} for p in ports], window,
                                 w.bw, {})
-        return Measurement(self.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)},
+        return Measurement(self.view.name, phase, flows, {"sim_wall_s": round(res.wall_s, 2)},
                            ceiling_mbps=payload_ceiling(w.bw), latency=tuple(latency),
                            queues=tuple(queues))
 

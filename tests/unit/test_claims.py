@@ -959,3 +959,33 @@ def test_no_cause_cites_a_flagged_or_missing_folder():
                     if "flagged:" in trust or "no run" in trust:
                         bad.append(f"{exp}/{c.key} [{view}] cites {f}: {trust}")
     assert seen and not bad, bad
+
+
+def test_a_figure_takes_the_papers_numbers_from_its_claims():
+    """analysis.figures.paper_number: a claim's paper_value, else the one number its paper
+    text states (not one inside a word); paper_source: the paper and its figure."""
+    from analysis.figures import paper_claims, paper_number, paper_source
+    by_key = {c.key: c for c in paper_claims({"experiment": "permutation"}, "rank.png")}
+    assert paper_number(by_key["htsim-mean-lia"]) == 0.877
+    assert paper_number(by_key["fig4-ratio-lia"]) == by_key["fig4-ratio-lia"].paper_value
+    assert paper_number(by_key["mptcp-mean"]) is None         # 'MPTCP above TCP (no number)'
+    assert paper_source(by_key["fig4-ratio-lia"]) == "000 Fig. 4"
+    assert paper_claims({"experiment": "nosuch"}, "rank.png") == []
+
+
+def test_a_paper_line_label_goes_where_no_line_runs():
+    """analysis.figures.free_x: the first candidate place along the axes where the label
+    above the paper's value covers no data line; a line on the value itself is no bar."""
+    import matplotlib.pyplot as plt
+
+    from analysis.figures import free_x
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.plot([0, 10], [1.0, 1.0])                 # on the paper's value: runs under the gap
+    ax.plot([7, 10], [1.02, 1.04])               # just above it, over the right part
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 1.2)
+    ax.axhline(1.0)
+    assert free_x(ax, 1.0, "paper, 003 Fig. 7: GRIN1 close to 2x") == 0.32
+    ax.plot([0, 10], [1.03, 1.03])               # over the whole width: the fewest, first
+    assert free_x(ax, 1.0, "paper") == 0.62
+    plt.close(fig)

@@ -53,3 +53,20 @@ def test_bridges_a_dead_database_keeps_are_one_line(monkeypatch):
     lines = cleanup.delete_bridges([f"{i}_0_1" for i in range(20)])
     assert lines == [f"{cleanup.NOT_DONE} delete 20 bridge(s) (0_0_1 ... 19_0_1): Open vSwitch's "
                      "database (ovsdb-server) does not answer"]
+
+
+def test_a_version_probe_is_no_leftover(monkeypatch):
+    """Any run's environment report runs `iperf3 --version`; one that a model run of the
+    pure tests made beside the integration tier failed an integration test's teardown as a
+    leftover (CI of 7ccda0d).  A leftover server, client or meter still counts."""
+    import emulator.cgroup as cgroup
+    procs = "30110 iperf3 --version\n30111 iperf3 -s -p 5201 -1\n30112 bwm-ng -o csv\n"
+
+    def run(argv, **_):
+        return subprocess.CompletedProcess(argv, 0, procs if argv[0] == "pgrep" else "", "")
+    monkeypatch.setattr(cleanup, "_run", run)
+    monkeypatch.setattr(registry, "bpf_mounts", lambda: [])
+    monkeypatch.setattr(cgroup, "leftovers", lambda: [])
+    monkeypatch.setattr(cc, "registered_struct_ops", lambda: [])
+    assert cleanup.machine_leftovers()["procs"] == ["30111 iperf3 -s -p 5201 -1",
+                                                    "30112 bwm-ng -o csv"]

@@ -31,20 +31,19 @@ def quick(name: str, **extra: object) -> object:
 #: run folders record it: one runtime entry per network (run00, run00-fattree, n02-run00,
 #: run00-modern-ecmp, ...; orca: run00 and its seven transfers in transfers.csv)
 QUICK_WORK = {
-    "permutation": (2, 4, 48.0),       # 2 repetitions x (TCP, MPTCP) x 12 s
+    "permutation": (5, 10, 120.0),     # 5 repetitions x (TCP, MPTCP) x 12 s
     "fairness": (10, 10, 120.0),       # 5 repetitions x (fat tree, Jellyfish) x 12 s
-    "outcast": (3, 3, 36.0),           # N = 2, 6, 12 (the sweep's --flows) x 12 s
-    "outcast-fattree": (1, 1, 12.0),
-    "plts": (4, 4, 64.0),              # ecmp, rnd, cnt, rr x 16 s
-    "grin": (8, 8, 96.0),              # (grin0-2, mh1) x active 10, 50 x 12 s
+    "outcast": (10, 10, 120.0),        # 5 repetitions x N = 6, 12 x 12 s
+    "outcast-fattree": (1, 1, 12.0),   # one repetition (the sweep: st, then hashed)
+    "plts": (4, 4, 64.0),              # classic recovery x ecmp, rnd, cnt, rr x 16 s
+    "grin": (10, 10, 120.0),           # 5 repetitions x (grin0, grin1) at 10 % x 12 s
     "grin-hops": (2, 16, 0.0),         # degrees 1, 2 x 4 patterns x 2 shares, no traffic
 }
 
 
 @pytest.mark.parametrize("name", sorted(QUICK_WORK))
 def test_each_experiment_plans_what_its_quick_run_does(name):
-    extra = {"flows": "2,6,12"} if name == "outcast" else {}
-    plan = estimate.plan_of(registry.module(name), quick(name, **extra))
+    plan = estimate.plan_of(registry.module(name), quick(name))
     assert (len(plan.networks), plan.phases, plan.traffic_s) == QUICK_WORK[name]
 
 
@@ -142,7 +141,7 @@ def test_earlier_runs_are_finished_folders_of_the_backend_with_their_wall_time(t
     _folder(tmp_path, "permutation", "20261201T120000Z-cccccc",
             {**p, "backend": "emulated"}, "ok", "2026-12-01T12:01:00+00:00")
     got = estimate.earlier_runs(tmp_path, ["permutation"], "model", {"permutation": mod})
-    assert [(len(plan.networks), wall) for plan, wall in got] == [(2, 42.0)]
+    assert [(len(plan.networks), wall) for plan, wall in got] == [(5, 42.0)]
     emulated = estimate.earlier_runs(tmp_path, ["permutation"], "emulated",
                                      {"permutation": mod})
     assert [wall for _, wall in emulated] == [60.0]
@@ -175,10 +174,10 @@ def test_a_dry_run_prints_the_run_and_its_estimate_and_builds_nothing(tmp_path, 
                           "--out", str(out))
     assert rc == 0 and err == ""
     assert lines[0] == "dry run: permutation on emulated; nothing is built or written"
-    assert lines[1].startswith("parameters: quick=True ") and " runs=2 " in lines[1]
-    assert "network: fattree,k=4: 16 hosts, 20 switches (x2)" in lines
-    assert any(x.startswith("work: 2 repetitions x 24 s of traffic = 48 s, on 2 networks "
-                            "in 4 phases") for x in lines)
+    assert lines[1].startswith("parameters: quick=True ") and " runs=5 " in lines[1]
+    assert "network: fattree,k=4: 16 hosts, 20 switches (x5)" in lines
+    assert any(x.startswith("work: 5 repetitions x 24 s of traffic = 120 s, on 5 networks "
+                            "in 10 phases") for x in lines)
     want = estimate.minutes(estimate.estimate(
         estimate.plan_of(registry.module("permutation"), quick("permutation")),
         "emulated").seconds)

@@ -138,16 +138,16 @@ def test_model_rates_on_traced_paths_per_subflow(tmp_path):
 
 def test_subflow_rates_from_tcp_samples_inside_the_window(tmp_path):
     from harness.backends.emulated import subflow_rates
-    from store import write_csv
+    from store import read_csv, write_csv
     rows = [{"time": t, "host": "h1", "saddr": "10.0.0.2", "sport": 40000, "bytes_acked": b,
              "rtt": r} for t, b, r in ((100.0, 0, 900), (103.0, 1_000_000, 1000),
                                       (105.0, 2_000_000, 3000), (108.0, 9_000_000, 5000))]
     write_csv(tmp_path / "tcp_samples.csv", rows)
     flows = [Flow("h1", "h2", start=100.0)]
-    got = subflow_rates(tmp_path / "tcp_samples.csv", flows, duration=10.0, trim=2.0)
+    got = subflow_rates(read_csv(tmp_path / "tcp_samples.csv"), flows, duration=10.0, trim=2.0)
     # window [102, 108]: samples at 103, 105 and 108: 8 MB in 5 s
     assert got == {("10.0.0.2", 40000): {"mbps": 12.8, "rtt_ms": 3.0}}
-    assert subflow_rates(tmp_path / "none.csv", flows, 10.0, 2.0) == {}
+    assert subflow_rates([], flows, 10.0, 2.0) == {}
 
 
 def test_subflow_check_tolerates_late_subflows_not_single_path():

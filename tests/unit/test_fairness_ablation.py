@@ -26,6 +26,8 @@ def test_the_summary_pairs_each_folder_with_the_first_by_repetition(labelled_abl
         write_csv(d / "flows.csv", _flows(0, [1, 1], second[i]) + _flows(1, [1, 1], [0.8, 0.8]))
     md = labelled_ablation(ablation, fill, ("lia", "reno"), rows=4)
     assert "| lia | 0.850 | 0.850 | 0.850 | 1.000 |" in md
+    # the measured ratio's Student-t 95 % interval over the two repetitions (0.9 and 0.8)
+    assert md.split("\n\n")[2].splitlines()[2].endswith("| 0.850 [0.215, 1.485], 2 |")
     # over every flow: lia's Jellyfish mean (0.9 + 0.8) / 2 against the fat tree's 1
     assert "| lia | 0.850 | 0.850 | 0.850 | 1.000 |" in md.split("ratio of the means")[1]
     assert "measured lia minus reno: +0.100, +0.000; mean +0.050 (sd 0.071)" in md

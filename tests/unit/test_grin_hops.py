@@ -186,3 +186,22 @@ def test_judge_rewrites_the_claims_and_keeps_a_folder_whose_table_is_gone(tmp_pa
     (tmp_path / "empty").mkdir()
     assert cli.main(["judge", str(tmp_path / "empty")]) == 2
     assert "no run folder under" in capsys.readouterr().err
+
+
+def test_the_figures_paper_numbers_are_the_claims_with_their_source():
+    """hops.png draws the paper's numbers from the claims (h1-mean's paper_value, the 32 %
+    of h1-worst-grin6's paper text, h2-seldom's threshold), each labelled with the paper
+    and its place in it, and no number of its own."""
+    from analysis.figures import paper_source
+    from experiments.grin.figures import PAPER_H2_SELDOM, hop_paper
+    paper = hop_paper({"experiment": "grin-hops"})
+    by_key = {c.key: c for c in gclaims.CLAIMS if c.experiment == "grin-hops"}
+    assert [(k, y) for k, _, y, _ in paper["h1"]] == [
+        ("line", by_key["h1-mean"].paper_value), ("mark", 0.32)]
+    assert paper["h1"][1][1] == 6 and "(32 %)" in by_key["h1-worst-grin6"].paper
+    assert [(k, y) for k, _, y, _ in paper["h2"]] == [("line", PAPER_H2_SELDOM)]
+    assert paper_source(by_key["h1-worst-grin6"]) == "003 Fig. 5"
+    assert paper_source(by_key["h1-mean"]) == "003 section 5.1"
+    assert all(label.startswith("paper, 003 ") for refs in paper.values()
+               for *_, label in refs)
+    assert hop_paper({"experiment": "nosuch"}) == {"h1": [], "h2": []}

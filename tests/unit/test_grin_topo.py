@@ -13,6 +13,7 @@ from experiments.grin import figures as agrin
 from harness.params import typed
 from model.flowmodel import goodput_capacity
 from model.grin import address_maxmin, grin_overlay, network_of
+from store import read_csv
 from topos.base import TopologyError
 
 
@@ -108,9 +109,10 @@ def test_multihomed_baseline_divides_the_rack_uplinks_over_its_tors():
     t = topos.build("multihomed,racks=2,servers=6,extra=2")
     assert len(t.servers) == 12 and len(t.hosts()) == 36       # 24 port hosts
     assert sorted(t.switches()) == ["sw"] + [f"t{r}_{j}" for r in range(2) for j in range(3)]
+    rates = t.link_rates(10.0)
     for r in range(2):
         for j in range(3):
-            assert t.link_bw(f"t{r}_{j}", "sw", 10.0) == pytest.approx(20.0)  # 6 / 3 links
+            assert rates[(f"t{r}_{j}", "sw")] == pytest.approx(20.0)  # 6 / 3 links
     u = "r0s4"
     assert t.access_switch(u) == "t0_0" and t.port(u, "t0_0") == 0
     assert [t.access_switch(p) for p in t.neighbours(u)] == ["t0_1", "t0_2"]
@@ -181,7 +183,7 @@ def test_model_backend_through_the_cli(tmp_path: Path):
                      "--active", "40,70", "--runs", "1", "--out", str(tmp_path)]) == 0
     run = next((tmp_path / "grin").iterdir())
     summary = {(r["network"], r["active_pct"]): r
-               for r in agrin.summarize(agrin.read_csv(run / "flows.csv"))}
+               for r in agrin.summarize(read_csv(run / "flows.csv"))}
     # the original network gives every connection one uplink's worth at any activity
     assert summary[("grin0", 40.0)]["h1_optimum_mbps_norm"] == pytest.approx(1.0)
     assert summary[("grin1", 40.0)]["h1_optimum_mbps_norm"] > 1.0
@@ -190,3 +192,20 @@ def test_model_backend_through_the_cli(tmp_path: Path):
     assert (run / "throughput.png").exists()
     assert "GRIN1 vs original" in (run / "claims.md").read_text()  # analysis.claims
     assert json.loads((run / "status.json").read_text())["status"] == "ok"
+
+
+def test_link_rates_are_resolved_once_per_run_rate_on_the_topology():
+    """Every link's rate both ways, from the run's rate: a GRIN ToR uplink at its multiple,
+    a link with its own rate at that; the same read-only mapping is kept for the next
+    reader, and a link added afterwards is in the next resolution."""
+    t = topos.build("multihomed,racks=2,servers=6,extra=2")
+    rates = t.link_rates(10.0)
+    assert set(rates) == {e for l in t.links() for e in ((l.a, l.b), (l.b, l.a))}
+    assert rates[("sw", "t1_2")] == rates[("t1_2", "sw")] == pytest.approx(20.0)
+    assert rates[("r0s0", "t0_0")] == 10.0 and t.link_rates(50.0)[("r0s0", "t0_0")] == 50.0
+    assert t.link_rates(10.0) == rates
+    with pytest.raises(TypeError):
+        rates[("r0s0", "t0_0")] = 1.0          # read-only
+    t.add_switch("extra", 999)
+    t.add_link("extra", "sw", bw=3.0)
+    assert t.link_rates(10.0)[("sw", "extra")] == 3.0 and ("sw", "extra") not in rates

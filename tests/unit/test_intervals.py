@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from analysis import claims as C
-from analysis.intervals import Band, decide, mean_interval
+from analysis.intervals import (
+    Band,
+    Interval,
+    bars_words,
+    bracket_text,
+    decide,
+    error_bars,
+    mean_interval,
+)
 from store import write_csv
 
 
@@ -167,3 +175,17 @@ def test_a_straddling_interval_says_how_many_units_would_decide_it():
     assert to_decide(iv, Band(2.0)) is None            # not straddling: nothing to decide
     assert to_decide(mean_interval([0.0, 2.0]), Band(1.0 + 1e-6)) is None   # past the cap
     assert DECIDE_MAX >= 100
+
+
+def test_the_ablations_draw_and_name_their_intervals():
+    """analysis.intervals' drawing helpers: error bars about the mean, never below 0, and the
+    words a figure gives them (#55: intervals, not min-max)."""
+    iv = Interval(1.0, 0.8, 1.5, 5)
+    flat = Interval(0.3, 0.1 + 0.2, 0.3, 3)           # lo 0.30000000000000004 > the mean
+    assert error_bars([iv, flat]) == [[pytest.approx(0.2), 0.0], [0.5, 0.0]]
+    assert bars_words([5, 5]) == ("bars: the Student-t 95 % interval of the mean over 5 "
+                                  "repetitions")
+    assert bars_words([1, 10, 5]).endswith("over 5-10 repetitions; one repetition: no interval")
+    assert bars_words([1]) == bars_words([]) == "one repetition: no interval"
+    assert bracket_text(iv) == "1.000 [0.800, 1.500]"
+    assert bracket_text(Interval(0.5, 0.5, 0.5, 1), 2) == "0.50"

@@ -158,8 +158,12 @@ def test_ablation_reads_each_settings_newest_complete_run(tmp_path):
     assert [(r["setting"], r["runs"], r["runs_below_half"], r["lone_zero_runs"]) for r in rows] \
         == [("default", 4, 3, 1), ("ovs", 2, 0, 1)]
     assert rows[0]["lone_share_median"] == 0.25
+    # the mean and its Student-t 95 % interval, the claims' statistic (not min-max)
+    assert (rows[0]["lone_share_mean"], rows[0]["lone_share_lo"], rows[0]["lone_share_hi"]) \
+        == (0.375, -0.1969, 0.9469)
     table = ablation.markdown(rows)
-    assert "| `default` |" in table and "0.250 (0.175-0.450), 3 of 4" in table
+    assert "| `default` |" in table and \
+        "0.250 (0.175-0.450), 3 of 4; mean 0.375 [-0.197, 0.947]" in table
     assert table.index("`default`") < table.index("`ovs`")
 
 

@@ -157,3 +157,20 @@ def test_the_headline_figure_draws_ours_beside_the_paper(tmp_path):
                                  {"rr-pct": 92.0, "other": None})
     assert path.stat().st_size > 10_000
     assert figures.HEADLINES in json.loads((tmp_path / figures.NOTES).read_text())
+
+
+def test_a_headline_axis_says_what_it_measures():
+    """Issue #55 (the figure audit of session 47): every headline row's x axis was bare; it
+    now reads the statistic, the first clause of the claim's criterion."""
+    from analysis.figures import statistic_words
+    assert statistic_words("per repetition MPTCP mean / TCP mean; the 95 % interval of its "
+                           "mean above 1") == "MPTCP mean / TCP mean"
+    assert statistic_words("per repetition the lone flow's goodput / fair share at N = 6; "
+                           "the 95 % interval of its mean below 0.5") == \
+        "lone flow's goodput / fair share at N = 6"
+    assert statistic_words("per repetition, GRIN2 / multihomed at the shares below 40 %; "
+                           "the 95 % interval of its mean at or above 1") == \
+        "GRIN2 / multihomed at the shares below 40 %"
+    assert statistic_words("per seed, the mean over the grid's 96 rows") == \
+        "mean over the grid's 96 rows"
+    assert statistic_words("rnd mean < cnt and rr means") == ""

@@ -35,7 +35,7 @@ def test_the_summary_pools_each_folders_repetitions_per_transport(labelled_ablat
         write_csv(d / "flows.csv", _flows(0, "mptcp", pairs[i]) + _flows(1, "mptcp", pairs[i]))
         (d / "fidelity.json").write_text(json.dumps(_FID))
     md = labelled_ablation(ablation, fill, ("perm", "pair"), rows=4)
-    assert "| perm | mptcp | 0.900 | 1.000 | **0.900** | 0.900-0.900 | 0.98 | 0.99% |" in md
+    assert "| perm | mptcp | 0.900 | 1.000 | **0.900** | 0.900 [0.900, 0.900] | 0.98 | 0.99% |" in md
     assert "| pair | mptcp | 1.000 | 1.000 | **1.000** |" in md
 
 

@@ -176,19 +176,19 @@ def test_sim_config_carries_red_s_parameters_and_asks_for_ecn():
     params = _params(backend="sim", sample=32)
     topo = topos.build("fattree,k=4")
     pairs = dict(pairing(topo.hosts(), random.Random(1)))
-    sim = SimBackend(params, None)
-    red = sim._config(plts.workload(params, topo, pairs, 0, random.Random(1), "ecmp",
-                                    "red,min=20,max=60,p=0.1,w=9", "modern"))
+    red = SimBackend.config(params, plts.workload(params, topo, pairs, 0, random.Random(1),
+                                                  "ecmp", "red,min=20,max=60,p=0.1,w=9", "modern"))
     assert (red.queue_disc, red.ecn, red.red_min, red.red_max, red.red_p, red.red_wlog,
             red.sample) == ("red", True, 20.0, 60.0, 0.1, 9, 32)
     red.check()
     assert red.recovery == "prr"
-    tail = sim._config(plts.workload(params, topo, pairs, 1, random.Random(1), "rr",
-                                     "droptail", "classic"))
+    tail = SimBackend.config(params, plts.workload(params, topo, pairs, 1, random.Random(1),
+                                                   "rr", "droptail", "classic"))
     assert (tail.queue_disc, tail.ecn, tail.sample, tail.run, tail.recovery) == \
         ("droptail", False, 32, 2, "classic")
     with pytest.raises(ValueError, match="the simulator has modern, classic only"):
-        sim._config(replace(plts.workload(params, topo, pairs, 0, random.Random(1), "rr",
-                                          "droptail", "modern"), recovery="noundo"))
+        SimBackend.config(params, replace(plts.workload(params, topo, pairs, 0,
+                                                        random.Random(1), "rr", "droptail",
+                                                        "modern"), recovery="noundo"))
     with pytest.raises(ValueError, match="ECN marking at a fixed threshold is not simulated"):
         sim_queue(sim_config(params, 0), "ecn,k=20", params.queue)

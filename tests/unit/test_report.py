@@ -116,6 +116,11 @@ def test_the_screen_sets_each_headline_beside_the_references_verdict(reference_r
     assert len(shown) == sum(len(R._screen_view(views)[1]) for _, _, views in heads) >= 10
     assert all("; = ref " in x for x in shown), [x for x in shown if "; = ref " not in x]
     assert next(x for x in lines if x.startswith("other claims: "))
+    # how many are decided, counted from the lines above it
+    decided = sum(x.split()[1] == "holds" or x.split()[1:4] == ["does", "not", "hold"]
+                  for x in shown)
+    assert any(x.startswith(f"decided here: {decided} of {len(shown)} headline claims")
+               for x in lines)
     assert lines[-1] == f"report: {root.parent / 'again' / 'index.html'}"
     # compared with nothing, it still shows every headline; a quick run that reads the
     # other decided verdict than the reference is named as contradicting it
@@ -486,18 +491,22 @@ def test_a_runs_answer_is_its_headlines_a_count_of_the_rest_and_its_trust(tmp_pa
              v("not measured", True, detail="no complete run with cc=lia; more", text=long),
              v("holds", False), v("inconclusive", False)]
     run = SimpleNamespace(config={"params": {"runs": 5}}, path=tmp_path,
-                          suspects=lambda: [])
+                          suspects=lambda: [], experiment="permutation",
+                          params={"runs": 5, "bw": 5.0})
     lines = R.run_answer(run, found)  # type: ignore[arg-type]
     assert lines[0].startswith("claims of this run, judged on 5 repetitions")
-    assert lines[1].split() == ["holds", "a", "claim", "1.26", "[1.08,", "1.45],", "n=5;",
+    # the set-up against the paper's (store.papers.scale), then the headlines
+    assert lines[1] == "  set-up against the paper: " + papers.scale("permutation", {"bw": 5.0})
+    assert lines[1].startswith("  set-up against the paper: link rate 5 of 15 Mb/s (0.333x)")
+    assert lines[2].split() == ["holds", "a", "claim", "1.26", "[1.08,", "1.45],", "n=5;",
                                 "paper", "1.5x"]
-    assert "x" * 47 + "..." in lines[2] and "- (no complete run with cc=lia)" in lines[2]
-    assert lines[3] == "  other claims: 2 (1 holds, 1 inconclusive)"
-    assert lines[4] == "trust: no repetition flagged by the fidelity checks"
+    assert "x" * 47 + "..." in lines[3] and "- (no complete run with cc=lia)" in lines[3]
+    assert lines[4] == "  other claims: 2 (1 holds, 1 inconclusive)"
+    assert lines[5] == "trust: no repetition flagged by the fidelity checks"
     run.suspects = lambda: ["run 1 tcp: CPU above 90 % in 40% of samples"]
     assert R.run_answer(run, found)[-1].startswith(  # type: ignore[arg-type]
         "trust: flagged (1: run 1 tcp: CPU above 90 %")
-    assert R.run_answer(run, [])[1] == "  (this experiment has no claims)"  # type: ignore[arg-type]
+    assert R.run_answer(run, [])[2] == "  (this experiment has no claims)"  # type: ignore[arg-type]
 
 
 def test_a_runs_answer_shows_its_own_view_of_a_claim_judged_in_several_conditions(tmp_path):
@@ -515,8 +524,39 @@ def test_a_runs_answer_shows_its_own_view_of_a_claim_judged_in_several_condition
     found = [v("a", "emulated", "1.98"), v("a", "uncoupled model", "2"),
              v("a", "h1 optimum", "2"), v("b", "recovery=classic", "0.5"),
              v("b", "recovery=modern", "0.7")]
-    run = SimpleNamespace(config={"params": {"runs": 2}}, path=tmp_path, suspects=lambda: [])
+    run = SimpleNamespace(config={"params": {"runs": 2}}, path=tmp_path, suspects=lambda: [],
+                          experiment="grin-hops", params={"runs": 2})  # (no scale line)
     lines = R.run_answer(run, found)[1:-1]  # type: ignore[arg-type]
     assert len(lines) == 3
     assert "claim a " in lines[0] and "1.98" in lines[0] and "[" not in lines[0].split("1.98")[0]
     assert "claim b [recovery=classic]" in lines[1] and "claim b [recovery=modern]" in lines[2]
+
+
+def test_a_claim_not_measured_in_any_condition_takes_one_screen_line():
+    """GRIN2's emulated run and its two models: three "not measured" lines said one thing;
+    once one condition is measured, each gets its line again."""
+    from analysis.claims import NOT_MEASURED, Verdict
+    v = Verdict(experiment="grin", key="grin2", condition="emulated", text="GRIN2", source="",
+                quote="", paper="3x", measured="", criterion="", reason="",
+                verdict=NOT_MEASURED, detail="", basis="measured", runs=(), view="emulated")
+    views = {"emulated": [v, replace(v, condition="model: a"), replace(v, condition="model: b")]}
+    assert R._screen_view(views) == ("emulated", [v])
+    views["emulated"][1] = replace(v, condition="model: a", verdict=HOLDS)
+    assert len(R._screen_view(views)[1]) == 3
+
+
+def test_a_runs_scale_against_the_paper_is_its_parameters_over_the_papers_numbers():
+    """Issue #54 part 2: rate and duration against the paper's, from store/papers.py's
+    conditions; an experiment without a condition of its own takes its paper's (permutation
+    the write-up's 15 Mb/s); a paper that states no number says so."""
+    from store.papers import scale
+    assert scale("fairness", {"bw": 10.0, "duration": 12.0}) == \
+        "link rate 10 of 15 Mb/s (0.667x); flow duration 12 of 60 s (0.2x)"
+    # a value whose effect was checked (ns-3, bench/bench_scaled_rate.py) says what it does
+    assert scale("permutation", {"bw": 5.0}) == "link rate 5 of 15 Mb/s (0.333x) (in ns-3 " \
+        "the TCP mean reads +0.041 [+0.002, +0.079] of the link above 15 Mb/s's: not the " \
+        "paper's regime for it; bench/bench_scaled_rate.py)"
+    assert scale("permutation", {"bw": 10.0}) == "link rate 10 of 15 Mb/s (0.667x)"
+    assert scale("grin", {"bw": 10.0}) == "link rate 10 of 1000-10000 Mb/s (0.001-0.01x)"
+    assert scale("outcast", {"bw": 10.0}) == "link rate 10 Mb/s (the paper's not stated)"
+    assert scale("grin-hops", {"racks": 6}) == "" and scale("nosuch", {"bw": 1.0}) == ""

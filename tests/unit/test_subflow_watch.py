@@ -2,8 +2,9 @@
 inside its window is a reason to doubt the run, named with when, from mptcp_info's count of
 extra subflows (harness.traffic.subflow_drops, subflow_note) on hand-made samples."""
 from analysis.fidelity import measurement_reasons
+from emulator.sockdiag import SockInfo
 from emulator.sysinfo import ss_subflows
-from harness.traffic import Flow, connections, subflow_drops, subflow_note
+from harness.traffic import Flow, SubflowWatch, connections, subflow_drops, subflow_note
 
 
 def _rows(src: str, port: int, counts: list[int], t0: float = 100.0,
@@ -52,6 +53,39 @@ def test_the_sender_connection_is_the_busiest_to_the_flows_port():
         r["sport"] = 39999
     data = _rows("h1", 5201, [2] * 40)
     assert subflow_drops([_flow("h1", 5201)], connections(control + data), 20.0, 3.0) == []
+
+
+class _Sampler:
+    """What SubflowWatch reads of the MPTCP sampler: its samples so far, (time, dumps)."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, dict[str, list[SockInfo]]]] = []
+
+    def add(self, when: float, extra: int) -> None:
+        info = {"subflows": extra, "bytes_acked": int(when * 1000), "bytes_received": 0,
+                "write_seq": 0, "snd_una": 0}
+        self.samples.append((when, {"h1": [SockInfo("10.0.0.1", 45201, "10.0.0.2", 5201, 1,
+                                                     info, {})]}))
+
+
+def test_the_live_watch_names_a_fall_at_its_second_low_sample(caplog):
+    """Issue #56: a lost subflow set is named while the traffic runs, not at its end."""
+    sampler, f = _Sampler(), _flow("h1", 5201)
+    watch = SubflowWatch(sampler, [f], 20.0, 3.0)    # type: ignore[arg-type]
+    watch.look()                                     # no sample yet: nothing to do
+    for i in range(14):                              # 100.0 .. 106.5 s: 7 extra subflows
+        sampler.add(100.0 + 0.5 * i, 7)
+    watch.look()
+    sampler.add(107.0, 0)                            # one low sample: not yet a loss
+    watch.look()
+    assert watch.seen == {} and not caplog.records
+    sampler.add(107.5, 0)                            # the second: named at this look
+    watch.look()
+    assert list(watch.seen) == ["h1 -> h9:5201"]
+    assert "h1 -> h9:5201 lost subflows: 8 -> 1, 4 s into its window" in caplog.text
+    sampler.add(108.0, 0)
+    watch.look()                                     # named once
+    assert len(caplog.records) == 1
 
 
 def test_ss_subflows_counts_each_connection_by_its_token():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,26 @@ def test_an_interrupted_run_stops_the_sweep_and_the_next_launch_continues(tmp_pa
     assert calls == [1, 2, 2, 3]
     assert "interrupted; run the same command again" in (sweep / "progress.log").read_text()
     assert len(list((sweep / "work").iterdir())) == 1     # the interrupted attempt's record
+
+
+def test_a_sweep_s_eta_is_tqdm_s_and_its_start_lines_still_parse(tmp_path):
+    """The ETA after the first point is tqdm's format ('00:05'), the same as the run's own
+    progress line, and a start line that carries it is still read as a start."""
+    from dcrepro.sweep import started_not_ended
+    sweep, lines = _fake(tmp_path, [1, 2, 3])
+
+    def execute(params, where: Path) -> int:
+        _ok_run(where)
+        return 0
+
+    assert run_sweep(sweep, "exp", lines, execute) == 0
+    log = (sweep / "progress.log").read_text()
+    starts = [ln for ln in log.splitlines() if "(" in ln and "ETA" in ln]
+    assert len(starts) == 2 and all(re.search(r", ETA \d\d:\d\d$", ln) for ln in starts)
+    # cut after a start with its ETA: that point is the one left open
+    cut = log[:log.index(starts[-1]) + len(starts[-1])] + "\n"
+    (sweep / "progress.log").write_text(cut)
+    assert started_not_ended(sweep / "progress.log") == {lines[2]["run_id"]}
 
 
 def test_a_run_held_by_another_launch_is_not_run_twice(tmp_path):

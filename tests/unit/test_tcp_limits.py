@@ -346,3 +346,37 @@ def test_rcvlowat_watches_the_ports_iperf3_listens_on():
     assert cgroup2_root(mounts) == "/sys/fs/cgroup/unified"
     assert cgroup2_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") == "/sys/fs/cgroup"
     assert cgroup2_root(mounts.splitlines()[1]) is None
+
+
+def _flow_rows(t0: float, n: int) -> list[dict]:
+    return [{**r, "host": "h1", "saddr": "10.0.0.1", "sport": 40000, "dport": 5201}
+            for r in samples(n, 10, 10, t0=t0)]
+
+
+@pytest.mark.parametrize("first_sample,acked", [(100.0, "positive"), (200.0, 0.0)])
+def test_a_sender_whose_connection_came_after_its_window_acked_nothing_in_it(first_sample,
+                                                                             acked):
+    """An Outcast sender whose SYN sat in RTO backoff until after its window is measured at
+    0 Mb/s there (not NaN: that left the hashed fat-tree claim "not measured", and not
+    iperf3's own later window on an empty link: harness.bottleneck.measured_mbps)."""
+    from types import SimpleNamespace
+
+    from harness.bottleneck import measured_mbps
+    from harness.traffic import Flow, flow_limits
+    topo = SimpleNamespace(access_switch=lambda h: "s1")
+    emu = SimpleNamespace(rates={("h1", "s1"): 10.0}, topo=topo)
+    f = Flow("h1", "h2")
+    f.port, f.start, f.iperf_mbps = 5201, 100.0, 9.56   # window: 103 .. 109
+    flow_limits(emu, [f], "tcp", _flow_rows(first_sample, 10), 12.0, 3.0)  # type: ignore[arg-type]
+    if acked == "positive":
+        assert f.acked_mbps > 0 and measured_mbps(f) == f.acked_mbps
+    else:
+        assert f.acked_mbps == 0.0 and measured_mbps(f) == 0.0
+
+
+def test_a_sender_that_never_connected_measures_zero_not_nan():
+    from harness.bottleneck import measured_mbps
+    from harness.traffic import Flow
+    f = Flow("h1", "h2")
+    f.connected, f.iperf_mbps = False, 0.0
+    assert measured_mbps(f) == 0.0

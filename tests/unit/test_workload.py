@@ -13,8 +13,17 @@ import topos
 from analysis.summaries import with_goodput
 from experiments.permutation.experiment import PARAMS, workload
 from harness.common import run_rng
-from harness.workload import Bottleneck, FlowSpec, Phase, Workload, flow_rows, make
+from harness.workload import (
+    Bottleneck,
+    FlowSpec,
+    Phase,
+    Workload,
+    backend_class,
+    flow_rows,
+    make,
+)
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
+from store.views import VIEWS, view
 from topos.traffic import permutation
 
 #: what the model backend needs of a run folder: the progress line's step
@@ -152,3 +161,12 @@ def test_the_model_runs_an_addressed_workload_on_its_designed_subflows():
     assert [r["mbps"] for r in rows] == [""] * 3
     assert [r["uncoupled_model_mbps"] for r in rows] == [round(want[f"{a}->{b}"], 4)
                                                          for a, b in pairs]
+
+
+def test_every_backend_declares_the_view_its_folders_are_read_with():
+    """A claim reads a folder's view from the store's list (no backend import there): it is
+    the one each backend class declares."""
+    for name, v in VIEWS.items():
+        assert backend_class(name).view is v and view(name).name == name
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        view("nope")
