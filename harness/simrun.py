@@ -64,8 +64,8 @@ def check_sim(params: SimFlowParams, rto_min_ms: float | None = None) -> None:
     ns-3 installed, the configuration valid; and the simulation-only parameters unset for
     the emulator, which cannot honour them."""
     if params.backend == "sim":
-        require_ns3()
         sim_queue(sim_config(params, 0, rto_min_ms), params.aqm, params.queue).check()
+        require_ns3()     # after: a parameter ns-3 can never run is said first
         return
     if params.delay_us:
         raise ValueError("--delay-us is simulation-only (this kernel has no netem): use "

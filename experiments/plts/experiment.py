@@ -225,7 +225,6 @@ def validate(params: PltsParams) -> None:
         if len(set(modes)) != len(modes):
             raise ValueError(f"--ecmp-aqm {params.ecmp_aqm!r}: each mode at most once "
                              f"(got {', '.join(modes)})")
-    check_sim(params)
     topo = topos.build(params.topo)
     if len(topo.hosts()) < 2:
         raise ValueError(f"--topo {params.topo} has fewer than two hosts")
@@ -241,6 +240,7 @@ def validate(params: PltsParams) -> None:
     pairs = dict(pairing(hosts, run_rng(params.seed, 0)))
     check(params, [workload(params, topo, pairs, 0, run_rng(params.seed, 0), s, a, rec)
                    for rec in parse_recoveries(params.recovery) for s, a in variants(params)])
+    check_sim(params)
 
 
 #: the sender's TCP counts of a measured flow row, '' where a view does not count them

@@ -52,18 +52,19 @@ class SimBackend:
     @staticmethod
     def check(params: Any, w: Workload | Transfers) -> None:
         """What ns-3 cannot run of ``w``: a recovery it has not, ECN marking at a threshold,
-        a transport other than TCP; a sender's CPU cap (it has no CPU)."""
-        require_ns3()
+        a transport other than TCP; a sender's CPU cap (it has no CPU); then ns-3 itself
+        installed (a parameter it can never run is said first, installed or not)."""
         if isinstance(w, Transfers):
             if any(t.cpu for t in w.transfers):
                 raise ValueError("--sender-cpu caps a real sending process: it needs "
                                  "--backend emulated (the simulator has no CPU)")
-            return
-        SimBackend.config(params, w).check()
-        for p in w.phases:
-            if p.transport != "tcp":
-                raise ValueError(f"--backend sim: mainline ns-3 has no "
-                                 f"{p.transport.upper()}; use --transport tcp")
+        else:
+            SimBackend.config(params, w).check()
+            for p in w.phases:
+                if p.transport != "tcp":
+                    raise ValueError(f"--backend sim: mainline ns-3 has no "
+                                     f"{p.transport.upper()}; use --transport tcp")
+        require_ns3()
 
     def _bottleneck_phase(self, w: Workload, phase: Phase, out: Path) -> Measurement:
         """The many-to-one senders in ns-3: goodput is the receiver's payload over the
