@@ -83,6 +83,9 @@ class Samples:
     value is, e.g. 'repetition': its own random draw and its own traffic)."""
     values: tuple[float, ...]
     unit: str = "repetition"
+    #: what the verdict should say about these units beside the interval (e.g. how many had
+    #: a sender that never connected); every unit stays in the interval
+    note: str = ""
 
 
 Sampler = Callable[[list["Run"], str], Samples]
@@ -713,6 +716,8 @@ def _on_interval(claim: Claim, runs: list[Run], cond: str, got: Outcome,
                                          got.basis), NOT_TRUSTED)
         return verdict(cond, Outcome("", None, "; ".join([*notes, str(exc)]), got.basis),
                        NOT_MEASURED)
+    if smp.note:
+        notes.append(smp.note)
     iv = intervals.mean_interval(smp.values, deterministic(trusted, smp.values))
     word, why = intervals.decide(iv, claim.band, claim.repetitions)
     if word == INCONCLUSIVE and not iv.deterministic and iv.n >= claim.repetitions:

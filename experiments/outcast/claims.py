@@ -10,7 +10,7 @@ and flows.csv only.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from analysis.claims import (
     Cause,
@@ -27,6 +27,7 @@ from analysis.claims import (
     mean_jain,
     need_rows,
     num,
+    rows,
 )
 from analysis.intervals import Band
 
@@ -110,18 +111,51 @@ def others_jain(runs: list[Run], _cond: str) -> Outcome:
                    ", ".join(f"N={n}: {fmt(j, 3)}" for n, j in mean.items()))
 
 
+def unconnected_note(runs: list[Run], at: Callable[[Mapping[str, str]], bool],
+                     many: Callable[[Mapping[str, str]], bool], where: str,
+                     single: str) -> str:
+    """Which repetitions (rows ``at``) had senders that never connected, and where they
+    were (``many``: on the shared side, named ``where``; else the ``single`` sender);
+    '' when none.  Such a sender counts as 0 Mb/s: a port that loses every SYN is the
+    blackout itself.  The note says what it does to the statistic and that the quick
+    mode's short flows make it likelier (its SYN backoff, 1 s then doubling, is a kernel
+    timer that does not scale with the flow's length; the write-up's flows ran 60 s)."""
+    lost: dict[tuple[str, str], list[bool]] = {}
+    lengths = {r.run_id: r.params.get("duration") for r in runs}
+    for r in rows(runs, "flows.csv"):
+        if at(r) and str(r.get("connected", "True")) == "False":
+            lost.setdefault((r["_run"], str(r.get("run"))), []).append(many(r))
+    if not lost:
+        return ""
+    reps = ", ".join(f"{rep}: {sum(m)} {where}" if all(m) else
+                     f"{rep}: {sum(m)} {where} and the {single} sender" if any(m)
+                     else f"{rep}: the {single} sender"
+                     for (_, rep), m in sorted(lost.items(), key=lambda kv: kv[0][1].zfill(9)))
+    secs = sorted({float(d) for d in lengths.values() if d not in (None, "")})
+    length = f"{secs[0]:g}-s" if len(secs) == 1 else "these"
+    return (f"{len(lost)} repetition(s) had senders that never connected, each counted as "
+            f"0 Mb/s (repetition {reps}); senders lost {where} raise the {single} sender's "
+            f"share; a SYN backoff (1 s, then doubling: a kernel timer) outlasts {length} "
+            "flows sooner than the write-up's 60-s ones")
+
+
 def rep_lone_shares(n: int) -> Sampler:
     """Per repetition at N = ``n``: the lone flow's goodput over its fair share."""
     def samples(runs: list[Run], _cond: str) -> Samples:
-        return Samples(tuple(num(r, "lone_share_of_fair") for r in need_rows(runs, "summary.csv")
-                             if r.get("run") != "all" and int(num(r, "flows")) == n))
+        at_n = [r for r in need_rows(runs, "summary.csv")
+                if r.get("run") != "all" and int(num(r, "flows")) == n]
+        note = unconnected_note(runs, lambda r: str(r.get("flows")) == str(n),
+                                lambda r: r.get("role") != "lone", "behind s2", "lone")
+        return Samples(tuple(num(r, "lone_share_of_fair") for r in at_n), note=note)
     return samples
 
 
 def rep_local_over_remote(runs: list[Run], _cond: str) -> Samples:
     """Per repetition: the local sender's goodput over the remote senders' mean."""
+    note = unconnected_note(runs, lambda r: True, lambda r: str(r.get("local")) != "True",
+                            "remote", "local")
     return Samples(tuple(num(r, "local_over_remote") for r in need_rows(runs, "summary.csv")
-                         if r.get("run") != "all"))
+                         if r.get("run") != "all"), note=note)
 
 
 def tail_drop(runs: list[Run], _cond: str) -> str:

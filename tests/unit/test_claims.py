@@ -55,16 +55,20 @@ def test_an_experiment_without_a_claims_module_has_none(monkeypatch):
 
 # -- choosing runs, trust ---------------------------------------------------------------------
 
-def _fattree(run_folder, routing, ratios, **kw):
-    """An outcast-fattree run folder: a summary row per repetition and one pooled row."""
+def _fattree(run_folder, routing, ratios, duration=None, flows=(), **kw):
+    """An outcast-fattree run folder: a summary row per repetition and one pooled row
+    (``flows``: its flows.csv rows)."""
     below = sum(r < 0.5 for r in ratios)
     rows = [{"routing": routing, "run": i, "runs": 1, "local_over_remote": x}
             for i, x in enumerate(ratios)]
     rows += [{"routing": routing, "run": "all", "runs": len(ratios),
               "runs_local_below_half": below,
               "local_over_remote_median": sorted(ratios)[len(ratios) // 2]}]
-    return run_folder("outcast-fattree", {"summary.csv": rows},
-                      params={"routing": routing, "runs": len(ratios)}, **kw)
+    params = {"routing": routing, "runs": len(ratios),
+              **({"duration": duration} if duration else {})}
+    return run_folder("outcast-fattree", {"summary.csv": rows,
+                                          **({"flows.csv": list(flows)} if flows else {})},
+                      params=params, **kw)
 
 
 def test_a_claim_is_judged_on_the_newest_complete_run_it_accepts(run_folder, judge):
@@ -97,6 +101,23 @@ def test_per_hop_ecmp_is_judged_on_ecmp_runs_only(run_folder, judge):
     high = _fattree(run_folder, "ecmp", [0.9, 0.8, 0.85, 0.9, 0.8])
     (v,) = [v for v in judge("outcast-fattree", high).values() if v.key == "ecmp-outcast"]
     assert v.verdict == C.FAILS
+
+
+def test_senders_that_never_connected_are_named_beside_the_interval(run_folder, judge):
+    """Every repetition stays in the interval (a sender that never connects counts as
+    0 Mb/s); the verdict says which repetitions had such senders and on which side."""
+    flows = [{"routing": "st", "run": rep, "sender": f"h{i}", "local": i == 0,
+              "connected": not lost} for rep, lost_at in ((0, ()), (1, (1, 2)), (2, (0,)))
+             for i in range(4) for lost in [i in lost_at]]
+    path = _fattree(run_folder, "st", [0.2, 2.5, 0.1], duration=12, flows=flows)
+    (v,) = [v for v in judge("outcast-fattree", path).values() if v.key == "st-outcast"]
+    assert "n=3 repetitions" in v.interval
+    assert ("2 repetition(s) had senders that never connected, each counted as 0 Mb/s "
+            "(repetition 1: 2 remote, 2: the local sender)") in v.detail
+    assert "outlasts 12-s flows sooner" in v.detail
+    clean = _fattree(run_folder, "st", [0.2, 0.3, 0.1])
+    (v,) = [v for v in judge("outcast-fattree", clean).values() if v.key == "st-outcast"]
+    assert "never connected" not in v.detail
 
 
 def test_a_flagged_run_is_not_trusted_but_its_value_is_shown(run_folder, judge):
