@@ -276,7 +276,7 @@ def write(report: Report, out: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         figs = _copy_figures(report, tmp)
-        (tmp / "index.html").write_text(page(report, out, figs), encoding="utf-8")
+        (tmp / "index.html").write_text(page(report, out, figs, tmp), encoding="utf-8")
         (tmp / "report.md").write_text(markdown(report, out, figs), encoding="utf-8")
         (tmp / MARKER).write_text(json.dumps(as_json(report), indent=1) + "\n")
         if out.exists():
@@ -665,10 +665,12 @@ def _paper_html(text: str) -> Markup:
     return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
 
 
-def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
+def page(report: Report, out: Path, figs: dict[str, list[str]],
+         files: Path | None = None) -> str:
     """index.html (analysis/templates/report.html): the contents, the headline claims, the
     counts per experiment, then one section per experiment with its claims, its runs and
-    its figures."""
+    its figures (``files``: where the page's files are while it is written, ``out`` until
+    it is moved there)."""
     nruns = len({r.run_id for s in report.sections for r in s.runs})
     totals = [{"experiment": s.experiment, "claims": len(s.verdicts),
                "counts": [(k, counts(s.verdicts)[k]) for k in VERDICTS],
@@ -682,7 +684,7 @@ def page(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
         verdicts=VERDICTS, meaning=list(MEANING.items()),
         now=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), nruns=nruns,
         root=report.root, headlines=headlines, totals=totals, skipped=report.skipped,
-        sections=[_section(s, out, figs) for s in report.sections])
+        sections=[_section(s, out, figs, files or out) for s in report.sections])
 
 
 def _fig_id(run_id: str, name: str) -> str:
@@ -690,7 +692,26 @@ def _fig_id(run_id: str, name: str) -> str:
     return "fig-" + re.sub(r"[^A-Za-z0-9_-]", "-", f"{run_id}-{name}")
 
 
-def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> dict[str, Any]:
+#: a figure this wide or wider (pixels; the multi-panel ones, 1,100-1,980) is shown across
+#: the page below the claims: in the figure column (about 480 px at a 1,280-px window) its
+#: text was 2-5 px (docs/notebook/2026-12-03-figure-audit.md); the single panels are 770-1,045
+WIDE_PX = 1100
+
+
+def png_width(path: Path) -> int:
+    """A PNG's width in pixels from its header (0 when it is not a readable PNG)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(24)
+    except OSError:
+        return 0
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n":
+        return 0
+    return int.from_bytes(head[16:20], "big")
+
+
+def _section(s: Section, out: Path, figs: dict[str, list[str]], files: Path
+             ) -> dict[str, Any]:
     """What the template shows of one experiment: its claims (headlines first, the others
     folded), where the views disagree, its runs' boxes and its figures."""
     drawn = {(run_id, Path(rel).name) for run_id, rels in figs.items() for rel in rels}
@@ -714,20 +735,21 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]]) -> dict[str, Any
             figures.append({"id": _fig_id(run.run_id, name), "src": rel,
                             "alt": f"{name} of run {run.run_id}",
                             "caption": f"{name}, run {run.run_id}", "link": "",
-                            "note": notes.get(name, "")})
+                            "note": notes.get(name, ""), "width": png_width(files / rel)})
     for folder in s.ablations:
         for rel in figs.get(str(folder), []):
             figures.append({"id": "", "src": rel, "alt": f"ablation {folder.name}",
                             "caption": f"ablation {folder.name}: one setting changed at a "
                                        "time", "link": _rel(folder / "ablation.md", out),
-                            "note": ""})
+                            "note": "", "width": png_width(files / rel)})
+    wide = [f for f in figures if f["width"] >= WIDE_PX]
     return {"experiment": s.experiment, "paper": _paper_html(s.paper),
             "missing": all(v.verdict == NOT_MEASURED for v in s.verdicts) and not s.runs,
             "rows": rows, "supporting": supporting, "disagree": s.disagree,
             "boxes": [_run_box(r, out) for r in s.runs],
             "others": [{"folder": _rel(r.path, out), "run_id": r.run_id,
                         "status": r.status.get("status")} for r in s.others],
-            "figures": figures}
+            "figures": [f for f in figures if f not in wide], "wide": wide}
 
 
 def _run_box(run: Run, out: Path) -> dict[str, Any]:

@@ -560,3 +560,27 @@ def test_a_runs_scale_against_the_paper_is_its_parameters_over_the_papers_number
     assert scale("grin", {"bw": 10.0}) == "link rate 10 of 1000-10000 Mb/s (0.001-0.01x)"
     assert scale("outcast", {"bw": 10.0}) == "link rate 10 Mb/s (the paper's not stated)"
     assert scale("grin-hops", {"racks": 6}) == "" and scale("nosuch", {"bw": 1.0}) == ""
+
+
+def test_multi_panel_figures_span_the_page_below_the_claims(tmp_path, run_folder):
+    """A figure 1,100 px wide or wider (outcast_n12.png: 4 panels, 1,320 px) is shown across
+    the page, no wider than it is; a single panel (outcast_share.png, 770 px) stays in the
+    figure column beside the claims."""
+    from analysis.report import WIDE_PX, png_width
+    rows = [{"flows": n, "run": "all", "lone_share_of_fair": s}
+            for n, s in ((2, 0.9), (6, 0.3), (12, 0.2))]
+    run = run_folder("outcast", {"summary.csv": rows}, params={"flows": "2,6,12"})
+    for name in ("outcast_share.png", "outcast_n12.png"):
+        (run / name).write_bytes(next((REFERENCE / "outcast").glob(f"*/{name}")).read_bytes())
+    assert png_width(run / "outcast_share.png") < WIDE_PX <= png_width(run / "outcast_n12.png")
+    (run / "summary.csv").rename(run / "not-a.png")
+    assert png_width(run / "not-a.png") == 0 and png_width(run / "absent.png") == 0
+    (run / "not-a.png").rename(run / "summary.csv")
+    out = tmp_path / "rep"
+    assert cli.main(["report", str(run), "--out", str(out), "--reference", "none"]) == 0
+    html = (out / "index.html").read_text()
+    section = html[html.index('<section id="outcast">'):]
+    section = section[:section.index("</section>")]
+    cols, wide = section.split('<div class="wide">')
+    assert "outcast_share.png" in cols and "outcast_n12.png" not in cols
+    assert "outcast_n12.png" in wide and 'style="max-width:1320px"' in wide
