@@ -18,6 +18,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 import topos
 from analysis.figures import (
@@ -221,9 +222,9 @@ def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:
     ax1.legend(fontsize=8, loc="upper left")     # upper right covered the fat tree's bar
     ax1.grid(alpha=0.3, axis="y")
     ax2.set_xticks(hops[:-1])
-    ax2.set_xlabel("h")
+    ax2.set_xlabel("h (links, host links included)")
     ax2.set_ylabel("fraction of server pairs within h links")
-    ax2.set_ylim(0, 1.05)
+    ax2.set_ylim(-0.03, 1.05)     # a point at 0 would be cut by the frame
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=8, loc="upper left")
     fig.suptitle(caption(config, "path lengths between servers (Jellyfish paper, Fig. 1)"),
@@ -421,6 +422,8 @@ def plot_subflows(run_dir: Path, config: dict[str, Any]) -> Path | None:
     for ax in axes[:2]:
         ax.set_ylabel("mean subflow rate (Mb/s)")
     axes[2].set_ylabel("mean connection rate (Mb/s)")
+    for ax in (axes[0], axes[2]):      # counts of links and of paths: whole-number ticks
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)          # a rate (an interval of two runs can reach below 0)

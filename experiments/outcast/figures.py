@@ -257,8 +257,9 @@ def _drop_panel(ax: Any, drop_series: list[dict[str, str]], totals: list[dict[st
         y = np.cumsum([x[1] for x in pts])
         style = {"color": "grey", "ls": ":"} if p == "bottleneck qdisc" else {}
         tot = next((d for d in totals if d["port"] == p), None)
-        label = f"{p}: {int(y[-1])}" + (f" (rate {float(tot['drop_rate']):.3f})"
-                                        if tot and tot.get("drop_rate") else "")
+        # the drop rate is of the port's own arrivals (analysis/arrivals.py), in %
+        label = f"{p}: {int(y[-1])}" + (f" ({100 * float(tot['drop_rate']):.1f} % of its "
+                                        "arrivals)" if tot and tot.get("drop_rate") else "")
         ax.plot(t, y, label=label, **style)
     ax.set_xlabel("time since first sender started (s)")
     ax.set_ylabel("cumulative drops (packets)")
@@ -332,7 +333,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                         fair)
         _bar_panel(axes[1, 0], mine, senders, "lone", fair,
                    f"average over runs ({_bars_words(int(st['runs']))}); lone = "
-                   f"{st['lone_share_of_fair']} of fair share")
+                   f"{float(st['lone_share_of_fair']):.2f} of fair share")
         run_drops = [d for d in drops if int(d["flows"]) == n and d["run"] == run0]
         if params.get("backend") == "sim":   # exact totals, no time series
             _sim_drop_panel(axes[1, 1], run_drops, "s1's queue to recv", run0)
@@ -437,7 +438,7 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     runs = int(st["runs"])
     ax.set_title(f"by hop distance: dots senders, {runs} run{'s' * (runs != 1)}"
                  + ("; bars 95 % interval" if runs > 1 else "")
-                 + f"; local/remote = {st['local_over_remote']}", fontsize=8.5)
+                 + f"; local/remote = {float(st['local_over_remote']):.2f}", fontsize=8.5)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, axis="y")
     senders = list(dict.fromkeys(r["sender"] for r in rows))
@@ -503,7 +504,8 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
     ax.set_title("per run (dots) and median (red) by hop distance", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     fig.suptitle(caption(config, f"TCP Outcast in {params['topo']}, routing "
-                                 f"{params['routing']}: {len(runs)} runs"), fontsize=11)
+                                 f"{params['routing']}: {len(runs)} "
+                                 f"run{'s' * (len(runs) != 1)}"), fontsize=11)
     path = save_judged(fig, run_dir / "fattree_outcast_runs.png", claims)
     return note(path, _extra(params, rows), "left: the local sender's goodput over the "
                 "remote senders' mean, one dot per run, the box its quartiles, the black "
@@ -512,6 +514,18 @@ def _plot_runs(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]]
 
 
 # -- arrivals at the bottleneck ---------------------------------------------------------------
+
+def _pct(share: object) -> str:
+    """A share (0-1) of a table as a percentage of one decimal ('' stays '')."""
+    x = cell(share)
+    return f"{100 * x:.1f} %" if x == x else ""
+
+
+def _3g(value: object) -> str:
+    """A number of a table to three significant digits ('' stays '')."""
+    x = cell(value)
+    return f"{x:.3g}" if x == x else ""
+
 
 def _arrival_table(point: Path) -> list[dict[str, Any]]:
     return [{"t": float(r["t"]), "port": r["port"], "sender": r["sender"],
@@ -589,12 +603,14 @@ def plot_arrivals(run_dir: Path, config: dict[str, Any],
     for (label, point), row in zip(points, axes):
         rows = _arrival_table(point)
         summary = optional_table(point / "arrivals_summary.csv")
-        shares = ", ".join(f"{s['port'].split(' (')[0]} {s['drop_share']}" for s in summary)
+        shares = ", ".join(f"{s['port'].split(' (')[0]} {_pct(s['drop_share'])}"
+                           for s in summary)
         _raster(row[0], rows, mid - 0.5, mid + 0.5, f"{label}: arrivals in 1 s; drop share "
                                                      f"{shares}")
         _gap_cdf(row[1], rows, t_lo, t_hi, service)
-        row[1].set_title(f"{label}: gaps between a port's arrivals (p50 per port: " +
-                         ", ".join(f"{s['gap_p50']}" for s in summary) + ")", fontsize=8)
+        row[1].set_title(f"{label}: gaps between a port's arrivals (p50 per port, in service "
+                         "times: " +
+                         ", ".join(_3g(s['gap_p50']) for s in summary) + ")", fontsize=8)
         _run_hist(row[2], summary)
         row[2].set_title(f"{label}: blackout run lengths", fontsize=8)
     fig.suptitle(caption(config, "arrivals at the bottleneck queue, per input port"),
