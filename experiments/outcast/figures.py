@@ -368,7 +368,9 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.set_ylabel("average goodput / fair share")
     ax.set_xticks(ns)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    # under the axes: inside, it covered the half-fair-share line (the claims' criterion)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4,
+              frameon=False)
     ax.set_title(caption(config, "lone flow's share of its fair share vs N (002 Fig. 4)"),
                  fontsize=9)
     path = save_judged(fig, run_dir / "outcast_share.png", claims)
