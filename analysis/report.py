@@ -727,7 +727,7 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]], files: Path
             "fig": fig if judged_on else "",
             "fig_id": _fig_id(*judged_on) if judged_on else "",
             "scale": next((scales[r] for r in v.runs if scales.get(r)), "")})
-    figures = []
+    figures: list[dict[str, Any]] = []
     for run in s.runs:
         notes = figure_notes(run)
         for rel in figs.get(run.run_id, []):
@@ -742,7 +742,7 @@ def _section(s: Section, out: Path, figs: dict[str, list[str]], files: Path
                             "caption": f"ablation {folder.name}: one setting changed at a "
                                        "time", "link": _rel(folder / "ablation.md", out),
                             "note": "", "width": png_width(files / rel)})
-    wide = [f for f in figures if f["width"] >= WIDE_PX]
+    wide = [f for f in figures if int(f["width"]) >= WIDE_PX]
     return {"experiment": s.experiment, "paper": _paper_html(s.paper),
             "missing": all(v.verdict == NOT_MEASURED for v in s.verdicts) and not s.runs,
             "rows": rows, "supporting": supporting, "disagree": s.disagree,

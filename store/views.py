@@ -26,13 +26,28 @@ class View:
     #: real interfaces: their wire rates (bwm-ng) and a run to agree with the flow model on
     #: the paths it took
     emulates: bool
+    #: what measures a flow's goodput, as figures name it ('iperf3', ns-3's 'sink')
+    goodput_by: str
+    #: where its switch queues (and a RED/ECN AQM) sit, in words
+    queues: str
+    #: its drops per input port are exact totals counted per source, with no time series
+    #: (a simulator counts every packet; the emulator samples counters)
+    exact_drops: bool = False
+
+    @property
+    def simulates(self) -> bool:
+        """A packet-level view without real interfaces (ns-3)."""
+        return self.measures and not self.emulates
 
 
 #: name -> view, every backend's
 VIEWS = {v.name: v for v in (
-    View("emulated", realtime=True, measures=True, has_cpu=True, emulates=True),
-    View("sim", realtime=False, measures=True, has_cpu=False, emulates=False),
-    View("model", realtime=False, measures=False, has_cpu=False, emulates=False),
+    View("emulated", realtime=True, measures=True, has_cpu=True, emulates=True,
+         goodput_by="iperf3", queues="BPF switch before each port's pfifo"),
+    View("sim", realtime=False, measures=True, has_cpu=False, emulates=False,
+         goodput_by="sink", queues="ns-3's RedQueueDisc or FIFO", exact_drops=True),
+    View("model", realtime=False, measures=False, has_cpu=False, emulates=False,
+         goodput_by="model", queues="no queues (a fluid model)"),
 )}
 
 
@@ -42,3 +57,8 @@ def view(name: str) -> View:
         return VIEWS[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r} (known: {', '.join(VIEWS)})") from None
+
+
+def view_of(params: dict[str, object]) -> View:
+    """The view of a run's parameters (config.json's params; emulated when unnamed)."""
+    return view(str(params.get("backend") or "emulated"))

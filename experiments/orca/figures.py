@@ -33,6 +33,7 @@ from analysis.figures import (
 from analysis.intervals import mean_interval
 from analysis.summaries import mean_present
 from store import cell, read_csv, write_csv
+from store.views import view_of
 
 MODES = ("multicast", "unicast")
 COLORS = {"multicast": "tab:blue", "unicast": "tab:orange"}
@@ -135,7 +136,7 @@ def _throttled_share(rows: list[dict[str, str]]) -> Any:
 def _notes(config: dict[str, Any]) -> str:
     """Notes every figure shares (figures.json, on the report page)."""
     p = config["params"]
-    model = p.get("backend") == "model"
+    model = not view_of(p).measures      # the model's bound, not a measurement
     caps = str(p.get("sender_cpu") or "0")
     text = (f"workloads x{p.get('workloads')} of a {p.get('base_mb') or 'scaled'} MB base, "
             f"pace={p.get('pace')} (0 = unpaced), 33 rounds, group 239.1.1.1"

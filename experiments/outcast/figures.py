@@ -33,6 +33,7 @@ from analysis.intervals import error_bars, mean_interval
 from analysis.summaries import nan_mean, rounded, run_ratios, runs_and_all
 from model import jain_index
 from store import cell, read_csv, write_csv
+from store.views import view_of
 
 ARRIVALS_METHOD = ("every packet offered to the bottleneck's tail-drop queue, traced in the "
                    "kernel (emulator/qarrive.py: qdisc_enqueue for accepted, kfree_skb with a "
@@ -318,8 +319,8 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         fair = params["bw"] / (n + 1)
         st = outcast_stats(mine, [d for d in drops if int(d["flows"]) == n])
         fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-        if params.get("backend") == "sim":
-            _time_panel(axes[0, 0], s0, senders, "lone", "sink",
+        if view_of(params).simulates:
+            _time_panel(axes[0, 0], s0, senders, "lone", view_of(params).goodput_by,
                         f"simulated goodput at the receiver ({params['interval']} s), "
                         f"run {run0}", fair)
             axes[0, 1].text(0.5, 0.5, "offered rate: averages only (flows.csv)",
@@ -335,7 +336,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                    f"average over runs ({_bars_words(int(st['runs']))}); lone = "
                    f"{float(st['lone_share_of_fair']):.2f} of fair share")
         run_drops = [d for d in drops if int(d["flows"]) == n and d["run"] == run0]
-        if params.get("backend") == "sim":   # exact totals, no time series
+        if view_of(params).exact_drops:   # exact totals, no time series
             _sim_drop_panel(axes[1, 1], run_drops, "s1's queue to recv", run0)
         else:
             _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and
@@ -408,10 +409,10 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     shown.append(local)
     fair = params["bw"] / len(r0)
     st = fattree_stats(rows)
-    sim = params.get("backend") == "sim"
+    sim = view_of(params).simulates
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     _time_panel(axes[0, 0], [s for s in series if s["run"] == run0], shown, local,
-                "sink" if sim else "iperf3",
+                view_of(params).goodput_by,
                 f"{'simulated ' if sim else ''}goodput, senders outside the receiver's pod "
                 f"+ {local} (run {run0})", fair)
     ax = axes[0, 1]

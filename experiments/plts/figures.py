@@ -46,6 +46,7 @@ from analysis.intervals import Interval, mean_interval
 from analysis.summaries import group_stats, present, rounded
 from model import jain_index
 from store import cell, read_csv, write_csv
+from store.views import view_of
 
 SCHEMES = ("ecmp", "rnd", "cnt", "rr")
 SPRAYS = ("rnd", "cnt", "rr")
@@ -235,10 +236,12 @@ def queues_note(params: dict[str, Any]) -> str:
         return NO_RED
     aqm = params.get("aqm", DEFAULT_AQM)
     ecmp = params.get("ecmp_aqm") or aqm
-    where = ("ns-3's RedQueueDisc or FIFO" if params.get("backend") == "sim" else
-             "BPF switch before each port's pfifo")
-    return (f"sprays on --aqm {aqm}, ECMP on {ecmp.replace('/', ' and on ')} ({where} of "
-            f"{params.get('queue')}; hosts ask for ECN where the ports mark)")
+    v = view_of(params)
+    asked = f"sprays on --aqm {aqm}, ECMP on {ecmp.replace('/', ' and on ')}"
+    if not v.measures:
+        return f"{asked} (the flow model has {v.queues}: neither applies)"
+    return (f"{asked} ({v.queues} of {params.get('queue')}; hosts ask for ECN where the "
+            "ports mark)")
 
 
 def _by(rows: list[dict[str, str]], rec: str) -> dict[tuple[str, str], list[dict[str, str]]]:
@@ -286,7 +289,7 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
             pooled = cell(s["mean_pct_ideal"])    # without the flows' rows: no interval
             ivs.append(mean_interval(reps) if reps else Interval(pooled, pooled, pooled, 1))
         tops = interval_bars(ax, x, ivs, 0.6, capsize=4, color="tab:blue", alpha=0.8,
-                             label="measured" if config["params"].get("backend") != "model"
+                             label="measured" if view_of(config["params"]).measures
                              else "flow model")
         for xi, iv in zip(x, ivs):
             if iv.mean == iv.mean:
@@ -300,7 +303,7 @@ def plot_throughput(run_dir: Path, config: dict[str, Any], summary: list[dict[st
                 labelled = True
         model = [(xi, cell(s.get("mean_model_pct_ideal"))) for xi, s in zip(x, srows)]
         model = [(xi, m) for xi, m in model if m == m]
-        if model and config["params"].get("backend", "emulated") != "model":
+        if model and view_of(config["params"]).measures:
             ax.scatter(*zip(*model), marker="_", s=300, color="black", zorder=4,
                        label="flow model (mean)")
         ax.set_xticks(x, [_label(s["scheme"], aqm_of(s)) for s in srows], fontsize=8)

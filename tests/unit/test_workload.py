@@ -23,7 +23,7 @@ from harness.workload import (
     make,
 )
 from model.network import rates_on_paths, route_by_hash, synthetic_subflows
-from store.views import VIEWS, view
+from store.views import VIEWS, view, view_of
 from topos.traffic import permutation
 
 #: what the model backend needs of a run folder: the progress line's step
@@ -170,3 +170,19 @@ def test_every_backend_declares_the_view_its_folders_are_read_with():
         assert backend_class(name).view is v and view(name).name == name
     with pytest.raises(ValueError, match="unknown backend 'nope'"):
         view("nope")
+
+
+def test_experiments_ask_the_view_not_the_backends_name():
+    """Issue #53: no test of the backend's name inside experiments/; what differs between
+    views (what measures goodput, where the queues are, exact drop counts) is a field of
+    the view, and the one packet-level view without interfaces is ns-3's."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    said = re.compile(r"""backend(["')\]]*|"[^)]*\))\s*(==|!=|\bin\b)""")
+    found = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if said.search(line)]
+    assert not found, found
+    assert [v.name for v in VIEWS.values() if v.simulates] == ["sim"]
+    assert all(v.goodput_by and v.queues for v in VIEWS.values())
+    assert view_of({}) is VIEWS["emulated"] and view_of({"backend": "model"}) is VIEWS["model"]
