@@ -32,11 +32,9 @@ from analysis.claims import (
 from analysis.intervals import Band
 from store import cell
 
+from .figures import FRAME_OVER_PAYLOAD, TOOLS_TOLERANCE
+
 PAPER = "000_b87022286e416fdf.txt"
-#: bwm-ng counts Ethernet frames at the receiver's switch port: 1514 B per 1448 B of payload
-FRAME_OVER_PAYLOAD = 1514 / 1448
-#: "roughly the same": the tools' median ratio within 5 % of the framing ratio
-TOOLS_TOLERANCE = 0.05
 #: 000_'s Fig. 4 shape (and htsim's 0.877 / 0.574 = 1.53 at k=4): MPTCP about 1.5x TCP
 FIG4_RATIO = 1.5
 #: "about": within 10 % of 1.5, i.e. 1.35..1.65 (reason in the claim)
