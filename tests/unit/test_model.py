@@ -385,13 +385,15 @@ def test_aggregate_is_leximin_optimal():
         assert -res.fun <= rates[j] + 2e-6
 
 
-def test_aggregate_rates_survive_a_level_at_a_full_link():
-    """A fairness run's traced subflows (tests/data) once made progressive filling's check
-    LP infeasible: the frozen level was re-imposed with too little slack for HiGHS."""
+@pytest.mark.parametrize("name", ["aggregate_lp_regression.json",
+                                  "aggregate_lp_regression_2.json"])
+def test_aggregate_rates_survive_a_level_at_a_full_link(name):
+    """Fairness runs' traced subflows (tests/data) made progressive filling's LPs
+    infeasible: the frozen level was re-imposed with too little slack for HiGHS (the
+    second, at 5 Mb/s, failed a CI's quick reproduction: its slack now grows when needed)."""
     import json
     from pathlib import Path
-    d = json.loads((Path(__file__).parents[1] / "data" /
-                    "aggregate_lp_regression.json").read_text())
+    d = json.loads((Path(__file__).parents[1] / "data" / name).read_text())
     caps = {(u, v): c for u, v, c in d["capacities"]}
     flows = [[[tuple(link) for link in p] for p in f] for f in d["flows"]]
     agg = connection_rates(caps, flows, mode="aggregate")
