@@ -236,9 +236,15 @@ def _solve_lp(
             res = scipy.optimize.linprog(
                 c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, method="highs-ipm"
             )
+    if res.status == 2:
+        raise InfeasibleLP(f"HiGHS failed (status 2): {res.message}")
     if res.status not in (0, 3):
         raise RuntimeError(f"HiGHS failed (status {res.status}): {res.message}")
     return res
+
+
+class InfeasibleLP(RuntimeError):
+    """HiGHS found an LP infeasible (status 2): progressive filling relaxes and retries."""
 
 
 def _path_variables(
@@ -320,8 +326,8 @@ def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarra
             try:
                 res = _solve_lp(c, A, b, ipm=ipm)
                 break
-            except RuntimeError as exc:
-                if "infeasible" not in str(exc) or step == _RELAX_STEPS[-1]:
+            except InfeasibleLP:
+                if step == _RELAX_STEPS[-1]:
                     raise
         if res.status == 3:  # cannot happen: every open connection crosses a finite link
             raise RuntimeError("aggregate max-min LP unbounded")

@@ -306,6 +306,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     input port); over all N: outcast_share.png (lone flow's share of its fair share)."""
     refuse_unplottable(run_dir)
     params = config["params"]
+    view = view_of(params)
     rows, *rest = _tables(run_dir)
     figs = []
     ns = sorted({int(r["flows"]) for r in rows})
@@ -319,8 +320,8 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         fair = params["bw"] / (n + 1)
         st = outcast_stats(mine, [d for d in drops if int(d["flows"]) == n])
         fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-        if view_of(params).simulates:
-            _time_panel(axes[0, 0], s0, senders, "lone", view_of(params).goodput_by,
+        if view.simulates:
+            _time_panel(axes[0, 0], s0, senders, "lone", view.goodput_by,
                         f"simulated goodput at the receiver ({params['interval']} s), "
                         f"run {run0}", fair)
             axes[0, 1].text(0.5, 0.5, "offered rate: averages only (flows.csv)",
@@ -336,7 +337,7 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                    f"average over runs ({_bars_words(int(st['runs']))}); lone = "
                    f"{float(st['lone_share_of_fair']):.2f} of fair share")
         run_drops = [d for d in drops if int(d["flows"]) == n and d["run"] == run0]
-        if view_of(params).exact_drops:   # exact totals, no time series
+        if view.exact_drops:   # exact totals, no time series
             _sim_drop_panel(axes[1, 1], run_drops, "s1's queue to recv", run0)
         else:
             _drop_panel(axes[1, 1], [d for d in dseries if int(d["flows"]) == n and
@@ -409,10 +410,11 @@ def plot_outcast_fattree(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     shown.append(local)
     fair = params["bw"] / len(r0)
     st = fattree_stats(rows)
-    sim = view_of(params).simulates
+    view = view_of(params)
+    sim = view.simulates
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     _time_panel(axes[0, 0], [s for s in series if s["run"] == run0], shown, local,
-                view_of(params).goodput_by,
+                view.goodput_by,
                 f"{'simulated ' if sim else ''}goodput, senders outside the receiver's pod "
                 f"+ {local} (run {run0})", fair)
     ax = axes[0, 1]
