@@ -148,7 +148,7 @@ def interval_bars(ax: Any, x: Any, ivs: Sequence[Interval | None], width: float 
 # -- what a figure's claims say: the paper's value beside ours, on the figure itself -------
 
 #: the most claim lines a figure's footer holds (headline and interval-judged first)
-FOOTER_LINES = 4
+FOOTER_LINES = 5
 #: the longest line of text a figure holds, characters (tests/unit/test_reference.py: the
 #: committed figures' headers and texts): a longer claim line is cut, claims.md has it whole
 TEXT_WIDTH = 110
@@ -444,7 +444,7 @@ def fidelity_plot(path: Path, series: list[Series], title: str) -> Path:
 HEADLINES = "headlines.png"
 #: run parameters named in the figure's conditions line, in this order, with their units
 CONDITIONS = (("cc", "cc {}"), ("bw", "{:g} Mb/s links"), ("runs", "{} repetitions"),
-              ("duration", "{:g} s each"))
+              ("duration", "{:g} s each"), ("pace", "pace {:g}"))
 
 
 def conditions(config: dict[str, Any]) -> str:
@@ -460,6 +460,15 @@ def conditions(config: dict[str, Any]) -> str:
                            else "1 repetition")
             except (ValueError, TypeError):
                 out.append(f"{key} {value}")
+    # a file-transfer workload (Orca's): its base size as the run resolved it (the
+    # multiples of it are on the figure's axis)
+    sizes = (config.get("runtime") or {}).get("workload_bytes") or {}
+    try:
+        base = min(int(b) / int(w) for w, b in sizes.items()) if sizes else None
+    except (ValueError, TypeError, ZeroDivisionError):
+        base = None
+    if base is not None:
+        out.append(f"base {base / 1e6:.3g} MB")
     return ", ".join(out)
 
 
@@ -500,7 +509,9 @@ def headline_plot(path: Path, config: dict[str, Any], verdicts: list[Any],
         ax.errorbar([mean], [0], xerr=[[mean - lo], [hi - mean]], fmt="o", color="black",
                     capsize=4, zorder=3)
         if paper is not None:
-            ax.scatter([paper], [0], marker="D", s=46, color="#cf222e", zorder=4)
+            # hollow: where ours equals the paper's, our dot shows inside it
+            ax.scatter([paper], [0], marker="D", s=70, facecolors="none",
+                       edgecolors=PAPER_COLOUR, linewidths=1.4, zorder=4)
             ax.annotate(f"paper {paper:.3g}", (paper, 0), xytext=(0, 9),
                         textcoords="offset points", ha="center", fontsize=7.5,
                         color="#cf222e")
@@ -520,6 +531,6 @@ def headline_plot(path: Path, config: dict[str, Any], verdicts: list[Any],
     return note(path, "Each row is one headline claim judged on this run: the shaded span "
                       "is the criterion's band (written before the run), the grey dots the "
                       "statistic of each repetition, the black dot and bar their mean and "
-                      "Student-t 95 % interval, the red diamond the paper's own number "
+                      "Student-t 95 % interval, the red (hollow) diamond the paper's own number "
                       "where it gives one.  Flagged repetitions are left out, as the "
                       "verdict leaves them out.")

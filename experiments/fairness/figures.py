@@ -27,6 +27,8 @@ from analysis.figures import (
     judged,
     note,
     optional_table,
+    panel_row,
+    rank_curves,
     rank_plot,
     run_means,
     save,
@@ -163,18 +165,15 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
         "5-tuples); independent max-min subflows (upstream MPTCP: no coupled CC); shaded: "
         "the 95 % interval of the mean over runs")]
     if emulated:
-        series = []
         tcp = config["params"].get("tcp_model", "off")
-        for t, rs in groups.items():
-            series += [(f"{_label(t, rs)} emulated", rs, "norm_bwm"),
-                       (f"{_label(t, rs)} max-min", rs, "norm_model")]
-            if tcp != "off" and any(cell(r.get("norm_model_tcp")) > 0 for r in rs):
-                series.append((f"{_label(t, rs)} {tcp}", rs, "norm_model_tcp"))
-        out.append(note(rank_plot(run_dir / "rank_vs_model.png", series, caption(
+        out.append(note(_vs_model(run_dir / "rank_vs_model.png", groups, tcp, caption(
             config, "emulated vs flow models, by rank of flow")), nets,
-            "models: same plans, CRC32 hash per switch of the run's real subflow 5-tuples, "
-            "independent subflows (upstream MPTCP, no coupled CC); max-min, and "
-            f"{tcp} (alpha-fair: a subflow on more loaded links gets less, as TCP's does)"
+            "one panel per topology: emulated (bwm-ng, solid, its 95 % interval shaded) "
+            "against the models on the same plans, CRC32 hash per switch of the run's real "
+            "subflow 5-tuples, independent subflows (upstream MPTCP, no coupled CC): "
+            "max-min (dashed) and "
+            f"{tcp} (dotted; alpha-fair: a subflow on more loaded links gets less, as "
+            "TCP's does), their intervals lighter"
             if tcp != "off" else "max-min only (--tcp-model off)"))
         series = []
         for t, rs in groups.items():
@@ -193,6 +192,35 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             "flow-level model, coupled MPTCP ideal (aggregate max-min over each "
             "connection's paths)"))
     return out
+
+
+def _vs_model(path: Path, groups: dict[str, list[dict[str, Any]]], tcp: str, title: str
+              ) -> Path:
+    """rank_vs_model.png: one panel per topology, its emulated rank curve against the
+    models' (one axes for all six curves overlaid bands of different topologies)."""
+    fig, axes = panel_row(len(groups), title, width=5.0, height=4.6)
+    models = [("emulated", "norm_bwm", "-", 0.25), ("max-min", "norm_model", "--", 0.1)]
+    if tcp != "off":
+        models.append((tcp, "norm_model_tcp", ":", 0.1))
+    for ax, (t, rs) in zip(axes, groups.items()):
+        for name, metric, style, alpha in models:
+            if metric != "norm_bwm" and not any(cell(r.get(metric)) > 0 for r in rs):
+                continue
+            mean, lo, hi = rank_curves(rs, metric)
+            if not len(mean):
+                ax.plot([], [], label=f"{name} (no values)")
+                continue
+            x = np.arange(1, len(mean) + 1)
+            line, = ax.plot(x, mean, ls=style, marker="o" if style == "-" else None, ms=3,
+                            label=f"{name} (mean {mean.mean():.2f})")
+            ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color(), lw=0)
+        ax.set_title(_label(t, rs), fontsize=8.5)
+        ax.set_xlabel("rank of flow")
+        ax.set_ylim(0, 1.1)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    axes[0].set_ylabel("throughput, normalized to the link rate")
+    return save(fig, path)
 
 
 def plot_path_lengths(run_dir: Path, config: dict[str, Any]) -> Path:

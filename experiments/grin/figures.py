@@ -36,7 +36,7 @@ from analysis.figures import (
     save_judged,
     table,
 )
-from analysis.intervals import Interval, error_bars, mean_interval
+from analysis.intervals import Interval, bars_words, error_bars, mean_interval
 from store import cell, write_csv
 
 
@@ -151,17 +151,21 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
             if not pts:
                 continue
             xs = [x for x, _ in pts]
+            # above the paper's lines (zorder 1.5): a model point at the paper's 2x sat
+            # under its dotted line
             ax.plot(xs, [iv.mean for _, iv in pts], style, color=color, ms=4,
-                    mfc=color if col == "mbps" else "white")
+                    mfc=color if col == "mbps" else "white", zorder=3)
             if any(iv.n > 1 for _, iv in pts):
                 ax.errorbar(xs, [iv.mean for _, iv in pts], yerr=error_bars([iv for _, iv in pts]),
                             fmt="none", ecolor=color, elinewidth=1, capsize=2.5,
-                            alpha=1.0 if col == "mbps" else 0.6)
+                            alpha=1.0 if col == "mbps" else 0.6, zorder=2.5)
             kinds.add(col)
         nets.append(Line2D([], [], color=color, lw=6, label=network_label(net)))
     most = max((iv.n for iv in reps.values()), default=0)
+    # with one active share no line is drawn: the legend shows the markers alone
     what = [Line2D([], [], color="0.3", marker=style.lstrip("-:"),
-                   mfc="0.3" if col == "mbps" else "white", ls=style.rstrip("os^"), ms=4,
+                   mfc="0.3" if col == "mbps" else "white",
+                   ls=style.rstrip("os^") if len(shares) > 1 else "none", ms=4,
                    label="emulated" if col == "mbps" else COLUMNS[col])
             for col, style in STYLES.items() if col in kinds]
     if most > 1:
@@ -185,10 +189,10 @@ def plot_grin(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     ax.legend(handles=what, title="line", fontsize=7, title_fontsize=7, loc="lower left",
               bbox_to_anchor=(1.01, 0.0))
     path = save_judged(fig, run_dir / "throughput.png", claims)
-    bars = (f"bars: the Student-t 95 % interval of the mean over the {most} repetitions "
-            "(each repetition's mean per connection, as the claims' samples; flagged ones "
-            "included), points of one share spread apart so the bars stay apart"
-            if most > 1 else "one repetition: no interval")
+    bars = bars_words([iv.n for iv in reps.values()])
+    if most > 1:
+        bars += (" (each repetition's mean per connection, as the claims' samples; flagged "
+                 "ones included), points of one share spread apart so the bars stay apart")
     return [note(path, notes + "\n" + bars +
                  ("\ndotted lines: the paper's factors (the claims' values, with where in "
                   "the paper); under the figure: the claims judged on it, the paper's value "
@@ -269,6 +273,9 @@ def summarize_hops(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     return out + [stats("all", "all", rows)]
 
 
+#: hops.png's marker per traffic pattern (filled first, then hollow and smaller)
+HOP_MARKERS = ("o", "s", "^", "v", "D")
+
 PaperRef = tuple[str, float, float, str]    # 'line' or 'mark', GRIN degree, gap, label
 
 
@@ -316,7 +323,10 @@ def plot_grin_hops(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         for i, pattern in enumerate(dict.fromkeys(r["pattern"] for r in per)):
             mine = [r for r in per if r["pattern"] == pattern]
             xs = [r["degree"] for r in mine]
-            ax.plot(xs, [100 * r[f"{col}_mean"] for r in mine], "-o", color=f"C{i}", ms=4,
+            # a marker of its own each: near 0 the patterns' points coincide, and one
+            # colour's dot hid the others'
+            ax.plot(xs, [100 * r[f"{col}_mean"] for r in mine], "-", color=f"C{i}",
+                    marker=HOP_MARKERS[i % len(HOP_MARKERS)], ms=6 - i, mfc="white" if i else None,
                     label=f"{pattern} (mean)")
             ax.plot(xs, [100 * r[f"{col}_worst"] for r in mine], "--", color=f"C{i}",
                     lw=0.9, label=f"{pattern} (worst)")
@@ -331,7 +341,11 @@ def plot_grin_hops(run_dir: Path, config: dict[str, Any]) -> list[Path]:
             marks[-1].set_label(f"{name}: {text}")
         ax.set_xlabel("GRIN degree")
         ax.set_ylabel(f"1 - {name} / optimum (%)")
-        ax.set_xticks(sorted({r["degree"] for r in per}))
+        # every degree from the first to the last drawn, the paper's GRIN6 mark too (a
+        # quick run's degrees 1-2 left the mark at an unlabelled x)
+        last = max([int(r["degree"]) for r in per] + [int(x) for k, x, _, _ in paper[name]
+                                                       if k == "mark"])
+        ax.set_xticks(range(min(int(r["degree"]) for r in per), last + 1))
         ax.set_ylim(0, max(ax.get_ylim()[1], 1.08 * top))
         ax.grid(alpha=0.3)
         ax.set_title(f"{name}: {where}"[:110], fontsize=7.5, loc="left")

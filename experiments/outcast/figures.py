@@ -13,6 +13,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from analysis.arrivals import QUANTILES, parse_run_lengths
 from analysis.fidelity import validity_caption
@@ -348,20 +349,23 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
         figs.append(note(path, _extra(params, mine), DROP_METHOD))
     claims = judged(run_dir, config, "outcast_share.png")
     fig, ax = plt.subplots(figsize=(7, 4.8 + footer_height(claims)))
-    for label, pick, color in (("lone flow (own port)", lambda r: r["role"] == "lone", "black"),
-                               ("flows behind s2 (mean)", lambda r: r["role"] != "lone",
-                                "tab:blue")):
+    # the two series a little apart at each N: where they are equal (the model's fair
+    # shares) the second hid the first
+    dodge = 0.012 * max(max(ns) - min(ns), 4)
+    for side, (label, pick, color) in zip((-1, 1), (
+            ("lone flow (own port)", lambda r: r["role"] == "lone", "black"),
+            ("flows behind s2 (mean)", lambda r: r["role"] != "lone", "tab:blue"))):
         xs, ys, means = [], [], []
         for n in ns:
             vals = run_means([r for r in rows if int(r["flows"]) == n and pick(r)],
                              lambda r: cell(r["share_of_fair"]))
-            xs += [n] * len(vals)
+            xs += [n + side * dodge] * len(vals)
             ys += vals
             means.append(mean_interval(vals) if vals else None)
         ax.scatter(xs, ys, color=color, alpha=0.5, s=14)
         have = [(n, iv) for n, iv in zip(ns, means) if iv is not None]
         if have:    # the mean over runs and its 95 % interval (Student's t, as the claims)
-            ax.errorbar([n for n, _ in have], [iv.mean for _, iv in have],
+            ax.errorbar([n + side * dodge for n, _ in have], [iv.mean for _, iv in have],
                         yerr=error_bars([iv for _, iv in have]), marker="o", color=color,
                         capsize=3, label=label)
     ax.axhline(1, color="red", ls="--", lw=1, label="fair share 1/(N+1)")
@@ -377,7 +381,9 @@ def plot_outcast(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                  fontsize=9)
     path = save_judged(fig, run_dir / "outcast_share.png", claims)
     figs.append(note(path, _extra(params, rows), "lines: mean over runs, whiskers its 95 % "
-                     "interval (Student's t); dots: single runs; fair share = link / (N + 1)"
+                     "interval (Student's t); dots: single runs; fair share = link / (N + 1); "
+                     "the two series drawn a little apart at each N so neither hides the "
+                     "other"
                      + ("; under the figure: the claims judged on it, the paper's words "
                         "beside ours" if claims else "")))
     first = {n: min(int(r["run"]) for r in rows if int(r["flows"]) == n) for n in ns}
@@ -539,8 +545,10 @@ def _arrival_table(point: Path) -> list[dict[str, Any]]:
 
 
 def _raster(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float, title: str) -> None:
-    """Accepted (grey) and dropped (red) arrivals per sender, grouped by input port, with
-    the queue length."""
+    """Accepted (grey) and dropped (red) arrivals per sender, grouped by input port, under
+    a strip of the queue length (on a twin axis, a full queue's trace ran across the top
+    row of arrivals)."""
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
     sel = [r for r in rows if t_lo <= r["t"] <= t_hi]
     order = sorted({(r["port"], r["sender"]) for r in sel}, key=lambda x: (x[0], x[1]))
     y = {k: i for i, k in enumerate(order)}
@@ -550,14 +558,17 @@ def _raster(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float, title
                    c=color, marker=marker, s=size, lw=0.8)
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels([f"{s} ({p.split(' (')[0]})" for p, s in order], fontsize=6)
+    ax.set_ylim(-0.7, len(order) - 0.3)
     ax.set_xlim(t_lo, t_hi)
     ax.set_xlabel("time since the first flow started (s)")
-    q = ax.twinx()
-    q.plot([r["t"] for r in sel], [r["qlen"] for r in sel], color="tab:blue", lw=0.5,
-           alpha=0.6)
-    q.set_ylim(0, max((r["qlen"] for r in sel), default=1) * 1.05 + 0.5)
-    q.set_ylabel("queue at each arrival (packets)", fontsize=7, color="tab:blue")
-    ax.set_title(f"{title}\n(grey |: accepted, red x: dropped, blue: queue)", fontsize=8)
+    q = make_axes_locatable(ax).append_axes("top", size="30%", pad=0.06, sharex=ax)
+    q.plot([r["t"] for r in sel], [r["qlen"] for r in sel], color="tab:blue", lw=0.6)
+    q.set_ylim(0, max((r["qlen"] for r in sel), default=1) * 1.1 + 0.5)
+    q.set_ylabel("queue\n(packets)", fontsize=6, color="tab:blue")
+    q.tick_params(labelbottom=False, labelsize=6)
+    q.grid(alpha=0.3)
+    q.set_title(f"{title}\n(top: queue at each arrival; below: grey | accepted, red x "
+                "dropped)", fontsize=8)
 
 
 def _gap_cdf(ax: Any, rows: list[dict[str, Any]], t_lo: float, t_hi: float,
@@ -585,7 +596,9 @@ def _run_hist(ax: Any, summary: list[dict[str, str]]) -> None:
                    width=width, label=f"{s['port']}: median {s['blackout_median']}, "
                                       f"p90 {s['blackout_p90']}, max {s['blackout_max']}")
     ax.set_yscale("log")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    # whole runs only, also when every run is 1 long (the default locator then drew 0.6,
+    # 0.7, ...)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.set_xlabel("blackout: consecutive drops of one port")
     ax.set_ylabel("runs")
     ax.legend(fontsize=6)

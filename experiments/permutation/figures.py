@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.figures import (
+    PAPER_COLOUR,
     caption,
     fidelity_plot,
     judged,
@@ -14,9 +15,11 @@ from analysis.figures import (
     paper_line,
     paper_number,
     paper_source,
+    per_run,
     rank_plot,
 )
 from analysis.summaries import goodput_means, with_goodput
+from model import jain_index
 from store import read_csv
 
 #: bwm-ng counts Ethernet frames at the receiver's switch port: 1514 B per 1448 B of payload
@@ -26,20 +29,39 @@ FRAME_OVER_PAYLOAD = 1514 / 1448
 TOOLS_TOLERANCE = 0.05
 
 
-def paper_marks(config: dict[str, Any], claims: list[tuple[Any, Any]], tcp: str, mptcp: str
+def mean_jains(rows_by: dict[str, list[dict[str, Any]]], metric: str) -> dict[str, float]:
+    """Per transport: Jain's index of each repetition's flows (they shared the fabric),
+    averaged over repetitions, as the Jain claims compute it; a transport whose flows all
+    moved nothing is left out."""
+    out = {}
+    for t, rows in rows_by.items():
+        vals = [j for g in per_run(rows, lambda r: float(r[metric]) if r[metric] != ""
+                                   else float("nan")).values()
+                if (j := float(jain_index(g))) == j]
+        if vals:
+            out[t] = sum(vals) / len(vals)
+    return out
+
+
+def paper_marks(config: dict[str, Any], claims: list[tuple[Any, Any]], tcp: str, mptcp: str,
+                jains: dict[str, float] | None = None
                 ) -> Callable[[Any, dict[str, tuple[float, str]]], None] | None:
     """What rank.png draws of the paper's numbers, when this run measures the claims that
     hold them (the k=4 claims against htsim): htsim's MPTCP-8 mean (the htsim-mean
     claim's paper text, 'htsim 0.877': figures may not import claims.py) and its MPTCP/TCP
     ratio (the fig4-ratio claim's paper_value) applied to our TCP mean, each a dotted red
-    line labelled with where it is from, beside our two means (dashed); None when no such
-    claim is measured."""
+    line labelled with where it is from, beside our two means (dashed); htsim's Jain
+    index (the htsim-jain claim's), a number no rank curve shows, as a legend entry beside
+    ours (``jains``: transport label -> mean Jain, mean_jains); None when no such claim is
+    measured."""
     keys = {v.key for _, v in claims}
     found = {c.key.rsplit("-", 1)[0]: c for c in paper_claims(config, "rank.png")
              if c.key in keys}
     ratio, mean = found.get("fig4-ratio"), found.get("htsim-mean")
+    jain = found.get("htsim-jain")
     htsim = paper_number(mean) if mean is not None else None
-    if ratio is None and htsim is None:
+    htsim_jain = paper_number(jain) if jain is not None else None
+    if ratio is None and htsim is None and htsim_jain is None:
         return None
 
     def draw(ax: Any, means: dict[str, tuple[float, str]]) -> None:
@@ -53,6 +75,12 @@ def paper_marks(config: dict[str, Any], claims: list[tuple[Any, Any]], tcp: str,
             paper_line(ax, ratio.paper_value * means[tcp][0],
                        f"htsim's {ratio.paper_value:g}x our TCP mean ({paper_source(ratio)})",
                        below=htsim is not None)
+        if jain is not None and htsim_jain is not None:
+            ours = ", ".join(f"{label.split('-')[0]} {j:.3f}"
+                             for label, j in (jains or {}).items())
+            ax.plot([], [], ls="none", marker="$J$", color=PAPER_COLOUR,
+                    label=f"htsim MPTCP-8 Jain index {htsim_jain:g} ({paper_source(jain)})"
+                          + (f"; ours {ours}" if ours else ""))
     return draw
 
 
@@ -83,7 +111,8 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
     # emulator's measurements
     wire = bool(rows) and "norm_bwm" in rows[0]
     claims = judged(run_dir, config, "rank.png")
-    marks = paper_marks(config, claims, f"TCP-{routing}", f"MPTCP-{routing}")
+    jains = {f"{t.upper()}-{routing}": j for t, j in mean_jains(by_t, metric).items()}
+    marks = paper_marks(config, claims, f"TCP-{routing}", f"MPTCP-{routing}", jains)
     out = [note(rank_plot(run_dir / "rank.png",
                           [(f"{t.upper()}-{routing}", rs, metric) for t, rs in by_t.items()],
                           caption(config, "throughput by rank of flow (000 Fig. 4)"),
@@ -92,7 +121,9 @@ def plot_permutation(run_dir: Path, config: dict[str, Any]) -> list[Path]:
                 "the 95 % interval of the mean over runs" +
                 ("; dashed: our mean per transport; red dotted: htsim's numbers the write-up's "
                  "Fig. 4 claims are judged against (the claims' values), MPTCP-8's mean and "
-                 "its ratio to TCP's applied to our TCP mean" if marks else ""))]
+                 "its ratio to TCP's applied to our TCP mean; J: htsim's Jain index of "
+                 "MPTCP-8 beside ours (mean over runs of each run's index)" if marks
+                 else ""))]
     if wire:
         t = "mptcp" if "mptcp" in by_t else next(iter(by_t))
         out.append(note(rank_plot(
