@@ -43,7 +43,7 @@ from analysis.figures import (
     time_axis,
 )
 from analysis.intervals import Interval, mean_interval
-from analysis.summaries import group_stats, present, rounded
+from analysis.summaries import goodput_means, group_stats, present, rounded
 from model import jain_index
 from store import cell, read_csv, write_csv
 from store.views import view_of
@@ -218,13 +218,10 @@ def _notes(config: dict[str, Any], rows: list[dict[str, str]]) -> str:
     the backend, the validity numbers of the flows."""
     from analysis.fidelity import validity_caption  # CPU, off-queue losses, SUSPECT past limits
     p = config["params"]
-    backend = p.get("backend", "emulated")
-    how = {"model": "backend=model: flow-model numbers, not measurements",
-           "sim": "backend=sim: ns-3 packet simulation, goodput at the receiver over the "
-                  "window; % of ideal = goodput / the simulated host link's payload ceiling "
-                  "(1448/1502); ns-3's TCP, RED in ns-3"}.get(
-        backend, "backend=emulated: iperf3 goodput over the measurement window; % of ideal = "
-                 "goodput / payload ceiling of one host link")
+    v = view_of(p)
+    how = (f"backend={v.name}: {goodput_means(v.name)} over the measurement window; % of "
+           "ideal = goodput / the payload ceiling of one host link as this view carries it"
+           if v.measures else f"backend={v.name}: flow-model numbers, not measurements")
     text = f"schemes={p.get('schemes')}, recovery={p.get('recovery')}\n{queues_note(p)}\n{how}"
     # the CPU and off-queue loss columns only an emulated run's rows hold ('' without them)
     return text + validity_caption(rows)
@@ -493,7 +490,8 @@ def plot_latency_sources(run_dir: Path, config: dict[str, Any], rows: list[dict[
     colors = [f"C{i}" for i in range(10)]
     for axrow, rec in zip(axes, recs):
         mine = [r for r in rows if r["recovery"] == rec]
-        names = [_label(r["scheme"], r["aqm"]) for r in mine]
+        # two lines each, level: rotated, the labels ran small into each other
+        names = [_label(r["scheme"], r["aqm"]).replace(" (", "\n(") for r in mine]
         x = np.arange(len(mine))
         ax = axrow[0]
         hops = sorted({int(k[4:k.index("_")]) for r in mine for k in r
@@ -517,7 +515,7 @@ def plot_latency_sources(run_dir: Path, config: dict[str, Any], rows: list[dict[
             ax.bar(x + (j - (len(hops) - 1) / 2) * width, p99s, width, color=colors[j],
                    yerr=err, capsize=2, label=f"{h} hops")
         ax.set_yscale("log")
-        ax.set_xticks(x, names, fontsize=7, rotation=20)
+        ax.set_xticks(x, names, fontsize=7.5)
         ax.set_ylabel("p99 one-way fabric latency (ms)")
         ax.set_title(f"recovery={rec}: p99 by path length" +
                      (f" (mean of {runs} runs' p99, 95 % interval)" if per_run and runs > 1
@@ -531,23 +529,28 @@ def plot_latency_sources(run_dir: Path, config: dict[str, Any], rows: list[dict[
             share = np.nan_to_num(share)
             drops = [cell(r.get(f"{t}_tail_drops")) for r in mine]
             ax.bar(x, 100 * share, 0.6, bottom=100 * bottom, color=colors[j + 3],
-                   label=f"{t} (tail drops {', '.join(_fmt_count(d) for d in drops)})")
+                   label=f"{t}: {', '.join(_fmt_count(d) for d in drops)}")
             bottom += share
         for xi, r in zip(x, mine):
             ax.text(xi, 101, f"{cell(r.get('path_mean_ms')):.1f} ms", ha="center",
                     fontsize=7)
         ax.set_ylim(0, 125)
-        ax.set_xticks(x, names, fontsize=7, rotation=20)
+        ax.set_xticks(x, names, fontsize=7.5)
         ax.set_ylabel("share of the 4-hop path's mean queueing (%)")
         ax.set_title("queueing per fabric tier (total on top)", fontsize=9)
-        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax.legend(fontsize=6, loc="upper left", ncol=2, title_fontsize=6,
+                  title="tier: its tail drops, one count per bar, left to right")
         ax = axrow[2]
         for j, (col, what) in enumerate((("retrans_share_all", "all samples"),
                                          ("retrans_share_p99", "samples >= p99"))):
             vals = [100 * cell(r.get(col)) for r in mine]
-            ax.bar(x + (j - 0.5) * 0.35, vals, 0.35, color=colors[j + 7], label=what)
-        ax.set_xticks(x, names, fontsize=7, rotation=20)
-        ax.set_ylim(0, 118)       # room for the legend above the bars (it met the tallest)
+            at = x + (j - 0.5) * 0.35
+            ax.bar(at, vals, 0.35, color=colors[j + 7], label=what)
+            for xi, v in zip(at, vals):    # a 0 % bar and a missing one look alike
+                ax.text(xi, (v if v == v else 0) + 1, f"{v:.0f} %" if v == v else "no data",
+                        ha="center", va="bottom", fontsize=6.5)
+        ax.set_xticks(x, names, fontsize=7.5)
+        ax.set_ylim(0, 128)       # room for the legend above the bars and their values
         ax.set_ylabel("% with a retransmission of the flow\nwithin the 0.5 s around it")
         ax.set_title("do slow packets coincide with retransmissions?", fontsize=9)
         ax.legend(fontsize=7, loc="upper center", ncol=2)
