@@ -75,8 +75,16 @@ def panel_row(n: int, title: str, width: float = 6.0, height: float = 4.8
     """A figure of ``n`` panels side by side (``width`` inches each, 7 at least in all)
     under a short title; the figure and its axes."""
     fig, axes = plt.subplots(1, n, figsize=(max(7.0, width * n), height), squeeze=False)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=title_size(title, max(7.0, width * n)))
     return fig, axes[0]
+
+
+def title_size(title: str, inches: float, most: float = 10.0) -> float:
+    """A title's font size, at most ``most`` points, small enough that its longest line fits
+    ``inches`` (a caption's run line, with Orca's conditions, ran past a 7-inch figure's
+    edges at 10 pt): about 0.6 em a character, 5 % spare."""
+    longest = max((len(line) for line in title.split("\n")), default=1)
+    return min(most, 0.95 * 72 * inches / (0.6 * max(longest, 1)))
 
 
 def headroom(ax: Any, tops: list[float], share: float = 0.22) -> None:

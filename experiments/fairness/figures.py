@@ -166,7 +166,10 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
         "the 95 % interval of the mean over runs")]
     if emulated:
         tcp = config["params"].get("tcp_model", "off")
-        out.append(note(_vs_model(run_dir / "rank_vs_model.png", groups, tcp, caption(
+        models = [("emulated", "norm_bwm", "-", 0.25), ("max-min", "norm_model", "--", 0.1)]
+        if tcp != "off":
+            models.append((tcp, "norm_model_tcp", ":", 0.1))
+        out.append(note(_panels(run_dir / "rank_vs_model.png", groups, models, caption(
             config, "emulated vs flow models, by rank of flow")), nets,
             "one panel per topology: emulated (bwm-ng, solid, its 95 % interval shaded) "
             "against the models on the same plans, CRC32 hash per switch of the run's real "
@@ -175,14 +178,12 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
             f"{tcp} (dotted; alpha-fair: a subflow on more loaded links gets less, as "
             "TCP's does), their intervals lighter"
             if tcp != "off" else "max-min only (--tcp-model off)"))
-        series = []
-        for t, rs in groups.items():
-            series += [(f"{_label(t, rs)} iperf3", rs, "norm_goodput"),
-                       (f"{_label(t, rs)} bwm-ng", rs, "norm_bwm")]
-        out.append(note(rank_plot(run_dir / "iperf_vs_bwm.png", series, caption(
+        tools = [("iperf3", "norm_goodput", "-", 0.2), ("bwm-ng", "norm_bwm", "--", 0.2)]
+        out.append(note(_panels(run_dir / "iperf_vs_bwm.png", groups, tools, caption(
             config, "iperf3 vs bwm-ng, by rank of flow")),
-            "iperf3: receiver payload; bwm-ng: receiver port, L2 frames (1514 B per 1448 B "
-            "of payload)"))
+            "one panel per topology; iperf3: receiver payload; bwm-ng: receiver port, L2 "
+            "frames (1514 B per 1448 B of payload); shaded: the 95 % interval of the mean "
+            "over runs"))
     elif any(cell(r.get("norm_model_aggregate")) == cell(r.get("norm_model_aggregate"))
              for r in rows):
         out.append(note(rank_plot(
@@ -194,24 +195,22 @@ def plot_rank(run_dir: Path, config: dict[str, Any], rows: list[dict[str, str]])
     return out
 
 
-def _vs_model(path: Path, groups: dict[str, list[dict[str, Any]]], tcp: str, title: str
-              ) -> Path:
-    """rank_vs_model.png: one panel per topology, its emulated rank curve against the
-    models' (one axes for all six curves overlaid bands of different topologies)."""
+def _panels(path: Path, groups: dict[str, list[dict[str, Any]]],
+            curves: list[tuple[str, str, str, float]], title: str) -> Path:
+    """rank_vs_model.png and iperf_vs_bwm.png: one panel per topology, a rank curve per
+    (name, metric, line style, band alpha) of ``curves``, the first with markers (one axes
+    for every topology's curves overlaid bands of different topologies)."""
     fig, axes = panel_row(len(groups), title, width=5.0, height=4.6)
-    models = [("emulated", "norm_bwm", "-", 0.25), ("max-min", "norm_model", "--", 0.1)]
-    if tcp != "off":
-        models.append((tcp, "norm_model_tcp", ":", 0.1))
     for ax, (t, rs) in zip(axes, groups.items()):
-        for name, metric, style, alpha in models:
-            if metric != "norm_bwm" and not any(cell(r.get(metric)) > 0 for r in rs):
+        for k, (name, metric, style, alpha) in enumerate(curves):
+            if k and not any(cell(r.get(metric)) > 0 for r in rs):
                 continue
             mean, lo, hi = rank_curves(rs, metric)
             if not len(mean):
                 ax.plot([], [], label=f"{name} (no values)")
                 continue
             x = np.arange(1, len(mean) + 1)
-            line, = ax.plot(x, mean, ls=style, marker="o" if style == "-" else None, ms=3,
+            line, = ax.plot(x, mean, ls=style, marker=None if k else "o", ms=3,
                             label=f"{name} (mean {mean.mean():.2f})")
             ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color(), lw=0)
         ax.set_title(_label(t, rs), fontsize=8.5)
