@@ -135,7 +135,8 @@ def layout(topo: Topology, plan: Plan, receiver: str
                                 tuple(peer[p] for p in uplinks), tuple(names)))
         else:
             kind = "uplink" if port in uplinks else "own port"
-            inlets.append(Inlet(f"{edge} port {port} ({kind}, {len(names)} flows)",
+            flows = f"{len(names)} flow" + "s" * (len(names) != 1)
+            inlets.append(Inlet(f"{edge} port {port} ({kind}, {flows})",
                                 (peer[port],), tuple(names)))
     return Bottleneck(receiver, tuple(inlets)), entry, extra
 
