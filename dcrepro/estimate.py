@@ -224,5 +224,12 @@ def lines(experiment: str, params: Mapping[str, object], plan: RunPlan, backend:
     out_lines.append(f"estimate: about {minutes(est.seconds)} here (traffic "
                      f"{minutes(est.traffic_s)} + computing {minutes(est.computing_s)}; "
                      f"{est.how})")
+    # a repetition flagged for this machine's timing runs again (harness.params'
+    # --repeat-flagged): the estimate is for the planned ones, this the most it adds
+    again = int(str(params.get("repeat_flagged", 0) or 0))
+    if again > 0 and backend == "emulated" and reps:
+        out_lines.append(f"repeats: up to {again} repetition{'s' * (again != 1)} flagged for "
+                         f"this machine's timing run again, at most "
+                         f"{minutes(again * est.seconds / reps)} more")
     out_lines.append(f"output: {out / experiment}/<UTC time>-<id>/ (a new run folder)")
     return out_lines

@@ -187,6 +187,25 @@ def test_a_dry_run_prints_the_run_and_its_estimate_and_builds_nothing(tmp_path, 
     assert not out.exists()                        # not even the results root
 
 
+def test_a_dry_run_bounds_what_repeated_flagged_repetitions_add(tmp_path, capsys,
+                                                                  nothing_built):
+    """The estimate is for the planned repetitions; up to --repeat-flagged of them may run
+    again, each one repetition's share of it (none without repeats, none in the model)."""
+    def dry(*extra: str) -> list[str]:
+        rc, lines, _ = _dry(capsys, "permutation", "--quick", "--dataplane", "bpf",
+                            "--out", str(tmp_path / "r"), *extra)
+        assert rc == 0
+        return lines
+    plan = estimate.plan_of(registry.module("permutation"), quick("permutation"))
+    per = estimate.estimate(plan, "emulated").seconds / plan.repetitions
+    assert (f"repeats: up to 2 repetitions flagged for this machine's timing run again, "
+            f"at most {estimate.minutes(2 * per)} more") in dry()
+    assert any(x.startswith("repeats: up to 1 repetition flagged ")
+               for x in dry("--repeat-flagged", "1"))
+    assert not any(x.startswith("repeats:") for x in dry("--repeat-flagged", "0"))
+    assert not any(x.startswith("repeats:") for x in dry("--backend", "model"))
+
+
 def test_a_dry_run_estimates_from_the_earlier_runs_in_its_results_root(tmp_path, capsys,
                                                                       nothing_built):
     p = {**dict(quick("permutation")), "backend": "model"}
