@@ -483,11 +483,14 @@ def conditions(config: dict[str, Any]) -> str:
 def statistic_words(criterion: str) -> str:
     """What a headline's x axis measures, from its criterion's first clause: 'per repetition
     MPTCP mean / TCP mean; the 95 % interval ...' -> 'MPTCP mean / TCP mean' (per seed
-    likewise); '' when the criterion does not start so."""
+    likewise, and after a leading condition: 'under hashed routing, per repetition ...');
+    '' when its first clause has no such statistic."""
     first = criterion.split(";")[0].split(", the 95 %")[0]
     for lead in ("per repetition", "per seed"):
-        if first.startswith(lead):
-            return first[len(lead):].lstrip(" ,").removeprefix("the ")
+        # also after a condition ('under hashed routing, per repetition local / remote')
+        at = first.find(lead)
+        if at == 0 or (at > 0 and first[at - 2:at] == ", "):
+            return first[at + len(lead):].lstrip(" ,").removeprefix("the ")
     return ""
 
 

@@ -173,4 +173,7 @@ def test_a_headline_axis_says_what_it_measures():
         "GRIN2 / multihomed at the shares below 40 %"
     assert statistic_words("per seed, the mean over the grid's 96 rows") == \
         "mean over the grid's 96 rows"
+    assert statistic_words("under hashed routing, per repetition local / remote; the 95 % "
+                           "interval of its mean below 0.5") == "local / remote"
     assert statistic_words("rnd mean < cnt and rr means") == ""
+    assert statistic_words("the flows per repetition") == ""
