@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from analysis.claims import Missing, mean_jain
 from analysis.figures import (
     PAPER_COLOUR,
     caption,
@@ -19,8 +20,7 @@ from analysis.figures import (
     rank_plot,
 )
 from analysis.summaries import goodput_means, with_goodput
-from model import jain_index
-from store import read_csv
+from store import cell, read_csv
 
 #: bwm-ng counts Ethernet frames at the receiver's switch port: 1514 B per 1448 B of payload
 FRAME_OVER_PAYLOAD = 1514 / 1448
@@ -30,16 +30,14 @@ TOOLS_TOLERANCE = 0.05
 
 
 def mean_jains(rows_by: dict[str, list[dict[str, Any]]], metric: str) -> dict[str, float]:
-    """Per transport: Jain's index of each repetition's flows (they shared the fabric),
-    averaged over repetitions, as the Jain claims compute it; a transport whose flows all
-    moved nothing is left out."""
+    """Per transport: analysis.claims.mean_jain of its repetitions' flows (what the Jain
+    claims compute); a transport whose flows all moved nothing is left out."""
     out = {}
     for t, rows in rows_by.items():
-        vals = [j for g in per_run(rows, lambda r: float(r[metric]) if r[metric] != ""
-                                   else float("nan")).values()
-                if (j := float(jain_index(g))) == j]
-        if vals:
-            out[t] = sum(vals) / len(vals)
+        try:
+            out[t] = mean_jain(per_run(rows, lambda r: cell(r[metric])).values())
+        except Missing:
+            continue
     return out
 
 
