@@ -116,7 +116,7 @@ def decide(iv: Interval, band: Band, needed: int) -> tuple[str, str]:
     return INCONCLUSIVE, "the interval straddles the band's edge"
 
 
-# -- drawing intervals (the ablations' figures: experiments/<exp>/ablation.py) --------------
+# -- drawing intervals (the ablation studies' figures: studies/) --------------
 
 def error_bars(ivs: Sequence[Interval | None]) -> list[list[float]]:
     """matplotlib's ``yerr`` (or ``xerr``) for intervals drawn about their means:

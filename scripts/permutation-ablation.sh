@@ -4,7 +4,7 @@
 # once as the paper's permutation and once with --pattern pairing (half the hosts send, the
 # other half receive, so no access link carries one flow's data and another's ACKs), 5
 # repetitions x 20 s each, about 4 minutes a part; then ablation.csv / ablation.md /
-# ablation.png in results/permutation-ablation from experiments/permutation/ablation.py.
+# ablation.png in results/permutation-ablation from studies/permutation_ablation.py.
 # A part with a complete run is not run again (delete its folder to redo it).  The
 # congestion control is the one argument (default cubic; lia writes to
 # results/permutation-ablation-lia).  As root:
@@ -21,6 +21,6 @@ for pattern in permutation pairing; do
   labels+=("$cc $pattern=$(newest permutation "$root/$pattern")")
 done
 if [ "${#labels[@]}" -eq 2 ]; then
-  .venv/bin/python -m experiments.permutation.ablation "$root" "${labels[@]}" || failed+=(figure)
+  .venv/bin/python -m studies.permutation_ablation "$root" "${labels[@]}" || failed+=(figure)
 fi
 ablation_end permutation-ablation

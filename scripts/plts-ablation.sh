@@ -5,7 +5,7 @@
 # and the three sprays, 5 pairings x 25 s, about 25 minutes, root), and CNT balancing bytes
 # against packets (--dataplane bpf against bpf,cnt=packets, CNT and RR, 5 pairings x 25 s,
 # about 6 minutes each); then ablation.csv / ablation.md / ablation.png in
-# results/plts-ablation from experiments/plts/ablation.py.
+# results/plts-ablation from studies/plts_ablation.py.
 # A part with a complete run is not run again (delete its folder to redo it).  As root:
 #   scripts/plts-ablation.sh
 set -uo pipefail
@@ -20,7 +20,7 @@ part plts counter-packets "${counter[@]}" --dataplane bpf,cnt=packets
 draws=$(newest plts "$root/draws"); noundo=$(newest plts "$root/noundo")
 bytes=$(newest plts "$root/counter-bytes"); packets=$(newest plts "$root/counter-packets")
 if [ -n "$draws" ] && [ -n "$noundo" ] && [ -n "$bytes" ] && [ -n "$packets" ]; then
-  .venv/bin/python -m experiments.plts.ablation "$root" --draws "$draws" --runs "$noundo" \
+  .venv/bin/python -m studies.plts_ablation "$root" --draws "$draws" --runs "$noundo" \
     --counters "bytes=$bytes" "packets=$packets" || failed+=(figure)
 fi
 ablation_end plts-ablation

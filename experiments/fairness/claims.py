@@ -31,9 +31,8 @@ from analysis.claims import (
     same_view,
 )
 from analysis.intervals import Band
+from analysis.remodel import RENO_MODELS, remodel
 from model import COUPLED_CCS
-
-from .figures import RENO_MODELS, remodel
 
 PAPER = "000_b87022286e416fdf.txt"
 #: "a few percent" (issue #20's reading of Fig. 6), for the mean and for Jain's index

@@ -2,8 +2,8 @@
 errors with exit status 2 (no network)."""
 import pytest
 
-from experiments.fairness import ablation as fairness
-from experiments.permutation import ablation as permutation
+from studies import fairness_ablation as fairness
+from studies import permutation_ablation as permutation
 
 
 @pytest.mark.parametrize("module", [fairness, permutation], ids=["fairness", "permutation"])

@@ -1,6 +1,6 @@
-"""experiments/fairness/ablation.py on hand-made flows.csv tables (no network)."""
-from experiments.fairness import ablation
+"""studies/fairness_ablation.py on hand-made flows.csv tables (no network)."""
 from store import write_csv
+from studies import fairness_ablation as ablation
 
 
 def _flows(run, fat, jelly):
@@ -50,7 +50,7 @@ def test_remodel_solves_lias_equilibrium_on_the_runs_stored_paths(tmp_path):
     same links; a column the run has is left alone; no subflows.csv, nothing filled."""
     import json
 
-    from experiments.fairness.figures import remodel
+    from analysis.remodel import remodel
     from model import goodput_capacity, lia_rates
     from model.network import path_links
 

@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 OURS = {"store", "topos", "routing", "model", "analysis", "emulator", "dataplanes",
-        "controller", "harness", "experiments", "dcrepro", "apps", "sim"}
+        "controller", "harness", "experiments", "studies", "dcrepro", "apps", "sim"}
 #: what each package may import besides itself
 ALLOWED = {
     "store": set(),
@@ -27,8 +27,11 @@ ALLOWED = {
     "sim": {"store", "topos", "routing", "model"},
     # what every experiment runs with: the emulator, never a named dataplane
     "harness": {"store", "topos", "routing", "model", "analysis", "emulator", "apps", "sim"},
-    "experiments": OURS - {"dcrepro", "dataplanes", "controller"},
-    "dcrepro": OURS,
+    "experiments": OURS - {"dcrepro", "dataplanes", "controller", "studies"},
+    # analyses of finished run folders: what figures read, and the experiments' figures and
+    # claims (test_a_study_reads_run_folders_only)
+    "studies": {"store", "topos", "routing", "model", "analysis", "experiments"},
+    "dcrepro": OURS - {"studies"},
 }
 
 
@@ -71,6 +74,19 @@ def test_an_experiments_figures_read_run_folders_only(path):
                 if (lvl and mod != "figures") or
                 (not lvl and mod.startswith("experiments") and not mod.endswith(".figures"))]
     assert not wrong and not run_code, (sorted(wrong), run_code)
+
+
+STUDIES = sorted((REPO / "studies").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
+def test_a_study_reads_run_folders_only(path):
+    """A study may use an experiment's figures and claims (its paper numbers, labels), never
+    its run code."""
+    run_code = [mod for lvl, mod in _from_imports(path) if not lvl and
+                mod.startswith("experiments") and mod.rsplit(".", 1)[-1] not in
+                ("figures", "claims")]
+    assert not run_code, run_code
 
 
 def test_every_experiment_is_one_folder_in_the_registry():

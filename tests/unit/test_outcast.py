@@ -134,10 +134,10 @@ def test_derived_drops_per_input_port():
 
 
 def test_ablation_reads_each_settings_newest_complete_run(tmp_path):
-    """experiments/outcast/ablation.py: per setting and N, the repetitions' lone shares,
+    """studies/outcast_ablation.py: per setting and N, the repetitions' lone shares,
     the count below half, and a table line; an unfinished run is skipped."""
-    from experiments.outcast import ablation
     from store import write_csv
+    from studies import outcast_ablation as ablation
 
     def run(setting: str, stamp: str, status: str, shares: list[float]) -> None:
         d = tmp_path / setting / "outcast" / stamp
@@ -168,11 +168,11 @@ def test_ablation_reads_each_settings_newest_complete_run(tmp_path):
 
 
 def test_mechanism_reads_each_points_arrival_trace(tmp_path):
-    """experiments/outcast/mechanism.py: per repetition, the shared port's idle share and
+    """studies/outcast_mechanism.py: per repetition, the shared port's idle share and
     where the lone flow's accepted packets fell, from arrivals.csv over the recorded window;
     per N, medians and the rank correlation with the lone flow's share."""
-    from experiments.outcast import mechanism
     from store import write_csv
+    from studies import outcast_mechanism as mechanism
 
     service, runtime, summary, flows = 0.001, {}, [], []
     for rep, silence in enumerate((0.0, 0.010, 0.020)):
@@ -214,7 +214,7 @@ def test_slot_race_names_who_took_each_freed_slot():
     """mechanism.slot_race: releases at 0, 1, 2, 3 ms; the shared port arrives 0.1 ms after
     each; the lone flow arrives first after the releases at 1 ms (accepted) and second
     after the one at 2 ms (dropped)."""
-    from experiments.outcast import mechanism
+    from studies import outcast_mechanism as mechanism
     lone, shared = mechanism.LONE_PORT, "s1 port 3 (from s2, 12 flows)"
     releases = [{"t": t} for t in (0.0, 0.001, 0.002, 0.003)]
     arrivals = ([{"t": t + 0.0001, "port": shared, "dropped": 0} for t in (0.0, 0.002, 0.003)]

@@ -1,8 +1,8 @@
-"""experiments/permutation/ablation.py on hand-made flows.csv and fidelity.json (no network)."""
+"""studies/permutation_ablation.py on hand-made flows.csv and fidelity.json (no network)."""
 import json
 
-from experiments.permutation import ablation
 from store import write_csv
+from studies import permutation_ablation as ablation
 
 
 def _flows(run, transport, pairs):

@@ -1,8 +1,8 @@
-"""experiments/plts/ablation.py on hand-made flows.csv tables (no network)."""
+"""studies/plts_ablation.py on hand-made flows.csv tables (no network)."""
 import pytest
 
-from experiments.plts import ablation
 from store import read_csv, write_csv
+from studies import plts_ablation as ablation
 
 
 def _flow(run, scheme, pct, recovery="modern", aqm="droptail", model=None):

@@ -1,5 +1,5 @@
-"""What the ablation modules' command lines share (experiments/<exp>/ablation.py): an output
-folder and labelled run folders, ``OUT LABEL=RUN_FOLDER ...``, checked once."""
+"""What the ablation studies' command lines share (studies/<experiment>_ablation.py): an
+output folder and labelled run folders, ``OUT LABEL=RUN_FOLDER ...``, checked once."""
 from __future__ import annotations
 
 import sys
@@ -26,7 +26,8 @@ def labelled_runs(argv: list[str], prog: str,
         return None
     for _, folder in runs:
         if not (folder / need).is_file():
-            print(f"{prog.split('.')[1]} ablation: {folder} has no {need}", file=sys.stderr)
+            who = prog.rsplit(".", 1)[-1].split("_")[0]   # studies.fairness_ablation: fairness
+            print(f"{who} ablation: {folder} has no {need}", file=sys.stderr)
             return None
     return Path(argv[0]), runs
 

@@ -11,7 +11,7 @@ on the run's own traced paths; runs before 2026-11-28 lack the first; and LIA's 
 with each subflow's measured RTT, the round-trip-time ablation, and LIA's on the capacity
 the emulation delivered on its congested links).  Usage:
 
-    python -m experiments.fairness.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
+    python -m studies.fairness_ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
 """
 from __future__ import annotations
 
@@ -27,13 +27,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.ablation import labelled_runs, write
 from analysis.figures import save
 from analysis.intervals import Interval, bars_words, bracket_text, error_bars, mean_interval
+from analysis.remodel import remodel
 from analysis.summaries import with_goodput
 from store import cell, read_csv
-
-from .figures import remodel
+from studies.common import labelled_runs, write
 
 #: flows.csv columns -> what they are (all normalized to the host link)
 MEASURES = {"norm_goodput": "measured (iperf3)", "norm_model": "max-min",
@@ -202,7 +201,7 @@ def plot(out: Path, rows: list[Row]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    got = labelled_runs(sys.argv[1:] if argv is None else argv, "experiments.fairness.ablation")
+    got = labelled_runs(sys.argv[1:] if argv is None else argv, "studies.fairness_ablation")
     if got is None:
         return 2
     out, runs = got

@@ -15,7 +15,7 @@ Writes ablation.csv (one row per emulated network, per recovery x scheme and per
 run x scheme), ablation.md and ablation.png (a panel per part given) into the output
 folder.  Reads flows.csv only.  Usage:
 
-    python -m experiments.plts.ablation OUT [--draws MODEL_RUN] [--runs EMULATED_RUN ...]
+    python -m studies.plts_ablation OUT [--draws MODEL_RUN] [--runs EMULATED_RUN ...]
         [--counters LABEL=EMULATED_RUN ...]
 """
 from __future__ import annotations
@@ -34,13 +34,20 @@ from matplotlib.axes import Axes
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.ablation import labelled, write
 from analysis.figures import save
 from analysis.intervals import Interval, bars_words, error_bars, mean_interval
+from experiments.plts.claims import PAPER_SPRAY_OVER_ECMP
+from experiments.plts.figures import (
+    LABELS,
+    PAPER_PCT,
+    RECOVERIES,
+    SPRAYS,
+    _ordered,
+    aqm_mode,
+    aqm_of,
+)
 from store import read_csv
-
-from .claims import PAPER_SPRAY_OVER_ECMP
-from .figures import LABELS, PAPER_PCT, RECOVERIES, SPRAYS, _ordered, aqm_mode, aqm_of
+from studies.common import labelled, write
 
 #: a flows.csv row as read
 Row = dict[str, str]

@@ -3,7 +3,7 @@ against the default, 10 repetitions per N, shown as distributions (every repetit
 median and quartiles) beside the mean and its Student-t 95 % interval, the claims' statistic.
 
 ``scripts/outcast-ablation.sh`` runs ``dcrepro run outcast`` once per setting below, each into
-``results/outcast-ablation/<setting>/``, then calls ``python -m experiments.outcast.ablation
+``results/outcast-ablation/<setting>/``, then calls ``python -m studies.outcast_ablation
 results/outcast-ablation``, which reads those run folders only (summary.csv, flows.csv,
 drops.csv, config.json) and writes ablation.csv, ablation.md and ablation.png beside them.
 
@@ -22,9 +22,8 @@ from typing import TypedDict
 import numpy as np
 
 from analysis.intervals import bars_words, bracket_text, error_bars, mean_interval
+from experiments.outcast.figures import rate
 from store import cell, newest_ok_run, read_csv, write_csv
-
-from .figures import rate
 
 #: what every setting shares (the sweep script adds them): 3 N, 10 repetitions each
 COMMON = ["--flows", "2,6,12", "--runs", "10", "--duration", "12", "--trim", "2"]
@@ -65,7 +64,7 @@ SETTINGS = [
 #: 2026-12-01-headlines.md, item 6): every packet on every link delayed by a uniform random
 #: extra of up to J us, 1200 us being one 1500-byte packet at 10 Mb/s; the emulator has no
 #: per-packet jitter (no netem), so only the simulator's side is swept.  Into
-#: results/outcast-ablation-jitter/<setting>/ by `python -m experiments.outcast.ablation
+#: results/outcast-ablation-jitter/<setting>/ by `python -m studies.outcast_ablation
 #: --list --jitter`'s commands.
 JITTER_COMMON = ["--backend", "sim", "--flows", "6,12", "--runs", "10", "--duration", "15",
                  "--trim", "3", "--seed", "1"]
@@ -162,7 +161,7 @@ def markdown(rows: list[SettingRow]) -> str:
              "below half (an outcast), and the mean over the repetitions with its Student-t "
              "95 % interval (the claims' statistic).  Made by `scripts/outcast-ablation.sh` (10 "
              "repetitions x 12 s per N and setting; ns-3's jitter sweep: the commands of "
-             "`--list --jitter`), then `.venv/bin/python -m experiments.outcast.ablation "
+             "`--list --jitter`), then `.venv/bin/python -m studies.outcast_ablation "
              "<its folder>`; docs/notebook/002-outcast.md reads it.", "", head,
              "|" + "---|" * (2 + len(ns))]
     for s in SETTINGS + JITTER:

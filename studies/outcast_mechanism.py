@@ -29,7 +29,7 @@ Per point it recomputes the port statistics from the point folder's arrivals.csv
 window config.json records (so folders written before these measures existed are read too).
 Usage (writes nothing but ``--csv`` when given)::
 
-    .venv/bin/python -m experiments.outcast.mechanism default=RUN_FOLDER queue-100=RUN_FOLDER
+    .venv/bin/python -m studies.outcast_mechanism default=RUN_FOLDER queue-100=RUN_FOLDER
 """
 from __future__ import annotations
 

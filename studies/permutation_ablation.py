@@ -8,7 +8,7 @@ Writes ablation.csv (one row per folder, repetition and transport), ablation.md 
 folder's pooled ratios, and the mean of the repetitions' ratios with its Student-t 95 %
 interval) and ablation.png into the output folder.  Reads flows.csv and fidelity.json only.  Usage:
 
-    python -m experiments.permutation.ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
+    python -m studies.permutation_ablation OUT LABEL=RUN_FOLDER LABEL=RUN_FOLDER ...
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.ablation import labelled_runs, write
 from analysis.figures import save
 from analysis.intervals import bars_words, bracket_text, error_bars, mean_interval
 from analysis.summaries import with_goodput
 from store import cell, read_csv
+from studies.common import labelled_runs, write
 
 TRANSPORTS = ("mptcp", "tcp")
 
@@ -156,7 +156,7 @@ def plot(out: Path, rows: list[Row]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     got = labelled_runs(sys.argv[1:] if argv is None else argv,
-                        "experiments.permutation.ablation")
+                        "studies.permutation_ablation")
     if got is None:
         return 2
     out, runs = got
