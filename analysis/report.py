@@ -466,6 +466,10 @@ def to_decide_lines(report: Report, shown: list[Verdict]) -> list[str]:
         lines.append(f"  {name}: {n} of {needed} repetitions; "
                      f"{registry.sweep_command(name)} --quick --runs "
                      f"{max(needed, made + needed - n)}{more}")
+    if short:       # the whole reproduction again, every experiment at the most needed
+        lines[0] += (f"; more repetitions decide more: ./scripts/reproduce.sh --runs "
+                     f"{max(needed for _, needed in short.values())} (its check says how "
+                     "long), or one experiment at a time:")
     return lines
 
 

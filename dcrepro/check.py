@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.fidelity import BESIDE_NOTED, SUSPECT_RATIO, calibration_key, gap_share
+from store import registry
 
 #: the network and rate of the check's flow: the quick runs that show the calibration in
 #: their fidelity line are permutation and fairness (a k=4 fat tree: their sweep scripts
@@ -149,17 +150,28 @@ def verdict(f: Found) -> tuple[str, str]:
         "of the CPU: the quick runs should fare as on the reference VM")
 
 
-def estimate(bringup: float | None, dataplane: str,
-             experiments: Iterable[str]) -> tuple[float, float, str]:
+def quick_runs(name: str) -> int:
+    """How many repetitions quick mode runs of the experiment ``name`` (its QUICK's count,
+    else its default)."""
+    mod = registry.module(name)
+    return int(mod.QUICK.get("runs", mod.PARAMS.defaults().get("runs", 1)))
+
+
+def estimate(bringup: float | None, dataplane: str, experiments: Iterable[str],
+             runs: int | None = None) -> tuple[float, float, str]:
     """The quick reproduction's sweeps here, seconds (low, high), and why.
 
     Its time on the reference is part real time (each repetition's traffic: the same on any
     machine) and part computing (networks up and down, tables, figures); the bring-up ratio
     ``r`` here against there scales the second part only, so the time here lies between
     the reference's and ``r`` times it.  A bring-up within the reference's own range, or
-    none measured, or another dataplane (not what the reference ran): the reference's."""
+    none measured, or another dataplane (not what the reference ran): the reference's.
+    ``runs``: every sweep runs that many repetitions (reproduce.sh --runs), and each
+    experiment's time scales by it over its quick count (a repetition is nearly all of a
+    sweep's time)."""
     names = list(experiments)
-    total = float(sum(REFERENCE_QUICK_S.get(n, 0.0) for n in names))
+    total = float(sum(REFERENCE_QUICK_S.get(n, 0.0) * (
+        runs / quick_runs(n) if runs and registry.takes_runs(n) else 1) for n in names))
     missing = [n for n in names if n not in REFERENCE_QUICK_S]
     gap = f"; no time measured for {', '.join(missing)}" if missing else ""
     r, why = speed(bringup, dataplane)
@@ -188,9 +200,10 @@ def minutes(seconds: float) -> int:
     return max(1, round(seconds / 60))
 
 
-def lines(f: Found, stored: Path, experiments: Iterable[str]) -> list[str]:
+def lines(f: Found, stored: Path, experiments: Iterable[str],
+          runs: int | None = None) -> list[str]:
     """What the check prints: 4 lines, a fifth on a fine machine with more CPUs than the
-    reference."""
+    reference; ``runs``: the estimate is for that many repetitions of every experiment."""
     off = "".join(f"; {name} unavailable: {why}" for name, why in f.unavailable.items())
     others = "?" if f.others_share is None else f"{f.others_share:.1%}"
     out = [f"check: {f.cpus} CPUs (the reference VM: {REFERENCE_CPUS}); before the network "
@@ -205,10 +218,11 @@ def lines(f: Found, stored: Path, experiments: Iterable[str]) -> list[str]:
                f"stored in {stored}")
     word, why = verdict(f)
     out.append(f"check: {word}: {why}")
-    low, high, how = estimate(f.bringup, f.dataplane, experiments)
+    low, high, how = estimate(f.bringup, f.dataplane, experiments, runs)
     span = f"{minutes(low)}" if minutes(low) == minutes(high) else \
         f"{minutes(low)}-{minutes(high)}"
-    out.append(f"check: the quick reproduction's sweeps take about {span} min here "
+    which = f" with {runs} repetitions each" if runs else ""
+    out.append(f"check: the quick reproduction's sweeps{which} take about {span} min here "
                f"({how}); {sum(REFERENCE_QUICK_S.values()):.0f} s on the reference "
                f"({REFERENCE_QUICK_WHEN})")
     if word == "fine" and f.cpus > REFERENCE_CPUS:

@@ -21,6 +21,12 @@ from store.registry import module as _module
 from topos.spec import SpecError
 
 
+def _positive_int(text: str) -> int:
+    """A whole number of at least 1 (argparse's type for a count of repetitions)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"takes a whole number of at least 1, not {text!r}")
+    return int(text)
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used to document every flag)."""
     ap = argparse.ArgumentParser(
@@ -128,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "papers), generated from the registry")
     what.add_argument("--sweeps", action="store_true",
                       help="the sweep script of every experiment (what reproduce.sh runs)")
+    lst.add_argument("--runs", type=_positive_int, default=None, metavar="N",
+                     help="with --sweeps: each experiment that has repetitions runs N")
     clean = sub.add_parser("clean", help="remove what crashed dcrepro runs left behind "
                            "(only their own bridges, interfaces and processes)")
     clean.add_argument("--force", action="store_true",
@@ -155,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "the verdict; 1 when it could not measure, 2 on bad input or "
                          "without root.")
     chk.add_argument("--out", default="results", help="results root (calibration.json)")
+    chk.add_argument("--runs", type=_positive_int, default=None, metavar="N",
+                     help="estimate for N repetitions of every experiment (reproduce.sh "
+                          "--runs N), not quick mode's own counts")
     sub.add_parser("env", help="print the environment report")
     return ap
 
@@ -623,11 +634,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         from dcrepro import catalogue
         print("\n".join(catalogue.lines(args.kind)))
         return 0
+    if args.runs and not args.sweeps:
+        print("dcrepro: error: --runs goes with --sweeps", file=sys.stderr)
+        return 2
     if args.markdown:
         from emulator.dataplane_registry import capabilities
         print(registry.markdown_table(capabilities()), end="")
     elif args.sweeps:
-        print("\n".join(registry.sweep_commands()))
+        print("\n".join(registry.sweep_commands(args.runs)))
     else:
         width = max(map(len, EXPERIMENTS))
         for name in EXPERIMENTS:
@@ -708,7 +722,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (RunError, OSError) as exc:
         print(f"dcrepro: check could not measure this machine: {exc}", file=sys.stderr)
         return 1
-    print("\n".join(check.lines(found, stored, EXPERIMENTS)))
+    print("\n".join(check.lines(found, stored, EXPERIMENTS, args.runs)))
     return 0
 
 

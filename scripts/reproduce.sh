@@ -10,23 +10,37 @@
 # does not hold).
 # As root:
 #   ./scripts/reproduce.sh          # quick
+#   ./scripts/reproduce.sh --runs 5 # quick, 5 repetitions of every experiment (more decided
+#                                   # verdicts; about 24 min on a 2-core VM against 15)
 #   ./scripts/reproduce.sh --full   # paper-length runs (hours)
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+mode=(--quick)
+runs=()       # --runs N: for the check's estimate and every sweep with repetitions
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --full) mode=(); shift ;;
+    --runs)
+      if ! [[ "${2:-}" =~ ^[1-9][0-9]*$ ]]; then
+        echo "reproduce: --runs takes a whole number of repetitions, at least 1 (got '${2:-}')" >&2
+        exit 2
+      fi
+      runs=(--runs "$2"); shift 2 ;;
+    *) echo "reproduce: unknown option '$1' (known: --full, --runs N)" >&2; exit 2 ;;
+  esac
+done
 ./setup.sh || exit 1
 export DCREPRO_SETUP_DONE=1   # the sweep scripts' own ./setup.sh then returns at once
-mode=(--quick)
-if [ "${1:-}" = "--full" ]; then mode=(); shift; fi
 
 # every experiment of the registry (store/registry.py), each by its sweep script
-mapfile -t sweeps < <(.venv/bin/dcrepro list --sweeps)
+mapfile -t sweeps < <(.venv/bin/dcrepro list --sweeps "${runs[@]}")
 [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: the registry names no sweep" >&2; exit 1; }
 # can this machine carry it (dcrepro check, under a minute): one flow's calibration, stored
 # where the runs look it up, the load and steal beside it, a verdict (fine, busy, slow) and
 # how long the quick sweeps take here.  It only warns.  When it cannot measure at all, the
 # sweeps run anyway: each says itself what fails, and a failed sweep fails the reproduction
 # (CI, a fresh machine: nothing is lost by trying).  Ctrl-C during it stops here.
-.venv/bin/dcrepro check
+.venv/bin/dcrepro check "${runs[@]}"
 rc=$?
 case $rc in
   0) ;;

@@ -93,6 +93,13 @@ def sweep_command(name: str) -> str:
     return getattr(module(name), "SWEEP", None) or f".venv/bin/dcrepro run {name}"
 
 
-def sweep_commands() -> list[str]:
-    """What scripts/reproduce.sh runs, in registry order (`dcrepro list --sweeps`)."""
-    return [sweep_command(name) for name in EXPERIMENTS]
+def takes_runs(name: str) -> bool:
+    """Whether ``name`` has repetitions to set (--runs); grin-hops' model grid has none."""
+    return "runs" in module(name).PARAMS.defaults()
+
+
+def sweep_commands(runs: int | None = None) -> list[str]:
+    """What scripts/reproduce.sh runs, in registry order (`dcrepro list --sweeps`);
+    ``runs``: each experiment that has repetitions runs that many (reproduce.sh --runs)."""
+    return [sweep_command(name) + (f" --runs {runs}" if runs and takes_runs(name) else "")
+            for name in EXPERIMENTS]

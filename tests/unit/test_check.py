@@ -130,3 +130,24 @@ def test_without_root_it_says_so_and_exits_2(tmp_path, capsys, monkeypatch):
     assert cli.main(["check", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == \
         "dcrepro: error: check needs root (it brings up an emulated network)"
+
+
+def test_runs_scales_each_experiments_time_by_its_quick_count():
+    """reproduce.sh --runs N: the estimate counts N repetitions of every experiment that has
+    repetitions (plts' one becomes five, permutation's five stay five), grin-hops' model
+    grid as it is."""
+    base, _, _ = estimate(None, "bpf", ["permutation", "plts", "grin-hops"])
+    more, _, _ = estimate(None, "bpf", ["permutation", "plts", "grin-hops"], runs=5)
+    ref = check.REFERENCE_QUICK_S
+    assert check.quick_runs("plts") == 1 and check.quick_runs("permutation") == 5
+    assert more - base == pytest.approx(4 * ref["plts"])
+    assert "with 5 repetitions each" in lines(QUIET, Path("c.json"), registry.EXPERIMENTS,
+                                               5)[3]
+
+
+def test_check_runs_takes_a_whole_number_of_at_least_one(capsys):
+    for bad in ("0", "x", "-2"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["check", "--runs", bad])
+        assert exc.value.code == 2
+        assert "--runs" in capsys.readouterr().err.strip().splitlines()[-1]

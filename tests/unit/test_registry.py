@@ -63,3 +63,28 @@ def test_the_readmes_papers_are_the_ones_the_registry_cites():
     block = text[text.index("<!-- papers:begin"):text.index("<!-- papers:end -->")]
     assert papers.markdown_list() in block, "run `.venv/bin/dcrepro list papers --markdown`"
     assert len(re.findall(r"^- `\d{3}_…` ", block, flags=re.M)) == len(papers.PAPERS)
+
+
+def test_sweeps_with_runs_set_the_repetitions_of_every_experiment_that_has_them():
+    """reproduce.sh --runs N reads its sweeps from `dcrepro list --sweeps --runs N`: each
+    sweep of an experiment with repetitions gets --runs N, grin-hops' model grid nothing."""
+    plain, more = registry.sweep_commands(), registry.sweep_commands(5)
+    assert len(plain) == len(more)
+    for name, a, b in zip(registry.EXPERIMENTS, plain, more):
+        assert b == (f"{a} --runs 5" if name != "grin-hops" else a)
+        assert registry.takes_runs(name) == (name != "grin-hops")
+
+
+@pytest.mark.parametrize("args", [["--runs", "0"], ["--runs", "x"], ["--runs"], ["--fast"]])
+def test_reproduce_refuses_a_bad_option_in_one_line_before_installing_anything(args):
+    import subprocess
+    got = subprocess.run([str(REPO / "scripts" / "reproduce.sh"), *args],
+                         capture_output=True, text=True, timeout=30)
+    assert got.returncode == 2 and got.stdout == ""
+    assert len(got.stderr.strip().splitlines()) == 1 and got.stderr.startswith("reproduce: ")
+
+
+def test_list_runs_goes_with_sweeps_only(capsys):
+    from dcrepro import cli
+    assert cli.main(["list", "--runs", "5"]) == 2
+    assert capsys.readouterr().err.strip() == "dcrepro: error: --runs goes with --sweeps"

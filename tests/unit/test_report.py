@@ -584,3 +584,18 @@ def test_multi_panel_figures_span_the_page_below_the_claims(tmp_path, run_folder
     cols, wide = section.split('<div class="wide">')
     assert "outcast_share.png" in cols and "outcast_n12.png" not in cols
     assert "outcast_n12.png" in wide and 'style="max-width:1320px"' in wide
+
+
+def test_too_few_repetitions_name_each_sweep_and_the_whole_reproduction_again(tmp_path):
+    """A headline left inconclusive on fewer repetitions than its claim needs: the screen
+    says which sweep with how many decides it, and that reproduce.sh --runs N runs them all."""
+    from analysis.claims import Verdict
+    claim = next(c for c in registry.claims("plts") if c.headline)
+    v = Verdict("plts", claim.key, "", claim.text, "", "", "", "", "", "", "inconclusive",
+                "", "measured", ("r",), headline=True, values=(1.0,))
+    got = R.to_decide_lines(R.Report(tmp_path, [], []), [v])
+    assert got[0].startswith("decided here: 0 of 1 headline claims") and got[0].endswith(
+        f"./scripts/reproduce.sh --runs {claim.repetitions} (its check says how long), or "
+        "one experiment at a time:")
+    assert got[1] == (f"  plts: 1 of {claim.repetitions} repetitions; "
+                      f"{registry.sweep_command('plts')} --quick --runs {claim.repetitions}")
