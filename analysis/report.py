@@ -454,6 +454,7 @@ def to_decide_lines(report: Report, shown: list[Verdict]) -> list[str]:
     lines = [f"decided here: {decided} of {len(shown)} headline claims" + (
         f"; {elsewhere} not measured, or not in the paper's regime, in these runs (the page "
         "names the run each needs)" if elsewhere else "")]
+    asked: list[int] = []       # the repetitions each line below asks its sweep for
     for name, (n, needed) in short.items():
         # every run folder of it here (outcast-fattree's sweep makes one per routing)
         runs = [r for s in report.sections if s.experiment == name for r in s.runs]
@@ -463,13 +464,12 @@ def to_decide_lines(report: Report, shown: list[Verdict]) -> list[str]:
         # as many more as are missing: a flagged repetition that was run still counts as run
         made = max((int(r.config.get("params", {}).get("runs") or 0) for r in runs),
                    default=0)
+        asked.append(max(needed, made + needed - n))
         lines.append(f"  {name}: {n} of {needed} repetitions; "
-                     f"{registry.sweep_command(name)} --quick --runs "
-                     f"{max(needed, made + needed - n)}{more}")
-    if short:       # the whole reproduction again, every experiment at the most needed
+                     f"{registry.sweep_command(name)} --quick --runs {asked[-1]}{more}")
+    if asked:       # the whole reproduction again, every experiment at the most asked
         lines[0] += (f"; more repetitions decide more: ./scripts/reproduce.sh --runs "
-                     f"{max(needed for _, needed in short.values())} (its check says how "
-                     "long), or one experiment at a time:")
+                     f"{max(asked)} (its check says how long), or one experiment at a time:")
     return lines
 
 

@@ -11,7 +11,7 @@
 # As root:
 #   ./scripts/reproduce.sh          # quick
 #   ./scripts/reproduce.sh --runs 5 # quick, 5 repetitions of every experiment (more decided
-#                                   # verdicts; about 24 min on a 2-core VM against 15)
+#                                   # verdicts; 26 min on a 2-core VM against 15, 2026-12-04)
 #   ./scripts/reproduce.sh --full   # paper-length runs (hours)
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
