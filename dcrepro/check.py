@@ -228,7 +228,8 @@ def lines(f: Found, stored: Path, experiments: Iterable[str],
     if word == "fine" and f.cpus > REFERENCE_CPUS:
         out.append(f"check: {f.cpus} CPUs, {f.cpus / REFERENCE_CPUS:g}x the reference's: "
                    "room for the paper-length runs (./scripts/reproduce.sh --full, hours) "
-                   "or more repetitions (a sweep script's --runs); one emulation runs at a "
+                   "or more repetitions (./scripts/reproduce.sh --runs N, or one sweep "
+                   "script's --runs); one emulation runs at a "
                    "time either way")
     return out
 

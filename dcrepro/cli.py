@@ -27,6 +27,7 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"takes a whole number of at least 1, not {text!r}")
     return int(text)
 
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used to document every flag)."""
     ap = argparse.ArgumentParser(
