@@ -33,7 +33,11 @@ from emulator.rcvlowat import check as check_rcvlowat
 from emulator.shaping import LinkSpec
 from topos.base import DEFAULT_BW
 
-#: an experiment's --quick overrides (``QUICK``): parameter name -> value, of the flag's type
+#: an experiment's --quick overrides (``QUICK``): parameter name -> value, of the flag's type.
+#: Its ``seed`` is the root seed of the reference folder that judges the experiment's headline
+#: claims, so quick's repetitions draw that folder's first networks and a quick verdict that
+#: differs from the reference's is the machine's, not the draw's
+#: (docs/notebook/2026-12-04-quick-draws.md; tests/unit/test_registry.py holds them equal)
 Quick = dict[str, str | float]
 
 

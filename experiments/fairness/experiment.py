@@ -80,7 +80,7 @@ PARAMS = FairnessParams
 #: quick mode runs the 5 repetitions a verdict needs (analysis.claims: Claim.repetitions),
 #: so that its headline claims can be decided, not only shown (issue #54): 166 s on 2 cores
 #: against 82 s for two (2026-12-02, `scripts/jellyfish-sweep.sh --quick --runs 5`)
-QUICK: Quick = {"duration": 12.0, "trim": 3.0, "runs": 5}
+QUICK: Quick = {"duration": 12.0, "trim": 3.0, "runs": 5, "seed": 2}
 #: aggregate (coupled, LP) model rates cost ~100 s per 250-host permutation; "auto" = small only
 AGGREGATE_AUTO_MAX_HOSTS = 64
 #: links are grouped by the layers of their two ends, in this order

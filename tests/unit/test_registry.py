@@ -65,6 +65,29 @@ def test_the_readmes_papers_are_the_ones_the_registry_cites():
     assert len(re.findall(r"^- `\d{3}_…` ", block, flags=re.M)) == len(papers.PAPERS)
 
 
+def test_quick_draws_the_reference_networks(reference_report):
+    """Quick mode's seed is the root seed of every reference folder that judges one of the
+    emulated headline claims quick mode runs (docs/notebook/2026-12-04-quick-draws.md)."""
+    import json
+    seeds: dict[str, set[int]] = {}
+    for _, _, views in reference_report.headline_claims:
+        for v in views.get("emulated", []):
+            mod = registry.module(v.experiment)
+            claim = next(c for c in registry.claims(v.experiment) if c.key == v.key)
+            if not claim.accepts({**mod.PARAMS.defaults(), **mod.QUICK, "quick": True}):
+                continue    # e.g. GRIN2 against the multihomed network: not run quick
+            for run_id in v.runs:
+                config = json.loads((REPO / "results" / "reference" / v.experiment / run_id /
+                                     "config.json").read_text())
+                seeds.setdefault(v.experiment, set()).add(int(config["params"]["seed"]))
+    assert set(seeds) >= {"permutation", "fairness", "outcast", "outcast-fattree", "plts",
+                          "grin", "orca"}
+    for name, found in seeds.items():
+        mod = registry.module(name)
+        quick = int(mod.QUICK.get("seed", mod.PARAMS.defaults()["seed"]))
+        assert found == {quick}, f"{name}: quick seed {quick}, reference folders' {found}"
+
+
 def test_sweeps_with_runs_set_the_repetitions_of_every_experiment_that_has_them():
     """reproduce.sh --runs N reads its sweeps from `dcrepro list --sweeps --runs N`: each
     sweep of an experiment with repetitions gets --runs N, grin-hops' model grid nothing."""
