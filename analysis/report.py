@@ -54,6 +54,7 @@ from .claims import (
     terminal_line,
 )
 from .figures import HEADLINES, NOTES
+from .paired import Paired, pair
 
 #: what marks a folder as a report this command wrote (it may then be replaced)
 MARKER = "verdicts.json"
@@ -402,7 +403,10 @@ def screen(report: Report, reference: Report | None) -> list[str]:
                 ours += f" [{_cond(v)}]"    # not the reference's set-up: say whose it is
             rows.append((paper.file[:3], v, text, f"{ours}; {_against(v, refs)}"))
     where = f" beside the reference ({reference.root})" if reference else ""
-    lines = [f"headline claims{where}; the page has every claim with its cause:"]
+    same = same_draws_words(same_draws(report, reference, [v for _, v, _, _ in rows])) \
+        if reference else ""
+    lines = [f"headline claims{where}{'; ' + same if same else ''}; the page has every claim "
+             "with its cause:"]
     width = max((len(v.verdict) for _, v, _, _ in rows), default=0)
     lines += [f"{no} {v.verdict:<{width}} {text:<{SCREEN_TEXT}} {rest}"
               for no, v, text, rest in rows] or ["  (none: these runs judge no headline claim)"]
@@ -419,6 +423,51 @@ def screen(report: Report, reference: Report | None) -> list[str]:
         lines.append(disagree)
     # (each one named: what the report left out is never silent, issue #56)
     return lines + [f"skipped  {x}" for x in report.skipped]
+
+
+def _runs_by_id(report: Report) -> dict[tuple[str, str], Run]:
+    return {(s.experiment, r.run_id): r for s in report.sections for r in s.runs}
+
+
+def same_draws(report: Report, reference: Report,
+               shown: list[Verdict]) -> list[tuple[Verdict, Paired]]:
+    """The shown emulated headline verdicts that rest on one run folder whose reference
+    verdict (same claim and condition) rests on one folder of the same seed, so the two
+    drew the same networks (docs/notebook/2026-12-04-quick-draws.md): the claim's
+    statistic paired repetition by repetition (analysis/paired.py), ours as A and the
+    reference's as B, where at least two repetitions pair."""
+    ours, theirs = _runs_by_id(report), _runs_by_id(reference)
+    refs = {(v.experiment, v.key, v.condition): v
+            for _, _, views in reference.headline_claims for v in views.get("emulated", [])}
+    out = []
+    for v in shown:
+        r = refs.get((v.experiment, v.key, v.condition))
+        if r is None or len(v.runs) != 1 or len(r.runs) != 1 or v.view not in ("", "emulated"):
+            continue
+        a = ours.get((v.experiment, v.runs[0]))
+        b = theirs.get((r.experiment, r.runs[0]))
+        claim = next((c for c in registry.claims(v.experiment) if c.key == v.key), None)
+        if a is None or b is None or claim is None or a.backend != "emulated" or \
+                str(a.params.get("seed")) != str(b.params.get("seed")):
+            continue
+        if (got := pair(claim, a, b, v.condition)) is not None:
+            out.append((v, got))
+    return out
+
+
+def same_draws_words(pairs: list[tuple[Verdict, Paired]]) -> str:
+    """For the screen's first line: in how many of those headline lines the reference
+    minus ours, on the same repetitions, has a 95 % interval that contains 0, and the first
+    two that do not ('' when none pairs)."""
+    if not pairs:
+        return ""
+    off = [(v, p) for v, p in pairs if not p.diff.lo <= 0 <= p.diff.hi]
+    named = ", ".join(f"{v.experiment} {v.key} {p.diff.mean:+.3g} [{p.diff.lo:+.3g}, "
+                      f"{p.diff.hi:+.3g}]" for v, p in off[:2])
+    more = f" and {len(off) - 2} more" if len(off) > 2 else ""
+    return (f"on its own networks (its seeds) the reference minus ours, repetition by "
+            f"repetition, contains 0 in {len(pairs) - len(off)} of {len(pairs)} lines"
+            + (f" (not: {named}{more})" if off else ""))
 
 
 def _wall_per_repetition(run: Run) -> float | None:

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import paired as core
 from studies import paired
 
 REF = Path(__file__).resolve().parents[2] / "results" / "reference"
@@ -12,7 +13,7 @@ pytestmark = pytest.mark.fast
 
 
 def test_a_folder_paired_with_itself_differs_by_nothing_and_keeps_its_verdicts_mean():
-    rows = {p.key: p for p in paired.paired(PERMUTATION, PERMUTATION, headline_only=True)}
+    rows = {p.key: p for p in core.paired(PERMUTATION, PERMUTATION, headline_only=True)}
     p = rows["mptcp-mean"]
     assert len(p.reps) == 10 and p.diff.mean == 0 and p.diff.lo == p.diff.hi == 0
     # the per-repetition statistics are the verdict's: its mean, 1.42 (claims.md)
@@ -41,5 +42,5 @@ def test_a_flagged_repetition_is_left_out_of_the_pairs(tmp_path):
     cfg = json.loads((copy / "config.json").read_text())
     cfg["suspect"] = ["run 3 jellyfish mptcp: busy-link dequeue gaps within 10 %: 80%"]
     (copy / "config.json").write_text(json.dumps(cfg))
-    p = {p.key: p for p in paired.paired(FAIRNESS, copy, headline_only=True)}["mean"]
+    p = {p.key: p for p in core.paired(FAIRNESS, copy, headline_only=True)}["mean"]
     assert "3" not in p.reps and len(p.reps) == 9

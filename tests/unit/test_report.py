@@ -122,6 +122,9 @@ def test_the_screen_sets_each_headline_beside_the_references_verdict(reference_r
     assert any(x.startswith(f"decided here: {decided} of {len(shown)} headline claims")
                for x in lines)
     assert lines[-1] == f"report: {root.parent / 'again' / 'index.html'}"
+    # a copy drew the reference's networks: every paired difference is 0
+    n = int(lines[0].split("contains 0 in ")[1].split(" of ")[1].split()[0])
+    assert n >= 5 and f"contains 0 in {n} of {n} lines;" in lines[0], lines[0]
     # compared with nothing, it still shows every headline; a quick run that reads the
     # other decided verdict than the reference is named as contradicting it
     buf = io.StringIO()
@@ -599,3 +602,21 @@ def test_too_few_repetitions_name_each_sweep_and_the_whole_reproduction_again(tm
         "one experiment at a time:")
     assert got[1] == (f"  plts: 1 of {claim.repetitions} repetitions; "
                       f"{registry.sweep_command('plts')} --quick --runs {claim.repetitions}")
+
+
+def test_the_same_draws_words_name_each_difference_that_excludes_zero():
+    """Issue #54: a quick run on the reference's networks is compared with it repetition by
+    repetition; a difference whose interval misses 0 is named with it."""
+    from analysis.intervals import Interval
+    from analysis.paired import Paired
+    v = R.Verdict("outcast", "lone-n6", "", "t", "s", "q", "p", "m", "c", "r", HOLDS, "d",
+                  "measured", ("x",))
+    zero = Interval(0.01, -0.05, 0.07, 5)
+    off = Interval(0.12, 0.05, 0.2, 5)
+    one = Interval(1.0, 0.9, 1.1, 5)
+    assert R.same_draws_words([]) == ""
+    words = R.same_draws_words([(v, Paired("lone-n6", "", ("0", "1"), one, one, zero)),
+                                (replace(v, key="lone-n12"),
+                                 Paired("lone-n12", "", ("0", "1"), one, one, off))])
+    assert words.endswith("contains 0 in 1 of 2 lines (not: outcast lone-n12 +0.12 "
+                          "[+0.05, +0.2])"), words
