@@ -32,6 +32,20 @@ class Paired:
     a: Interval
     b: Interval
     diff: Interval
+    #: each folder's flow length and trim ('12 s, trim 3 s'; '' where it has none): where
+    #: they differ, a difference may be the window's rather than the machine's
+    windows: tuple[str, str] = ("", "")
+
+    @property
+    def same_window(self) -> bool:
+        return self.windows[0] == self.windows[1]
+
+
+def window(run: Run) -> str:
+    """A folder's flows' length and trim in words, '' when its parameters have none."""
+    d, trim = run.params.get("duration"), run.params.get("trim")
+    return f"{float(d):g} s, trim {float(trim):g} s" if d is not None and trim is not None \
+        else ""
 
 
 def rep_ids(run: Run) -> list[str]:
@@ -76,7 +90,7 @@ def pair(claim: Claim, a: Run, b: Run, cond: str) -> Paired | None:
         return None
     return Paired(claim.key, cond, reps, mean_interval([xa[r] for r in reps]),
                   mean_interval([xb[r] for r in reps]),
-                  mean_interval([xb[r] - xa[r] for r in reps]))
+                  mean_interval([xb[r] - xa[r] for r in reps]), (window(a), window(b)))
 
 
 def paired(a_path: Path, b_path: Path, headline_only: bool = False) -> list[Paired]:

@@ -270,15 +270,20 @@ def check_out(out: Path) -> None:
         raise ValueError(f"--out {out}: {parent} is not writable")
 
 
-def write(report: Report, out: Path) -> Path:
+def write(report: Report, out: Path, reference: Report | None = None) -> Path:
     """index.html, report.md, verdicts.json and figures/ in ``out`` (replaced whole, so no
-    stale figure stays); returns the page."""
+    stale figure stays); returns the page.  ``reference``: the runs whose networks these
+    drew are compared with them repetition by repetition (same_draws)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    same = same_draws(report, reference, [
+        v for _, _, views in report.headline_claims for v in views.get("emulated", [])]) \
+        if reference is not None else []
     try:
         figs = _copy_figures(report, tmp)
-        (tmp / "index.html").write_text(page(report, out, figs, tmp), encoding="utf-8")
-        (tmp / "report.md").write_text(markdown(report, out, figs), encoding="utf-8")
+        (tmp / "index.html").write_text(page(report, out, figs, tmp, same),
+                                        encoding="utf-8")
+        (tmp / "report.md").write_text(markdown(report, out, figs, same), encoding="utf-8")
         (tmp / MARKER).write_text(json.dumps(as_json(report), indent=1) + "\n")
         if out.exists():
             shutil.rmtree(out)
@@ -462,12 +467,44 @@ def same_draws_words(pairs: list[tuple[Verdict, Paired]]) -> str:
     if not pairs:
         return ""
     off = [(v, p) for v, p in pairs if not p.diff.lo <= 0 <= p.diff.hi]
-    named = ", ".join(f"{v.experiment} {v.key} {p.diff.mean:+.3g} [{p.diff.lo:+.3g}, "
-                      f"{p.diff.hi:+.3g}]" for v, p in off[:2])
-    more = f" and {len(off) - 2} more" if len(off) > 2 else ""
-    return (f"on its own networks (its seeds) the reference minus ours, repetition by "
-            f"repetition, contains 0 in {len(pairs) - len(off)} of {len(pairs)} lines"
-            + (f" (not: {named}{more})" if off else ""))
+    # one statistic judged by two headlines (permutation's) is named once, with both keys
+    same: dict[tuple[str, float, float, float], list[str]] = {}
+    for v, p in off:
+        same.setdefault((v.experiment, p.diff.mean, p.diff.lo, p.diff.hi), []).append(v.key)
+    named = ", ".join(f"{e} {'/'.join(keys)} {m:+.2g} [{lo:+.2g}, {hi:+.2g}]"
+                      for (e, m, lo, hi), keys in list(same.items())[:2])
+    more = f" and {len(same) - 2} more" if len(same) > 2 else ""
+    # a quick run's flows are shorter than the reference's: say so where they differ
+    windows = "" if all(p.same_window for _, p in off) else \
+        "; its flows are longer: the window's, or this machine's"
+    return (f"on its networks (its seeds), reference minus ours per repetition contains 0 "
+            f"in {len(pairs) - len(off)} of {len(pairs)} lines"
+            + (f" (not: {named}{more}{windows})" if off else ""))
+
+
+#: the page's and report.md's words above the table of same_draws
+SAME_DRAWS_TEXT = ("These runs drew the reference folders' networks (the same seeds), so "
+                   "each headline statistic is compared repetition by repetition, over the "
+                   "repetitions the fidelity check trusts in both: the reference minus ours, "
+                   "with its 95 % interval (analysis/paired.py).  Where the flows' length or "
+                   "trim differs (quick mode's are shorter), a difference that excludes 0 "
+                   "may be the window's, not this machine's; a run with the reference's "
+                   "--duration and --trim tells them apart.")
+SAME_DRAWS_COLUMNS = ("claim", "pairs", "ours", "the reference, same repetitions",
+                      "reference minus ours", "contains 0", "flows: ours / the reference's")
+SAME_DRAWS_KEYS = ("claim", "pairs", "ours", "reference", "diff", "zero", "windows")
+
+
+def same_draws_row(v: Verdict, p: Paired) -> dict[str, str]:
+    """One row of the same-networks table (SAME_DRAWS_KEYS -> text)."""
+    def iv(x: Any, sign: str = "") -> str:
+        return f"{x.mean:{sign}.3g} [{x.lo:{sign}.3g}, {x.hi:{sign}.3g}]"
+    return {"experiment": v.experiment,
+            "claim": f"{v.experiment}: {v.text}" + (f" [{v.condition}]" if _cond(v) else ""),
+            "pairs": f"{len(p.reps)} (repetitions {', '.join(p.reps)})", "ours": iv(p.a),
+            "reference": iv(p.b), "diff": iv(p.diff, "+"),
+            "zero": "yes" if p.diff.lo <= 0 <= p.diff.hi else "no",
+            "windows": "the same" if p.same_window else f"{p.windows[0]} / {p.windows[1]}"}
 
 
 def _wall_per_repetition(run: Run) -> float | None:
@@ -658,13 +695,21 @@ def _md(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(report: Report, out: Path, figs: dict[str, list[str]]) -> str:
-    """report.md: the table, then per experiment its verdicts, runs and figures."""
+def markdown(report: Report, out: Path, figs: dict[str, list[str]],
+             same: list[tuple[Verdict, Paired]] | None = None) -> str:
+    """report.md: the table, the comparison on the reference's networks, then per
+    experiment its verdicts, runs and figures."""
     lines = ["# Which of the papers' claims hold", "",
              f"Results: `{report.root}`.  Verdicts: "
              + "; ".join(f"**{k}**: {v}" for k, v in MEANING.items()) + ".", "",
-             "## Headline claims", "", headline_table(report), "## Every claim", "",
-             markdown_table(report)]
+             "## Headline claims", "", headline_table(report)]
+    if same:
+        rows = [same_draws_row(v, p) for v, p in same]
+        lines += [f"{SAME_DRAWS_TEXT}", "", "| " + " | ".join(SAME_DRAWS_COLUMNS) + " |",
+                  "|" + "---|" * len(SAME_DRAWS_COLUMNS),
+                  *("| " + " | ".join(_md(r[c]) for c in SAME_DRAWS_KEYS) + " |"
+                    for r in rows), ""]
+    lines += ["## Every claim", "", markdown_table(report)]
     for s in report.sections:
         lines += [f"## {s.experiment}", "", f"Paper: {s.paper}", "",
                   "| claim | source | paper | measured | criterion | verdict | detail |",
@@ -719,7 +764,8 @@ def _paper_html(text: str) -> Markup:
 
 
 def page(report: Report, out: Path, figs: dict[str, list[str]],
-         files: Path | None = None) -> str:
+         files: Path | None = None,
+         same: list[tuple[Verdict, Paired]] | None = None) -> str:
     """index.html (analysis/templates/report.html): the contents, the headline claims, the
     counts per experiment, then one section per experiment with its claims, its runs and
     its figures (``files``: where the page's files are while it is written, ``out`` until
@@ -737,6 +783,8 @@ def page(report: Report, out: Path, figs: dict[str, list[str]],
         verdicts=VERDICTS, meaning=list(MEANING.items()),
         now=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), nruns=nruns,
         root=report.root, headlines=headlines, totals=totals, skipped=report.skipped,
+        same=[same_draws_row(v, p) for v, p in same or []], same_text=SAME_DRAWS_TEXT,
+        same_columns=SAME_DRAWS_COLUMNS, same_keys=SAME_DRAWS_KEYS,
         sections=[_section(s, out, figs, files or out) for s in report.sections])
 
 
@@ -816,6 +864,7 @@ def _run_box(run: Run, out: Path) -> dict[str, Any]:
             "rerun": p["rerun"], "params": ", ".join(f"{k}={v}" for k, v in run.params.items())}
 
 
-def render(report: Report, out: Path) -> tuple[Path, list[str]]:
+def render(report: Report, out: Path,
+           reference: Report | None = None) -> tuple[Path, list[str]]:
     """Write the report folder; the page and the terminal lines."""
-    return write(report, out), terminal(report)
+    return write(report, out, reference), terminal(report)

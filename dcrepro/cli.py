@@ -585,8 +585,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
-    page, lines = report.render(judged, out)
-    print("\n".join(lines if args.all else report.screen(judged, _reference(args, paths))))
+    reference = _reference(args, paths)
+    page, lines = report.render(judged, out, reference)
+    print("\n".join(lines if args.all else report.screen(judged, reference)))
     print(f"report: {page}")
     return 0
 

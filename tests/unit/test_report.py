@@ -125,6 +125,12 @@ def test_the_screen_sets_each_headline_beside_the_references_verdict(reference_r
     # a copy drew the reference's networks: every paired difference is 0
     n = int(lines[0].split("contains 0 in ")[1].split(" of ")[1].split()[0])
     assert n >= 5 and f"contains 0 in {n} of {n} lines;" in lines[0], lines[0]
+    # the page and report.md give each of them with its numbers
+    html = (root.parent / "again" / "index.html").read_text()
+    rows = html.count('<tr class="paired"')     # every condition's, the screen's and more
+    assert rows >= n and html.count("<td>yes</td><td>the same</td></tr>") == rows
+    md = (root.parent / "again" / "report.md").read_text()
+    assert md.count("| +0 [+0, +0] | yes | the same |") == rows, md[:3000]
     # compared with nothing, it still shows every headline; a quick run that reads the
     # other decided verdict than the reference is named as contradicting it
     buf = io.StringIO()
@@ -367,7 +373,7 @@ def test_a_sweep_folder_is_judged_on_its_runs(tmp_path, capsys):
                      "pace=0.95/0", "--out", str(tmp_path)]) == 0
     (sweep,) = (tmp_path / "sweeps").iterdir()
     capsys.readouterr()
-    assert cli.main(["report", "--all", str(sweep)]) == 0
+    assert cli.main(["report", "--all", "--reference", "none", str(sweep)]) == 0
     lines = capsys.readouterr().out.splitlines()
     orca = [x for x in lines if " orca " in x]
     assert len(orca) == len(registry.claims("orca"))
@@ -620,3 +626,16 @@ def test_the_same_draws_words_name_each_difference_that_excludes_zero():
                                  Paired("lone-n12", "", ("0", "1"), one, one, off))])
     assert words.endswith("contains 0 in 1 of 2 lines (not: outcast lone-n12 +0.12 "
                           "[+0.05, +0.2])"), words
+    # a run with other flows than the reference's is told the window may be the cause
+    longer = replace(twice_p := Paired("lone-n12", "", ("0", "1"), one, one, off),
+                     windows=("12 s, trim 3 s", "20 s, trim 4 s"))
+    assert R.same_draws_words([(v, longer)]).endswith(
+        "(not: outcast lone-n6 +0.12 [+0.05, +0.2]; its flows are longer: the window's, or "
+        "this machine's)")
+    assert twice_p.same_window and not longer.same_window
+    # one statistic behind two headlines (permutation's two) is named once
+    twice = [(replace(v, key=k), Paired(k, "", ("0", "1"), one, one, off))
+             for k in ("mptcp-mean", "fig4-ratio-lia")]
+    assert R.same_draws_words(twice).endswith(
+        "contains 0 in 0 of 2 lines (not: outcast mptcp-mean/fig4-ratio-lia +0.12 "
+        "[+0.05, +0.2])")
