@@ -16,9 +16,10 @@ capacities.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -243,6 +244,25 @@ def _solve_lp(
     return res
 
 
+def _floored(head: np.ndarray, floor: np.ndarray, slack: float) -> np.ndarray:
+    """A right-hand side: ``head``'s rows, then -s_i <= -floor_i * (1 - slack)."""
+    return np.concatenate([head, -floor * (1 - slack)])
+
+
+def _solve_with_slack(c: np.ndarray, A_ub: sp.spmatrix, b_for: Callable[[float], np.ndarray],
+                      relax: float, ipm: bool) -> tuple[scipy.optimize.OptimizeResult, float]:
+    """_solve_lp with ``b_for(slack)``'s right-hand side, the floors' relative slack grown
+    through _RELAX_STEPS times ``relax`` while HiGHS finds them infeasible by a hair; the
+    answer and the slack it needed (InfeasibleLP past the last step)."""
+    for step in _RELAX_STEPS:
+        try:
+            return _solve_lp(c, A_ub, b_for(relax * step), ipm=ipm), relax * step
+        except InfeasibleLP:
+            if step == _RELAX_STEPS[-1]:
+                raise
+    raise AssertionError("unreachable: _RELAX_STEPS is not empty")
+
+
 class InfeasibleLP(RuntimeError):
     """HiGHS found an LP infeasible (status 2): progressive filling relaxes and retries."""
 
@@ -320,15 +340,9 @@ def _aggregate_rates(capacities: Capacities, flows: Sequence[Flow]) -> np.ndarra
         A = sp.vstack(rows, format="csr")
         c = np.zeros(n_vars + 1)
         c[-1] = -1.0  # maximise the common level t
-        for step in _RELAX_STEPS:
-            relax = _FREEZE_RELAX[ipm] * step
-            b = np.concatenate([b_link, np.zeros(len(open_)), -rates[done] * (1 - relax)])
-            try:
-                res = _solve_lp(c, A, b, ipm=ipm)
-                break
-            except InfeasibleLP:
-                if step == _RELAX_STEPS[-1]:
-                    raise
+        res, relax = _solve_with_slack(
+            c, A, functools.partial(_floored, np.concatenate([b_link, np.zeros(len(open_))]),
+                                    rates[done]), _FREEZE_RELAX[ipm], ipm)
         if res.status == 3:  # cannot happen: every open connection crosses a finite link
             raise RuntimeError("aggregate max-min LP unbounded")
         level = max(float(res.x[-1]), 0.0)
@@ -379,14 +393,8 @@ def _blocked(
         answer) get the level LP's growing slack: seen on a 20-switch Jellyfish's traced
         subflows, tests/data/aggregate_lp_regression_3.json."""
         c = -np.asarray(S_open[mask].sum(axis=0)).ravel()
-        for step in _RELAX_STEPS:
-            try:
-                res = _solve_lp(c, A, np.concatenate([b_link, -floor * (1 - relax * step)]),
-                                ipm=ipm)
-                break
-            except InfeasibleLP:
-                if step == _RELAX_STEPS[-1]:
-                    raise
+        res, _ = _solve_with_slack(c, A, functools.partial(_floored, b_link, floor), relax,
+                                   ipm)
         if res.status != 0:
             return math.inf, None
         return -res.fun, np.asarray(S_open @ res.x).ravel()
