@@ -293,6 +293,9 @@ class Run:
     drop: frozenset[str] = frozenset()
     #: tables that could not be read (file name -> why): read as empty, named by the report
     damaged: dict[str, str] = field(default_factory=dict, repr=False)
+    #: every table as parsed, before ``drop``: shared with the copies ``without`` makes, so
+    #: that judging repetition by repetition (analysis.paired) parses a file once
+    _parsed: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, path: Path, invalid: str = "") -> Run:
@@ -345,20 +348,24 @@ class Run:
         """Rows of a CSV file of the run ([] when it has none); flows.csv with the goodput
         columns, an older folder's read from its backend's column (summaries.with_goodput)."""
         if name not in self._cache:
-            path = self.path / name
-            try:
-                got = read_csv(path) if path.is_file() else []
-            except (UnicodeDecodeError, csv.Error, OSError) as exc:
-                # a damaged table is no table: the claims that need it are not measured
-                self.damaged[name] = (f"not UTF-8 text ({exc.reason})"
-                                      if isinstance(exc, UnicodeDecodeError)
-                                      else f"unreadable ({type(exc).__name__}: {exc})")
-                got = []
-            if name == "flows.csv":
-                got = with_goodput(got, self.backend)
-            self._cache[name] = [r for r in got if _rep_id(r.get("run")) not in self.drop] \
+            if name not in self._parsed:
+                self._parsed[name] = self._parse(name)
+            got = self._parsed[name]
+            self._cache[name] = [r for r in got if rep_id(r.get("run")) not in self.drop] \
                 if self.drop else got
         return self._cache[name]
+
+    def _parse(self, name: str) -> list[dict[str, str]]:
+        path = self.path / name
+        try:
+            got = read_csv(path) if path.is_file() else []
+        except (UnicodeDecodeError, csv.Error, OSError) as exc:
+            # a damaged table is no table: the claims that need it are not measured
+            self.damaged[name] = (f"not UTF-8 text ({exc.reason})"
+                                  if isinstance(exc, UnicodeDecodeError)
+                                  else f"unreadable ({type(exc).__name__}: {exc})")
+            got = []
+        return with_goodput(got, self.backend) if name == "flows.csv" else got
 
     def flagged_reps(self) -> set[str] | None:
         """The repetitions the fidelity check's reasons name ('run 3 mptcp: ...', 'n6-run3:
@@ -375,7 +382,8 @@ class Run:
     def without(self, reps: set[str]) -> Run:
         """This run with the repetitions ``reps`` left out of every table it reads."""
         return Run(self.path, {**self.config, "suspect": []}, {**self.status, "suspect": []},
-                   self.invalid, drop=frozenset(reps))
+                   self.invalid, drop=frozenset(reps), damaged=self.damaged,
+                   _parsed=self._parsed)
 
     def data(self, name: str) -> Any:
         """A JSON file of the run (None when it has none or it is unreadable)."""
@@ -428,7 +436,7 @@ def repeatable(reasons: Iterable[str], prefix: str = "") -> list[int]:
     return sorted(r for r, only_host in by.items() if only_host)
 
 
-def _rep_id(value: Any) -> str:
+def rep_id(value: Any) -> str:
     """A table's ``run`` cell as a repetition id ('08' and '8' alike; 'all' stays)."""
     text = str(value)
     return str(int(text)) if text.isdigit() else text

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from store import registry
 
-from .claims import Claim, Missing, Run
+from .claims import Claim, Missing, Run, rep_id
 from .intervals import Interval, mean_interval
 
 #: the fewest pairs a difference is given for
@@ -50,7 +50,7 @@ def window(run: Run) -> str:
 
 def rep_ids(run: Run) -> list[str]:
     """Every repetition id of a folder's flows.csv, in order ('08' and '8' alike)."""
-    return list(dict.fromkeys(str(int(r["run"])) for r in run.table("flows.csv")
+    return list(dict.fromkeys(rep_id(r["run"]) for r in run.table("flows.csv")
                               if str(r.get("run", "")).isdigit()))
 
 

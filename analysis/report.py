@@ -270,15 +270,25 @@ def check_out(out: Path) -> None:
         raise ValueError(f"--out {out}: {parent} is not writable")
 
 
-def write(report: Report, out: Path, reference: Report | None = None) -> Path:
-    """index.html, report.md, verdicts.json and figures/ in ``out`` (replaced whole, so no
-    stale figure stays); returns the page.  ``reference``: the runs whose networks these
-    drew are compared with them repetition by repetition (same_draws)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    same = same_draws(report, reference, [
+def headline_pairs(report: Report,
+                   reference: Report | None) -> list[tuple[Verdict, Paired]]:
+    """same_draws over every emulated headline verdict ([] without a reference): what the
+    page tables, and the screen's first line counts the shown ones of."""
+    return same_draws(report, reference, [
         v for _, _, views in report.headline_claims for v in views.get("emulated", [])]) \
         if reference is not None else []
+
+
+def write(report: Report, out: Path, reference: Report | None = None,
+          same: list[tuple[Verdict, Paired]] | None = None) -> Path:
+    """index.html, report.md, verdicts.json and figures/ in ``out`` (replaced whole, so no
+    stale figure stays); returns the page.  ``reference``: the runs whose networks these
+    drew are compared with them repetition by repetition (``same``: headline_pairs, when
+    the caller has it already)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    if same is None:
+        same = headline_pairs(report, reference)
     try:
         figs = _copy_figures(report, tmp)
         (tmp / "index.html").write_text(page(report, out, figs, tmp, same),
@@ -385,10 +395,13 @@ def _screen_view(views: dict[str, list[Verdict]]) -> tuple[str, list[Verdict]]:
     return view, vs
 
 
-def screen(report: Report, reference: Report | None) -> list[str]:
+def screen(report: Report, reference: Report | None,
+           same: list[tuple[Verdict, Paired]] | None = None) -> list[str]:
     """What `dcrepro report` prints (reproduce.sh's last screen): one line per headline
     claim, this run's verdict with its interval beside the committed reference's and whether
-    they agree, then one line for every other claim (they are on the page, with causes)."""
+    they agree, then one line for every other claim (they are on the page, with causes).
+    ``same``: headline_pairs, when the caller has it already (pairing reads every
+    repetition of both folders)."""
     ref: dict[tuple[str, str, str], list[Verdict]] = {}
     for _, _, views in reference.headline_claims if reference else []:
         for view, vs in views.items():
@@ -408,17 +421,22 @@ def screen(report: Report, reference: Report | None) -> list[str]:
                 ours += f" [{_cond(v)}]"    # not the reference's set-up: say whose it is
             rows.append((paper.file[:3], v, text, f"{ours}; {_against(v, refs)}"))
     where = f" beside the reference ({reference.root})" if reference else ""
-    same = same_draws_words(same_draws(report, reference, [v for _, v, _, _ in rows])) \
-        if reference else ""
-    lines = [f"headline claims{where}{'; ' + same if same else ''}; the page has every claim "
-             "with its cause:"]
+    shown = [v for _, v, _, _ in rows]
+    if reference is None:
+        words = ""
+    elif same is None:
+        words = same_draws_words(same_draws(report, reference, shown))
+    else:
+        words = same_draws_words([(v, p) for v, p in same if any(v is x for x in shown)])
+    lines = [f"headline claims{where}{'; ' + words if words else ''}; the page has every "
+             "claim with its cause:"]
     width = max((len(v.verdict) for _, v, _, _ in rows), default=0)
     lines += [f"{no} {v.verdict:<{width}} {text:<{SCREEN_TEXT}} {rest}"
               for no, v, text, rest in rows] or ["  (none: these runs judge no headline claim)"]
     lines += to_decide_lines(report, [v for _, v, _, _ in rows])
-    shown = {(v.experiment, v.key) for _, v, _, _ in rows}
+    keys = {(v.experiment, v.key) for v in shown}
     rest = [v for s in report.sections for v in s.verdicts
-            if (v.experiment, v.key) not in shown]
+            if (v.experiment, v.key) not in keys]
     split = sum(len(s.disagree) for s in report.sections)
     disagree = f"views disagree on {split} claim(s): see the page" if split else ""
     if rest:
@@ -864,7 +882,7 @@ def _run_box(run: Run, out: Path) -> dict[str, Any]:
             "rerun": p["rerun"], "params": ", ".join(f"{k}={v}" for k, v in run.params.items())}
 
 
-def render(report: Report, out: Path,
-           reference: Report | None = None) -> tuple[Path, list[str]]:
+def render(report: Report, out: Path, reference: Report | None = None,
+           same: list[tuple[Verdict, Paired]] | None = None) -> tuple[Path, list[str]]:
     """Write the report folder; the page and the terminal lines."""
-    return write(report, out, reference), terminal(report)
+    return write(report, out, reference, same), terminal(report)

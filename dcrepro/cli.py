@@ -586,8 +586,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"dcrepro: error: {exc}", file=sys.stderr)
         return 2
     reference = _reference(args, paths)
-    page, lines = report.render(judged, out, reference)
-    print("\n".join(lines if args.all else report.screen(judged, reference)))
+    same = report.headline_pairs(judged, reference)     # paired once, for page and screen
+    page, lines = report.render(judged, out, reference, same)
+    print("\n".join(lines if args.all else report.screen(judged, reference, same)))
     print(f"report: {page}")
     return 0
 
