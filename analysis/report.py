@@ -40,6 +40,7 @@ from store import papers, registry, wall_s
 
 from .claims import (
     COLOURS,
+    INCONCLUSIVE,
     NOT_MEASURED,
     NOT_REGIME,
     VERDICTS,
@@ -353,6 +354,8 @@ def terminal(report: Report) -> list[str]:
 DECIDED = ("holds", "does not hold")
 #: how many characters of a claim's text the screen shows
 SCREEN_TEXT = 50
+#: beside a verdict decided here that the reference's runs leave inconclusive
+OPEN_IN_REF = "decided here only:"
 
 
 def _plain(v: Verdict) -> str:
@@ -375,6 +378,9 @@ def _against(ours: Verdict, refs: list[Verdict]) -> str:
         return f"= {theirs}"
     if ours.verdict in DECIDED and same[0].verdict in DECIDED:
         return f"CONTRADICTS {theirs}"
+    if ours.verdict in DECIDED and same[0].verdict == INCONCLUSIVE:
+        # not the opposite, but not corroborated either: the reference's runs leave it open
+        return f"{OPEN_IN_REF} {theirs}"
     return theirs
 
 

@@ -146,6 +146,9 @@ def test_the_screen_sets_each_headline_beside_the_references_verdict(reference_r
                                                          if flip == HOLDS else HOLDS)]
                       ).startswith("CONTRADICTS ref ")
     assert R._against(replace(v, verdict="inconclusive"), [v]).startswith("ref ")
+    # decided here where the reference is inconclusive: not opposite, and said to be ours only
+    assert R._against(replace(v, verdict=flip), [replace(v, verdict="inconclusive")]
+                      ).startswith(f"{R.OPEN_IN_REF} ref inconclusive ")
     assert R._against(v, []) == "no reference verdict"
 
 
