@@ -454,6 +454,27 @@ def screen(report: Report, reference: Report | None,
     return lines + [f"skipped  {x}" for x in report.skipped]
 
 
+#: the hypervisor's steal a fidelity reason names beside a failed gap check
+_STEAL = re.compile(r"steal (\d+(?:\.\d+)?)%")
+
+
+def flagged_words(runs: list[Run]) -> str:
+    """' (3 flagged, steal up to 13.3 % beside them)': how many repetitions of these runs
+    the fidelity checks flagged, and the most hypervisor steal named beside them, so that
+    an n short of a claim's repetitions is explained where it is read ('' when none)."""
+    count, steal = 0, []
+    for run in runs:
+        reasons = run.suspects()
+        if reasons:
+            reps = run.flagged_reps()
+            count += len(reps) if reps is not None else 1
+            steal += [float(x) for r in reasons for x in _STEAL.findall(r)]
+    if not count:
+        return ""
+    return f" ({count} flagged" + (f", steal up to {max(steal):g} % beside them"
+                                   if steal else "") + ")"
+
+
 def _runs_by_id(report: Report) -> dict[tuple[str, str], Run]:
     return {(s.experiment, r.run_id): r for s in report.sections for r in s.runs}
 
@@ -575,7 +596,7 @@ def to_decide_lines(report: Report, shown: list[Verdict]) -> list[str]:
         made = max((int(r.config.get("params", {}).get("runs") or 0) for r in runs),
                    default=0)
         asked.append(max(needed, made + needed - n))
-        lines.append(f"  {name}: {n} of {needed} repetitions; "
+        lines.append(f"  {name}: {n} of {needed} repetitions{flagged_words(runs)}; "
                      f"{registry.sweep_command(name)} --quick --runs {asked[-1]}{more}")
     if asked:       # the whole reproduction again, every experiment at the most asked
         lines[0] += (f"; more repetitions decide more: ./scripts/reproduce.sh --runs "
