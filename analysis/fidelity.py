@@ -10,6 +10,7 @@ from the model: thresholds below, reasons spelled out.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from statistics import median
@@ -243,6 +244,17 @@ def measurement_reasons(meas: dict[str, Any]) -> list[str]:
     limits = meas.get("tcp_limits") or {}
     reasons += [limits[k] for k in ("note", "stall_note") if limits.get(k)]
     return reasons
+
+
+#: the steal suspect_reasons names beside a failed gap check ('steal 5.9%')
+_STEAL_NAMED = re.compile(r"\bsteal (\d+(?:\.\d+)?)%")
+
+
+def steal_named(reason: str) -> float | None:
+    """The hypervisor steal (percent of the machine's CPU) that a reason of
+    suspect_reasons names beside the run, None when it names none."""
+    m = _STEAL_NAMED.search(reason)
+    return float(m.group(1)) if m else None
 
 
 def model_is_exact(transport: str, sprayed: bool = False) -> bool:

@@ -54,6 +54,7 @@ from .claims import (
     summary_line,
     terminal_line,
 )
+from .fidelity import steal_named
 from .figures import HEADLINES, NOTES
 from .paired import Paired, pair
 
@@ -428,12 +429,8 @@ def screen(report: Report, reference: Report | None,
             rows.append((paper.file[:3], v, text, f"{ours}; {_against(v, refs)}"))
     where = f" beside the reference ({reference.root})" if reference else ""
     shown = [v for _, v, _, _ in rows]
-    if reference is None:
-        words = ""
-    elif same is None:
-        words = same_draws_words(same_draws(report, reference, shown))
-    else:
-        words = same_draws_words([(v, p) for v, p in same if any(v is x for x in shown)])
+    pairs = headline_pairs(report, reference) if same is None else same
+    words = same_draws_words([(v, p) for v, p in pairs if any(v is x for x in shown)])
     lines = [f"headline claims{where}{'; ' + words if words else ''}; the page has every "
              "claim with its cause:"]
     width = max((len(v.verdict) for _, v, _, _ in rows), default=0)
@@ -454,10 +451,6 @@ def screen(report: Report, reference: Report | None,
     return lines + [f"skipped  {x}" for x in report.skipped]
 
 
-#: the hypervisor's steal a fidelity reason names beside a failed gap check
-_STEAL = re.compile(r"steal (\d+(?:\.\d+)?)%")
-
-
 def flagged_words(runs: list[Run]) -> str:
     """' (3 flagged, steal up to 13.3 % beside them)': how many repetitions of these runs
     the fidelity checks flagged, and the most hypervisor steal named beside them, so that
@@ -468,7 +461,7 @@ def flagged_words(runs: list[Run]) -> str:
         if reasons:
             reps = run.flagged_reps()
             count += len(reps) if reps is not None else 1
-            steal += [float(x) for r in reasons for x in _STEAL.findall(r)]
+            steal += [x for r in reasons if (x := steal_named(r)) is not None]
     if not count:
         return ""
     return f" ({count} flagged" + (f", steal up to {max(steal):g} % beside them"

@@ -254,13 +254,13 @@ def _solve_with_slack(c: np.ndarray, A_ub: sp.spmatrix, b_for: Callable[[float],
     """_solve_lp with ``b_for(slack)``'s right-hand side, the floors' relative slack grown
     through _RELAX_STEPS times ``relax`` while HiGHS finds them infeasible by a hair; the
     answer and the slack it needed (InfeasibleLP past the last step)."""
-    for step in _RELAX_STEPS:
+    for step in _RELAX_STEPS[:-1]:
         try:
             return _solve_lp(c, A_ub, b_for(relax * step), ipm=ipm), relax * step
         except InfeasibleLP:
-            if step == _RELAX_STEPS[-1]:
-                raise
-    raise AssertionError("unreachable: _RELAX_STEPS is not empty")
+            pass
+    last = relax * _RELAX_STEPS[-1]
+    return _solve_lp(c, A_ub, b_for(last), ipm=ipm), last
 
 
 class InfeasibleLP(RuntimeError):
