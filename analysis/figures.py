@@ -374,13 +374,14 @@ def rank_curves(rows: list[dict[str, str]], metric: str) -> tuple[np.ndarray, np
             np.array([iv.hi for iv in ivs]))
 
 
-def rank_line(ax: Any, curves: tuple[np.ndarray, np.ndarray, np.ndarray], label: str) -> Any:
+def rank_line(ax: Any, curves: tuple[np.ndarray, np.ndarray, np.ndarray], label: str,
+              ls: str = "-", marker: str | None = "o", alpha: float = 0.2) -> Any:
     """A rank curve (rank_curves: the mean over runs at each rank, 1 first) with its 95 %
-    interval shaded; its line."""
+    interval shaded in the line's colour; its line."""
     mean, lo, hi = curves
     x = np.arange(1, len(mean) + 1)
-    line, = ax.plot(x, mean, marker="o", ms=3, label=label)
-    ax.fill_between(x, lo, hi, alpha=0.2)
+    line, = ax.plot(x, mean, ls=ls, marker=marker, ms=3, label=label)
+    ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color(), lw=0)
     return line
 
 

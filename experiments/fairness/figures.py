@@ -21,6 +21,7 @@ from analysis.figures import (
     optional_table,
     panel_row,
     rank_curves,
+    rank_line,
     rank_plot,
     run_means,
     save,
@@ -195,14 +196,12 @@ def _panels(path: Path, groups: dict[str, list[dict[str, Any]]],
         for k, (name, metric, style, alpha) in enumerate(curves):
             if k and not any(cell(r.get(metric)) > 0 for r in rs):
                 continue
-            mean, lo, hi = rank_curves(rs, metric)
-            if not len(mean):
+            curve = rank_curves(rs, metric)
+            if not len(curve[0]):
                 ax.plot([], [], label=f"{name} (no values)")
                 continue
-            x = np.arange(1, len(mean) + 1)
-            line, = ax.plot(x, mean, ls=style, marker=None if k else "o", ms=3,
-                            label=f"{name} (mean {mean.mean():.2f})")
-            ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color(), lw=0)
+            rank_line(ax, curve, f"{name} (mean {curve[0].mean():.2f})", ls=style,
+                      marker=None if k else "o", alpha=alpha)
         ax.set_title(_label(t, rs), fontsize=8.5)
         ax.set_xlabel("rank of flow")
         ax.set_ylim(0, 1.1)
