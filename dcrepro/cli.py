@@ -177,7 +177,14 @@ def _experiment_parsers(command: argparse.ArgumentParser) -> list[argparse.Argum
     parsers = []
     for name in EXPERIMENTS:
         mod = _module(name)
-        p = exps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
+        # the figure's runs may add flags to these defaults (permutation's sweep: --cc lia
+        # --bw 5), so `run NAME --quick` alone is not always what the quick reproduction ran
+        sweep = getattr(mod, "SWEEP", "")
+        epilog = (f"scripts/reproduce.sh makes the figure with {sweep} (--quick unless "
+                  f"--full), which may set flags beyond the defaults above; a run folder's "
+                  f"config.json has every value it ran with." if sweep else None)
+        p = exps.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP,
+                            epilog=epilog)
         mod.add_arguments(p)
         parsers.append(p)
     return parsers

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +148,21 @@ def test_backend_without_add_shared_is_among_the_parser_own_flags():
     assert p.parse_args(["--backend", "model"]).backend == "model"
     assert "--backend" in p._optionals._option_string_actions
     assert [g.title for g in p._action_groups if g._group_actions] == ["options"]
+
+
+
+@pytest.mark.parametrize("name", registry.EXPERIMENTS)
+def test_help_names_the_script_that_makes_the_figure(name, capsys, monkeypatch):
+    """`run NAME --help` ends by naming the sweep script reproduce.sh runs for the figure
+    (it may add flags to the defaults: permutation's adds --cc lia --bw 5), and that script
+    is in the repository; an experiment with no such script says nothing of one."""
+    monkeypatch.setenv("COLUMNS", "400")        # one line per paragraph: no wrapped names
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["run", name, "--help"])
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    sweep = getattr(registry.module(name), "SWEEP", "")
+    if sweep:
+        assert (Path(__file__).resolve().parents[2] / sweep).is_file()
+        assert last.startswith(f"scripts/reproduce.sh makes the figure with {sweep} ")
+    else:
+        assert "reproduce.sh" not in last
