@@ -370,6 +370,7 @@ def test_relative_paths_from_any_folder_and_a_report_replaced_whole(tmp_path, ru
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".rep-")]
 
 
+@pytest.mark.slow     # two real model runs draw Orca's figures: 2.0-2.4 s on 2 cores
 def test_a_sweep_folder_is_judged_on_its_runs(tmp_path, capsys):
     """A real model-backend sweep (no root): its complete runs are one source."""
     assert cli.main(["sweep", "orca", "--backend", "model", "--quick", "--grid",
