@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from dcrepro.catalogue import KINDS
-from store.registry import EXPERIMENTS
+from store.registry import EXPERIMENTS, sweep_script
 from store.registry import module as _module
 from topos.spec import SpecError
 
@@ -179,7 +179,7 @@ def _experiment_parsers(command: argparse.ArgumentParser) -> list[argparse.Argum
         mod = _module(name)
         # the figure's runs may add flags to these defaults (permutation's sweep: --cc lia
         # --bw 5), so `run NAME --quick` alone is not always what the quick reproduction ran
-        sweep = getattr(mod, "SWEEP", "")
+        sweep = sweep_script(name)
         epilog = (f"scripts/reproduce.sh makes the figure with {sweep} (--quick unless "
                   f"--full), which may set flags beyond the defaults above; a run folder's "
                   f"config.json has every value it ran with." if sweep else None)

@@ -87,10 +87,16 @@ def markdown_table(dataplanes: Mapping[str, frozenset[str]]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def sweep_script(name: str) -> str | None:
+    """``name``'s sweep script (``SWEEP``: what reproduce.sh runs for its figures, which may
+    add flags to the experiment's defaults), None when it has none."""
+    return getattr(module(name), "SWEEP", None) or None
+
+
 def sweep_command(name: str) -> str:
-    """What regenerates ``name``'s figures: its sweep script when it has one (``SWEEP``),
-    else the experiment itself, so that a new experiment needs no script."""
-    return getattr(module(name), "SWEEP", None) or f".venv/bin/dcrepro run {name}"
+    """What regenerates ``name``'s figures: its sweep script when it has one, else the
+    experiment itself, so that a new experiment needs no script."""
+    return sweep_script(name) or f".venv/bin/dcrepro run {name}"
 
 
 def takes_runs(name: str) -> bool:

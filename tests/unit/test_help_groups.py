@@ -150,7 +150,6 @@ def test_backend_without_add_shared_is_among_the_parser_own_flags():
     assert [g.title for g in p._action_groups if g._group_actions] == ["options"]
 
 
-
 @pytest.mark.parametrize("name", registry.EXPERIMENTS)
 def test_help_names_the_script_that_makes_the_figure(name, capsys, monkeypatch):
     """`run NAME --help` ends by naming the sweep script reproduce.sh runs for the figure
@@ -160,7 +159,7 @@ def test_help_names_the_script_that_makes_the_figure(name, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["run", name, "--help"])
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
-    sweep = getattr(registry.module(name), "SWEEP", "")
+    sweep = registry.sweep_script(name)
     if sweep:
         assert (Path(__file__).resolve().parents[2] / sweep).is_file()
         assert last.startswith(f"scripts/reproduce.sh makes the figure with {sweep} ")
